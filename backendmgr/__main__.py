@@ -1,0 +1,3 @@
+from backendmgr.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Component manifests, asset matching and host detection."""

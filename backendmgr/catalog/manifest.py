@@ -1,0 +1,182 @@
+"""Component manifests: the data that says what can be installed and from where (SPEC §5).
+
+Built-in manifests ship in the wheel; user manifests live in ``<config dir>/manifests``. A
+manifest is data only: matching and detection read it, nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+
+__all__ = [
+    "Catalog",
+    "GithubSource",
+    "Manifest",
+    "PypiSource",
+    "Variant",
+    "builtin_manifest_dir",
+    "load_catalog",
+]
+
+PLATFORMS = (
+    "linux-x64",
+    "linux-arm64",
+    "windows-x64",
+    "windows-arm64",
+    "darwin-arm64",
+    "darwin-x64",
+)
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_patterns(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    for platform, patterns in value.items():
+        if platform not in PLATFORMS:
+            raise ValueError(
+                f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}"
+            )
+        for pattern in patterns:
+            try:
+                re.compile(pattern.replace("{v}", "x"))
+            except re.error as exc:
+                raise ValueError(f"bad pattern {pattern!r}: {exc}") from exc
+    return value
+
+
+class GithubSource(_Strict):
+    type: Literal["github"]
+    repo: str
+
+    @field_validator("repo")
+    @classmethod
+    def _repo_shape(cls, value: str) -> str:
+        owner, _, name = value.partition("/")
+        if not _REPO.match(value) or owner in (".", "..") or name in (".", ".."):
+            raise ValueError(f"repo must look like owner/name, got {value!r}")
+        return value
+
+
+class PypiSource(_Strict):
+    type: Literal["pypi"]
+    package: str
+    index_url: str | None = None
+
+
+Source = Annotated[GithubSource | PypiSource, Field(discriminator="type")]
+
+
+class Variant(_Strict):
+    id: str
+    label: str = ""
+    assets: dict[str, list[str]] = Field(default_factory=dict)
+    extras: dict[str, list[str]] = Field(default_factory=dict)
+    pair_key: str | None = None
+    toolkit_key: str | None = None
+    platforms: list[str] = Field(default_factory=list)
+    pip_args: list[str] = Field(default_factory=list)
+
+    _patterns_ok = field_validator("assets", "extras")(_check_patterns)
+
+    def available_on(self, platform: str) -> bool:
+        return bool(self.assets.get(platform)) or platform in self.platforms
+
+
+class Manifest(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = ""
+    kind: str = ""
+    source: Source
+    exe: dict[Literal["linux", "windows", "darwin", "default"], str]
+    bare: bool = False
+    allow_prerelease: bool = False
+    checksums: str | None = None
+    ignore_case: bool = False
+    python: str | None = None
+    version_args: list[str] = Field(default_factory=lambda: ["--version"])
+    variants: list[Variant] = Field(min_length=1)
+
+    def exe_for(self, os_name: str) -> str:
+        return self.exe.get(os_name) or self.exe.get("default") or self.id  # type: ignore[call-overload]
+
+    def variant(self, variant_id: str) -> Variant | None:
+        return next((v for v in self.variants if v.id == variant_id), None)
+
+    def variants_on(self, platform: str) -> list[Variant]:
+        return [v for v in self.variants if v.available_on(platform)]
+
+
+class Catalog:
+    """Every known component, built-ins first, in a stable order."""
+
+    def __init__(self, manifests: Iterable[Manifest]) -> None:
+        self._by_id: dict[str, Manifest] = {}
+        for manifest in manifests:
+            self._by_id[manifest.id] = manifest
+
+    def __iter__(self) -> Any:
+        return iter(self._by_id.values())
+
+    def __contains__(self, component: object) -> bool:
+        return component in self._by_id
+
+    def ids(self) -> list[str]:
+        return list(self._by_id)
+
+    def get(self, component: str) -> Manifest | None:
+        return self._by_id.get(component)
+
+
+def builtin_manifest_dir() -> Path:
+    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    bundled = package / "_manifests"
+    return bundled if bundled.is_dir() else package.parent / "manifests"
+
+
+def _load_file(path: Path) -> Manifest:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"manifest {path}: {first}") from exc
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"manifest {path}: field {field}: {msg}") from exc
+
+
+def load_catalog(user_dir: Path | None = None, builtin_dir: Path | None = None) -> Catalog:
+    """Built-in manifests, then the user's; a user manifest may not reuse a known id."""
+    manifests: list[Manifest] = []
+    seen: dict[str, Path] = {}
+    folders = [builtin_dir or builtin_manifest_dir()]
+    if user_dir is not None and user_dir.is_dir():
+        folders.append(user_dir)
+    for folder in folders:
+        for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
+            manifest = _load_file(path)
+            if manifest.id in seen:
+                raise ConfigError(
+                    f'manifest {path}: component id "{manifest.id}" is already defined by '
+                    f"{seen[manifest.id]}; pick another id"
+                )
+            seen[manifest.id] = path
+            manifests.append(manifest)
+    return Catalog(manifests)

@@ -1,0 +1,1 @@
+"""Argument parsing and rendering only; every decision lives in :mod:`backendmgr.manager`."""

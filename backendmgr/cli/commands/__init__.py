@@ -1,0 +1,15 @@
+"""One module per command (or command pair); each adds its parser and an async handler."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from . import backends, overrides, pin
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    for module in (backends, pin, overrides):
+        module.register(sub)

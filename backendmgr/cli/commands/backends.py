@@ -1,0 +1,80 @@
+"""``backends``, ``backends add``, ``backends remove`` and ``default``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .common import add_no_generate, report
+
+if TYPE_CHECKING:
+    from ...manager import Manager
+    from ..render import Renderer
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("backends", help="the registry in order; add or remove manual rows")
+    p.set_defaults(handler=list_backends)
+    actions = p.add_subparsers(dest="backends_action", metavar="ACTION", parser_class=type(p))
+    add = actions.add_parser("add", help="append a manual row")
+    add.add_argument("id")
+    add.add_argument("--kind", required=True, help="llama, vllm, sd, tts, asr, audiocpp, …")
+    add.add_argument("--path", required=True, help="the executable")
+    add.add_argument("--name", default="")
+    add.add_argument("--default", action="store_true", help="make it the ★ of its classes")
+    add_no_generate(add)
+    add.set_defaults(handler=add_backend)
+    remove = actions.add_parser("remove", help="remove a manual row")
+    remove.add_argument("id")
+    add_no_generate(remove)
+    remove.set_defaults(handler=remove_backend)
+
+    d = sub.add_parser("default", help="make ROW the ★ of every class its kind serves")
+    d.add_argument("row")
+    add_no_generate(d)
+    d.set_defaults(handler=set_default)
+
+
+async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...manager import row_json
+
+    rows = [row_json(r) for r in await mgr.backends()]
+    if out.json_mode:
+        out.document(rows)
+        return 0
+    out.table(
+        ["", "id", "kind", "classes", "managed", "path"],
+        [
+            [
+                "★" if r["default"] else "",
+                r["id"],
+                r["kind"],
+                ",".join(r["classes"]) or "-",
+                "build" if r["build"] else ("yes" if r["managed"] else ""),
+                r["path"],
+            ]
+            for r in rows
+        ],
+        empty='the registry is empty; see "backendmgr install" and "backendmgr backends add"',
+    )
+    return 0
+
+
+async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    outcome = await mgr.add_backend(
+        args.id,
+        kind=args.kind,
+        path=args.path,
+        name=args.name,
+        default=args.default,
+        generate=not args.no_generate,
+    )
+    return report(out, outcome)
+
+
+async def remove_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    return report(out, await mgr.remove_backend(args.id, generate=not args.no_generate))
+
+
+async def set_default(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    return report(out, await mgr.set_default(args.row, generate=not args.no_generate))

@@ -1,0 +1,32 @@
+"""``pin MODEL ROW`` and ``unpin MODEL``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .common import add_no_generate, report
+
+if TYPE_CHECKING:
+    from ...manager import Manager
+    from ..render import Renderer
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("pin", help="keep MODEL on one registry row (e.g. a build)")
+    p.add_argument("model")
+    p.add_argument("row", help="a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm")
+    add_no_generate(p)
+    p.set_defaults(handler=pin)
+    u = sub.add_parser("unpin", help="let MODEL follow the class default again")
+    u.add_argument("model")
+    add_no_generate(u)
+    u.set_defaults(handler=unpin)
+
+
+async def pin(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    return report(out, await mgr.pin(args.model, args.row, generate=not args.no_generate))
+
+
+async def unpin(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    return report(out, await mgr.unpin(args.model, generate=not args.no_generate))

@@ -1,0 +1,64 @@
+"""Everything the CLI prints: JSON documents, rich tables, one-line messages and errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+__all__ = ["Renderer"]
+
+
+class Renderer:
+    """Turns results into output; the only place that decides between JSON and text."""
+
+    def __init__(
+        self,
+        *,
+        json_mode: bool = False,
+        quiet: bool = False,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.stdout.isatty()
+
+    def console(self) -> Any:
+        from rich.console import Console
+
+        width = None if self.is_terminal else 200
+        return Console(file=self.stdout, highlight=False, soft_wrap=False, width=width)
+
+    def document(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+    def info(self, message: str) -> None:
+        if not self.quiet and not self.json_mode:
+            self.stdout.write(message + "\n")
+
+    def warning(self, message: str) -> None:
+        self.stderr.write("warning: " + " ".join(message.split("\n")) + "\n")
+
+    def error(self, message: str) -> None:
+        self.stderr.write("error: " + " ".join(message.split("\n")) + "\n")
+
+    def table(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, empty: str) -> None:
+        if not rows:
+            self.info(empty)
+            return
+        from rich import box
+        from rich.table import Table
+
+        table = Table(box=box.SIMPLE_HEAD if self.is_terminal else box.ASCII2)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*("" if cell is None else str(cell) for cell in row))
+        self.console().print(table)

@@ -1,0 +1,1 @@
+"""Paths, the settings models and the round-trip config store."""

@@ -1,0 +1,114 @@
+"""Typed shape of the config file (SPEC §2): settings, registry rows, per-model overrides.
+
+Models are frozen: the registry rules return new lists instead of editing rows in place, and
+the store turns the result back into a minimal edit of the user's YAML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["BackendRow", "ModelOverride", "Settings"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class BackendRow(_Frozen):
+    """One registry row: an executable that can serve the classes of its ``kind``."""
+
+    id: str
+    kind: str = ""
+    name: str = ""
+    path: str
+    default: bool = False
+    managed: bool = False
+    component: str = ""
+    version: str = ""
+    variant: str = ""
+    build: bool = False
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("id must not be blank")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("path must not be blank")
+        return value
+
+    def to_yaml(self) -> dict[str, Any]:
+        """The fields worth writing: empty strings and false flags are left out of the file."""
+        out: dict[str, Any] = {"id": self.id}
+        for key in ("kind", "name", "path"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        for key in ("default", "managed"):
+            if getattr(self, key):
+                out[key] = True
+        for key in ("component", "version", "variant"):
+            value = getattr(self, key)
+            if value:
+                out[key] = value
+        if self.build:
+            out["build"] = True
+        return out
+
+
+class ModelOverride(_Frozen):
+    """Per-model settings for every backend kind; each emitter reads only its own fields."""
+
+    backend: str | None = None
+    ctx: int | None = Field(default=None, gt=0)
+    vram_target_gb: float | None = Field(default=None, gt=0)
+    vllm_gpu_util: float | None = Field(default=None, gt=0, le=1)
+    vllm_tensor_parallel: int | None = Field(default=None, ge=1)
+    vllm_tokenizer: str | None = None
+    vllm_tool_parser: str | None = None
+    extra_args: str | None = None
+    unlisted: bool | None = None
+    llama_swap: dict[str, Any] | None = None
+
+    def to_yaml(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+    def is_empty(self) -> bool:
+        return not self.to_yaml()
+
+
+class Settings(_Frozen):
+    """The whole config file. A missing file is ``Settings()``."""
+
+    models_dirs: list[str] = Field(default_factory=list)
+    output: str | None = None
+    vram_budget_gb: float | None = Field(default=None, gt=0)
+    server_exe: str = "llama-server"
+    sd_server_exe: str = "sd-server"
+    tts_server_exe: str = "tts-server"
+    asr_server_exe: str = "parakeet-server"
+    ttl: int = Field(default=600, ge=0)
+    health_check_timeout: int = Field(default=300, ge=15)
+    require_checksum: bool = False
+    llama_swap: dict[str, Any] = Field(default_factory=dict)
+    backends: list[BackendRow] = Field(default_factory=list)
+    models: dict[str, ModelOverride] = Field(default_factory=dict)
+
+    @field_validator("models_dirs", mode="before")
+    @classmethod
+    def _one_dir_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def override(self, model_id: str) -> ModelOverride:
+        return self.models.get(model_id) or ModelOverride()
+
+    def row(self, row_id: str) -> BackendRow | None:
+        return next((r for r in self.backends if r.id == row_id), None)

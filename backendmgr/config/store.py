@@ -1,0 +1,295 @@
+"""The config file on disk: round-trip YAML, validation with line numbers, locked atomic edits.
+
+A write never re-serialises the whole file from the models. :func:`_merge` walks the user's
+document and changes only the values that differ from the new settings, so comments, key order
+and quoting survive everywhere else, and an edit that changes nothing writes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from .._fs import atomic_write_bytes
+from ..errors import ConfigError, Refused
+from .models import Settings
+
+__all__ = ["ConfigStore", "LoadedConfig"]
+
+T = TypeVar("T")
+
+LOCK_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    settings: Settings
+    doc: CommentedMap | None
+    raw: bytes
+    indent: tuple[int, int, int]
+
+
+class ConfigStore:
+    """Reads and edits one config file; every edit is a locked read-modify-write."""
+
+    def __init__(self, path: Path, lock_path: Path | None = None) -> None:
+        self.path = path
+        self.lock_path = lock_path or path.with_name(path.name + ".lock")
+
+    def read(self) -> Settings:
+        return self.load().settings
+
+    def load(self) -> LoadedConfig:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return LoadedConfig(Settings(), None, b"", (2, 4, 2))
+        except OSError as exc:
+            raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from exc
+        return _parse(self.path, raw)
+
+    def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
+        """Apply ``change`` under the file lock; write only when the file's text changes."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with FileLock(self.lock_path, timeout=LOCK_TIMEOUT_S):
+                loaded = self.load()
+                new_settings, result = change(loaded.settings)
+                data = render(loaded, new_settings)
+                if data != loaded.raw:
+                    atomic_write_bytes(self.path, data)
+                return result
+        except Timeout as exc:
+            raise Refused(
+                f"{self.path} is locked by another backendmgr process; try again when it ends"
+            ) from exc
+
+
+def _yaml(indent: tuple[int, int, int]) -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    mapping, sequence, offset = indent
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return yaml
+
+
+def _guess_indent(text: str) -> tuple[int, int, int]:
+    """Find how the user indents nested mappings and block sequences, so edits look like theirs.
+
+    Returns ruamel's ``(mapping, sequence, offset)``; a file without nesting gets ``(2, 4, 2)``.
+    """
+    mapping: int | None = None
+    offset: int | None = None
+    previous_indent: int | None = None
+    previous_opens = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if previous_opens and previous_indent is not None:
+            step = indent - previous_indent
+            is_item = stripped.startswith("- ") or stripped == "-"
+            if is_item and step >= 0 and offset is None:
+                offset = step
+            elif not is_item and step > 0 and mapping is None:
+                mapping = step
+        if mapping is not None and offset is not None:
+            break
+        previous_indent = indent + (2 if stripped.startswith("- ") else 0)
+        previous_opens = stripped.endswith(":")
+    mapping = mapping or 2
+    offset = 2 if offset is None else offset
+    return (mapping, offset + 2, offset)
+
+
+def _parse(path: Path, raw: bytes) -> LoadedConfig:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        doc = _yaml((2, 4, 2)).load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        raise ConfigError(f"{path}{where}: {problem}; fix the YAML and try again") from exc
+    except YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
+        raise ConfigError(f"{path}: {first}") from exc
+    if doc is None:
+        return LoadedConfig(Settings(), None, raw, _guess_indent(text))
+    if not isinstance(doc, CommentedMap):
+        raise ConfigError(f"{path} line 1: the config must be a mapping of keys to values")
+    try:
+        settings = Settings.model_validate(_plain(doc))
+    except ValidationError as exc:
+        raise ConfigError(_describe(path, doc, exc)) from exc
+    _check_unique_ids(path, doc, settings)
+    return LoadedConfig(settings, doc, raw, _guess_indent(text))
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def _line_of(doc: CommentedMap, loc: tuple[int | str, ...]) -> int:
+    """The 1-based line of the deepest node along ``loc`` that exists in the document."""
+    line = 1
+    node: Any = doc
+    for part in loc:
+        try:
+            if isinstance(node, CommentedMap) and part in node:
+                line = node.lc.key(part)[0] + 1
+                node = node[part]
+            elif isinstance(node, CommentedSeq) and isinstance(part, int) and part < len(node):
+                line = node.lc.item(part)[0] + 1
+                node = node[part]
+            else:
+                break
+        except (KeyError, TypeError, AttributeError):
+            break
+    return line
+
+
+def _loc_text(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _describe(path: Path, doc: CommentedMap, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if isinstance(p, int | str))
+    line = _line_of(doc, loc)
+    if err["type"] == "extra_forbidden":
+        parent = _loc_text(loc[:-1])
+        where = f" in {parent}" if parent else ""
+        return f'{path} line {line}: unknown key "{loc[-1]}"{where}'
+    if err["type"] == "missing":
+        parent = _loc_text(loc[:-1])
+        where = f" in {parent}" if parent else ""
+        return f'{path} line {line}: missing key "{loc[-1]}"{where}'
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{path} line {line}: {_loc_text(loc)}: {msg}"
+
+
+def _check_unique_ids(path: Path, doc: CommentedMap, settings: Settings) -> None:
+    seen: set[str] = set()
+    for index, row in enumerate(settings.backends):
+        if row.id in seen:
+            line = _line_of(doc, ("backends", index))
+            raise ConfigError(f'{path} line {line}: duplicate backend id "{row.id}"')
+        seen.add(row.id)
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def desired_document(loaded: LoadedConfig, settings: Settings) -> dict[str, Any]:
+    """What the file should say: every key the user wrote, plus every non-default value."""
+    present = set(loaded.doc) if loaded.doc is not None else set()
+    defaults = Settings()
+    out: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if name not in present and value == getattr(defaults, name):
+            continue
+        if name == "backends":
+            out[name] = [row.to_yaml() for row in value]
+        elif name == "models":
+            out[name] = {mid: ov.to_yaml() for mid, ov in value.items() if not ov.is_empty()}
+        else:
+            out[name] = value
+    return out
+
+
+def render(loaded: LoadedConfig, settings: Settings) -> bytes:
+    """The new file bytes: the user's document with only the changed values edited."""
+    desired = desired_document(loaded, settings)
+    doc = loaded.doc if loaded.doc is not None else CommentedMap()
+    if loaded.doc is None and not desired:
+        return loaded.raw
+    _merge_map(doc, desired)
+    buf = io.StringIO()
+    _yaml(loaded.indent).dump(doc, buf)
+    return buf.getvalue().encode("utf-8")
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or value is False or value == ""
+
+
+def _to_node(value: Any) -> Any:
+    if isinstance(value, dict):
+        node = CommentedMap()
+        for k, v in value.items():
+            node[k] = _to_node(v)
+        return node
+    if isinstance(value, list):
+        return CommentedSeq(_to_node(v) for v in value)
+    return value
+
+
+def _merge_value(old: Any, new: Any) -> Any:
+    if isinstance(old, CommentedMap) and isinstance(new, dict):
+        _merge_map(old, new)
+        return old
+    if isinstance(old, CommentedSeq) and isinstance(new, list):
+        _merge_seq(old, new)
+        return old
+    plain = _plain(old)
+    if plain == new and isinstance(plain, bool) == isinstance(new, bool):
+        return old  # 22 and 22.0 are the same value: keep the user's spelling
+    return _to_node(new)
+
+
+def _merge_map(node: CommentedMap, desired: dict[str, Any]) -> None:
+    for key in list(node):
+        if key not in desired and not _is_blank(node[key]):
+            del node[key]
+    for key, value in desired.items():
+        if key in node:
+            merged = _merge_value(node[key], value)
+            if merged is not node[key]:
+                node[key] = merged
+        else:
+            node[key] = _to_node(value)
+
+
+def _row_key(item: Any) -> Any:
+    return item.get("id") if isinstance(item, dict) else None
+
+
+def _merge_seq(node: CommentedSeq, desired: list[Any]) -> None:
+    """Edit a list in place, reusing items matched by ``id`` so their comments travel along."""
+    keyed = all(isinstance(v, dict) and "id" in v for v in desired) and all(
+        isinstance(v, CommentedMap) for v in node
+    )
+    if keyed:
+        by_id = {_row_key(item): item for item in node}
+        new_items = []
+        for value in desired:
+            old = by_id.get(value["id"])
+            new_items.append(_merge_value(old, value) if old is not None else _to_node(value))
+        if [id(i) for i in new_items] != [id(i) for i in node]:
+            node[:] = new_items
+        return
+    if _plain(node) != desired:
+        node[:] = [_to_node(v) for v in desired]

@@ -1,0 +1,75 @@
+"""Errors that reach a user.
+
+Every message is one sentence that says what went wrong and, where it helps, what to do next.
+The CLI prints it as ``error: <message>`` and exits 1 (130 for :class:`Cancelled`).
+
+    BackendmgrError
+    ├── InvalidInput        a value the user typed is wrong (unknown key, bad number, bad id)
+    │   └── ConfigError     the config file or a manifest cannot be used (names file and line)
+    ├── NotFound            an unknown component, variant, build, row or model
+    ├── Refused             the request is valid but would break a rule (activated build, ★ …)
+    ├── NetworkError        the network or a release API failed (status, rate limit, offline)
+    ├── VerificationError   a download does not match its published size or checksum
+    ├── UnsafeArchive       an archive tries to write outside its folder, or is a bomb
+    ├── InstallFailed       the build does not run, or its installer failed
+    └── Cancelled           Ctrl-C or a cancelled task
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendmgrError",
+    "Cancelled",
+    "ConfigError",
+    "InstallFailed",
+    "InvalidInput",
+    "NetworkError",
+    "NotFound",
+    "Refused",
+    "UnsafeArchive",
+    "VerificationError",
+]
+
+
+class BackendmgrError(Exception):
+    """Base of every error meant for a user; ``str(err)`` is the one-line message."""
+
+    exit_code = 1
+
+
+class InvalidInput(BackendmgrError):
+    """Raised when a value given on the command line or through the API is invalid."""
+
+
+class ConfigError(InvalidInput):
+    """Raised when the config file or a manifest cannot be read or fails validation."""
+
+
+class NotFound(BackendmgrError):
+    """Raised when a named component, variant, build, row or model does not exist."""
+
+
+class Refused(BackendmgrError):
+    """Raised when a valid request would break a registry or install rule."""
+
+
+class NetworkError(BackendmgrError):
+    """Raised when a download or release listing fails, or the network is switched off."""
+
+
+class VerificationError(BackendmgrError):
+    """Raised when a download's size or checksum does not match what was published."""
+
+
+class UnsafeArchive(BackendmgrError):
+    """Raised when an archive member would land outside the build folder, or is a bomb."""
+
+
+class InstallFailed(BackendmgrError):
+    """Raised when a build's smoke check or its package installer fails."""
+
+
+class Cancelled(BackendmgrError):
+    """Raised when the user interrupts an operation; nothing is half-done."""
+
+    exit_code = 130

@@ -1,0 +1,221 @@
+"""Managed, build and manual rows, and the ★ rules (SPEC §3.2).
+
+Every function takes the current rows and returns new ones; nothing here reads a disk. Callers
+hand in what they learned from the disk (installed builds, which paths exist).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from ..config.models import BackendRow
+from ..errors import InvalidInput, NotFound, Refused
+from ..versioning import version_key
+from .kinds import class_taken, classes_of
+
+__all__ = [
+    "InstalledBuild",
+    "add_manual",
+    "adopt",
+    "build_row_id",
+    "newest_first",
+    "remove_manual",
+    "set_default",
+    "sync_build_rows",
+    "upsert_managed",
+]
+
+
+class InstalledBuild(BaseModel):
+    """What the build store knows about one committed build, as the registry needs it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    component: str
+    version: str
+    variant: str
+    exe: str
+    kind: str
+    name: str = ""
+    installed_at: datetime | None = None
+
+    @property
+    def build_id(self) -> str:
+        return build_row_id(self.component, self.version, self.variant)
+
+
+def build_row_id(component: str, version: str, variant: str) -> str:
+    return f"{component}@{version}-{variant}"
+
+
+def newest_first(builds: Iterable[InstalledBuild]) -> list[InstalledBuild]:
+    """Highest version first; equal versions by install time, newest first."""
+    return sorted(
+        builds,
+        key=lambda b: (version_key(b.version), b.installed_at.timestamp() if b.installed_at else 0),
+        reverse=True,
+    )
+
+
+def _find(rows: Sequence[BackendRow], row_id: str) -> int | None:
+    return next((i for i, row in enumerate(rows) if row.id == row_id), None)
+
+
+def add_manual(
+    rows: Sequence[BackendRow],
+    row: BackendRow,
+    *,
+    catalog_ids: Iterable[str],
+    make_default: bool = False,
+) -> list[BackendRow]:
+    """Append a row the user typed in; it takes ★ only when asked to."""
+    if "@" in row.id:
+        raise InvalidInput(f'row id "{row.id}" may not contain "@" (that names an installed build)')
+    if row.id in set(catalog_ids):
+        raise InvalidInput(
+            f'"{row.id}" is a catalog component id; choose another id for a manual row'
+        )
+    if _find(rows, row.id) is not None:
+        raise InvalidInput(f'a backend row "{row.id}" already exists')
+    manual = row.model_copy(
+        update={
+            "managed": False,
+            "build": False,
+            "component": "",
+            "version": "",
+            "variant": "",
+            "default": False,
+        }
+    )
+    out = [*rows, manual]
+    return set_default(out, manual.id) if make_default else out
+
+
+def remove_manual(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
+    index = _find(rows, row_id)
+    if index is None:
+        raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
+    row = rows[index]
+    if row.managed or row.build:
+        raise Refused(f'"{row_id}" is managed by the installer; use "backendmgr uninstall"')
+    return [r for i, r in enumerate(rows) if i != index]
+
+
+def set_default(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
+    """★ the row for every class its kind serves, clearing ★ from the others in those classes."""
+    index = _find(rows, row_id)
+    if index is None:
+        raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
+    target = rows[index]
+    if target.build:
+        raise Refused(
+            f'"{row_id}" is a build row and cannot be the default; activate it or pin a model to it'
+        )
+    classes = classes_of(target.kind)
+    if not classes:
+        raise Refused(
+            f'"{row_id}" has kind "{target.kind}", which serves no class; pin models to it instead'
+        )
+    out: list[BackendRow] = []
+    for i, row in enumerate(rows):
+        if i == index:
+            out.append(row if row.default else row.model_copy(update={"default": True}))
+        elif row.default and classes_of(row.kind) & classes:
+            out.append(row.model_copy(update={"default": False}))
+        else:
+            out.append(row)
+    return out
+
+
+def upsert_managed(
+    rows: Sequence[BackendRow], build: InstalledBuild
+) -> tuple[list[BackendRow], bool]:
+    """Point the component's managed row at ``build``, creating the row when it is missing.
+
+    Returns the rows and whether the row is ★. An existing row keeps its id, place and ★; a new
+    row is appended and takes ★ only when its classes are empty: an install never steals ★.
+    """
+    index = _find(rows, build.component)
+    fields = {
+        "path": build.exe,
+        "component": build.component,
+        "version": build.version,
+        "variant": build.variant,
+        "kind": build.kind,
+        "name": build.name,
+        "managed": True,
+        "build": False,
+    }
+    if index is not None:
+        current = rows[index]
+        if not current.managed:
+            raise Refused(
+                f'a manual row named "{build.component}" is in the way of the installed '
+                f'component; rename or remove it with "backendmgr backends remove"'
+            )
+        if not current.name and not build.name:
+            fields.pop("name")
+        updated = current.model_copy(update=fields)
+        out = list(rows)
+        out[index] = updated
+        return out, updated.default
+    takes_star = bool(classes_of(build.kind)) and not class_taken(rows, build.kind)
+    row = BackendRow(id=build.component, default=takes_star, **fields)
+    return [*rows, row], takes_star
+
+
+def sync_build_rows(
+    rows: Sequence[BackendRow], component: str, builds: Iterable[InstalledBuild]
+) -> list[BackendRow]:
+    """One block of build rows, newest first, directly behind the component's managed row."""
+    rest = [r for r in rows if not (r.build and r.component == component)]
+    block = [
+        BackendRow(
+            id=b.build_id,
+            kind=b.kind,
+            name=b.name,
+            path=b.exe,
+            managed=True,
+            component=b.component,
+            version=b.version,
+            variant=b.variant,
+            build=True,
+        )
+        for b in newest_first(b for b in builds if b.component == component)
+    ]
+    anchor = next(
+        (i for i, r in enumerate(rest) if r.managed and not r.build and r.id == component), None
+    )
+    if anchor is None:
+        return [*rest, *block]
+    return [*rest[: anchor + 1], *block, *rest[anchor + 1 :]]
+
+
+def adopt(
+    rows: Sequence[BackendRow],
+    installed: Mapping[str, Sequence[InstalledBuild]],
+    *,
+    path_exists: Callable[[str], bool],
+) -> list[BackendRow]:
+    """Bring the registry in line with the builds on disk.
+
+    A missing managed row is created for the newest build; one whose executable is gone is
+    repointed (id and ★ kept); one whose path works is never moved. Build rows mirror the disk.
+    """
+    out = list(rows)
+    components = list(installed)
+    components += sorted(
+        {r.component for r in out if r.build and r.component and r.component not in installed}
+    )
+    for component in components:
+        builds = newest_first(installed.get(component, ()))
+        if builds:
+            index = _find(out, component)
+            current = out[index] if index is not None else None
+            if current is None or (current.managed and not path_exists(current.path)):
+                out, _ = upsert_managed(out, builds[0])
+        out = sync_build_rows(out, component, builds)
+    return out

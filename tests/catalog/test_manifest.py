@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backendmgr.catalog.manifest import load_catalog
+from backendmgr.errors import ConfigError
+
+
+def test_builtin_manifests_load() -> None:
+    catalog = load_catalog()
+    assert catalog.ids() == ["llama-server", "sd-server", "upscaler", "vllm"]
+    llama = catalog.get("llama-server")
+    assert llama is not None and llama.kind == "llama"
+    assert (
+        llama.exe_for("windows") == "llama-server.exe" and llama.exe_for("linux") == "llama-server"
+    )
+    assert [v.id for v in llama.variants_on("linux-x64")] == [
+        "cpu",
+        "cuda",
+        "vulkan",
+        "rocm",
+        "sycl",
+        "openvino",
+    ]
+    vllm = catalog.get("vllm")
+    assert vllm is not None and vllm.source.type == "pypi"
+
+
+def write(folder: Path, name: str, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+
+
+GOOD = """id: mytool
+kind: custom
+source: {type: github, repo: me/mytool}
+exe: {default: mytool}
+variants: [{id: cpu, assets: {linux-x64: ['mytool-.*\\.tar\\.gz']}}]
+"""
+
+
+def test_user_manifest_is_added(tmp_path: Path) -> None:
+    write(tmp_path, "mytool.yaml", GOOD)
+    assert load_catalog(tmp_path).ids()[-1] == "mytool"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD.replace("mytool\nkind", "vllm\nkind"), 'component id "vllm" is already defined'),
+        (GOOD.replace("me/mytool", "../etc"), "field source.github.repo: repo must look like"),
+        (GOOD.replace("linux-x64", "linux-x86"), "unknown platform 'linux-x86'"),
+        (GOOD.replace("mytool-.*", "mytool-(["), "bad pattern"),
+        (GOOD + "colour: red\n", "field colour: Extra inputs are not permitted"),
+        (GOOD.replace("variants: [", "variants: []\n#"), "field variants"),
+        ("id: [\n", "manifest"),
+    ],
+)
+def test_bad_user_manifest_names_file_and_field(tmp_path: Path, text: str, message: str) -> None:
+    write(tmp_path, "bad.yaml", text)
+    with pytest.raises(ConfigError, match=r"bad\.yaml") as info:
+        load_catalog(tmp_path)
+    assert message in str(info.value)

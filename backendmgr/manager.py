@@ -6,20 +6,34 @@ the event loop stays free, and ends by regenerating the llama-swap config unless
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from .catalog.manifest import Catalog, load_catalog
+from .catalog.host import Host, detect_host, parse_platform
+from .catalog.manifest import Catalog, GithubSource, Manifest, load_catalog
 from .config.models import BackendRow, ModelOverride, Settings
 from .config.paths import Paths
 from .config.store import ConfigStore
-from .errors import InvalidInput, NotFound
+from .errors import InvalidInput, NotFound, Refused
+from .install.events import EventSink, ProgressEvent
+from .install.store import BuildStore, InstalledEntry
+from .net import NetSettings
 from .registry import rows as registry
 from .registry.kinds import classes_of
+from .registry.resolve import resolve
 from .results import Outcome
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .catalog.matching import AssetChoice
+    from .sources.github import GithubReleases
 
 __all__ = ["Manager"]
 
@@ -41,13 +55,52 @@ class Manager:
     >>> mgr = Manager(Paths.resolve(config="/tmp/c.yaml", home="/tmp/h"))
     """
 
-    def __init__(self, paths: Paths | None = None) -> None:
-        self.paths = paths or Paths.resolve()
+    def __init__(
+        self,
+        paths: Paths | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        host: Host | None = None,
+        client_factory: Callable[[], httpx.AsyncClient] | None = None,
+        retry_backoff: float = 0.5,
+    ) -> None:
+        self.paths = paths or Paths.resolve(environ=environ)
+        self.environ = dict(os.environ if environ is None else environ)
         self.store = ConfigStore(self.paths.config_file, self.paths.config_lock)
+        self.builds = BuildStore(self.paths)
+        self._host = host
+        self._client_factory = client_factory
+        self.retry_backoff = retry_backoff
 
     @cached_property
     def catalog(self) -> Catalog:
         return load_catalog(self.paths.user_manifests)
+
+    @property
+    def host(self) -> Host:
+        if self._host is None:
+            self._host = detect_host(self.environ)
+        return self._host
+
+    @cached_property
+    def net(self) -> NetSettings:
+        return NetSettings.from_env(self.environ)
+
+    def manifest(self, component: str) -> Manifest:
+        manifest = self.catalog.get(component)
+        if manifest is None:
+            known = ", ".join(self.catalog.ids())
+            raise NotFound(f'unknown component "{component}"; known components: {known}')
+        return manifest
+
+    @contextlib.asynccontextmanager
+    async def _github(self) -> AsyncIterator[GithubReleases]:
+        from .net import make_client
+        from .sources.github import GithubReleases
+
+        client = self._client_factory() if self._client_factory else make_client()
+        async with client:
+            yield GithubReleases(client, self.net, self.paths.cache)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -68,11 +121,21 @@ class Manager:
         return result
 
     async def regenerate(self) -> None:
-        """Rewrite the llama-swap config after a mutation.
+        """Bring the registry in line with the disk, then rewrite the llama-swap config.
 
-        Discovery and the emitters arrive in a later change; until then there is nothing to
-        write, and the mutations already call this so that wiring needs no second pass.
+        The emitters arrive in a later change; until then only the adoption step runs.
         """
+        await self.sync_registry()
+
+    async def sync_registry(self) -> bool:
+        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
+
+        def change(s: Settings) -> tuple[Settings, bool]:
+            installed = self.builds.installed_builds()
+            rows = registry.adopt(s.backends, installed, path_exists=lambda p: Path(p).exists())
+            return s.model_copy(update={"backends": rows}), rows != s.backends
+
+        return await anyio.to_thread.run_sync(self.store.update, change)
 
     # --- registry ---------------------------------------------------------------------------
 
@@ -204,6 +267,454 @@ class Manager:
         return Outcome(
             f'unset {", ".join(keys)} for "{model}"', {"model": model, **updated.to_yaml()}
         )
+
+    # --- builds: catalog, releases, install, activate, uninstall, list ----------------------
+
+    def _platform(self, platform: str | None) -> tuple[str, str]:
+        if platform:
+            return parse_platform(platform)
+        return self.host.os, self.host.arch
+
+    async def catalog_info(self) -> list[dict[str, Any]]:
+        from .catalog.matching import suggest_variant
+
+        settings = await self.settings()
+        installed = self.builds.installed()
+        out = []
+        for m in self.catalog:
+            suggested, why = suggest_variant(m, self.host)
+            managed = settings.row(m.id)
+            activated = (
+                registry.build_row_id(m.id, managed.version, managed.variant)
+                if managed is not None and managed.managed and managed.version
+                else None
+            )
+            source = m.source
+            out.append(
+                {
+                    "id": m.id,
+                    "name": m.name,
+                    "kind": m.kind,
+                    "source": f"github:{source.repo}"
+                    if isinstance(source, GithubSource)
+                    else f"pypi:{source.package}",
+                    "variants": [
+                        {"id": v.id, "available": v.available_on(self.host.platform)}
+                        for v in m.variants
+                    ],
+                    "suggested": suggested,
+                    "why": why,
+                    "installed": [e.id for e in installed if e.receipt.component == m.id],
+                    "activated": activated,
+                }
+            )
+        return out
+
+    async def releases(
+        self,
+        component: str,
+        *,
+        variant: str | None = None,
+        refresh: bool = False,
+        limit: int = 10,
+        platform: str | None = None,
+    ) -> list[dict[str, Any]]:
+        from .catalog.matching import variants_in_release
+
+        manifest = self.manifest(component)
+        os_name, arch = self._platform(platform)
+        plat = f"{os_name}-{arch}"
+        if variant is not None and manifest.variant(variant) is None:
+            known = ", ".join(v.id for v in manifest.variants)
+            raise NotFound(f'{component} has no variant "{variant}"; known variants: {known}')
+        source = manifest.source
+        if not isinstance(source, GithubSource):
+            raise Refused(
+                f"{component} is a Python package; its releases come from a package index"
+            )
+        async with self._github() as gh:
+            listed = await gh.releases(source.repo, refresh=refresh)
+        out = []
+        for rel in listed:
+            ships = variants_in_release(manifest, rel, plat)
+            if variant is not None and variant not in ships:
+                continue
+            out.append(
+                {
+                    "tag": rel.tag,
+                    "published_at": rel.published_at.isoformat() if rel.published_at else None,
+                    "prerelease": rel.prerelease,
+                    "variants": ships,
+                }
+            )
+            if len(out) >= limit:
+                break
+        return out
+
+    async def _choose(
+        self,
+        gh: GithubReleases,
+        manifest: Manifest,
+        variant: str,
+        plat: str,
+        version: str | None,
+        refresh: bool,
+    ) -> AssetChoice:
+        from .catalog.matching import match_release
+
+        source = manifest.source
+        assert isinstance(source, GithubSource)
+        known = manifest.variant(variant)
+        if known is None:
+            names = ", ".join(v.id for v in manifest.variants)
+            raise NotFound(f'{manifest.id} has no variant "{variant}"; known variants: {names}')
+        if not known.assets.get(plat):
+            raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
+        driver = self.host.nvidia_driver
+        listed = await gh.releases(source.repo, refresh=refresh)
+        if version is not None:
+            release = next((r for r in listed if r.tag == version), None)
+            if release is None:
+                release = await gh.release_by_tag(source.repo, version)
+            return match_release(manifest, variant, release, plat, cuda_driver=driver)
+        stable = [r for r in listed if manifest.allow_prerelease or not r.prerelease]
+        pre = [r for r in listed if r.prerelease and not manifest.allow_prerelease]
+        for group in (stable, pre):
+            for release in group:
+                with contextlib.suppress(NotFound):
+                    return match_release(manifest, variant, release, plat, cuda_driver=driver)
+        raise NotFound(f"no release of {source.repo} has a {variant} build for {plat}")
+
+    async def install(
+        self,
+        component: str,
+        version: str | None = None,
+        *,
+        variant: str | None = None,
+        activate: bool = False,
+        reinstall: bool = False,
+        require_checksum: bool = False,
+        smoke: bool = True,
+        dry_run: bool = False,
+        platform: str | None = None,
+        refresh: bool = False,
+        on_event: EventSink | None = None,
+        generate: bool = True,
+    ) -> Outcome:
+        """Install one build (SPEC §7); the newest release with this variant when no version."""
+        from .catalog.matching import suggest_variant
+        from .install.archive_job import ArchivePlan, install_archive
+
+        manifest = self.manifest(component)
+        if platform is not None and not dry_run:
+            raise InvalidInput("--platform describes another machine; use it with --dry-run")
+        os_name, arch = self._platform(platform)
+        plat = f"{os_name}-{arch}"
+        variant = variant or suggest_variant(manifest, self.host, plat)[0]
+        if not variant:
+            raise NotFound(f"{component} publishes nothing for {plat}")
+        if not isinstance(manifest.source, GithubSource):
+            raise Refused(f"{component} is a Python package; venv installs are not available yet")
+        emit = on_event or (lambda event: None)
+        emit(ProgressEvent("resolving", message=f"{component} {version or 'latest'} {variant}"))
+        settings = await self.settings()
+        require_checksum = require_checksum or settings.require_checksum
+        async with self._github() as gh:
+            choice = await self._choose(gh, manifest, variant, plat, version, refresh)
+            target = self.builds.build_dir(component, choice.release.tag, variant)
+            plan = ArchivePlan(manifest, choice, os_name, target)
+            build_id = registry.build_row_id(component, plan.version, variant)
+            assets = [
+                {
+                    "name": a.name,
+                    "url": a.url,
+                    "size": a.size,
+                    "sha256": a.sha256,
+                    "verified_by": "digest" if a.sha256 else None,
+                }
+                for a in choice.assets
+            ]
+            if dry_run:
+                exe = target / manifest.exe_for(os_name)
+                data = {
+                    "id": build_id,
+                    "component": component,
+                    "version": plan.version,
+                    "variant": variant,
+                    "path": str(exe),
+                    "dir": str(target),
+                    "release": choice.release.tag,
+                    "activated": False,
+                    "already_installed": self.builds.get(component, plan.version, variant)
+                    is not None,
+                    "assets": assets,
+                    "dry_run": True,
+                }
+                lines = [f"would install {build_id} into {target}"]
+                lines += [
+                    f"  {a['name']}  {a['size']} bytes  {a['url']}  sha256:{a['sha256']}"
+                    for a in assets
+                ]
+                return Outcome("\n".join(lines), data, changed=False)
+            async with self._build_lock(component, plan.version, variant):
+                existing = self.builds.get(component, plan.version, variant)
+                already = existing is not None and not reinstall
+                if not already:
+                    await install_archive(
+                        plan,
+                        self.builds,
+                        gh.client,
+                        self.net,
+                        emit=emit,
+                        require_checksum=require_checksum,
+                        smoke=smoke,
+                        backoff=self.retry_backoff,
+                    )
+                entry = self.builds.get(component, plan.version, variant)
+                assert entry is not None
+        emit(ProgressEvent("registering"))
+        activated, star, other_star = await self._register(entry, activate=activate)
+        if generate:
+            await self.regenerate()
+        emit(ProgressEvent("done"))
+        receipt = entry.receipt
+        data = {
+            "id": build_id,
+            "component": component,
+            "version": receipt.version,
+            "variant": receipt.variant,
+            "path": str(entry.exe_path),
+            "activated": activated,
+            "already_installed": already,
+            "assets": [a.model_dump() for a in receipt.assets],
+        }
+        head = f"{build_id} is already installed" if already else f"installed {build_id}"
+        warnings: tuple[str, ...] = ()
+        if activated:
+            message = f"{head} and activated it"
+            if not star and other_star:
+                message += f", but {other_star} is the default for class " + ", ".join(
+                    sorted(classes_of(manifest.kind))
+                )
+        else:
+            message = (
+                f"{head}; {component} stays on its activated build; switch with "
+                f'"backendmgr activate {build_id}"'
+            )
+        if any(a.verified_by == "none" for a in receipt.assets) and not already:
+            warnings = ("no checksum was published for this build; recorded its SHA-256 only",)
+        return Outcome(message, data, warnings=warnings)
+
+    @contextlib.asynccontextmanager
+    async def _build_lock(self, component: str, version: str, variant: str) -> AsyncIterator[None]:
+        """The per-build file lock, polled so that Ctrl-C still cancels while waiting."""
+        from filelock import Timeout
+
+        lock = self.builds.lock(component, version, variant)
+        while True:
+            try:
+                lock.acquire(timeout=0)
+                break
+            except Timeout:
+                await anyio.sleep(0.1)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    async def _register(
+        self, entry: InstalledEntry, *, activate: bool
+    ) -> tuple[bool, bool, str | None]:
+        build = entry.as_build()
+
+        def change(s: Settings) -> tuple[Settings, tuple[bool, bool, str | None]]:
+            installed = self.builds.installed_builds().get(build.component, [])
+            managed = s.row(build.component)
+            has_active = managed is not None and managed.managed and Path(managed.path).exists()
+            is_active = (
+                managed is not None
+                and managed.version == build.version
+                and managed.variant == build.variant
+            )
+            rows = list(s.backends)
+            star = bool(managed and managed.default)
+            do_activate = activate or not has_active or is_active
+            if do_activate:
+                rows, star = registry.upsert_managed(rows, build)
+            rows = registry.sync_build_rows(rows, build.component, installed)
+            updated = s.model_copy(update={"backends": rows})
+            other = None
+            for cls in sorted(classes_of(build.kind)):
+                winner = resolve(updated, ModelOverride(), cls).row
+                if winner is not None and winner.id != build.component:
+                    other = winner.id
+            return updated, (do_activate, star, other)
+
+        return await anyio.to_thread.run_sync(self.store.update, change)
+
+    def _find_build(self, ref: str) -> InstalledEntry:
+        component, sep, rest = ref.partition("@")
+        if not sep or not rest:
+            raise InvalidInput(
+                f'"{ref}" is not a build; use COMPONENT@VERSION-VARIANT (see "backendmgr list")'
+            )
+        entries = self.builds.installed(component)
+        exact = [e for e in entries if f"{e.receipt.version}-{e.receipt.variant}" == rest]
+        if exact:
+            return exact[0]
+        by_version = [e for e in entries if e.receipt.version == rest]
+        if len(by_version) == 1:
+            return by_version[0]
+        if len(by_version) > 1:
+            names = ", ".join(e.id for e in by_version)
+            raise InvalidInput(f"{ref} is ambiguous; name the variant: {names}")
+        raise NotFound(f'{ref} is not installed; see "backendmgr list"')
+
+    async def activate(self, ref: str, *, generate: bool = True) -> Outcome:
+        entry = self._find_build(ref)
+        build = entry.as_build()
+
+        def change(s: Settings) -> tuple[Settings, int]:
+            rows, _ = registry.upsert_managed(s.backends, build)
+            rows = registry.sync_build_rows(
+                rows, build.component, self.builds.installed_builds().get(build.component, [])
+            )
+            followers = sum(
+                1 for ov in s.models.values() if ov.backend not in {r.id for r in rows if r.build}
+            )
+            return s.model_copy(update={"backends": rows}), followers
+
+        await anyio.to_thread.run_sync(self.store.update, change)
+        if generate:
+            await self.regenerate()
+        return Outcome(
+            f"activated {entry.id}; every model not pinned to a build now runs it",
+            {
+                "id": entry.id,
+                "component": build.component,
+                "version": build.version,
+                "variant": build.variant,
+                "path": build.exe,
+                "activated": True,
+            },
+        )
+
+    async def uninstall(self, ref: str, *, force: bool = False, generate: bool = True) -> Outcome:
+        entry = self._find_build(ref)
+        r = entry.receipt
+        async with self._build_lock(r.component, r.version, r.variant):
+            settings = await self.settings()
+            managed = settings.row(r.component)
+            others = [e for e in self.builds.installed(r.component) if e.id != entry.id]
+            if (
+                managed is not None
+                and managed.managed
+                and managed.version == r.version
+                and managed.variant == r.variant
+                and others
+            ):
+                raise Refused(
+                    f"{entry.id} is the activated build of {r.component}; activate "
+                    "another build first"
+                )
+            pinned = sorted(m for m, ov in settings.models.items() if ov.backend == entry.id)
+            if pinned and not force:
+                raise Refused(
+                    f"{entry.id} is pinned by {', '.join(pinned)}; unpin them or use "
+                    "--force (their pins then fall back with a note)"
+                )
+            await anyio.to_thread.run_sync(self.builds.remove, entry)
+
+            def change(s: Settings) -> tuple[Settings, None]:
+                rows = registry.sync_build_rows(
+                    s.backends,
+                    r.component,
+                    [e.as_build() for e in self.builds.installed(r.component)],
+                )
+                if not others:
+                    rows = [x for x in rows if not (x.managed and x.id == r.component)]
+                return s.model_copy(update={"backends": rows}), None
+
+            await anyio.to_thread.run_sync(self.store.update, change)
+        if generate:
+            await self.regenerate()
+        warnings = (f"stale pins now fall back: {', '.join(pinned)}",) if pinned else ()
+        return Outcome(
+            f"uninstalled {entry.id}", {"id": entry.id, "removed": True}, warnings=warnings
+        )
+
+    async def list_builds(self, component: str | None = None) -> list[dict[str, Any]]:
+        if component is not None:
+            self.manifest(component)
+        settings = await self.settings()
+        out = []
+        for e in self.builds.installed(component):
+            r = e.receipt
+            managed = settings.row(r.component)
+            primary = r.assets[0] if r.assets else None
+            out.append(
+                {
+                    "id": e.id,
+                    "component": r.component,
+                    "version": r.version,
+                    "variant": r.variant,
+                    "activated": bool(
+                        managed
+                        and managed.managed
+                        and managed.version == r.version
+                        and managed.variant == r.variant
+                    ),
+                    "path": str(e.exe_path),
+                    "dir": str(e.dir),
+                    "size_bytes": r.size_bytes,
+                    "installed_at": r.installed_at.isoformat(),
+                    "sha256": primary.sha256 if primary else None,
+                    "verified_by": primary.verified_by if primary else None,
+                    "pinned_by": sorted(
+                        m for m, ov in settings.models.items() if ov.backend == e.id
+                    ),
+                }
+            )
+        return out
+
+    async def doctor(self, *, fix: bool = False) -> dict[str, Any]:
+        """Registry against disk, stale pins, missing executables, leftover folders."""
+        import shutil as _shutil
+
+        if fix:
+            await self.sync_registry()
+            removed = await anyio.to_thread.run_sync(self.builds.remove_leftovers)
+        else:
+            removed = []
+        settings = await self.settings()
+        problems: list[str] = []
+        installed = {e.id: e for e in self.builds.installed()}
+        row_ids = {r.id for r in settings.backends}
+        for row in settings.backends:
+            exists = Path(row.path).exists() or (
+                not row.managed and os.sep not in row.path and _shutil.which(row.path)
+            )
+            if row.build and row.id not in installed:
+                problems.append(f'build row "{row.id}" has no installed build')
+            elif not exists:
+                problems.append(f'row "{row.id}": executable {row.path} is missing')
+        for build_id in installed:
+            if build_id not in row_ids:
+                problems.append(f"{build_id} is installed but has no registry row")
+        # A stale pin is allowed (resolution falls back with a note), so it does not fail.
+        notes = [
+            f'model "{model}" is pinned to missing row "{ov.backend}"; it falls back'
+            for model, ov in sorted(settings.models.items())
+            if ov.backend and ov.backend not in row_ids
+        ]
+        for folder in self.builds.leftovers():
+            problems.append(f"leftover folder {folder} (doctor --fix removes it)")
+        return {
+            "ok": not problems,
+            "problems": problems,
+            "notes": notes,
+            "fixed": [str(p) for p in removed],
+        }
 
 
 def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings:

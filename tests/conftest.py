@@ -72,3 +72,25 @@ def run_backendmgr(
         timeout=timeout,
         check=False,
     )
+
+
+@pytest.fixture
+def mirror_root(tmp_path: Path) -> Path:
+    root = tmp_path / "mirror"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def mirror(mirror_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """A real HTTP server on 127.0.0.1 speaking the GitHub releases API over ``mirror_root``."""
+    from backendmgr.mirror import MirrorServer
+
+    server = MirrorServer(mirror_root).start()
+    monkeypatch.setenv("BACKENDMGR_GITHUB_API", server.base_url)
+    monkeypatch.delenv("BACKENDMGR_OFFLINE", raising=False)
+    monkeypatch.setenv("BACKENDMGR_GPU", "AMD Radeon RX 7900 XTX")  # → vulkan
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -72,6 +72,14 @@ def run(args: argparse.Namespace, out: object) -> int:
         manager = Manager(Paths.resolve(config=args.config, home=args.home))
         code: int = anyio.run(args.handler, manager, args, out)
         return code
+    except BaseExceptionGroup as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        if args.debug or not isinstance(first, BackendmgrError):
+            raise
+        out.error(str(first))
+        return first.exit_code
     except BackendmgrError as exc:
         if args.debug:
             raise

@@ -62,3 +62,56 @@ class Renderer:
         for row in rows:
             table.add_row(*("" if cell is None else str(cell) for cell in row))
         self.console().print(table)
+
+
+class ProgressView:
+    """Draws install events: rich bars on a terminal, one line per phase otherwise."""
+
+    def __init__(self, out: Renderer) -> None:
+        self.out = out
+        self.live = out.is_terminal and not out.quiet and not out.json_mode
+        self._progress: Any = None
+        self._tasks: dict[str, Any] = {}
+        self._last_phase = ""
+
+    def __enter__(self) -> ProgressView:
+        if self.live:
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TransferSpeedColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                console=self.out.console(),
+                transient=True,
+            )
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def __call__(self, event: Any) -> None:
+        if self._progress is not None and event.phase == "downloading" and event.asset:
+            task = self._tasks.get(event.asset)
+            if task is None:
+                task = self._progress.add_task(event.asset, total=event.bytes_total)
+                self._tasks[event.asset] = task
+            self._progress.update(task, completed=event.bytes_done, total=event.bytes_total)
+            return
+        if event.phase != self._last_phase and not self.live:
+            self._last_phase = event.phase
+            if not self.out.quiet and not self.out.json_mode:
+                detail = f" {event.message or event.asset}".rstrip()
+                self.out.stderr.write(f"{event.phase}{detail}\n")
+        elif self._progress is not None and event.phase != self._last_phase:
+            self._last_phase = event.phase
+            self._progress.console.print(f"[dim]{event.phase}[/dim] {event.message or event.asset}")

@@ -1,0 +1,183 @@
+"""Which release asset is the build for a variant on a platform (SPEC §5). Pure functions.
+
+Patterns are anchored regexes, most preferred first: the primary asset is the first asset that
+the first pattern with any match matches. Extras (the Windows CUDA runtime) are paired with the
+primary through ``pair_key`` so that a CUDA 12.4 build never gets the 13.4 runtime.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import NotFound
+from ..sources.models import Release, ReleaseAsset
+from .host import Host
+from .manifest import Manifest, Variant
+
+__all__ = [
+    "AssetChoice",
+    "cuda_major_for_driver",
+    "match_release",
+    "suggest_variant",
+    "variants_in_release",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AssetChoice:
+    release: Release
+    variant: str
+    primary: ReleaseAsset
+    extras: tuple[ReleaseAsset, ...] = ()
+
+    @property
+    def assets(self) -> tuple[ReleaseAsset, ...]:
+        return (self.primary, *self.extras)
+
+
+def cuda_major_for_driver(driver: str | None) -> int | None:
+    """Highest CUDA major version an NVIDIA driver runs; None when the driver is unknown."""
+    if not driver:
+        return None
+    try:
+        major = int(driver.strip().split(".")[0])
+    except ValueError:
+        return None
+    return 13 if major >= 580 else 12
+
+
+def _flags(manifest: Manifest) -> int:
+    return re.IGNORECASE if manifest.ignore_case else 0
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def _pick_toolkit(
+    hits: list[ReleaseAsset], key: str, driver: str | None, release: Release, variant: str
+) -> ReleaseAsset:
+    found: list[tuple[tuple[int, ...], ReleaseAsset]] = []
+    for asset in hits:
+        match = re.search(key, asset.name, re.IGNORECASE)
+        found.append((_version_tuple(match.group(1)) if match else (), asset))
+    limit = cuda_major_for_driver(driver)
+    allowed = [f for f in found if limit is None or not f[0] or f[0][0] <= limit]
+    if not allowed:
+        shipped = ", ".join(".".join(map(str, v)) for v, _ in found)
+        raise NotFound(
+            f"release {release.tag} ships {variant} builds for CUDA {shipped} only, which need a "
+            f"newer NVIDIA driver than {driver}; update the driver or pick another variant"
+        )
+    # max() keeps the first of equal toolkits, so the release's own order breaks ties.
+    return max(allowed, key=lambda f: f[0])[1]
+
+
+def _first_hits(
+    patterns: list[str], assets: tuple[ReleaseAsset, ...], flags: int
+) -> list[ReleaseAsset]:
+    for pattern in patterns:
+        rx = re.compile(pattern, flags)
+        hits = [a for a in assets if rx.fullmatch(a.name)]
+        if hits:
+            return hits
+    return []
+
+
+def variants_in_release(manifest: Manifest, release: Release, platform: str) -> list[str]:
+    """The variants of ``manifest`` that ``release`` ships for ``platform``."""
+    flags = _flags(manifest)
+    return [
+        v.id
+        for v in manifest.variants
+        if v.assets.get(platform) and _first_hits(v.assets[platform], release.assets, flags)
+    ]
+
+
+def _variant(manifest: Manifest, variant_id: str) -> Variant:
+    variant = manifest.variant(variant_id)
+    if variant is None:
+        known = ", ".join(v.id for v in manifest.variants)
+        raise NotFound(f'{manifest.id} has no variant "{variant_id}"; known variants: {known}')
+    return variant
+
+
+def match_release(
+    manifest: Manifest,
+    variant_id: str,
+    release: Release,
+    platform: str,
+    *,
+    cuda_driver: str | None = None,
+) -> AssetChoice:
+    """The primary asset (and its extras) of ``release`` for one variant on one platform."""
+    variant = _variant(manifest, variant_id)
+    patterns = variant.assets.get(platform)
+    if not patterns:
+        raise NotFound(f"no {variant_id} build of {manifest.id} is published for {platform}")
+    flags = _flags(manifest)
+    hits = _first_hits(patterns, release.assets, flags)
+    if not hits:
+        ships = variants_in_release(manifest, release, platform)
+        what = f"it ships {', '.join(ships)}" if ships else "it ships nothing for this platform"
+        raise NotFound(f"release {release.tag} has no {variant_id} asset for {platform}; {what}")
+    if variant.toolkit_key and len(hits) > 1:
+        primary = _pick_toolkit(hits, variant.toolkit_key, cuda_driver, release, variant_id)
+    else:
+        primary = hits[0]
+    return AssetChoice(
+        release, variant_id, primary, _extras(variant, primary, release, platform, flags)
+    )
+
+
+def _extras(
+    variant: Variant, primary: ReleaseAsset, release: Release, platform: str, flags: int
+) -> tuple[ReleaseAsset, ...]:
+    patterns = variant.extras.get(platform, [])
+    if not patterns:
+        return ()
+    pair: str | None = None
+    if variant.pair_key:
+        match = re.search(variant.pair_key, primary.name, re.IGNORECASE)
+        pair = match.group(1) if match and match.groups() else None
+    usable = []
+    for pattern in patterns:
+        if "{v}" in pattern:
+            if pair is None:
+                continue  # the pair value is unknown: never guess another version's runtime
+            pattern = pattern.replace("{v}", re.escape(pair))
+        usable.append(pattern)
+    hits = _first_hits(usable, release.assets, flags)
+    if not hits:
+        raise NotFound(
+            f"release {release.tag} has {primary.name} but not the companion archive it needs "
+            f"({', '.join(usable) or 'no usable pattern'})"
+        )
+    return (hits[0],)
+
+
+def suggest_variant(manifest: Manifest, host: Host, platform: str | None = None) -> tuple[str, str]:
+    """The variant to install when none is named, and why."""
+    platform = platform or host.platform
+    available = [v.id for v in manifest.variants_on(platform)]
+    if not available:
+        return "", f"{manifest.id} publishes nothing for {platform}"
+    vendors = [a.vendor for a in host.adapters]
+    if "nvidia" in vendors:
+        name = next(a.name for a in host.adapters if a.vendor == "nvidia")
+        wanted, why = (
+            ("cuda", f"NVIDIA adapter ({name})")
+            if "cuda" in available
+            else ("vulkan", f"NVIDIA adapter ({name}), no cuda build for {platform}")
+        )
+    elif "apple" in vendors:
+        wanted, why = "metal", "Apple GPU"
+    elif vendors:
+        first = host.adapters[0]
+        wanted, why = "vulkan", f"{first.vendor.upper()} adapter ({first.name})"
+    else:
+        wanted, why = "cpu", "no GPU adapter found"
+    if wanted in available:
+        return wanted, why
+    return available[0], f"{why}; {manifest.id} has no {wanted} build, so {available[0]}"

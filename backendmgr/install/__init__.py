@@ -1,0 +1,1 @@
+"""Installing builds: download, verify, extract, the build store, archive and venv jobs."""

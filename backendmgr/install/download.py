@@ -1,0 +1,221 @@
+"""Streaming download with the SHA-256 computed in-stream, resume and retries (SPEC §7.1).
+
+The partial file lives in ``downloads/`` under a name derived from the URL and the expected
+digest, so a later attempt (after Ctrl-C, a dropped connection or a crash) resumes it with
+``Range`` + ``If-Range`` and hashes the bytes already on disk once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin
+
+import anyio
+import httpx
+
+from .._fs import sanitize_segment
+from ..errors import NetworkError, VerificationError
+from ..net import NetSettings
+from ..sources.models import ReleaseAsset
+from .events import EventSink, ProgressEvent
+
+__all__ = ["Downloaded", "download", "part_path"]
+
+CHUNK = 1 << 20
+MAX_RETRIES = 5
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class Downloaded:
+    path: Path
+    size: int
+    sha256: str
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.wait = wait
+
+
+def part_path(downloads: Path, asset: ReleaseAsset) -> Path:
+    key = hashlib.sha256(f"{asset.url}\n{asset.digest or ''}".encode()).hexdigest()[:16]
+    return downloads / f"{key}-{sanitize_segment(asset.name)}.part"
+
+
+def _meta_path(part: Path) -> Path:
+    return part.with_name(part.name + ".json")
+
+
+def _read_etag(part: Path) -> str | None:
+    try:
+        value = json.loads(_meta_path(part).read_text()).get("etag")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _write_etag(part: Path, etag: str | None) -> None:
+    if etag:
+        _meta_path(part).write_text(json.dumps({"etag": etag}))
+
+
+def discard(part: Path) -> None:
+    part.unlink(missing_ok=True)
+    _meta_path(part).unlink(missing_ok=True)
+
+
+def _hash_existing(part: Path) -> tuple[int, hashlib._Hash]:
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with part.open("rb") as fh:
+            while chunk := fh.read(CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except FileNotFoundError:
+        pass
+    return size, digest
+
+
+def _served_size(response: httpx.Response) -> int | None:
+    """The whole file's size as the server states it (Content-Length or Content-Range)."""
+    if response.status_code == 206:
+        whole = response.headers.get("content-range", "").rpartition("/")[2]
+        return int(whole) if whole.isdigit() else None
+    length = response.headers.get("content-length", "")
+    return int(length) if length.isdigit() else None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after", "").strip()
+    return min(float(value), 60.0) if value.isdigit() else None
+
+
+async def _open(
+    client: httpx.AsyncClient, net: NetSettings, url: str, headers: dict[str, str]
+) -> tuple[httpx.Response, str]:
+    """Send the request, following redirects by hand so that every hop is checked."""
+    for _ in range(10):
+        net.check_download_url(url)
+        request = client.build_request("GET", url, headers=headers)
+        response = await client.send(request, stream=True)
+        if response.is_redirect and "location" in response.headers:
+            await response.aclose()
+            url = urljoin(url, response.headers["location"])
+            continue
+        return response, url
+    raise NetworkError(f"too many redirects for {url}")
+
+
+async def _attempt(
+    client: httpx.AsyncClient,
+    net: NetSettings,
+    asset: ReleaseAsset,
+    part: Path,
+    emit: EventSink | None,
+) -> Downloaded:
+    have, digest = _hash_existing(part)
+    total = asset.size
+    if total is not None and have == total and have > 0:
+        return Downloaded(part, have, digest.hexdigest())
+    if total is not None and have > total:
+        discard(part)
+        have, digest = 0, hashlib.sha256()
+    headers = {"Accept": "application/octet-stream"}
+    etag = _read_etag(part) if have else None
+    if have:
+        headers["Range"] = f"bytes={have}-"
+        if etag:
+            headers["If-Range"] = etag
+    try:
+        response, final_url = await _open(client, net, asset.url, headers)
+    except httpx.TransportError as exc:
+        raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+    try:
+        status = response.status_code
+        if status in RETRY_STATUSES:
+            raise _Retry(f"HTTP {status}", _retry_after(response))
+        if status == 416 and have:
+            discard(part)
+            raise _Retry("HTTP 416 for a resumed range; starting over", 0)
+        if status not in (200, 206):
+            raise NetworkError(f"HTTP {status} for {final_url}; the download failed")
+        mode = "ab"
+        if status == 206 and have:
+            start = response.headers.get("content-range", "").split(" ")[-1].split("-")[0]
+            if start != str(have):
+                mode, have, digest = "wb", 0, hashlib.sha256()
+        else:
+            mode, have, digest = "wb", 0, hashlib.sha256()
+        served = _served_size(response)
+        if total is not None and served is not None and served != total:
+            discard(part)
+            raise VerificationError(
+                f"{asset.name} is {served} bytes on the server but the release says {total}; "
+                "nothing was installed"
+            )
+        _write_etag(part, response.headers.get("etag"))
+        if total is None and status == 200 and response.headers.get("content-length", "").isdigit():
+            total = int(response.headers["content-length"])
+        started, done_at_start = time.monotonic(), have
+        last_emit = 0.0
+        with part.open(mode) as fh:
+            try:
+                async for chunk in response.aiter_raw(CHUNK):
+                    fh.write(chunk)
+                    digest.update(chunk)
+                    have += len(chunk)
+                    now = time.monotonic()
+                    if emit is not None and now - last_emit >= 0.1:
+                        last_emit = now
+                        rate = (have - done_at_start) / max(now - started, 1e-6)
+                        emit(ProgressEvent("downloading", asset.name, have, total, rate))
+            except (httpx.TransportError, httpx.StreamError) as exc:
+                fh.flush()
+                raise _Retry(f"connection lost after {have} bytes: {type(exc).__name__}") from exc
+        if total is not None and have < total:
+            raise _Retry(f"connection closed after {have} of {total} bytes")
+        if emit is not None:
+            rate = (have - done_at_start) / max(time.monotonic() - started, 1e-6)
+            emit(ProgressEvent("downloading", asset.name, have, total, rate))
+        return Downloaded(part, have, digest.hexdigest())
+    finally:
+        await response.aclose()
+
+
+async def download(
+    client: httpx.AsyncClient,
+    net: NetSettings,
+    asset: ReleaseAsset,
+    downloads: Path,
+    *,
+    emit: EventSink | None = None,
+    retries: int = MAX_RETRIES,
+    backoff: float = 0.5,
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> Downloaded:
+    """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time."""
+    net.require_online(f"downloading {asset.name}")
+    downloads.mkdir(parents=True, exist_ok=True)
+    part = part_path(downloads, asset)
+    attempt = 0
+    while True:
+        try:
+            return await _attempt(client, net, asset, part, emit)
+        except _Retry as exc:
+            attempt += 1
+            if attempt > retries:
+                raise NetworkError(
+                    f"downloading {asset.name} failed after {retries} retries ({exc}); "
+                    "run the same command again to resume"
+                ) from exc
+            wait = exc.wait if exc.wait is not None else backoff * 2 ** (attempt - 1)
+            await sleep(wait * (1 + random.random() * 0.25))

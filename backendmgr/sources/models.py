@@ -1,0 +1,50 @@
+"""Releases and their assets as the rest of backendmgr sees them, whatever served them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from ..versioning import version_key
+
+__all__ = ["Release", "ReleaseAsset", "newest_releases_first"]
+
+
+class ReleaseAsset(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    url: str
+    size: int | None = None
+    digest: str | None = None  # "sha256:<hex>" where the API publishes one
+
+    @property
+    def sha256(self) -> str | None:
+        if self.digest and self.digest.lower().startswith("sha256:"):
+            return self.digest.split(":", 1)[1].lower()
+        return None
+
+
+class Release(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tag: str
+    name: str = ""
+    published_at: datetime | None = None
+    prerelease: bool = False
+    assets: tuple[ReleaseAsset, ...] = ()
+
+
+def newest_releases_first(releases: list[Release]) -> list[Release]:
+    """Build tags and versions compare as numbers; otherwise publication time decides."""
+    keys = [version_key(r.tag) for r in releases]
+    if releases and all(k[0] > 0 for k in keys) and len({k[0] for k in keys}) == 1:
+        return [
+            r for _, r in sorted(zip(keys, releases, strict=True), key=lambda p: p[0], reverse=True)
+        ]
+    return sorted(
+        releases,
+        key=lambda r: r.published_at.timestamp() if r.published_at else 0.0,
+        reverse=True,
+    )

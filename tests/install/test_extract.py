@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from backendmgr.errors import UnsafeArchive
+from backendmgr.install.extract import extract, find_executable
+from tests.support import Entry, llama_entries, make_tar, make_tar_zst, make_zip, tree
+
+
+def unpack(tmp_path: Path, name: str, data: bytes) -> Path:
+    archive = tmp_path / "dl" / name
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    archive.write_bytes(data)
+    staging = tmp_path / "box" / "staging"
+    staging.mkdir(parents=True)
+    extract(archive, name, staging, exe_name="llama-server")
+    return staging
+
+
+@pytest.mark.parametrize(
+    ("name", "builder"),
+    [
+        ("a.tar.gz", lambda e: make_tar(e, "gz")),
+        ("a.tgz", lambda e: make_tar(e, "gz")),
+        ("a.tar.xz", lambda e: make_tar(e, "xz")),
+        ("a.tar.zst", make_tar_zst),
+        ("a.zip", make_zip),
+    ],
+)
+def test_formats_with_library_symlink_chain(tmp_path: Path, name: str, builder: object) -> None:
+    staging = unpack(tmp_path, name, builder(llama_entries("b1")))  # type: ignore[operator]
+    bin_dir = staging / "build" / "bin"
+    assert os.readlink(bin_dir / "libggml.so") == "libggml.so.0"
+    assert os.readlink(bin_dir / "libggml.so.0") == "libggml.so.0.9.4"
+    assert (bin_dir / "libggml.so").resolve() == (bin_dir / "libggml.so.0.9.4").resolve()
+    assert (bin_dir / "libggml.so").read_bytes().startswith(b"\x7fELF")
+    exe = find_executable(staging, "llama-server")
+    assert exe == bin_dir / "llama-server"
+    assert os.stat(exe).st_mode & 0o111
+
+
+def test_bare_asset_becomes_the_executable(tmp_path: Path) -> None:
+    staging = unpack(tmp_path, "llama-server-linux", b"#!/bin/sh\necho hi\n")
+    assert (staging / "llama-server").read_bytes() == b"#!/bin/sh\necho hi\n"
+    assert os.stat(staging / "llama-server").st_mode & 0o755 == 0o755
+
+
+def test_find_executable_is_case_insensitive_and_lexical(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / "llama-server").write_text("b")
+    (tmp_path / "a" / "LLAMA-SERVER").write_text("a")
+    assert find_executable(tmp_path, "llama-server") == tmp_path / "a" / "LLAMA-SERVER"
+    assert find_executable(tmp_path, "nope") is None
+
+
+def test_hard_link_inside_is_made(tmp_path: Path) -> None:
+    entries = [
+        Entry("bin/real", b"data", mode=0o755),
+        Entry("bin/alias", kind="hardlink", target="bin/real"),
+    ]
+    staging = unpack(tmp_path, "h.tar.gz", make_tar(entries))
+    assert (staging / "bin" / "alias").read_bytes() == b"data"
+
+
+BOMB = b"\0" * (4 << 20)
+
+
+@pytest.mark.parametrize(
+    ("name", "entries", "message"),
+    [
+        ("slip.zip", [Entry("../../evil.txt", b"x")], "'..'"),
+        ("slip.tar.gz", [Entry("ok/../../evil.txt", b"x")], "'..'"),
+        ("abs.tar.gz", [Entry("/tmp/evil-abs.txt", b"x")], "absolute path"),
+        ("drive.zip", [Entry("C:/evil.txt", b"x")], "absolute path"),
+        ("sym.tar.gz", [Entry("lib", kind="symlink", target="../../outside")], "outside"),
+        (
+            "symabs.tar.gz",
+            [Entry("passwd", kind="symlink", target="/etc/passwd")],
+            "absolute target",
+        ),
+        ("symzip.zip", [Entry("passwd", kind="symlink", target="/etc/passwd")], "absolute target"),
+        ("hard.tar.gz", [Entry("x", kind="hardlink", target="../../etc/passwd")], "'..'"),
+        ("hardabs.tar.gz", [Entry("x", kind="hardlink", target="/etc/passwd")], "absolute path"),
+        (
+            "chain.tar.gz",
+            [
+                Entry("a/b/c", kind="symlink", target="../.."),
+                Entry("a/b/c/d", kind="symlink", target="../../escape"),
+            ],
+            "escapes",
+        ),
+        ("bomb.zip", [Entry("zeros.bin", BOMB)], "200:1"),
+        ("bomb.tar.gz", [Entry("zeros.bin", BOMB)], "200:1"),
+    ],
+)
+def test_malicious_archives_are_refused(
+    tmp_path: Path, name: str, entries: list[Entry], message: str
+) -> None:
+    data = make_zip(entries) if name.endswith(".zip") else make_tar(entries)
+    archive = tmp_path / "dl" / name
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(data)
+    staging = tmp_path / "box" / "staging"
+    staging.mkdir(parents=True)
+    before = tree(tmp_path)
+    with pytest.raises(UnsafeArchive, match=message):
+        extract(archive, name, staging, exe_name="llama-server")
+    outside = [p for p in tree(tmp_path) if not p.startswith("box/staging/") and p not in before]
+    assert outside == []
+    assert not Path("/tmp/evil-abs.txt").exists()
+
+
+def test_device_files_and_fifos_are_skipped_not_created(tmp_path: Path) -> None:
+    entries = [Entry("null", kind="chardev"), Entry("pipe", kind="fifo"), Entry("ok", b"1")]
+    staging = unpack(tmp_path, "dev.tar.gz", make_tar(entries))
+    assert tree(staging) == ["ok"]
+
+
+def test_member_larger_than_declared_is_refused(tmp_path: Path) -> None:
+    data = make_zip([Entry("f", b"a" * 1000)])
+    # shrink the declared size in both headers: the real stream is larger than claimed
+    patched = data.replace((1000).to_bytes(4, "little"), (10).to_bytes(4, "little"))
+    archive = tmp_path / "x.zip"
+    archive.write_bytes(patched)
+    staging = tmp_path / "s"
+    staging.mkdir()
+    with pytest.raises((UnsafeArchive, zipfile.BadZipFile)):
+        extract(archive, "x.zip", staging, exe_name="f")
+
+
+def test_garbage_is_a_clear_error(tmp_path: Path) -> None:
+    archive = tmp_path / "x.tar.gz"
+    archive.write_bytes(b"not an archive at all")
+    staging = tmp_path / "s"
+    staging.mkdir()
+    with pytest.raises(UnsafeArchive, match="not a readable archive"):
+        extract(archive, "x.tar.gz", staging, exe_name="f")

@@ -1,0 +1,264 @@
+"""Wire behaviour of the downloader and the release listing, against the loopback mirror."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from backendmgr.mirror import MirrorHandler, MirrorServer
+from tests.conftest import CliResult
+from tests.support import make_tar, publish, publish_llama
+
+Cli = Callable[..., CliResult]
+NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
+
+
+def big_release(root: Path) -> bytes:
+    """A release whose asset is large enough to cut half way (random bytes do not compress)."""
+    import os
+
+    from tests.support import Entry, llama_entries
+
+    entries = [*llama_entries("b100"), Entry("build/bin/blob.bin", os.urandom(3 << 20))]
+    data = make_tar(entries)
+    publish(root, "ggml-org/llama.cpp", "b100", {NAME: data})
+    return data
+
+
+def downloads(server: MirrorServer) -> list[dict[str, str]]:
+    return [headers for path, headers in server.requests if path.startswith("/download/")]
+
+
+class Faults:
+    """Answers the Nth download request with a scripted fault, then lets the mirror serve."""
+
+    def __init__(self, *script: str) -> None:
+        self.script = list(script)
+        self.count = 0
+
+    def __call__(self, handler: MirrorHandler) -> bool:
+        if not handler.route.startswith("/download/"):
+            return False
+        self.count += 1
+        if not self.script:
+            return False
+        fault = self.script.pop(0)
+        if fault == "ok":
+            return False
+        if fault in ("500", "503"):
+            handler.send_json(int(fault), {"message": "busy"}, {"Retry-After": "0"})
+        elif fault == "404":
+            handler.send_json(404, {"message": "Not Found"})
+        elif fault == "reset":
+            handler.close_connection = True
+            handler.connection.shutdown(2)
+        elif fault == "half":
+            path = handler.server.root / "ggml-org/llama.cpp/b100" / NAME
+            size = path.stat().st_size
+            etag = '"' + handler.server.sha256(path)[:32] + '"'
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(size))
+            handler.send_header("ETag", etag)
+            handler.end_headers()
+            handler.stream_file(path, 0, size, cut_after=size // 2)
+        elif fault == "ignore-range":
+            del handler.headers["Range"]
+            return False
+        return True
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def installed_sha(cli: Cli) -> str:
+    listed = json.loads(cli("--json", "list").out)
+    return str(listed[0]["sha256"])
+
+
+def test_cut_connection_resumes_with_range(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    data = big_release(mirror_root)
+    mirror.hooks.append(Faults("half"))
+    result = cli("install", "llama-server")
+    assert result.code == 0, result
+    first, second = downloads(mirror)
+    assert "Range" not in first
+    assert second["Range"].startswith("bytes=") and int(second["Range"][6:-1]) > 0
+    assert second["If-Range"].startswith('"')
+    assert installed_sha(cli) == sha(data)
+
+
+def test_server_ignoring_range_restarts_cleanly(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    data = big_release(mirror_root)
+    mirror.hooks.append(Faults("half", "ignore-range"))
+    result = cli("install", "llama-server")
+    assert result.code == 0, result
+    assert len(downloads(mirror)) == 2
+    assert installed_sha(cli) == sha(data)
+
+
+def test_retries_500_503_and_reset(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:
+    data = publish_llama(mirror_root, "b100")[NAME]
+    faults = Faults("reset", "500", "503")
+    mirror.hooks.append(faults)
+    result = cli("install", "llama-server")
+    assert result.code == 0, result
+    assert faults.count == 4
+    assert installed_sha(cli) == sha(data)
+
+
+def test_gives_up_after_five_retries(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:
+    publish_llama(mirror_root, "b100")
+    faults = Faults(*["503"] * 10)
+    mirror.hooks.append(faults)
+    result = cli("install", "llama-server")
+    assert result.code == 1
+    assert "failed after 5 retries (HTTP 503)" in result.err
+    assert faults.count == 6
+
+
+def test_no_retry_on_404(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, config_path: Path
+) -> None:
+    publish_llama(mirror_root, "b100")
+    faults = Faults("404")
+    mirror.hooks.append(faults)
+    result = cli("install", "llama-server")
+    assert result.code == 1 and faults.count == 1
+    assert f"HTTP 404 for {mirror.base_url}/download/ggml-org/llama.cpp/b100/{NAME}" in result.err
+    assert not config_path.exists()
+
+
+def test_rate_limit_names_reset_time(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:
+    publish_llama(mirror_root, "b100")
+    reset = int(time.time()) + 3600
+
+    def limited(handler: MirrorHandler) -> bool:
+        if handler.route.startswith("/repos/"):
+            handler.send_json(
+                403,
+                {"message": "API rate limit exceeded"},
+                {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)},
+            )
+            return True
+        return False
+
+    mirror.hooks.append(limited)
+    result = cli("releases", "llama-server")
+    assert result.code == 1
+    when = time.strftime("%H:%M", time.localtime(reset))
+    assert result.err.startswith(f"error: GitHub rate limit reached; resets at {when}")
+    assert result.err.rstrip().endswith("set GITHUB_TOKEN")
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "http://localhost:{port}/download/x",
+        "https://downloads.example.com/x",
+        "ftp://127.0.0.1/x",
+        "http://127.0.0.2:{port}/download/x",
+    ],
+)
+def test_redirect_outside_allowlist_is_refused(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, location: str
+) -> None:
+    publish_llama(mirror_root, "b100")
+    port = mirror.server_address[1]
+
+    def redirect(handler: MirrorHandler) -> bool:
+        if handler.route.startswith("/download/"):
+            handler.send_response(302)
+            handler.send_header("Location", location.format(port=port))
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return True
+        return False
+
+    mirror.hooks.append(redirect)
+    result = cli("install", "llama-server")
+    assert result.code == 1
+    assert "refusing" in result.err
+    assert len(downloads(mirror)) == 1
+
+
+def test_token_goes_to_the_api_only(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish_llama(mirror_root, "b100")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    moved = {"done": False}
+
+    def redirect_once(handler: MirrorHandler) -> bool:
+        # a same-host redirect, as a CDN hop would be: still no token
+        if handler.route.startswith("/download/") and not moved["done"]:
+            moved["done"] = True
+            handler.send_response(302)
+            handler.send_header("Location", handler.path + "?hop=1")
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return True
+        return False
+
+    mirror.hooks.append(redirect_once)
+    assert cli("install", "llama-server").code == 0
+    api = [h for p, h in mirror.requests if p.startswith("/repos/")]
+    assert api and all(h.get("Authorization") == "Bearer ghp_secret" for h in api)
+    assert len(downloads(mirror)) == 2
+    assert all("Authorization" not in h for h in downloads(mirror))
+
+
+def test_listing_cache_window_etag_and_refresh(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    publish_llama(mirror_root, "b100")
+    assert cli("releases", "llama-server").code == 0
+    assert cli("releases", "llama-server").code == 0
+    listings = [h for p, h in mirror.requests if p.startswith("/repos/")]
+    assert len(listings) == 1  # the second came from the cache
+    assert cli("releases", "llama-server", "--refresh").code == 0
+    listings = [h for p, h in mirror.requests if p.startswith("/repos/")]
+    assert len(listings) == 2 and listings[1]["If-None-Match"].startswith('"')
+
+
+def test_offline_serves_an_expired_cache(
+    cli: Cli,
+    mirror: MirrorServer,
+    mirror_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    publish_llama(mirror_root, "b100")
+    assert cli("releases", "llama-server").code == 0
+    for cache in (tmp_path / "home" / "cache").rglob("*.json"):
+        payload = json.loads(cache.read_text())
+        payload["fetched_at"] = 0
+        cache.write_text(json.dumps(payload))
+    monkeypatch.setenv("BACKENDMGR_OFFLINE", "1")
+    result = cli("--json", "releases", "llama-server")
+    assert result.code == 0 and json.loads(result.out)[0]["tag"] == "b100"
+    assert len([p for p, _ in mirror.requests if p.startswith("/repos/")]) == 1
+    dl = cli("install", "llama-server")
+    assert dl.code == 1 and "needs the network, but BACKENDMGR_OFFLINE is set" in dl.err
+
+
+def test_invalid_repo_in_user_manifest_is_refused(
+    cli: Cli, mirror: MirrorServer, config_path: Path
+) -> None:
+    folder = config_path.parent / "manifests"
+    folder.mkdir(parents=True)
+    (folder / "x.yaml").write_text(
+        "id: x\nkind: llama\nsource: {type: github, repo: 'a/..'}\nexe: {default: x}\n"
+        "variants: [{id: cpu, assets: {linux-x64: ['x']}}]\n"
+    )
+    result = cli("install", "x")
+    assert result.code == 1 and "field source.github.repo" in result.err

@@ -396,3 +396,47 @@ def test_offline_without_cache_fails_in_one_line(cli: Cli, monkeypatch: pytest.M
     result = cli("install", "llama-server")
     assert result.code == 1
     assert "BACKENDMGR_OFFLINE is set" in error_line(result)
+
+
+def test_checksum_file_verifies_when_no_digest_is_published(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, config_path: Path
+) -> None:
+    folder = config_path.parent / "manifests"
+    folder.mkdir(parents=True)
+    (folder / "tool.yaml").write_text(
+        "id: tool\nkind: custom\nsource: {type: github, repo: me/tool}\n"
+        "exe: {default: tool}\nbare: true\nchecksums: 'SHA256SUMS'\n"
+        "variants: [{id: cpu, assets: {linux-x64: ['tool-linux-x64']}}]\n"
+    )
+    script = b"#!/bin/sh\necho tool 1.0\n"
+    good = hashlib.sha256(script).hexdigest()
+    publish(
+        mirror_root,
+        "me/tool",
+        "v1",
+        {"tool-linux-x64": script, "SHA256SUMS": f"{good}  tool-linux-x64\n".encode()},
+    )
+    publish(
+        mirror_root,
+        "me/tool",
+        "v2",
+        {"tool-linux-x64": script, "SHA256SUMS": f"{'0' * 64}  tool-linux-x64\n".encode()},
+        published_at="2099-01-01T00:00:00Z",
+    )
+    original = mirror.releases
+
+    def undigested(owner: str, repo: str) -> list[dict[str, object]] | None:
+        listing = original(owner, repo)
+        for release in listing or []:
+            for asset in release["assets"]:
+                asset["digest"] = None
+        return listing
+
+    mirror.releases = undigested  # type: ignore[method-assign]
+    bad = cli("install", "tool", "v2")
+    assert bad.code == 1 and "(checksums); nothing was installed" in error_line(bad)
+    data = json.loads(ok(cli("--json", "install", "tool", "v1")).out)
+    assert data["assets"][0]["verified_by"] == "checksums"
+    assert data["assets"][0]["sha256"] == good
+    # a custom kind serves no class: registered as a managed row without ★
+    assert [(r[0], r[3]) for r in registry(cli)] == [("tool", False), ("tool@v1-cpu", False)]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from ._locks import hold
 from .catalog.host import Host, detect_host, parse_platform
 from .catalog.manifest import Catalog, GithubSource, Manifest, load_catalog
 from .config.models import BackendRow, ModelOverride, Settings
@@ -63,6 +64,7 @@ class Manager:
         host: Host | None = None,
         client_factory: Callable[[], httpx.AsyncClient] | None = None,
         retry_backoff: float = 0.5,
+        vram_probe: Callable[[], float | None] | None = None,
     ) -> None:
         self.paths = paths or Paths.resolve(environ=environ)
         self.environ = dict(os.environ if environ is None else environ)
@@ -71,6 +73,8 @@ class Manager:
         self._host = host
         self._client_factory = client_factory
         self.retry_backoff = retry_backoff
+        self._vram_probe = vram_probe
+        self._card: tuple[float | None] | None = None
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -85,6 +89,16 @@ class Manager:
     @cached_property
     def net(self) -> NetSettings:
         return NetSettings.from_env(self.environ)
+
+    @property
+    def card_gb(self) -> float | None:
+        """The GPU's total memory, probed once per Manager (one per CLI process)."""
+        if self._card is None:
+            from .vram import probe_card_gb
+
+            probe = self._vram_probe or (lambda: probe_card_gb(self.environ))
+            self._card = (probe(),)
+        return self._card[0]
 
     def manifest(self, component: str) -> Manifest:
         manifest = self.catalog.get(component)
@@ -121,11 +135,140 @@ class Manager:
         return result
 
     async def regenerate(self) -> None:
-        """Bring the registry in line with the disk, then rewrite the llama-swap config.
-
-        The emitters arrive in a later change; until then only the adoption step runs.
-        """
+        """Bring the registry in line with the disk, then rewrite the llama-swap config."""
         await self.sync_registry()
+        await self.generate()
+
+    # --- models and the generated config --------------------------------------------------
+
+    def output_path(self, settings: Settings, output: str | None = None) -> Path:
+        chosen = output or settings.output
+        return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
+
+    def _pipeline(self, settings: Settings) -> tuple[Any, Any, str]:
+        """Discover, plan every model and hash the inputs (runs in a worker thread)."""
+        from .discovery.walk import discover, scan_folders
+        from .emit.plan import plan_model
+        from .emit.regen import inputs_hash
+
+        scan = scan_folders(settings.models_dirs)
+        receipts = [e.receipt.model_dump_json() for e in self.builds.installed()]
+        digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
+        found = discover(scan, self.paths.cache / "gguf-meta.json")
+        plans = [plan_model(settings, m, self.card_gb) for m in found.models]
+        return found, plans, digest
+
+    async def plan(self) -> tuple[Settings, Any, list[Any], str]:
+        settings = await self.settings()
+        found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
+        return settings, found, plans, digest
+
+    async def models_info(self) -> list[dict[str, Any]]:
+        from .emit.plan import Entry
+
+        _, found, plans, _ = await self.plan()
+        out = []
+        for model, planned in zip(found.models, plans, strict=True):
+            res = planned.resolution
+            backend = None
+            if res is not None:
+                backend = {
+                    "id": res.row.id if res.row else None,
+                    "kind": res.kind or "llama",
+                    "path": res.exe,
+                    "reason": res.reason,
+                }
+            out.append(
+                {
+                    "id": model.id,
+                    "path": model.path,
+                    "format": model.format,
+                    "class": model.cls,
+                    "role": model.role,
+                    "size_gb": round(model.size_gb, 2),
+                    "backend": backend,
+                    "skipped": None if isinstance(planned, Entry) else planned.reason,
+                    "notes": list(planned.notes),
+                }
+            )
+        for skip in found.skipped:
+            out.append(
+                {
+                    "id": skip.id,
+                    "path": skip.path,
+                    "format": "gguf" if skip.path.lower().endswith(".gguf") else "hf",
+                    "class": None,
+                    "role": None,
+                    "size_gb": None,
+                    "backend": None,
+                    "skipped": skip.reason,
+                    "notes": [],
+                }
+            )
+        return sorted(out, key=lambda m: m["id"])
+
+    async def cmd(self, model_id: str) -> dict[str, Any]:
+        from .emit.plan import Entry
+
+        _, found, plans, _ = await self.plan()
+        for model, planned in zip(found.models, plans, strict=True):
+            if model.id == model_id:
+                if not isinstance(planned, Entry):
+                    raise Refused(f"{model_id}: {planned.reason}")
+                return {"id": model_id, "argv": planned.argv}
+        skipped = next((s for s in found.skipped if s.id == model_id), None)
+        if skipped is not None:
+            raise Refused(f"{model_id} is skipped: {skipped.reason}")
+        raise NotFound(f'no model "{model_id}" was discovered; see "backendmgr models"')
+
+    async def generate(
+        self, *, output: str | None = None, force: bool = False, check: bool = False
+    ) -> Outcome:
+        """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
+        from filelock import FileLock
+
+        from ._fs import atomic_write_bytes
+        from ._version import __version__
+        from .emit.document import render_document
+        from .emit.plan import Entry, Skip
+        from .emit.regen import output_hash
+
+        settings = await self.settings()
+        target = self.output_path(settings, output)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        async with hold(FileLock(target.with_name(target.name + ".lock"))):
+            settings = await self.settings()  # re-read under the lock: the newest wins
+            found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
+            entries = [p for p in plans if isinstance(p, Entry)]
+            skipped = [p for p in plans if isinstance(p, Skip)]
+            skipped += [Skip(s.id, s.path, s.reason) for s in found.skipped]
+            current = output_hash(target) if target.exists() else None
+            data = {
+                "output": str(target),
+                "written": False,
+                "models": len(entries),
+                "skipped": [
+                    {"id": s.id, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.id)
+                ],
+            }
+            if check:
+                if current != digest:
+                    state = "missing" if current is None and not target.exists() else "stale"
+                    raise Refused(f'{target} is {state}; run "backendmgr generate"')
+                return Outcome(f"{target} is up to date", data, changed=False)
+            if current == digest and not force:
+                return Outcome(f"{target} is up to date", data, changed=False)
+            text = render_document(
+                version=__version__,
+                inputs_hash=digest,
+                health_check_timeout=settings.health_check_timeout,
+                passthrough=settings.llama_swap,
+                entries=entries,
+                skipped=skipped,
+            )
+            await anyio.to_thread.run_sync(atomic_write_bytes, target, text.encode())
+            data["written"] = True
+            return Outcome(f"wrote {target}: {len(entries)} models, {len(skipped)} skipped", data)
 
     async def sync_registry(self) -> bool:
         """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
@@ -505,22 +648,11 @@ class Manager:
             warnings = ("no checksum was published for this build; recorded its SHA-256 only",)
         return Outcome(message, data, warnings=warnings)
 
-    @contextlib.asynccontextmanager
-    async def _build_lock(self, component: str, version: str, variant: str) -> AsyncIterator[None]:
-        """The per-build file lock, polled so that Ctrl-C still cancels while waiting."""
-        from filelock import Timeout
-
-        lock = self.builds.lock(component, version, variant)
-        while True:
-            try:
-                lock.acquire(timeout=0)
-                break
-            except Timeout:
-                await anyio.sleep(0.1)
-        try:
-            yield
-        finally:
-            lock.release()
+    def _build_lock(
+        self, component: str, version: str, variant: str
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """The per-build file lock: one install or uninstall of a build at a time."""
+        return hold(self.builds.lock(component, version, variant))
 
     async def _register(
         self, entry: InstalledEntry, *, activate: bool
@@ -643,6 +775,33 @@ class Manager:
             f"uninstalled {entry.id}", {"id": entry.id, "removed": True}, warnings=warnings
         )
 
+    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
+        """The generated llama-swap config must parse and name its models."""
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        from .emit.regen import output_hash
+
+        target = self.output_path(settings)
+        if not target.exists():
+            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
+        try:
+            data = YAML(typ="safe").load(target.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, YAMLError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return [
+                f"the llama-swap config {target} is not valid YAML ({first}); "
+                'run "backendmgr generate --force"'
+            ], []
+        if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+            return [
+                f"the llama-swap config {target} has no models mapping; "
+                'run "backendmgr generate --force"'
+            ], []
+        if output_hash(target) is None:
+            return [], [f"{target} was not written by backendmgr"]
+        return [], []
+
     async def list_builds(self, component: str | None = None) -> list[dict[str, Any]]:
         if component is not None:
             self.manifest(component)
@@ -709,6 +868,9 @@ class Manager:
         ]
         for folder in self.builds.leftovers():
             problems.append(f"leftover folder {folder} (doctor --fix removes it)")
+        output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)
+        problems += output_problem
+        notes += output_note
         return {
             "ok": not problems,
             "problems": problems,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import backends, builds, overrides, pin
+from . import backends, builds, models, overrides, pin
 
 __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    for module in (builds, backends, pin, overrides):
+    for module in (builds, backends, pin, overrides, models):
         module.register(sub)

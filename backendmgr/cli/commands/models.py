@@ -1,0 +1,73 @@
+"""``models``, ``cmd MODEL`` and ``generate``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .common import report
+
+if TYPE_CHECKING:
+    from ...manager import Manager
+    from ..render import Renderer
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    m = sub.add_parser("models", help="discovered models, the row each resolves to, and why")
+    m.set_defaults(handler=models)
+    c = sub.add_parser("cmd", help="print the command line a model gets")
+    c.add_argument("model")
+    c.set_defaults(handler=cmd)
+    g = sub.add_parser("generate", help="regenerate the llama-swap config")
+    g.add_argument("--output", metavar="PATH")
+    g.add_argument("--force", action="store_true", help="rewrite even when up to date")
+    g.add_argument("--check", action="store_true", help="exit 1 when missing or stale")
+    g.set_defaults(handler=generate)
+
+
+async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    rows = await mgr.models_info()
+    if out.json_mode:
+        out.document(rows)
+        return 0
+    out.table(
+        ["model", "format", "class", "GiB", "backend", "why"],
+        [
+            [
+                r["id"],
+                r["format"],
+                r["role"] or "-",
+                "" if r["size_gb"] is None else f"{r['size_gb']:.2f}",
+                *_backend_cells(r),
+            ]
+            for r in rows
+        ],
+        empty="no models found; set models_dirs in the config",
+    )
+    return 0
+
+
+def _backend_cells(row: dict[str, Any]) -> list[str]:
+    if row["skipped"]:
+        return ["-", f"skipped: {row['skipped']}"]
+    backend = row["backend"] or {}
+    return [
+        backend.get("id") or backend.get("path") or "-",
+        "; ".join([backend.get("reason", ""), *row["notes"]]),
+    ]
+
+
+async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...emit.plan import render_token
+
+    result = await mgr.cmd(args.model)
+    if out.json_mode:
+        out.document(result)
+    else:
+        out.stdout.write(" ".join(render_token(t) for t in result["argv"]) + "\n")
+    return 0
+
+
+async def generate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    outcome = await mgr.generate(output=args.output, force=args.force, check=args.check)
+    return report(out, outcome)

@@ -1,0 +1,162 @@
+"""One shape for model metadata, whether it came from a GGUF header or a config.json (§10.2, §10.3).
+
+The sizing math reads only :class:`ModelMeta`, so a GGUF and the HF folder it was converted
+from size the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ModelMeta", "hf_quant_label", "meta_from_gguf", "meta_from_hf"]
+
+
+class ModelMeta(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    architecture: str = ""
+    type: str = ""
+    name: str = ""
+    block_count: int | None = None
+    context_length: int | None = None
+    embedding_length: int | None = None
+    head_count: int | None = None
+    head_count_kv: int | list[int] | None = None
+    key_length: int | None = None
+    value_length: int | None = None
+    key_length_swa: int | None = None
+    value_length_swa: int | None = None
+    sliding_window: int | None = None
+    sliding_window_pattern: int | list[bool] | None = None
+    causal: bool | None = None
+    kv_lora_rank: int | None = None
+    rope_dimension_count: int | None = None
+    full_attention_interval: int | None = None
+    recurrent_layers: list[bool] | None = None  # HF layer_types: True = no KV (linear/mamba)
+    ssm_inner_size: int | None = None
+    ssm_state_size: int | None = None
+    ssm_conv_kernel: int | None = None
+    pooling_type: int | None = None
+    expert_count: int | None = None
+    quant: str = ""
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _first_int(value: Any) -> int | None:
+    if isinstance(value, list):
+        ints = [i for i in (_int(v) for v in value) if i is not None]
+        return max(ints) if ints else None
+    return _int(value)
+
+
+def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
+    arch = raw.get("general.architecture")
+    arch = arch if isinstance(arch, str) else ""
+
+    def get(key: str) -> Any:
+        return raw.get(f"{arch}.{key}")
+
+    kv = get("attention.head_count_kv")
+    if isinstance(kv, list):
+        kv_value: int | list[int] | None = [int(v) for v in kv if _int(v) is not None]
+    else:
+        kv_value = _int(kv)
+    pattern = get("attention.sliding_window_pattern")
+    if isinstance(pattern, list):
+        pattern_value: int | list[bool] | None = [bool(v) for v in pattern]
+    else:
+        pattern_value = _int(pattern)
+    causal = get("attention.causal")
+    return ModelMeta(
+        architecture=arch,
+        type=str(raw.get("general.type") or ""),
+        name=str(raw.get("general.name") or ""),
+        block_count=_int(get("block_count")),
+        context_length=_int(get("context_length")),
+        embedding_length=_int(get("embedding_length")),
+        head_count=_first_int(get("attention.head_count")),
+        head_count_kv=kv_value,
+        key_length=_int(get("attention.key_length")),
+        value_length=_int(get("attention.value_length")),
+        key_length_swa=_int(get("attention.key_length_swa")),
+        value_length_swa=_int(get("attention.value_length_swa")),
+        sliding_window=_int(get("attention.sliding_window")),
+        sliding_window_pattern=pattern_value,
+        causal=bool(causal) if causal is not None else None,
+        kv_lora_rank=_int(get("attention.kv_lora_rank")),
+        rope_dimension_count=_int(get("rope.dimension_count")),
+        full_attention_interval=_int(get("full_attention_interval")),
+        ssm_inner_size=_int(get("ssm.inner_size")),
+        ssm_state_size=_int(get("ssm.state_size")),
+        ssm_conv_kernel=_int(get("ssm.conv_kernel")),
+        pooling_type=_int(get("pooling_type")),
+        expert_count=_int(get("expert_count")),
+    )
+
+
+_DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "half": "F16", "float": "F32"}
+_NO_KV_LAYERS = ("linear", "mamba", "ssm")
+
+
+def hf_quant_label(config: dict[str, Any]) -> str:
+    qc = config.get("quantization_config")
+    if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
+        return str(qc["quant_method"]).upper()
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else {}
+    for source in (config, text):
+        dtype = source.get("torch_dtype") or source.get("dtype")
+        if isinstance(dtype, str) and dtype in _DTYPES:
+            return _DTYPES[dtype]
+    return ""
+
+
+def meta_from_hf(config: dict[str, Any]) -> ModelMeta:
+    """Map config.json onto the GGUF fields, conservatively where the file is ambiguous."""
+    text = config.get("text_config")
+    c = text if isinstance(text, dict) and text else config
+    layers = _int(c.get("num_hidden_layers"))
+    heads = _int(c.get("num_attention_heads"))
+    kv_heads = _int(c.get("num_key_value_heads"))
+    hidden = _int(c.get("hidden_size"))
+    head_dim = _int(c.get("head_dim"))
+    recurrent: list[bool] | None = None
+    layer_types = c.get("layer_types")
+    if isinstance(layer_types, list) and layers is not None and len(layer_types) == layers:
+        recurrent = [
+            isinstance(t, str) and t.lower().startswith(_NO_KV_LAYERS) for t in layer_types
+        ]
+    interval = _int(c.get("full_attention_interval"))
+    if recurrent is None and interval and layers:
+        recurrent = [(i + 1) % interval != 0 for i in range(layers)]
+    mla = _int(c.get("kv_lora_rank"))
+    archs = config.get("architectures")
+    model_type = c.get("model_type") or config.get("model_type") or ""
+    return ModelMeta(
+        architecture=str(model_type),
+        name=str(archs[0]) if isinstance(archs, list) and archs else "",
+        block_count=layers,
+        context_length=_int(c.get("max_position_embeddings")),
+        embedding_length=hidden,
+        head_count=heads,
+        head_count_kv=kv_heads if kv_heads is not None else heads,
+        key_length=head_dim,
+        value_length=head_dim,
+        # sliding-window layers are charged as full attention: no window, no pattern
+        kv_lora_rank=mla,
+        rope_dimension_count=_int(c.get("qk_rope_head_dim")) if mla else None,
+        recurrent_layers=recurrent,
+        expert_count=_int(c.get("num_local_experts") or c.get("num_experts")),
+        quant=hf_quant_label(config),
+    )

@@ -1,0 +1,260 @@
+"""What counts as a model, what it is called and what class it is (SPEC §10.1, §10.4, §10.5).
+
+Pure functions over what the walk found; the walk itself lives in :mod:`.walk`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .meta import ModelMeta, meta_from_gguf, meta_from_hf
+
+__all__ = [
+    "DiscoveredModel",
+    "Discovery",
+    "FolderScan",
+    "SkippedModel",
+    "assign_ids",
+    "build_models",
+    "hf_qualifies",
+    "split_parts",
+]
+
+SPLIT = re.compile(r"^(?P<base>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
+ENCODERS = frozenset(
+    {
+        "bert",
+        "nomic-bert",
+        "nomic-bert-moe",
+        "jina-bert-v2",
+        "jina-bert-v3",
+        "modern-bert",
+        "neo-bert",
+        "eurobert",
+    }
+)
+NOT_TEXT = frozenset({"flux", "sd1", "sdxl", "sd3", "wan", "whisper"})
+POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
+
+Role = Literal["chat", "embedding", "reranker"]
+
+
+class DiscoveredModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    path: str
+    format: Literal["gguf", "hf"]
+    cls: str = "llm"
+    role: Role = "chat"
+    size_bytes: int = 0
+    shards: int = 1
+    mmproj: str | None = None
+    meta: ModelMeta | None = None
+
+    @property
+    def size_gb(self) -> float:
+        return self.size_bytes / float(1 << 30)
+
+
+class SkippedModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    path: str
+    reason: str
+
+
+@dataclass
+class FolderScan:
+    """One folder as the walk saw it: file names with (size, mtime_ns), already sorted."""
+
+    path: str
+    ggufs: dict[str, int] = field(default_factory=dict)
+    safetensors: dict[str, int] = field(default_factory=dict)
+    config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
+
+
+@dataclass
+class Discovery:
+    models: list[DiscoveredModel]
+    skipped: list[SkippedModel]
+
+
+def split_parts(name: str) -> tuple[str, int, int] | None:
+    m = SPLIT.match(name)
+    return (m.group("base"), int(m.group("i")), int(m.group("n"))) if m else None
+
+
+def hf_qualifies(config: dict[str, Any]) -> bool:
+    """Rule 1 of SPEC §10.1: a causal LM, or a multimodal wrapper around one."""
+    archs = config.get("architectures")
+    if not isinstance(archs, list):
+        return False
+    for arch in archs:
+        if not isinstance(arch, str):
+            continue
+        if arch.endswith("ForCausalLM"):
+            return True
+        if arch.endswith("ForConditionalGeneration") and (
+            isinstance(config.get("text_config"), dict)
+            or (isinstance(config.get("vision_config"), dict) and config["vision_config"])
+        ):
+            return True
+    return False
+
+
+def _hf_name(folder: str) -> str:
+    parts = folder.replace("\\", "/").rstrip("/").split("/")
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        owner_repo = parts[-3][len("models--") :]
+        _, sep, repo = owner_repo.partition("--")
+        return repo if sep else owner_repo
+    return parts[-1]
+
+
+def _parent_name(path: str) -> str:
+    parts = path.replace("\\", "/").rstrip("/").split("/")
+    return parts[-2] if len(parts) >= 2 else "root"
+
+
+def assign_ids(bases: list[tuple[str, str]]) -> list[str]:
+    """Unique ids in walk order: clashes get ``-<parent>``, then ``-2``, ``-3``…"""
+    taken: set[str] = set()
+    out = []
+    for base, path in bases:
+        candidate = base
+        if candidate in taken:
+            candidate = f"{base}-{_parent_name(path).lower()}"
+            n = 2
+            while candidate in taken:
+                candidate = f"{base}-{_parent_name(path).lower()}-{n}"
+                n += 1
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def _gguf_role(meta: ModelMeta) -> Role:
+    if meta.pooling_type == 4:
+        return "reranker"
+    if meta.pooling_type is not None or meta.causal is False or meta.architecture in ENCODERS:
+        return "embedding"
+    return "chat"
+
+
+def build_models(
+    folders: list[FolderScan], gguf_meta: dict[str, dict[str, Any] | str]
+) -> Discovery:
+    """Turn scanned folders and GGUF headers (or their errors) into models and skip lines."""
+    # Each entry: base id, path, and either a model (without id) or a skip reason.
+    pending: list[tuple[str, str, dict[str, Any] | None, str | None]] = []
+    for folder in folders:
+        sep = "" if folder.path.endswith("/") else "/"
+        projectors: list[str] = []
+        entries: list[tuple[str, str, dict[str, Any] | None, str | None]] = []
+        sets: dict[str, dict[int, str]] = {}
+        for name in folder.ggufs:
+            parts = split_parts(name)
+            if parts is not None:
+                sets.setdefault(parts[0], {})[parts[1]] = name
+        for name, size in folder.ggufs.items():
+            path = folder.path + sep + name
+            parts = split_parts(name)
+            if parts is not None and parts[1] != 1:
+                if 1 not in sets.get(parts[0], {}):
+                    entries.append(
+                        (parts[0].lower(), path, None, "split gguf set without its first shard")
+                    )
+                continue
+            base = (parts[0] if parts else name[: -len(".gguf")]).lower()
+            raw = gguf_meta.get(path)
+            if isinstance(raw, str) or raw is None:
+                entries.append((base, path, None, raw or "metadata not read"))
+                continue
+            meta = meta_from_gguf(raw)
+            if (
+                meta.type == "mmproj"
+                or name.lower().startswith("mmproj")
+                or meta.architecture == "clip"
+            ):
+                projectors.append(path)
+                continue
+            if not meta.architecture:
+                entries.append((base, path, None, "no general.architecture"))
+                continue
+            if meta.architecture in NOT_TEXT:
+                entries.append((base, path, None, f"not a text model: {meta.architecture}"))
+                continue
+            shard_sizes = size
+            shards = 1
+            if parts is not None:
+                members = sets[parts[0]]
+                shards = len(members)
+                shard_sizes = sum(folder.ggufs[m] for m in members.values())
+                if shards != parts[2]:
+                    entries.append(
+                        (base, path, None, f"split gguf set has {shards} of {parts[2]} shards")
+                    )
+                    continue
+            entries.append(
+                (
+                    base,
+                    path,
+                    {
+                        "format": "gguf",
+                        "role": _gguf_role(meta),
+                        "size_bytes": shard_sizes,
+                        "shards": shards,
+                        "meta": meta,
+                    },
+                    None,
+                )
+            )
+        projector = sorted(projectors)[0] if projectors else None
+        for base, path, model, reason in entries:
+            if model is not None and model["role"] == "chat" and projector:
+                model = {**model, "mmproj": projector}
+            pending.append((base, path, model, reason))
+        hf = _hf_entry(folder)
+        if hf is not None:
+            pending.append(hf)
+    pending.sort(key=lambda e: e[1])
+    ids = assign_ids([(base, path) for base, path, _, _ in pending])
+    models: list[DiscoveredModel] = []
+    skipped: list[SkippedModel] = []
+    for model_id, (_, path, model, reason) in zip(ids, pending, strict=True):
+        if model is None:
+            skipped.append(SkippedModel(id=model_id, path=path, reason=reason or "unknown"))
+        else:
+            models.append(DiscoveredModel(id=model_id, path=path, **model))
+    return Discovery(models, skipped)
+
+
+def _hf_entry(folder: FolderScan) -> tuple[str, str, dict[str, Any] | None, str | None] | None:
+    if not folder.safetensors or folder.ggufs or folder.config is None:
+        return None
+    name = _hf_name(folder.path)
+    if isinstance(folder.config, str):
+        return (name.lower(), folder.path, None, f"config.json: {folder.config}")
+    if not hf_qualifies(folder.config):
+        return None
+    meta = meta_from_hf(folder.config)
+    base = name.lower()
+    if meta.quant and meta.quant.lower() not in base:
+        base = f"{base}-{meta.quant.lower()}"
+    return (
+        base,
+        folder.path,
+        {
+            "format": "hf",
+            "role": "chat",
+            "size_bytes": sum(folder.safetensors.values()),
+            "meta": meta,
+        },
+        None,
+    )

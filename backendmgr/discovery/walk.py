@@ -1,0 +1,146 @@
+"""Walking the model folders and reading headers, with a metadata cache (SPEC §10.1, §10.2).
+
+A walk returns every candidate file with its size and mtime (the regeneration hash needs
+exactly that), then GGUF headers are read only for files the cache does not know.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._fs import atomic_write_bytes
+from .gguf import GgufError, read_gguf_metadata
+from .models import Discovery, FolderScan, build_models, split_parts
+
+__all__ = ["MetaCache", "Scan", "discover", "scan_folders"]
+
+CACHE_FORMAT = 1
+
+
+@dataclass
+class Scan:
+    folders: list[FolderScan]
+    inputs: list[tuple[str, int, int]]  # (path, size, mtime_ns) of every model file
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)  # follows links: HF cache weights are symlinks into blobs/
+    except OSError:
+        return None
+
+
+def scan_folders(dirs: list[str]) -> Scan:
+    """Walk each folder recursively: links followed, cycles and hidden folders skipped."""
+    folders: list[FolderScan] = []
+    inputs: list[tuple[str, int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for top in dirs:
+        root = os.path.expanduser(top)
+        if not os.path.isdir(root):
+            continue
+        for folder, subdirs, files in os.walk(root, followlinks=True):
+            st = _stat(folder)
+            if st is None or (st.st_dev, st.st_ino) in seen:
+                subdirs[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+            scan = FolderScan(path=folder)
+            config_path: str | None = None
+            for name in sorted(files):
+                lowered = name.lower()
+                if not (lowered.endswith((".gguf", ".safetensors")) or name == "config.json"):
+                    continue
+                path = os.path.join(folder, name)
+                fst = _stat(path)
+                if fst is None or not os.path.isfile(path):
+                    continue
+                inputs.append((path, fst.st_size, fst.st_mtime_ns))
+                if lowered.endswith(".gguf"):
+                    scan.ggufs[name] = fst.st_size
+                elif lowered.endswith(".safetensors"):
+                    scan.safetensors[name] = fst.st_size
+                else:
+                    config_path = path
+            if config_path is not None and scan.safetensors and not scan.ggufs:
+                scan.config = _read_config(config_path)
+            if scan.ggufs or scan.safetensors:
+                folders.append(scan)
+    return Scan(folders, inputs)
+
+
+def _read_config(path: str) -> dict[str, Any] | str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        return f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+    return data if isinstance(data, dict) else "not a JSON object"
+
+
+class MetaCache:
+    """GGUF headers keyed by (path, size, mtime): a warm scan opens no model file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
+        if path is not None:
+            try:
+                data = json.loads(path.read_bytes())
+                if data.get("format") == CACHE_FORMAT and isinstance(data.get("entries"), dict):
+                    self.entries = data["entries"]
+            except (OSError, ValueError, AttributeError):
+                self.entries = {}
+
+    def get(self, path: str, size: int, mtime_ns: int) -> dict[str, Any] | str | None:
+        entry = self.entries.get(path)
+        if entry and entry[0] == size and entry[1] == mtime_ns:
+            value: dict[str, Any] | str = entry[2]
+            return value
+        return None
+
+    def put(self, path: str, size: int, mtime_ns: int, value: dict[str, Any] | str) -> None:
+        self.entries[path] = [size, mtime_ns, value]
+        self.dirty = True
+
+    def save(self, live: set[str]) -> None:
+        stale = set(self.entries) - live
+        for key in stale:
+            del self.entries[key]
+        if self.path is None or not (self.dirty or stale):
+            return
+        payload = {"format": CACHE_FORMAT, "entries": self.entries}
+        with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
+            atomic_write_bytes(self.path, json.dumps(payload, separators=(",", ":")).encode())
+
+
+def discover(scan: Scan, cache_file: Path | None) -> Discovery:
+    cache = MetaCache(cache_file)
+    stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
+    metas: dict[str, dict[str, Any] | str] = {}
+    for folder in scan.folders:
+        for name in folder.ggufs:
+            parts = split_parts(name)
+            if parts is not None and parts[1] != 1:
+                continue  # only shard 1 carries what we need
+            path = os.path.join(folder.path, name)
+            size, mtime = stats[path]
+            cached = cache.get(path, size, mtime)
+            if cached is None:
+                try:
+                    cached = read_gguf_metadata(Path(path))
+                except GgufError as exc:
+                    cached = str(exc)
+                except (ValueError, UnicodeDecodeError, OverflowError, MemoryError) as exc:
+                    cached = f"{path}: unreadable GGUF ({type(exc).__name__})"
+                cache.put(path, size, mtime, cached)
+            metas[path] = cached
+    cache.save(set(metas))
+    return build_models(scan.folders, metas)

@@ -1,0 +1,248 @@
+"""Per model: which row serves it and the command line it gets (SPEC §12.2 to §12.4).
+
+Pure: settings, a discovered model and the card size in, an :class:`Entry` or a :class:`Skip`
+out. The llama-swap document is assembled from these in :mod:`.document`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config.models import BackendRow, ModelOverride, Settings
+from ..discovery.models import POOLING, DiscoveredModel
+from ..registry.resolve import Resolution, resolve, resolve_preferring
+from .sizing import LLAMA_OVERHEAD_GB, kv_model, llama_context, vllm_sizing
+from .tools import tool_parser
+
+__all__ = [
+    "HF_NEEDS_VLLM",
+    "SPLIT_UNDER_VLLM",
+    "Entry",
+    "Skip",
+    "plan_model",
+    "render_token",
+]
+
+SPLIT_UNDER_VLLM = (
+    "vllm cannot load split gguf shards; merge them with llama-gguf-split --merge or pin a "
+    "llama build"
+)
+HF_NEEDS_VLLM = "safetensors model folder needs a vllm backend; llama.cpp loads gguf only"
+VLLM_OWN_FLAGS = (
+    "--gpu-memory-utilization",
+    "--max-model-len",
+    "--kv-cache-memory-bytes",
+    "--tokenizer",
+    "--tensor-parallel-size",
+    "--tool-call-parser",
+)
+MEMORY_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes")
+
+
+@dataclass(frozen=True)
+class Entry:
+    model: DiscoveredModel
+    resolution: Resolution
+    groups: list[list[str]]
+    extra_args: str
+    ttl: int
+    comment: str
+    metadata: dict[str, Any]
+    capabilities: dict[str, Any]
+    unlisted: bool | None
+    passthrough: dict[str, Any]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def argv(self) -> list[str]:
+        return [tok for group in self.groups for tok in group] + shlex.split(self.extra_args)
+
+    @property
+    def kind(self) -> str:
+        return self.resolution.kind or "llama"
+
+
+@dataclass(frozen=True)
+class Skip:
+    id: str
+    path: str
+    reason: str
+    resolution: Resolution | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def render_token(token: str) -> str:
+    """Quote for a POSIX shell, but leave llama-swap macros like ``${PORT}`` as they are."""
+    if token.startswith("${") and token.endswith("}") and token[2:-1].isidentifier():
+        return token
+    return shlex.quote(token)
+
+
+def _flags_in(extra: str) -> set[str]:
+    try:
+        tokens = shlex.split(extra)
+    except ValueError:
+        tokens = extra.split()
+    return {t.split("=", 1)[0] for t in tokens if t.startswith("-")}
+
+
+def _build_of(row: BackendRow | None) -> str | None:
+    if row is None or not row.managed or not row.version:
+        return None
+    return row.id if row.build else f"{row.component}@{row.version}-{row.variant}"
+
+
+def _budget(settings: Settings, ov: ModelOverride, card_gb: float | None) -> float | None:
+    return ov.vram_target_gb or settings.vram_budget_gb or card_gb
+
+
+def _describe(model: DiscoveredModel, res: Resolution, extra: list[str]) -> str:
+    who = res.row.id if res.row else (res.exe or "?")
+    arch = model.meta.architecture if model.meta and model.meta.architecture else "?"
+    parts = [f"{who} ({res.reason})", model.format, arch, f"{model.size_gb:.2f} GiB", *extra]
+    return " · ".join(parts)
+
+
+def _metadata(res: Resolution, model: DiscoveredModel, est: float) -> dict[str, Any]:
+    data: dict[str, Any] = {"backend": res.row.id if res.row else "legacy"}
+    build = _build_of(res.row)
+    if build:
+        data["build"] = build
+    data["class"] = model.cls
+    data["est_vram_gb"] = est
+    return data
+
+
+def plan_model(settings: Settings, model: DiscoveredModel, card_gb: float | None) -> Entry | Skip:
+    ov = settings.override(model.id)
+    if model.format == "hf":
+        res = resolve_preferring(settings, ov, "llm", "vllm")
+        if res.kind != "vllm":
+            return Skip(model.id, model.path, HF_NEEDS_VLLM, res, res.notes)
+        return _vllm(settings, model, ov, res, card_gb)
+    res = resolve(settings, ov, "llm", embedding=model.role != "chat")
+    if res.kind == "vllm":
+        if model.shards > 1:
+            return Skip(model.id, model.path, SPLIT_UNDER_VLLM, res, res.notes)
+        return _vllm(settings, model, ov, res, card_gb)
+    return _llama(settings, model, ov, res, card_gb)
+
+
+def _common(settings: Settings, ov: ModelOverride) -> dict[str, Any]:
+    return {"ttl": settings.ttl, "unlisted": ov.unlisted, "passthrough": dict(ov.llama_swap or {})}
+
+
+def _llama(
+    settings: Settings,
+    model: DiscoveredModel,
+    ov: ModelOverride,
+    res: Resolution,
+    card_gb: float | None,
+) -> Entry:
+    weights = model.size_gb
+    ctx, notes = llama_context(model.meta, weights, _budget(settings, ov, card_gb), ov.ctx)
+    groups = [
+        [res.exe or settings.server_exe],
+        ["-m", model.path],
+        ["--host", "127.0.0.1"],
+        ["--port", "${PORT}"],
+        ["-c", str(ctx)],
+        ["-ngl", "999"],
+    ]
+    caps: dict[str, Any] = {"in": ["text"], "out": ["text"]}
+    if model.role == "chat":
+        if model.mmproj:
+            groups.append(["--mmproj", model.mmproj])
+            caps["in"] = ["text", "image"]
+        groups.append(["--jinja"])
+    elif model.role == "embedding":
+        groups.append(["--embedding"])
+        pooling = model.meta.pooling_type if model.meta else None
+        if pooling in (1, 2, 3):
+            groups.append(["--pooling", POOLING[pooling]])
+    else:
+        groups.append(["--reranking"])
+        caps["reranker"] = True
+    caps["context"] = ctx
+    kv = kv_model(model.meta)
+    est = round(weights + (kv.reserve_gb(ctx) if kv else 0.0) + LLAMA_OVERHEAD_GB, 2)
+    extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
+    return Entry(
+        model=model,
+        resolution=res,
+        groups=groups,
+        extra_args=(ov.extra_args or "").strip(),
+        comment=_describe(model, res, extra),
+        metadata=_metadata(res, model, est),
+        capabilities=caps,
+        notes=(*res.notes, *notes),
+        **_common(settings, ov),
+    )
+
+
+def _vllm(
+    settings: Settings,
+    model: DiscoveredModel,
+    ov: ModelOverride,
+    res: Resolution,
+    card_gb: float | None,
+) -> Entry:
+    extra = (ov.extra_args or "").strip()
+    theirs = _flags_in(extra)
+    sizing = vllm_sizing(
+        model.meta,
+        model.size_gb,
+        _budget(settings, ov, card_gb),
+        card_gb,
+        pinned_ctx=ov.ctx,
+        pinned_util=ov.vllm_gpu_util,
+        user_sets_memory=bool(theirs & set(MEMORY_FLAGS)),
+    )
+    groups: list[list[str]] = [
+        [res.exe or "vllm"],
+        ["serve", model.path],
+        ["--host", "127.0.0.1"],
+        ["--port", "${PORT}"],
+        ["--served-model-name", model.id],
+    ]
+    if model.format == "gguf":
+        groups.append(["--quantization", "gguf"])
+    ours: list[list[str]] = [
+        ["--gpu-memory-utilization", f"{sizing.gpu_util:g}"],
+        ["--max-model-len", str(sizing.max_model_len)],
+    ]
+    if sizing.kv_cache_bytes is not None:
+        ours.append(["--kv-cache-memory-bytes", str(sizing.kv_cache_bytes)])
+    if ov.vllm_tokenizer:
+        ours.append(["--tokenizer", ov.vllm_tokenizer])
+    if ov.vllm_tensor_parallel and ov.vllm_tensor_parallel > 1:
+        ours.append(["--tensor-parallel-size", str(ov.vllm_tensor_parallel)])
+    groups += [g for g in ours if g[0] not in theirs]
+    arch = model.meta.architecture if model.meta else ""
+    parser, why = tool_parser(arch, model.id, ov.vllm_tool_parser)
+    caps: dict[str, Any] = {"in": ["text"], "out": ["text"], "context": sizing.max_model_len}
+    notes = list(sizing.notes)
+    if "--tool-call-parser" in theirs:
+        caps["tools"] = True
+    elif parser:
+        groups.append(
+            (["--enable-auto-tool-choice"] if "--enable-auto-tool-choice" not in theirs else [])
+            + ["--tool-call-parser", parser]
+        )
+        caps["tools"] = True
+    else:
+        notes.append(why)
+    summary = [f"max-model-len {sizing.max_model_len}", f"util {sizing.gpu_util:g}"]
+    return Entry(
+        model=model,
+        resolution=res,
+        groups=groups,
+        extra_args=extra,
+        comment=_describe(model, res, summary),
+        metadata=_metadata(res, model, sizing.est_vram_gb),
+        capabilities=caps,
+        notes=(*res.notes, *notes),
+        **_common(settings, ov),
+    )

@@ -1,0 +1,35 @@
+"""The GPU's total memory, read once per process (SPEC §11.2): the utilisation's denominator."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+
+__all__ = ["probe_card_gb"]
+
+
+def probe_card_gb(environ: Mapping[str, str] | None = None) -> float | None:
+    """``BACKENDMGR_VRAM_GB``, else the first NVIDIA card via nvidia-smi, else None."""
+    env = os.environ if environ is None else environ
+    override = env.get("BACKENDMGR_VRAM_GB", "").strip()
+    if override:
+        try:
+            value = float(override)
+        except ValueError:
+            return None
+        return value if value > 0 else None
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+        return float(out.strip().splitlines()[0]) / 1024
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None

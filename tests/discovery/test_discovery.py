@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from backendmgr.discovery.models import DiscoveredModel, Discovery, assign_ids, hf_qualifies
+from backendmgr.discovery.walk import discover, scan_folders
+from tests.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, T5, write_gguf, write_hf
+
+
+def run(tmp_path: Path, *dirs: Path) -> Discovery:
+    return discover(scan_folders([str(d) for d in dirs]), tmp_path / "cache.json")
+
+
+def by_id(found: Discovery) -> dict[str, DiscoveredModel]:
+    return {m.id: m for m in found.models}
+
+
+def test_gguf_ids_projectors_and_classes(tmp_path: Path) -> None:
+    root = tmp_path / "models"
+    write_gguf(root / "Qwen3-VL-8B-Q4_K_M.gguf", "qwen3vl", layers=4)
+    write_gguf(root / "mmproj-Qwen3-VL-8B-F16.gguf", "clip", general_type="mmproj", layers=1)
+    write_gguf(
+        root / "embed" / "nomic-embed-text-v1.5.Q8_0.gguf", "nomic-bert", layers=2, pooling=1
+    )
+    write_gguf(root / "embed" / "bge-reranker-v2-m3.gguf", "bert", layers=2, pooling=4)
+    write_gguf(root / "embed" / "e5-causal-off.gguf", "qwen3", layers=2, causal=False)
+    write_gguf(root / "img" / "flux1-dev.gguf", "flux", layers=1)
+    write_gguf(root / "noarch.gguf", "", layers=1)
+    found = run(tmp_path, root)
+    models = by_id(found)
+    assert sorted(models) == [
+        "bge-reranker-v2-m3",
+        "e5-causal-off",
+        "nomic-embed-text-v1.5.q8_0",
+        "qwen3-vl-8b-q4_k_m",
+    ]
+    chat = models["qwen3-vl-8b-q4_k_m"]
+    assert chat.role == "chat" and chat.mmproj == str(root / "mmproj-Qwen3-VL-8B-F16.gguf")
+    assert models["nomic-embed-text-v1.5.q8_0"].role == "embedding"
+    assert models["nomic-embed-text-v1.5.q8_0"].mmproj is None
+    assert models["bge-reranker-v2-m3"].role == "reranker"
+    assert models["e5-causal-off"].role == "embedding"
+    skipped = {s.id: s.reason for s in found.skipped}
+    assert skipped["flux1-dev"] == "not a text model: flux"
+    assert skipped["noarch"] == "no general.architecture"
+
+
+def test_split_sets_are_one_model(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    for i in (1, 2, 3):
+        write_gguf(
+            root / f"GLM-4.6-Q4_K_M-0000{i}-of-00003.gguf", "glm4moe", layers=2, size_bytes=1000 * i
+        )
+    write_gguf(root / "broken-00002-of-00002.gguf", "llama", layers=1)
+    write_gguf(root / "partial-00001-of-00003.gguf", "llama", layers=1)
+    found = run(tmp_path, root)
+    (model,) = found.models
+    assert (model.id, model.shards, model.size_bytes) == ("glm-4.6-q4_k_m", 3, 6000)
+    assert model.path.endswith("-00001-of-00003.gguf")
+    skipped = {s.id: s.reason for s in found.skipped}
+    assert skipped == {
+        "broken": "split gguf set without its first shard",
+        "partial": "split gguf set has 1 of 3 shards",
+    }
+
+
+def test_hf_rules(tmp_path: Path) -> None:
+    root = tmp_path / "hf"
+    write_hf(root / "Llama-3-8B-Instruct", LLAMA3_8B)
+    write_hf(root / "Qwen2.5-7B-Instruct-AWQ", QWEN2_AWQ)
+    write_hf(root / "gemma-3-4b-it", GEMMA3_WRAPPER)
+    write_hf(root / "t5-small", T5)  # seq2seq: shares the suffix, not a chat model
+    write_hf(root / "with-gguf", LLAMA3_8B)
+    write_gguf(root / "with-gguf" / "conv.gguf", "llama", layers=2)  # the gguf wins
+    no_weights = root / "no-weights"
+    no_weights.mkdir()
+    (no_weights / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    write_hf(root / "Llama-3-8B-Instruct" / "nested" / "sub", QWEN2_AWQ)  # the walk goes on
+    (root / "broken").mkdir()
+    (root / "broken" / "config.json").write_text("{not json")
+    (root / "broken" / "model.safetensors").write_bytes(b"")
+    found = run(tmp_path, root)
+    models = by_id(found)
+    assert sorted(models) == [
+        "conv",
+        "gemma-3-4b-it-bf16",
+        "llama-3-8b-instruct-bf16",
+        "qwen2.5-7b-instruct-awq",
+        "sub-awq",
+    ]
+    assert models["gemma-3-4b-it-bf16"].meta.block_count == 34  # type: ignore[union-attr]
+    assert models["llama-3-8b-instruct-bf16"].format == "hf"
+    assert [s.id for s in found.skipped] == ["broken"]
+    assert found.skipped[0].reason.startswith("config.json: unreadable")
+
+
+@pytest.mark.parametrize(
+    ("config", "ok"),
+    [
+        ({"architectures": ["MistralForCausalLM"]}, True),
+        ({"architectures": ["LlavaForConditionalGeneration"], "text_config": {}}, True),
+        ({"architectures": ["X"], "vision_config": {"a": 1}}, False),
+        ({"architectures": ["XForConditionalGeneration"], "vision_config": {"a": 1}}, True),
+        ({"architectures": ["XForConditionalGeneration"], "vision_config": {}}, False),
+        ({"architectures": ["WhisperForConditionalGeneration"]}, False),
+        ({"architectures": ["BertModel"]}, False),
+        ({}, False),
+    ],
+)
+def test_hf_qualifies(config: dict[str, object], ok: bool) -> None:
+    assert hf_qualifies(config) is ok
+
+
+def test_hf_cache_layout_uses_repo_name_and_follows_links(tmp_path: Path) -> None:
+    repo = tmp_path / "hub" / "models--Qwen--Qwen3-8B"
+    blobs = repo / "blobs"
+    blobs.mkdir(parents=True)
+    blob = blobs / "abc"
+    with blob.open("wb") as fh:
+        fh.truncate(5000)
+    snap = repo / "snapshots" / "0123456789abcdef"
+    write_hf(snap, {**LLAMA3_8B, "model_type": "qwen3"}, weights=0)
+    for f in snap.glob("*.safetensors"):
+        f.unlink()
+    os.symlink(blob, snap / "model.safetensors")
+    (model,) = run(tmp_path, tmp_path / "hub").models
+    assert model.id == "qwen3-8b-bf16" and model.size_bytes == 5000
+
+
+def test_ids_are_unique_and_stable(tmp_path: Path) -> None:
+    assert assign_ids(
+        [("m", "/a/x/m.gguf"), ("m", "/a/y/m.gguf"), ("m", "/b/y/m.gguf"), ("n", "/n.gguf")]
+    ) == ["m", "m-y", "m-y-2", "n"]
+    root = tmp_path / "models"
+    write_gguf(root / "a" / "Same.gguf", "llama", layers=1)
+    write_gguf(root / "b" / "same.gguf", "llama", layers=1)
+    first = [m.id for m in run(tmp_path, root).models]
+    assert first == ["same", "same-b"]
+    assert [m.id for m in run(tmp_path, root).models] == first
+
+
+def test_symlink_cycles_and_hidden_folders(tmp_path: Path) -> None:
+    root = tmp_path / "models"
+    write_gguf(root / "a" / "m.gguf", "llama", layers=1)
+    write_gguf(root / ".trash" / "old.gguf", "llama", layers=1)
+    os.symlink(root, root / "a" / "loop")
+    assert [m.id for m in run(tmp_path, root).models] == ["m"]
+
+
+def test_cache_makes_a_warm_scan_read_no_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "models"
+    write_gguf(root / "m.gguf", "llama", layers=1)
+    run(tmp_path, root)
+    import backendmgr.discovery.walk as walk
+
+    def boom(path: Path) -> dict[str, object]:
+        raise AssertionError("header read on a warm scan")
+
+    monkeypatch.setattr(walk, "read_gguf_metadata", boom)
+    assert [m.id for m in run(tmp_path, root).models] == ["m"]
+    (root / "m.gguf").touch()
+    os.utime(root / "m.gguf", (1, 1))
+    with pytest.raises(AssertionError, match="warm scan"):
+        run(tmp_path, root)

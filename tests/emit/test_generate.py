@@ -1,0 +1,436 @@
+"""``generate`` end to end: real GGUF files and HF folders in, a llama-swap config out."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from backendmgr.mirror import MirrorServer
+from tests.conftest import SHARED, CliResult
+from tests.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, write_gguf, write_hf
+from tests.support import publish_llama
+
+Cli = Callable[..., CliResult]
+GIB = 1 << 30
+SCHEMA = SHARED / "llama-swap" / "config-schema.json"
+
+
+@pytest.fixture
+def tree(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BACKENDMGR_VRAM_GB", "24")
+    root = tmp_path / "models dir"  # a space: paths must be quoted in cmd
+    write_gguf(
+        root / "qwen3-8b-q4_k_m.gguf",
+        "qwen3",
+        layers=36,
+        kv_heads=8,
+        ctx=40960,
+        size_bytes=int(4.68 * GIB),
+    )
+    write_gguf(
+        root / "Qwen3-Coder-30B-A3B-Q4_K_M.gguf",
+        "qwen3moe",
+        layers=48,
+        kv_heads=4,
+        ctx=262144,
+        size_bytes=17 * GIB,
+    )
+    write_gguf(
+        root / "Llama-3.1-8B-Q4_K_M.gguf",
+        "llama",
+        layers=32,
+        kv_heads=8,
+        ctx=131072,
+        size_bytes=int(4.9 * GIB),
+    )
+    write_gguf(
+        root / "gemma-3-4b-q4_0.gguf",
+        "gemma3",
+        layers=34,
+        heads=8,
+        kv_heads=4,
+        key=256,
+        value=256,
+        ctx=131072,
+        size_bytes=int(2.4 * GIB),
+        extra={"gemma3.attention.sliding_window": 1024},
+    )
+    write_gguf(
+        root / "vision" / "Qwen2.5-VL-7B-Q4_K_M.gguf",
+        "qwen2vl",
+        layers=28,
+        kv_heads=4,
+        ctx=128000,
+        size_bytes=int(4.4 * GIB),
+    )
+    write_gguf(
+        root / "vision" / "mmproj-Qwen2.5-VL-7B-f16.gguf", "clip", general_type="mmproj", layers=1
+    )
+    write_gguf(
+        root / "embed" / "nomic-embed-text-v1.5.f16.gguf",
+        "nomic-bert",
+        layers=12,
+        heads=12,
+        kv_heads=12,
+        key=64,
+        value=64,
+        ctx=2048,
+        pooling=1,
+    )
+    write_gguf(
+        root / "embed" / "bge-reranker-v2-m3.gguf",
+        "bert",
+        layers=24,
+        heads=16,
+        kv_heads=16,
+        key=64,
+        value=64,
+        ctx=8192,
+        pooling=4,
+    )
+    for i in (1, 2):
+        write_gguf(
+            root / "split" / f"GLM-4.5-Air-Q4_K_M-0000{i}-of-00002.gguf",
+            "glm4moe",
+            layers=46,
+            kv_heads=8,
+            ctx=131072,
+            size_bytes=30 * GIB,
+        )
+    write_hf(root / "hf" / "Llama-3-8B-Instruct", LLAMA3_8B, weights=16 * GIB)
+    write_hf(root / "hf" / "Qwen2.5-7B-Instruct-AWQ", QWEN2_AWQ, weights=5 * GIB)
+    write_hf(root / "hf" / "gemma-3-4b-it", GEMMA3_WRAPPER, weights=8 * GIB)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        f"models_dirs: [{json.dumps(str(root))}]\nttl: 900\nhealth_check_timeout: 120\n"
+        "llama_swap:\n  logLevel: info\n  startPort: 10001\n"
+        "backends:\n  - id: llama-cpu\n    kind: llama\n    path: /opt/llama/llama-server\n"
+    )
+    return root
+
+
+def output(config_path: Path) -> Path:
+    return config_path.parent / "llama-swap.yaml"
+
+
+def load(config_path: Path) -> dict[str, Any]:
+    data = YAML(typ="safe").load(output(config_path).read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def cmds(config_path: Path) -> dict[str, str]:
+    return {k: v["cmd"] for k, v in load(config_path)["models"].items()}
+
+
+def ok(result: CliResult) -> CliResult:
+    assert result.code == 0, result
+    return result
+
+
+def check_schema(config_path: Path) -> None:
+    import jsonschema
+
+    schema = json.loads(SCHEMA.read_text())
+    data = load(config_path)
+    # The schema names a draft-07 metaschema URL that jsonschema does not know by that spelling.
+    jsonschema.Draft7Validator(schema).validate(data)
+    model_keys = set(schema["properties"]["models"]["additionalProperties"]["properties"])
+    caps = set(
+        schema["properties"]["models"]["additionalProperties"]["properties"]["capabilities"][
+            "properties"
+        ]
+    )
+    assert set(data) <= set(schema["properties"])
+    for entry in data["models"].values():
+        assert set(entry) <= model_keys
+        assert set(entry.get("capabilities", {})) <= caps
+
+
+def test_generate_llama_only(cli: Cli, tree: Path, config_path: Path) -> None:
+    result = ok(cli("--json", "generate"))
+    report = json.loads(result.out)
+    assert report["written"] is True and report["output"] == str(output(config_path))
+    check_schema(config_path)
+    text = output(config_path).read_text()
+    assert text.startswith("# Generated by backendmgr")
+    data = load(config_path)
+    assert data["healthCheckTimeout"] == 120 and data["logLevel"] == "info"
+    assert list(data)[:3] == ["healthCheckTimeout", "logLevel", "startPort"]
+    models = data["models"]
+    assert list(models) == sorted(models)
+    qwen = models["qwen3-8b-q4_k_m"]
+    path = str(tree / "qwen3-8b-q4_k_m.gguf")
+    assert qwen["cmd"].splitlines() == [
+        "/opt/llama/llama-server",
+        f"-m {shlex.quote(path)}",
+        "--host 127.0.0.1",
+        "--port ${PORT}",
+        "-c 40960",
+        "-ngl 999",
+        "--jinja",
+    ]
+    assert qwen["ttl"] == 900
+    assert qwen["metadata"] == {
+        "backend": "llama-cpu",
+        "class": "llm",
+        "est_vram_gb": qwen["metadata"]["est_vram_gb"],
+    }
+    assert qwen["capabilities"] == {"in": ["text"], "out": ["text"], "context": 40960}
+    vision = models["qwen2.5-vl-7b-q4_k_m"]
+    assert "--mmproj" in vision["cmd"] and vision["capabilities"]["in"] == ["text", "image"]
+    embed = models["nomic-embed-text-v1.5.f16"]
+    assert embed["cmd"].splitlines()[-2:] == ["--embedding", "--pooling mean"]
+    rerank = models["bge-reranker-v2-m3"]
+    assert rerank["cmd"].splitlines()[-1] == "--reranking"
+    assert rerank["capabilities"]["reranker"] is True
+    glm = models["glm-4.5-air-q4_k_m"]  # llama.cpp opens the other shard itself
+    assert "-00001-of-00002.gguf" in glm["cmd"]
+    for hf in ("llama-3-8b-instruct-bf16", "qwen2.5-7b-instruct-awq", "gemma-3-4b-it-bf16"):
+        assert hf not in models
+        assert (
+            f'# SKIPPED "{hf}": safetensors model folder needs a vllm backend; '
+            "llama.cpp loads gguf only"
+        ) in text
+    assert {s["id"] for s in report["skipped"]} == {
+        "llama-3-8b-instruct-bf16",
+        "qwen2.5-7b-instruct-awq",
+        "gemma-3-4b-it-bf16",
+    }
+    # every cmd splits into exactly the argv `cmd` reports
+    for model_id, cmd in cmds(config_path).items():
+        argv = json.loads(ok(cli("--json", "cmd", model_id)).out)["argv"]
+        assert shlex.split(cmd) == argv
+
+
+def test_vllm_rows(cli: Cli, tree: Path, config_path: Path) -> None:
+    ok(cli("backends", "add", "vllm-0.11", "--kind", "vllm", "--path", "/opt/vllm/bin/vllm"))
+    models = load(config_path)["models"]
+    # HF folders prefer vllm even though llama-cpu is first in the class
+    llama_hf = models["llama-3-8b-instruct-bf16"]["cmd"].splitlines()
+    assert llama_hf[:5] == [
+        "/opt/vllm/bin/vllm",
+        f"serve {shlex.quote(str(tree / 'hf' / 'Llama-3-8B-Instruct'))}",
+        "--host 127.0.0.1",
+        "--port ${PORT}",
+        "--served-model-name llama-3-8b-instruct-bf16",
+    ]
+    assert "--quantization" not in models["llama-3-8b-instruct-bf16"]["cmd"]
+    assert "--tokenizer" not in models["llama-3-8b-instruct-bf16"]["cmd"]
+    assert models["llama-3-8b-instruct-bf16"]["capabilities"]["tools"] is True
+    assert llama_hf[-1] == "--enable-auto-tool-choice --tool-call-parser llama3_json"
+    # gguf chat models stay on the first llm row until vllm becomes the default
+    assert models["qwen3-8b-q4_k_m"]["cmd"].startswith("/opt/llama/llama-server")
+    ok(cli("default", "vllm-0.11"))
+    models = load(config_path)["models"]
+    check_schema(config_path)
+    qwen = models["qwen3-8b-q4_k_m"]["cmd"].splitlines()
+    flag_order = [line.split()[0] for line in qwen]
+    assert flag_order == [
+        "/opt/vllm/bin/vllm",
+        "serve",
+        "--host",
+        "--port",
+        "--served-model-name",
+        "--quantization",
+        "--gpu-memory-utilization",
+        "--max-model-len",
+        "--kv-cache-memory-bytes",
+        "--enable-auto-tool-choice",
+    ]
+    assert qwen[-1] == "--enable-auto-tool-choice --tool-call-parser hermes"
+    assert "--tool-call-parser qwen3_coder" in models["qwen3-coder-30b-a3b-q4_k_m"]["cmd"]
+    assert "--tool-call-parser llama3_json" in models["llama-3.1-8b-q4_k_m"]["cmd"]
+    gemma = models["gemma-3-4b-q4_0"]
+    assert "tool-call-parser" not in gemma["cmd"] and "tools" not in gemma["capabilities"]
+    text = output(config_path).read_text()
+    assert '# NOTE no tool-call parser known for architecture "gemma3"' in text
+    # embeddings and rerankers never go to vllm
+    assert models["nomic-embed-text-v1.5.f16"]["cmd"].startswith("/opt/llama/llama-server")
+    # split gguf under vllm: skipped with the merge hint, and cmd fails the same way
+    assert "glm-4.5-air-q4_k_m" not in models
+    assert (
+        '# SKIPPED "glm-4.5-air-q4_k_m": vllm cannot load split gguf shards; merge them '
+        "with llama-gguf-split --merge or pin a llama build"
+    ) in text
+    failed = cli("cmd", "glm-4.5-air-q4_k_m")
+    assert failed.code == 1 and "vllm cannot load split gguf shards" in failed.err
+    # a pin back to llama brings it back
+    ok(cli("pin", "glm-4.5-air-q4_k_m", "llama-cpu"))
+    assert "glm-4.5-air-q4_k_m" in load(config_path)["models"]
+
+
+def test_vllm_overrides(cli: Cli, tree: Path, config_path: Path) -> None:
+    ok(
+        cli(
+            "backends",
+            "add",
+            "vllm-0.11",
+            "--kind",
+            "vllm",
+            "--path",
+            "/opt/vllm/bin/vllm",
+            "--default",
+        )
+    )
+    ok(
+        cli(
+            "set",
+            "qwen3-8b-q4_k_m",
+            "vllm_tool_parser=none",
+            "vllm_tokenizer=Qwen/Qwen3-8B",
+            "vllm_tensor_parallel=2",
+            "ctx=200000",
+        )
+    )
+    ok(
+        cli(
+            "set",
+            "llama-3.1-8b-q4_k_m",
+            "extra_args=--tool-call-parser pythonic "
+            "--gpu-memory-utilization 0.7 --max-model-len=8192",
+        )
+    )
+    ok(cli("set", "qwen2.5-7b-instruct-awq", "vllm_gpu_util=0.99"))
+    models = load(config_path)["models"]
+    qwen = models["qwen3-8b-q4_k_m"]["cmd"]
+    assert "--tool-call-parser" not in qwen and "--tokenizer Qwen/Qwen3-8B" in qwen
+    assert "--tensor-parallel-size 2" in qwen and "--max-model-len 200000" in qwen
+    llama = shlex.split(models["llama-3.1-8b-q4_k_m"]["cmd"])
+    for flag in ("--tool-call-parser", "--gpu-memory-utilization"):
+        assert llama.count(flag) == 1
+    assert "--max-model-len" not in llama and "--max-model-len=8192" in llama
+    assert "--kv-cache-memory-bytes" not in llama  # their memory flag stands: no pin
+    assert llama[llama.index("--gpu-memory-utilization") + 1] == "0.7"
+    awq = shlex.split(models["qwen2.5-7b-instruct-awq"]["cmd"])
+    assert awq[awq.index("--gpu-memory-utilization") + 1] == "0.99"
+    assert "--kv-cache-memory-bytes" not in awq
+
+
+def test_pin_default_and_unchanged_regeneration(cli: Cli, tree: Path, config_path: Path) -> None:
+    ok(cli("backends", "add", "llama-rocm", "--kind", "llama", "--path", "/opt/rocm/llama-server"))
+    before = cmds(config_path)
+    ok(cli("pin", "gemma-3-4b-q4_0", "llama-rocm"))
+    after = cmds(config_path)
+    changed = {k for k in before if before[k] != after[k]}
+    assert changed == {"gemma-3-4b-q4_0"}
+    ok(cli("default", "llama-rocm"))
+    switched = cmds(config_path)
+    changed = {k for k in after if after[k] != switched[k]}
+    assert "gemma-3-4b-q4_0" not in changed  # already pinned there
+    assert changed == set(after) - {"gemma-3-4b-q4_0"}
+    # unchanged inputs: the file is not touched
+    out = output(config_path)
+    os.utime(out, (1_000_000, 1_000_000))
+    content = out.read_bytes()
+    result = ok(cli("generate"))
+    assert "up to date" in result.out
+    assert out.read_bytes() == content and out.stat().st_mtime == 1_000_000
+    assert ok(cli("generate", "--check")).code == 0
+    # an upscale row never changes the output
+    ok(cli("backends", "add", "esrgan", "--kind", "upscale", "--path", "/opt/up"))
+    assert out.read_bytes() == content
+    # a model file that changes makes it stale
+    os.utime(tree / "qwen3-8b-q4_k_m.gguf", (5, 5))
+    stale = cli("generate", "--check")
+    assert stale.code == 1 and "is stale" in stale.err
+    ok(cli("generate", "--force"))
+    assert out.stat().st_mtime != 1_000_000
+
+
+def test_stale_pin_is_a_note(cli: Cli, tree: Path, config_path: Path) -> None:
+    ok(cli("backends", "add", "gone", "--kind", "llama", "--path", "/opt/gone"))
+    ok(cli("pin", "qwen3-8b-q4_k_m", "gone"))
+    ok(cli("backends", "remove", "gone"))
+    text = output(config_path).read_text()
+    assert '# NOTE stale pin "gone" ignored' in text
+    models = json.loads(ok(cli("--json", "models")).out)
+    qwen = next(m for m in models if m["id"] == "qwen3-8b-q4_k_m")
+    assert qwen["notes"] == ['stale pin "gone" ignored']
+    assert qwen["backend"]["id"] == "llama-cpu"
+    assert set(qwen) >= {"id", "path", "format", "class", "size_gb", "backend", "skipped", "notes"}
+
+
+def test_models_json_and_unknown_model(cli: Cli, tree: Path) -> None:
+    rows = json.loads(ok(cli("--json", "models")).out)
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["qwen3-8b-q4_k_m"]["size_gb"] == 4.68
+    assert by_id["llama-3-8b-instruct-bf16"]["skipped"].startswith("safetensors model folder")
+    missing = cli("cmd", "nope")
+    assert missing.code == 1 and 'no model "nope" was discovered' in missing.err
+    assert "qwen3-8b-q4_k_m" in ok(cli("models")).out
+
+
+def test_passthrough_per_model(cli: Cli, tree: Path, config_path: Path) -> None:
+    ok(cli("set", "qwen3-8b-q4_k_m", "llama_swap={aliases: [qwen], ttl: 60}", "unlisted=true"))
+    check_schema(config_path)
+    qwen = load(config_path)["models"]["qwen3-8b-q4_k_m"]
+    assert qwen["aliases"] == ["qwen"] and qwen["ttl"] == 60 and qwen["unlisted"] is True
+
+
+def test_garbage_gguf_files_become_skip_lines(cli: Cli, tmp_path: Path, config_path: Path) -> None:
+    root = tmp_path / "junk"
+    good = write_gguf(tmp_path / "good.gguf", "llama", layers=2, vocab=20).read_bytes()
+    rng = random.Random(7)
+    for i in range(2000):
+        kind = i % 3
+        if kind == 0:
+            data = good[: rng.randrange(0, len(good) // 2)]
+        elif kind == 1:
+            mutated = bytearray(good)
+            for _ in range(rng.randint(1, 6)):
+                mutated[rng.randrange(4, 400)] = rng.randrange(256)
+            data = bytes(mutated)
+        else:
+            data = bytes(rng.randrange(256) for _ in range(rng.randint(0, 64)))
+        (root / f"d{i // 100}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i // 100}" / f"junk-{i}.gguf").write_bytes(data)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(f"models_dirs: [{json.dumps(str(root))}]\n")
+    report = json.loads(ok(cli("--json", "generate")).out)
+    assert report["models"] + len(report["skipped"]) == 2000
+    assert len(report["skipped"]) > 1000
+    text = output(config_path).read_text()
+    assert text.count("# SKIPPED") == len(report["skipped"])
+    check_schema(config_path)
+
+
+def test_activate_moves_unpinned_models_only(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tree: Path, config_path: Path, tmp_path: Path
+) -> None:
+    ok(cli("backends", "remove", "llama-cpu"))
+    publish_llama(mirror_root, "b100", published_at="2026-09-01T00:00:00Z")
+    publish_llama(mirror_root, "b200", published_at="2026-09-02T00:00:00Z")
+    ok(cli("install", "llama-server", "b100"))
+    ok(cli("install", "llama-server", "b200"))
+    home = tmp_path / "home" / "builds" / "llama-server"
+    old = str(home / "b100-vulkan" / "build" / "bin" / "llama-server")
+    new = str(home / "b200-vulkan" / "build" / "bin" / "llama-server")
+    ok(cli("pin", "gemma-3-4b-q4_0", "llama-server@b100-vulkan"))
+    ok(cli("pin", "qwen3-8b-q4_k_m", "llama-server"))  # pinned to the managed row: follows
+    before = load(config_path)["models"]
+    assert all(m["cmd"].startswith(old) for m in before.values())
+    assert before["gemma-3-4b-q4_0"]["metadata"]["build"] == "llama-server@b100-vulkan"
+    ok(cli("activate", "llama-server@b200-vulkan"))
+    after = load(config_path)["models"]
+    assert after["gemma-3-4b-q4_0"]["cmd"].startswith(old)
+    moved = [k for k, m in after.items() if m["cmd"].startswith(new)]
+    assert sorted(moved) == sorted(set(after) - {"gemma-3-4b-q4_0"})
+    assert after["qwen3-8b-q4_k_m"]["metadata"]["build"] == "llama-server@b200-vulkan"
+    check_schema(config_path)
+
+
+def test_doctor_checks_the_output(cli: Cli, tree: Path, config_path: Path) -> None:
+    ok(cli("backends", "remove", "llama-cpu"))  # its executable does not exist here
+    ok(cli("doctor"))
+    output(config_path).write_text("models: [\n")
+    bad = cli("doctor")
+    assert bad.code == 1 and "llama-swap config" in bad.err

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The offline demo behind ``scripts/demo``: three journeys against a local release mirror.
+
+1. install the newest llama.cpp build, and an older one beside it;
+2. pin one model to the older build;
+3. activate another build: every model that is not pinned follows.
+
+Everything lives in a temporary folder; the mirror runs as ``scripts/mirror.py`` on 127.0.0.1
+and is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPO = "ggml-org/llama.cpp"
+
+
+def server_program(tag: str) -> bytes:
+    """A tiny llama-server stand-in: answers --version, and needs its library like the real one."""
+    return (
+        "#!/bin/sh\n"
+        'here=$(dirname "$0")\n'
+        '[ -e "$here/libggml.so.0" ] || { echo "libggml.so.0 missing" >&2; exit 127; }\n'
+        f'echo "version: {tag[1:]} ({tag}) demo build"\n'
+    ).encode()
+
+
+def tarball(tag: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+
+        def add(name: str, data: bytes = b"", *, link: str = "", mode: int = 0o644) -> None:
+            info = tarfile.TarInfo(f"build/bin/{name}")
+            info.mode = mode
+            if link:
+                info.type, info.linkname = tarfile.SYMTYPE, link
+                tf.addfile(info)
+            else:
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+
+        add("libggml.so.0", link="libggml.so.0.9.4")  # the link comes before its target
+        add("llama-server", server_program(tag), mode=0o755)
+        add("libggml.so.0.9.4", b"\x7fELF demo library\n")
+    return buf.getvalue()
+
+
+def publish(mirror: Path, tag: str, published: str, variants: list[str]) -> None:
+    folder = mirror / REPO / tag
+    folder.mkdir(parents=True)
+    names = {
+        "vulkan": f"llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz",
+        "cpu": f"llama-{tag}-bin-ubuntu-x64.tar.gz",
+    }
+    for variant in variants:
+        (folder / names[variant]).write_bytes(tarball(tag))
+    (folder / ".release.json").write_text(json.dumps({"published_at": published}))
+
+
+def gguf(path: Path, arch: str, layers: int, kv_heads: int, ctx: int) -> None:
+    """A small but real GGUF v3 header (no tensors), enough for discovery and sizing."""
+
+    def string(s: str) -> bytes:
+        raw = s.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    kvs: list[tuple[str, int, bytes]] = [
+        ("general.architecture", 8, string(arch)),
+        ("general.name", 8, string(path.stem)),
+        (f"{arch}.block_count", 4, struct.pack("<I", layers)),
+        (f"{arch}.context_length", 4, struct.pack("<I", ctx)),
+        (f"{arch}.embedding_length", 4, struct.pack("<I", 4096)),
+        (f"{arch}.attention.head_count", 4, struct.pack("<I", 32)),
+        (f"{arch}.attention.head_count_kv", 4, struct.pack("<I", kv_heads)),
+    ]
+    body = b"".join(string(k) + struct.pack("<I", t) + v for k, t, v in kvs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + body)
+
+
+def say(text: str) -> None:
+    print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}", flush=True)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="backendmgr-demo-") as tmp_name:
+        tmp = Path(tmp_name)
+        mirror_root = tmp / "mirror"
+        publish(mirror_root, "b11100", "2026-09-20T00:00:00Z", ["vulkan", "cpu"])
+        publish(mirror_root, "b11211", "2026-09-27T00:00:00Z", ["vulkan", "cpu"])
+        gguf(tmp / "models" / "qwen3-8b-q4_k_m.gguf", "qwen3", 36, 8, 40960)
+        gguf(tmp / "models" / "llama-3.2-3b-q8_0.gguf", "llama", 28, 8, 131072)
+        config = tmp / "config" / "config.yaml"
+        config.parent.mkdir()
+        config.write_text(
+            "# demo config: one models folder, a 16 GiB budget per model\n"
+            f"models_dirs: [{json.dumps(str(tmp / 'models'))}]\n"
+            "vram_budget_gb: 16\n"
+        )
+        mirror = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "mirror.py"),
+                str(mirror_root),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert mirror.stdout is not None
+            first = mirror.stdout.readline()  # "serving … at http://127.0.0.1:PORT …"
+            api = first.split(" at ")[1].split()[0]
+            env = {
+                **os.environ,
+                "BACKENDMGR_CONFIG": str(config),
+                "BACKENDMGR_HOME": str(tmp / "home"),
+                "BACKENDMGR_GITHUB_API": api,
+                "BACKENDMGR_GPU": "AMD Radeon RX 7900 XTX",
+                "BACKENDMGR_VRAM_GB": "24",
+            }
+            env.pop("BACKENDMGR_OFFLINE", None)
+            output = config.parent / "llama-swap.yaml"
+
+            def step(title: str, *args: str, show: bool = True) -> None:
+                say(title)
+                print(f"$ backendmgr {' '.join(args)}", flush=True)
+                done = subprocess.run(
+                    [sys.executable, "-m", "backendmgr", *args],
+                    env=env,
+                    text=True,
+                    capture_output=True,
+                    check=False,
+                )
+                sys.stdout.write(done.stdout)
+                sys.stdout.write(done.stderr)
+                if done.returncode != 0:
+                    raise SystemExit(f"demo step failed with exit status {done.returncode}")
+                if show:
+                    print(f"--- {output.name} ---")
+                    print(output.read_text(), end="", flush=True)
+
+            step(
+                "The catalog: what can be installed here, and the suggested variant",
+                "catalog",
+                show=False,
+            )
+            step(
+                "Journey 1: install the newest llama.cpp build (b11211, vulkan for this AMD "
+                "GPU); both models now run it",
+                "install",
+                "llama-server",
+            )
+            step(
+                "Install an older build beside it: b11100 stays inactive, nothing moves",
+                "install",
+                "llama-server",
+                "b11100",
+            )
+            step(
+                "Journey 2: pin qwen3-8b to the older build; only that model changes",
+                "pin",
+                "qwen3-8b-q4_k_m",
+                "llama-server@b11100-vulkan",
+            )
+            step(
+                "Install the newest CPU build too (inactive)",
+                "install",
+                "llama-server",
+                "b11211",
+                "--variant",
+                "cpu",
+                show=False,
+            )
+            step(
+                "Journey 3: activate the CPU build; llama-3.2-3b follows, the pinned qwen3-8b "
+                "stays on b11100",
+                "activate",
+                "llama-server@b11211-cpu",
+            )
+            step("Every installed build, which one is active and who pins it", "list", show=False)
+            step("Consistency check", "doctor", show=False)
+        finally:
+            mirror.terminate()
+            mirror.wait(timeout=10)
+    say("Done: the mirror is stopped and the temporary folders are gone.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

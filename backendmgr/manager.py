@@ -472,9 +472,19 @@ class Manager:
             raise NotFound(f'{component} has no variant "{variant}"; known variants: {known}')
         source = manifest.source
         if not isinstance(source, GithubSource):
-            raise Refused(
-                f"{component} is a Python package; its releases come from a package index"
-            )
+            versions = await self._pypi_versions(manifest, prereleases=manifest.allow_prerelease)
+            here = [v.id for v in manifest.variants_on(plat)]
+            if variant is not None and variant not in here:
+                return []
+            return [
+                {
+                    "tag": str(v),
+                    "published_at": None,
+                    "prerelease": v.is_prerelease,
+                    "variants": here,
+                }
+                for v in versions[:limit]
+            ]
         async with self._github() as gh:
             listed = await gh.releases(source.repo, refresh=refresh)
         out = []
@@ -556,9 +566,20 @@ class Manager:
         variant = variant or suggest_variant(manifest, self.host, plat)[0]
         if not variant:
             raise NotFound(f"{component} publishes nothing for {plat}")
-        if not isinstance(manifest.source, GithubSource):
-            raise Refused(f"{component} is a Python package; venv installs are not available yet")
         emit = on_event or (lambda event: None)
+        if not isinstance(manifest.source, GithubSource):
+            return await self._install_venv(
+                manifest,
+                version,
+                variant,
+                plat,
+                activate=activate,
+                reinstall=reinstall,
+                smoke=smoke,
+                dry_run=dry_run,
+                emit=emit,
+                generate=generate,
+            )
         emit(ProgressEvent("resolving", message=f"{component} {version or 'latest'} {variant}"))
         settings = await self.settings()
         require_checksum = require_checksum or settings.require_checksum
@@ -647,6 +668,127 @@ class Manager:
         if any(a.verified_by == "none" for a in receipt.assets) and not already:
             warnings = ("no checksum was published for this build; recorded its SHA-256 only",)
         return Outcome(message, data, warnings=warnings)
+
+    async def _pypi_versions(self, manifest: Manifest, *, prereleases: bool) -> list[Any]:
+        from .catalog.manifest import PypiSource
+        from .sources.pypi import package_versions
+
+        source = manifest.source
+        assert isinstance(source, PypiSource)
+        return await anyio.to_thread.run_sync(
+            lambda: package_versions(
+                source.package,
+                index_url=source.index_url,
+                prereleases=prereleases,
+                offline=self.net.offline,
+                environ=self.environ,
+            )
+        )
+
+    async def _install_venv(
+        self,
+        manifest: Manifest,
+        version: str | None,
+        variant: str,
+        plat: str,
+        *,
+        activate: bool,
+        reinstall: bool,
+        smoke: bool,
+        dry_run: bool,
+        emit: EventSink,
+        generate: bool,
+    ) -> Outcome:
+        """A Python-packaged backend: one virtual environment per version and variant."""
+        from packaging.version import InvalidVersion, Version
+
+        from .install.venv_job import VenvPlan, find_uv, install_venv, pip_options
+
+        chosen = manifest.variant(variant)
+        if chosen is None:
+            names = ", ".join(v.id for v in manifest.variants)
+            raise NotFound(f'{manifest.id} has no variant "{variant}"; known variants: {names}')
+        if not chosen.available_on(plat):
+            raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
+        emit(ProgressEvent("resolving", message=f"{manifest.id} {version or 'latest'} {variant}"))
+        wanted: Version | None = None
+        if version is not None:
+            try:
+                wanted = Version(version)
+            except InvalidVersion as exc:
+                raise InvalidInput(f'"{version}" is not a version number') from exc
+        versions = await self._pypi_versions(
+            manifest, prereleases=manifest.allow_prerelease or bool(wanted and wanted.is_prerelease)
+        )
+        if wanted is None:
+            if not versions:
+                raise NotFound(f"no released versions of {manifest.id} were found")
+            wanted = versions[0]
+        elif wanted not in versions:
+            shown = ", ".join(str(v) for v in versions[:10]) or "none"
+            raise NotFound(f"{manifest.id} {version} does not exist; available: {shown}")
+        ver = str(wanted)
+        target = self.builds.build_dir(manifest.id, ver, variant)
+        uv = find_uv(self.environ)
+        plan = VenvPlan(manifest, ver, variant, target, uv, tuple(chosen.pip_args))
+        build_id = registry.build_row_id(manifest.id, ver, variant)
+        exe = target / manifest.exe_for(plat.split("-")[0])
+        if dry_run:
+            installer = "uv" if uv else "pip"
+            data = {
+                "id": build_id,
+                "component": manifest.id,
+                "version": ver,
+                "variant": variant,
+                "path": str(exe),
+                "dir": str(target),
+                "activated": False,
+                "already_installed": self.builds.get(manifest.id, ver, variant) is not None,
+                "assets": [],
+                "dry_run": True,
+                "installer": installer,
+                "requirement": plan.requirement,
+                "python": manifest.python,
+                "pip_args": [*pip_options(self.environ), *plan.pip_args],
+            }
+            return Outcome(
+                f"would install {build_id} into {target}: a virtual environment "
+                f"with {plan.requirement} ({installer})",
+                data,
+                changed=False,
+            )
+        async with self._build_lock(manifest.id, ver, variant):
+            existing = self.builds.get(manifest.id, ver, variant)
+            already = existing is not None and not reinstall
+            if not already:
+                await install_venv(plan, self.builds, environ=self.environ, emit=emit, smoke=smoke)
+            entry = self.builds.get(manifest.id, ver, variant)
+            assert entry is not None
+        emit(ProgressEvent("registering"))
+        activated, _, _ = await self._register(entry, activate=activate)
+        if generate:
+            await self.regenerate()
+        emit(ProgressEvent("done"))
+        head = f"{build_id} is already installed" if already else f"installed {build_id}"
+        message = (
+            f"{head} and activated it"
+            if activated
+            else f"{head}; {manifest.id} stays on its activated build; switch with "
+            f'"backendmgr activate {build_id}"'
+        )
+        data = {
+            "id": build_id,
+            "component": manifest.id,
+            "version": ver,
+            "variant": variant,
+            "path": str(entry.exe_path),
+            "activated": activated,
+            "already_installed": already,
+            "assets": [],
+            "python": entry.receipt.python,
+            "packages": entry.receipt.packages,
+        }
+        return Outcome(message, data)
 
     def _build_lock(
         self, component: str, version: str, variant: str

@@ -43,16 +43,34 @@ def median_time(fn: Callable[[], Any], runs: int) -> float:
     return statistics.median(times)
 
 
+def _hwm_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def run_measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one child process."""
+    """Wall seconds and peak RSS (KiB) of one child process.
+
+    The peak is VmHWM polled from /proc: ru_maxrss would carry this (large) process's own
+    high-water mark into the child across fork.
+    """
     start = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _hwm_kib(proc.pid))
+        time.sleep(0.002)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    if proc.returncode != 0:
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"{' '.join(argv[:4])}… failed: {err[-500:]}")
-    return wall, usage.ru_maxrss
+    return wall, peak
 
 
 def free_port() -> int:

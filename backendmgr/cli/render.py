@@ -100,6 +100,16 @@ class ProgressView:
             self._progress.stop()
 
     def __call__(self, event: Any) -> None:
+        if event.phase == "downloading" and event.message and not event.asset:
+            # installer output (pip / uv): streamed on a terminal, summarised otherwise
+            if self._progress is not None:
+                self._progress.console.print(
+                    f"[dim]  {event.message}[/dim]", markup=True, highlight=False
+                )
+            elif self._last_phase != "installing" and not self.out.quiet and not self.out.json_mode:
+                self._last_phase = "installing"
+                self.out.stderr.write("installing\n")
+            return
         if self._progress is not None and event.phase == "downloading" and event.asset:
             task = self._tasks.get(event.asset)
             if task is None:

@@ -1,0 +1,218 @@
+"""Python-packaged backends as real virtual environments, installed offline from wheels the
+test builds (PIP_FIND_LINKS + PIP_NO_INDEX), with uv and with plain venv + pip."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+MANIFEST = """\
+id: toy
+name: Toy server
+kind: vllm
+source: {type: pypi, package: toy-server}
+exe: {default: bin/toy-server, windows: Scripts/toy-server.exe}
+variants:
+  - {id: cpu, label: CPU, platforms: [linux-x64, linux-arm64]}
+"""
+
+
+def make_wheel(folder: Path, version: str, *, padding: int = 0) -> Path:
+    """A real wheel with a console script that reports its own version."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"toy_server-{version}.dist-info"
+    files = {
+        "toy_server/__init__.py": (
+            f'__version__ = "{version}"\n\n\ndef main() -> None:\n'
+            '    print(f"toy-server {__version__}")\n'
+        ),
+        "toy_server/blob.txt": "x" * padding,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{dist}/entry_points.txt": "[console_scripts]\ntoy-server = toy_server:main\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    path = folder / f"toy_server-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+        zf.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+@pytest.fixture(params=["uv", "pip"])
+def installer(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    config_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> str:
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, "1.0.0")
+    make_wheel(wheels, "2.0.0")
+    make_wheel(wheels, "2.1.0rc1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.delenv("BACKENDMGR_OFFLINE")
+    manifests = config_path.parent / "manifests"
+    manifests.mkdir(parents=True)
+    (manifests / "toy.yaml").write_text(MANIFEST)
+    if request.param == "pip":
+        monkeypatch.setenv("BACKENDMGR_UV", "none")
+    else:
+        uv = Path(sys.executable).parent / "uv"
+        assert uv.is_file(), "the test extras install uv"
+        monkeypatch.setenv("BACKENDMGR_UV", str(uv))
+    return str(request.param)
+
+
+def ok(result: CliResult) -> CliResult:
+    assert result.code == 0, result
+    return result
+
+
+def test_two_versions_side_by_side(cli: Cli, installer: str, tmp_path: Path) -> None:
+    releases = json.loads(ok(cli("--json", "releases", "toy")).out)
+    assert [r["tag"] for r in releases] == ["2.0.0", "1.0.0"]  # no pre-release unless asked
+    first = json.loads(ok(cli("--json", "install", "toy", "1.0.0")).out)
+    assert first["activated"] is True
+    assert first["packages"]["toy-server"] == "1.0.0"
+    assert first["python"] == ".".join(map(str, sys.version_info[:3]))
+    second = json.loads(ok(cli("--json", "install", "toy")).out)
+    assert (second["version"], second["activated"]) == ("2.0.0", False)
+    home = tmp_path / "home" / "builds" / "toy"
+    for version in ("1.0.0", "2.0.0"):
+        out = subprocess.run(
+            [str(home / f"{version}-cpu" / "bin" / "toy-server")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert out.strip() == f"toy-server {version}"
+    rows = json.loads(ok(cli("--json", "backends")).out)
+    assert [(r["id"], r["version"], r["build"]) for r in rows] == [
+        ("toy", "1.0.0", False),
+        ("toy@2.0.0-cpu", "2.0.0", True),
+        ("toy@1.0.0-cpu", "1.0.0", True),
+    ]
+    assert rows[0]["default"] is True and rows[0]["kind"] == "vllm"
+    ok(cli("activate", "toy@2.0.0-cpu"))
+    rows = json.loads(ok(cli("--json", "backends")).out)
+    assert rows[0]["path"] == str(home / "2.0.0-cpu" / "bin" / "toy-server")
+    listed = json.loads(ok(cli("--json", "list")).out)
+    assert [(b["id"], b["activated"]) for b in listed] == [
+        ("toy@2.0.0-cpu", True),
+        ("toy@1.0.0-cpu", False),
+    ]
+    receipt = json.loads((home / "1.0.0-cpu" / ".backendmgr.json").read_text())
+    assert receipt["source"] == "pypi:toy-server" and receipt["exe"] == "bin/toy-server"
+    ok(cli("uninstall", "toy@1.0.0-cpu"))
+    assert not (home / "1.0.0-cpu").exists()
+
+
+def test_missing_version_lists_the_real_ones(cli: Cli, installer: str, tmp_path: Path) -> None:
+    result = cli("install", "toy", "9.9.9")
+    assert result.code == 1
+    assert result.err.strip().splitlines()[-1] == (
+        "error: toy 9.9.9 does not exist; available: 2.0.0, 1.0.0"
+    )
+    assert not (tmp_path / "home" / "builds").exists()
+
+
+def test_failed_pip_run_reports_its_last_lines(
+    cli: Cli, installer: str, tmp_path: Path, config_path: Path
+) -> None:
+    (tmp_path / "wheels" / "toy_server-2.0.0-py3-none-any.whl").write_bytes(b"not a zip")
+    result = cli("install", "toy", "2.0.0")
+    assert result.code == 1
+    line = result.err.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "install failed with exit status" in line
+    assert not (tmp_path / "home" / "builds" / "toy" / "2.0.0-cpu").exists()
+    assert not config_path.exists()
+
+
+def test_kill_9_during_install_lists_nothing(installer: str, tmp_path: Path) -> None:
+    make_wheel(tmp_path / "wheels", "3.0.0", padding=20 << 20)
+    target = tmp_path / "home" / "builds" / "toy" / "3.0.0-cpu"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "install", "toy", "3.0.0"],
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (target / "bin").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (target / ".backendmgr.json").exists()
+    listed = subprocess.run(
+        [sys.executable, "-m", "backendmgr", "--json", "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(listed.stdout) == []
+    again = subprocess.run(
+        [sys.executable, "-m", "backendmgr", "install", "toy", "3.0.0"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (target / ".backendmgr.json").exists()
+
+
+def test_builtin_vllm_manifest_dry_run_and_unreachable_index(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BACKENDMGR_OFFLINE")
+    wheels = tmp_path / "vllm-wheels"
+    wheels.mkdir()
+    (wheels / "vllm-0.11.2-cp38-abi3-manylinux1_x86_64.whl").write_bytes(b"")
+    (wheels / "vllm-0.10.1-cp38-abi3-manylinux1_x86_64.whl").write_bytes(b"")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("BACKENDMGR_GPU", "NVIDIA GeForce RTX 4090")
+    plan = json.loads(ok(cli("--json", "install", "vllm", "--dry-run")).out)
+    assert (plan["id"], plan["variant"], plan["requirement"]) == (
+        "vllm@0.11.2-cuda",
+        "cuda",
+        "vllm==0.11.2",
+    )
+    assert plan["python"] == "3.12" and plan["dry_run"] is True
+    assert plan["path"].endswith("builds/vllm/0.11.2-cuda/bin/vllm")
+    cpu = json.loads(
+        ok(cli("--json", "install", "vllm", "0.10.1", "--variant", "cpu", "--dry-run")).out
+    )
+    assert "--torch-backend" in cpu["pip_args"]
+    assert "would install vllm@0.10.1-cuda" in ok(cli("install", "vllm", "0.10.1", "--dry-run")).out
+    monkeypatch.delenv("PIP_FIND_LINKS")
+    monkeypatch.delenv("PIP_NO_INDEX")
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    result = cli("install", "vllm", "--dry-run")
+    assert result.code == 1
+    errors = [line for line in result.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "cannot reach the package index" in errors[0]
+    assert not (tmp_path / "home" / "builds").exists()

@@ -213,23 +213,50 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport) -> No
     _make_links(root, links, report)
 
 
-def _tar_stream(path: Path, kind: str) -> Iterator[tarfile.TarFile]:
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")
+
+
+def _is_plain_tar(path: Path) -> bool:
+    with path.open("rb") as fh:
+        head = fh.read(6)
+    return not head.startswith(_COMPRESSED_MAGIC)
+
+
+def _copy_range(src_fd: int, offset: int, size: int, dest: Path, budget: _Budget) -> None:
+    """Copy ``size`` bytes at ``offset`` of an uncompressed archive in the kernel."""
+    budget.add(size)
+    with dest.open("wb") as out:
+        done = 0
+        while done < size:
+            n = os.copy_file_range(src_fd, out.fileno(), size - done, offset + done)
+            if n == 0:
+                raise UnsafeArchive(f"{budget.archive}: {dest.name!r} is cut short")
+            done += n
+
+
+def _tar_stream(path: Path, kind: str) -> Iterator[tuple[tarfile.TarFile, int | None]]:
+    """The archive's members in order, and a file descriptor when data can be copied by range."""
+    if kind == "tar" and hasattr(os, "copy_file_range") and _is_plain_tar(path):
+        # An uncompressed tar can be read at random: members are copied in the kernel.
+        with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tf:
+            yield tf, raw.fileno()
+        return
     if kind == "tar.zst":
         import zstandard
 
         with path.open("rb") as raw:
             reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw)
             with tarfile.open(fileobj=reader, mode="r|") as tf:
-                yield tf
+                yield tf, None
         return
     with tarfile.open(path, mode="r|*") as tf:
-        yield tf
+        yield tf, None
 
 
 def _extract_tar(path: Path, root: Path, name: str, kind: str, report: ExtractReport) -> None:
     budget = _Budget(name, path.stat().st_size)
     links: list[_Link] = []
-    for tf in _tar_stream(path, kind):
+    for tf, fd in _tar_stream(path, kind):
         for member in tf:
             budget.entry()
             rel = _safe_relpath(member.name, name)
@@ -249,10 +276,13 @@ def _extract_tar(path: Path, root: Path, name: str, kind: str, report: ExtractRe
                 budget.declare(member.name, member.size, None)
                 dest = _inside(root, rel)
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                src = tf.extractfile(member)
-                if src is None:
-                    continue
-                _copy_limited(src, dest, member.size, budget, member.name)
+                if fd is not None and not member.sparse:
+                    _copy_range(fd, member.offset_data, member.size, dest, budget)
+                else:
+                    src = tf.extractfile(member)
+                    if src is None:
+                        continue
+                    _copy_limited(src, dest, member.size, budget, member.name)
                 os.chmod(dest, _mode(member.mode))
                 report.files += 1
             else:

@@ -28,6 +28,7 @@ def unpack(tmp_path: Path, name: str, data: bytes) -> Path:
         ("a.tgz", lambda e: make_tar(e, "gz")),
         ("a.tar.xz", lambda e: make_tar(e, "xz")),
         ("a.tar.zst", make_tar_zst),
+        ("a.tar", lambda e: make_tar(e, "")),  # uncompressed: copied by range in the kernel
         ("a.zip", make_zip),
     ],
 )

@@ -37,6 +37,20 @@ def error_line(result: CliResult) -> str:
     return errors[0]
 
 
+def strip_digests(mirror: MirrorServer) -> None:
+    """Make the mirror publish no per-asset digest, as some releases do not."""
+    original = mirror.releases
+
+    def undigested(owner: str, repo: str) -> list[dict[str, object]] | None:
+        listing = original(owner, repo)
+        for release in listing or []:
+            for asset in release["assets"]:
+                asset["digest"] = None
+        return listing
+
+    mirror.releases = undigested  # type: ignore[method-assign]
+
+
 def ok(result: CliResult) -> CliResult:
     assert result.code == 0, result
     return result
@@ -292,16 +306,7 @@ def test_no_published_checksum_warns_or_fails_with_require(
     cli: Cli, mirror: MirrorServer, mirror_root: Path
 ) -> None:
     publish_llama(mirror_root, "b100")
-    original = mirror.releases
-
-    def undigested(owner: str, repo: str) -> list[dict[str, object]] | None:
-        listing = original(owner, repo)
-        for release in listing or []:
-            for asset in release["assets"]:
-                asset["digest"] = None
-        return listing
-
-    mirror.releases = undigested  # type: ignore[method-assign]
+    strip_digests(mirror)
     strict = cli("install", "llama-server", "--require-checksum")
     assert strict.code == 1 and "no published checksum" in strict.err
     loose = ok(cli("--json", "install", "llama-server"))
@@ -423,16 +428,7 @@ def test_checksum_file_verifies_when_no_digest_is_published(
         {"tool-linux-x64": script, "SHA256SUMS": f"{'0' * 64}  tool-linux-x64\n".encode()},
         published_at="2099-01-01T00:00:00Z",
     )
-    original = mirror.releases
-
-    def undigested(owner: str, repo: str) -> list[dict[str, object]] | None:
-        listing = original(owner, repo)
-        for release in listing or []:
-            for asset in release["assets"]:
-                asset["digest"] = None
-        return listing
-
-    mirror.releases = undigested  # type: ignore[method-assign]
+    strip_digests(mirror)
     bad = cli("install", "tool", "v2")
     assert bad.code == 1 and "(checksums); nothing was installed" in error_line(bad)
     data = json.loads(ok(cli("--json", "install", "tool", "v1")).out)

@@ -398,15 +398,17 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'benchmark':58} {'ours':>10} {'reference':>10} {'ratio':>8}  goal")
+    print(
+        f"{'benchmark (medians; times in ms)':58} {'ours':>10} {'reference':>10} {'ratio':>8}  goal"
+    )
     for r in rows:
-        ref = f"{r['ref_s']:.4f}" if r["ref_s"] is not None else "-"
-        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
+        is_mib = r["name"].endswith("(MiB)")
+        ours = f"{r['ours_s']:.1f}" if is_mib else f"{r['ours_s'] * 1000:.3f}"
+        ref = f"{r['ref_s'] * 1000:.3f}" if r["ref_s"] is not None else "-"
+        ratio = f"{r['ratio']:.4f}" if r["ratio"] is not None else "-"
         mark = "ok" if r["met"] else "MISSED"
         extra = f" (peak {r['rss_mib']:.0f} MiB)" if "rss_mib" in r else ""
-        print(
-            f"{r['name']:58} {r['ours_s']:>10.4f} {ref:>10} {ratio:>8}  {r['goal']} {mark}{extra}"
-        )
+        print(f"{r['name']:58} {ours:>10} {ref:>10} {ratio:>8}  {r['goal']} {mark}{extra}")
     return 0
 
 

@@ -393,7 +393,7 @@ def main() -> int:
         rows += bench_startup(3 if q else 10)
         rows += bench_gguf(tmp, 5 if q else 200, 1 if q else 5, 2000 if q else 150_000)
         rows += bench_generate(tmp, 20 if q else 1000)
-        rows.append(bench_concurrent(tmp, (1 if q else 8) << 20, (4 if q else 16) << 20))
+        rows.append(bench_concurrent(tmp, (1 if q else 16) << 20, (4 if q else 16) << 20))
         rows += bench_install(tmp, (16 if q else 1024) << 20, 1 if q else 3)
     if args.json:
         print(json.dumps(rows, indent=2))

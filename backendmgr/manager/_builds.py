@@ -1,425 +1,37 @@
-"""The async service layer: every operation the CLI (or a web UI) can ask for.
-
-Each mutation is one locked read-modify-write of the config file, run in a worker thread so
-the event loop stays free, and ends by regenerating the llama-swap config unless told not to.
-"""
+"""Builds: ``catalog``, ``releases``, ``install`` (archives and venvs), ``activate``,
+``uninstall``, ``list`` and ``doctor``. The steps themselves live in :mod:`backendmgr.install`."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._locks import hold
-from .catalog.host import Host, detect_host, parse_platform
-from .catalog.manifest import Catalog, GithubSource, Manifest, load_catalog
-from .config.models import BackendRow, ModelOverride, Settings
-from .config.paths import Paths
-from .config.store import ConfigStore
-from .errors import InvalidInput, NotFound, Refused
-from .install.events import EventSink, ProgressEvent
-from .install.store import BuildStore, InstalledEntry
-from .net import NetSettings
-from .registry import rows as registry
-from .registry.kinds import classes_of
-from .registry.resolve import resolve
-from .results import Outcome
+from ..catalog.manifest import GithubSource, Manifest
+from ..config.models import ModelOverride, Settings
+from ..errors import InvalidInput, NotFound, Refused
+from ..install.events import EventSink, ProgressEvent
+from ..install.store import InstalledEntry
+from ..registry import rows as registry
+from ..registry.kinds import classes_of
+from ..registry.resolve import resolve
+from ..results import Outcome
 
 if TYPE_CHECKING:
-    import httpx
+    from ..catalog.matching import AssetChoice
+    from ..sources.github import GithubReleases
 
-    from .catalog.matching import AssetChoice
-    from .sources.github import GithubReleases
+from ._base import ManagerBase
 
-__all__ = ["Manager"]
-
-T = TypeVar("T")
-
-# Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
-SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
+__all__ = ["BuildsMixin"]
 
 
-def row_json(row: BackendRow) -> dict[str, Any]:
-    data = row.model_dump()
-    data["classes"] = sorted(classes_of(row.kind))
-    return data
-
-
-class Manager:
-    """One config file and one data home; the object every front end drives.
-
-    >>> mgr = Manager(Paths.resolve(config="/tmp/c.yaml", home="/tmp/h"))
-    """
-
-    def __init__(
-        self,
-        paths: Paths | None = None,
-        *,
-        environ: Mapping[str, str] | None = None,
-        host: Host | None = None,
-        client_factory: Callable[[], httpx.AsyncClient] | None = None,
-        retry_backoff: float = 0.5,
-        vram_probe: Callable[[], float | None] | None = None,
-    ) -> None:
-        self.paths = paths or Paths.resolve(environ=environ)
-        self.environ = dict(os.environ if environ is None else environ)
-        self.store = ConfigStore(self.paths.config_file, self.paths.config_lock)
-        self.builds = BuildStore(self.paths)
-        self._host = host
-        self._client_factory = client_factory
-        self.retry_backoff = retry_backoff
-        self._vram_probe = vram_probe
-        self._card: tuple[float | None] | None = None
-
-    @cached_property
-    def catalog(self) -> Catalog:
-        return load_catalog(self.paths.user_manifests)
-
-    @property
-    def host(self) -> Host:
-        if self._host is None:
-            self._host = detect_host(self.environ)
-        return self._host
-
-    @cached_property
-    def net(self) -> NetSettings:
-        return NetSettings.from_env(self.environ)
-
-    @property
-    def card_gb(self) -> float | None:
-        """The GPU's total memory, probed once per Manager (one per CLI process)."""
-        if self._card is None:
-            from .vram import probe_card_gb
-
-            probe = self._vram_probe or (lambda: probe_card_gb(self.environ))
-            self._card = (probe(),)
-        return self._card[0]
-
-    def manifest(self, component: str) -> Manifest:
-        manifest = self.catalog.get(component)
-        if manifest is None:
-            known = ", ".join(self.catalog.ids())
-            raise NotFound(f'unknown component "{component}"; known components: {known}')
-        return manifest
-
-    @contextlib.asynccontextmanager
-    async def _github(self) -> AsyncIterator[GithubReleases]:
-        from .net import make_client
-        from .sources.github import GithubReleases
-
-        client = self._client_factory() if self._client_factory else make_client()
-        async with client:
-            yield GithubReleases(client, self.net, self.paths.cache)
-
-    # --- reading --------------------------------------------------------------------------
-
-    async def settings(self) -> Settings:
-        return await anyio.to_thread.run_sync(self.store.read)
-
-    async def backends(self) -> list[BackendRow]:
-        return list((await self.settings()).backends)
-
-    # --- plumbing -------------------------------------------------------------------------
-
-    async def _mutate(
-        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
-    ) -> T:
-        result = await anyio.to_thread.run_sync(self.store.update, change)
-        if generate:
-            await self.regenerate()
-        return result
-
-    async def regenerate(self) -> None:
-        """Bring the registry in line with the disk, then rewrite the llama-swap config."""
-        await self.sync_registry()
-        await self.generate()
-
-    # --- models and the generated config --------------------------------------------------
-
-    def output_path(self, settings: Settings, output: str | None = None) -> Path:
-        chosen = output or settings.output
-        return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
-
-    def _pipeline(self, settings: Settings) -> tuple[Any, Any, str]:
-        """Discover, plan every model and hash the inputs (runs in a worker thread)."""
-        from .discovery.walk import discover, scan_folders
-        from .emit.plan import plan_model
-        from .emit.regen import inputs_hash
-
-        scan = scan_folders(settings.models_dirs)
-        receipts = [e.receipt.model_dump_json() for e in self.builds.installed()]
-        digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
-        found = discover(scan, self.paths.cache / "gguf-meta.json")
-        plans = [plan_model(settings, m, self.card_gb) for m in found.models]
-        return found, plans, digest
-
-    async def plan(self) -> tuple[Settings, Any, list[Any], str]:
-        settings = await self.settings()
-        found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
-        return settings, found, plans, digest
-
-    async def models_info(self) -> list[dict[str, Any]]:
-        from .emit.plan import Entry
-
-        _, found, plans, _ = await self.plan()
-        out = []
-        for model, planned in zip(found.models, plans, strict=True):
-            res = planned.resolution
-            backend = None
-            if res is not None:
-                backend = {
-                    "id": res.row.id if res.row else None,
-                    "kind": res.kind or "llama",
-                    "path": res.exe,
-                    "reason": res.reason,
-                }
-            out.append(
-                {
-                    "id": model.id,
-                    "path": model.path,
-                    "format": model.format,
-                    "class": model.cls,
-                    "role": model.role,
-                    "size_gb": round(model.size_gb, 2),
-                    "backend": backend,
-                    "skipped": None if isinstance(planned, Entry) else planned.reason,
-                    "notes": list(planned.notes),
-                }
-            )
-        for skip in found.skipped:
-            out.append(
-                {
-                    "id": skip.id,
-                    "path": skip.path,
-                    "format": "gguf" if skip.path.lower().endswith(".gguf") else "hf",
-                    "class": None,
-                    "role": None,
-                    "size_gb": None,
-                    "backend": None,
-                    "skipped": skip.reason,
-                    "notes": [],
-                }
-            )
-        return sorted(out, key=lambda m: m["id"])
-
-    async def cmd(self, model_id: str) -> dict[str, Any]:
-        from .emit.plan import Entry
-
-        _, found, plans, _ = await self.plan()
-        for model, planned in zip(found.models, plans, strict=True):
-            if model.id == model_id:
-                if not isinstance(planned, Entry):
-                    raise Refused(f"{model_id}: {planned.reason}")
-                return {"id": model_id, "argv": planned.argv}
-        skipped = next((s for s in found.skipped if s.id == model_id), None)
-        if skipped is not None:
-            raise Refused(f"{model_id} is skipped: {skipped.reason}")
-        raise NotFound(f'no model "{model_id}" was discovered; see "backendmgr models"')
-
-    async def generate(
-        self, *, output: str | None = None, force: bool = False, check: bool = False
-    ) -> Outcome:
-        """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
-        from filelock import FileLock
-
-        from ._fs import atomic_write_bytes
-        from ._version import __version__
-        from .emit.document import render_document
-        from .emit.plan import Entry, Skip
-        from .emit.regen import output_hash
-
-        settings = await self.settings()
-        target = self.output_path(settings, output)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        async with hold(FileLock(target.with_name(target.name + ".lock"))):
-            settings = await self.settings()  # re-read under the lock: the newest wins
-            found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
-            entries = [p for p in plans if isinstance(p, Entry)]
-            skipped = [p for p in plans if isinstance(p, Skip)]
-            skipped += [Skip(s.id, s.path, s.reason) for s in found.skipped]
-            current = output_hash(target) if target.exists() else None
-            data = {
-                "output": str(target),
-                "written": False,
-                "models": len(entries),
-                "skipped": [
-                    {"id": s.id, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.id)
-                ],
-            }
-            if check:
-                if current != digest:
-                    state = "missing" if current is None and not target.exists() else "stale"
-                    raise Refused(f'{target} is {state}; run "backendmgr generate"')
-                return Outcome(f"{target} is up to date", data, changed=False)
-            if current == digest and not force:
-                return Outcome(f"{target} is up to date", data, changed=False)
-            text = render_document(
-                version=__version__,
-                inputs_hash=digest,
-                health_check_timeout=settings.health_check_timeout,
-                passthrough=settings.llama_swap,
-                entries=entries,
-                skipped=skipped,
-            )
-            await anyio.to_thread.run_sync(atomic_write_bytes, target, text.encode())
-            data["written"] = True
-            return Outcome(f"wrote {target}: {len(entries)} models, {len(skipped)} skipped", data)
-
-    async def sync_registry(self) -> bool:
-        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
-
-        def change(s: Settings) -> tuple[Settings, bool]:
-            installed = self.builds.installed_builds()
-            rows = registry.adopt(s.backends, installed, path_exists=lambda p: Path(p).exists())
-            return s.model_copy(update={"backends": rows}), rows != s.backends
-
-        return await anyio.to_thread.run_sync(self.store.update, change)
-
-    # --- registry ---------------------------------------------------------------------------
-
-    async def add_backend(
-        self,
-        row_id: str,
-        *,
-        kind: str,
-        path: str,
-        name: str = "",
-        default: bool = False,
-        generate: bool = True,
-    ) -> Outcome:
-        try:
-            new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
-        except ValueError as exc:
-            raise InvalidInput(_first_error(exc)) from exc
-        catalog_ids = self.catalog.ids()
-
-        def change(s: Settings) -> tuple[Settings, BackendRow]:
-            rows = registry.add_manual(
-                s.backends, new_row, catalog_ids=catalog_ids, make_default=default
-            )
-            added = next(r for r in rows if r.id == row_id)
-            return s.model_copy(update={"backends": rows}), added
-
-        added = await self._mutate(change, generate=generate)
-        star = " (★)" if added.default else ""
-        return Outcome(f'added backend row "{row_id}"{star}', row_json(added))
-
-    async def remove_backend(self, row_id: str, *, generate: bool = True) -> Outcome:
-        def change(s: Settings) -> tuple[Settings, list[str]]:
-            rows = registry.remove_manual(s.backends, row_id)
-            pinned = [m for m, ov in s.models.items() if ov.backend == row_id]
-            return s.model_copy(update={"backends": rows}), pinned
-
-        pinned = await self._mutate(change, generate=generate)
-        warnings: tuple[str, ...] = ()
-        if pinned:
-            warnings = (
-                f'pins to "{row_id}" are now stale and fall back: {", ".join(sorted(pinned))}',
-            )
-        return Outcome(
-            f'removed backend row "{row_id}"', {"id": row_id, "removed": True}, warnings=warnings
-        )
-
-    async def set_default(self, row_id: str, *, generate: bool = True) -> Outcome:
-        def change(s: Settings) -> tuple[Settings, BackendRow]:
-            rows = registry.set_default(s.backends, row_id)
-            return s.model_copy(update={"backends": rows}), next(r for r in rows if r.id == row_id)
-
-        row = await self._mutate(change, generate=generate)
-        classes = ", ".join(sorted(classes_of(row.kind)))
-        return Outcome(f'"{row_id}" is now the default (★) for {classes}', row_json(row))
-
-    # --- per-model overrides --------------------------------------------------------------
-
-    async def pin(self, model: str, row_id: str, *, generate: bool = True) -> Outcome:
-        model = _check_model_id(model)
-
-        def change(s: Settings) -> tuple[Settings, bool]:
-            if s.row(row_id) is None:
-                raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
-            current = s.override(model)
-            updated = current.model_copy(update={"backend": row_id})
-            return _with_override(s, model, updated), current.backend != row_id
-
-        changed = await self._mutate(change, generate=generate)
-        return Outcome(
-            f'pinned "{model}" to "{row_id}"'
-            if changed
-            else f'"{model}" was already pinned to "{row_id}"',
-            {"model": model, "backend": row_id},
-            changed=changed,
-        )
-
-    async def unpin(self, model: str, *, generate: bool = True) -> Outcome:
-        model = _check_model_id(model)
-
-        def change(s: Settings) -> tuple[Settings, str | None]:
-            current = s.override(model)
-            updated = current.model_copy(update={"backend": None})
-            return _with_override(s, model, updated), current.backend
-
-        previous = await self._mutate(change, generate=generate)
-        if previous is None:
-            return Outcome(
-                f'"{model}" has no pin', {"model": model, "backend": None}, changed=False
-            )
-        return Outcome(f'unpinned "{model}" (was "{previous}")', {"model": model, "backend": None})
-
-    async def set_overrides(
-        self, model: str, values: Mapping[str, str], *, generate: bool = True
-    ) -> Outcome:
-        """Validate ``KEY=VALUE`` strings against the override model, then store them."""
-        model = _check_model_id(model)
-        if not values:
-            raise InvalidInput("give at least one KEY=VALUE")
-        parsed = {key: _parse_value(key, text) for key, text in values.items()}
-
-        def change(s: Settings) -> tuple[Settings, ModelOverride]:
-            current = s.override(model)
-            merged = {**current.model_dump(exclude_none=True), **parsed}
-            try:
-                updated = ModelOverride.model_validate(merged)
-            except ValueError as exc:
-                raise InvalidInput(_first_error(exc)) from exc
-            return _with_override(s, model, updated), updated
-
-        updated = await self._mutate(change, generate=generate)
-        shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
-        return Outcome(f'set {shown} for "{model}"', {"model": model, **updated.to_yaml()})
-
-    async def unset_overrides(
-        self, model: str, keys: Sequence[str], *, generate: bool = True
-    ) -> Outcome:
-        model = _check_model_id(model)
-        if not keys:
-            raise InvalidInput("give at least one KEY to unset")
-        for key in keys:
-            _check_key(key)
-
-        def change(s: Settings) -> tuple[Settings, ModelOverride]:
-            current = s.override(model)
-            updated = current.model_copy(update=dict.fromkeys(keys))
-            return _with_override(s, model, updated), updated
-
-        updated = await self._mutate(change, generate=generate)
-        return Outcome(
-            f'unset {", ".join(keys)} for "{model}"', {"model": model, **updated.to_yaml()}
-        )
-
-    # --- builds: catalog, releases, install, activate, uninstall, list ----------------------
-
-    def _platform(self, platform: str | None) -> tuple[str, str]:
-        if platform:
-            return parse_platform(platform)
-        return self.host.os, self.host.arch
-
+class BuildsMixin(ManagerBase):
     async def catalog_info(self) -> list[dict[str, Any]]:
-        from .catalog.matching import suggest_variant
+        from ..catalog.matching import suggest_variant
 
         settings = await self.settings()
         installed = self.builds.installed()
@@ -462,7 +74,7 @@ class Manager:
         limit: int = 10,
         platform: str | None = None,
     ) -> list[dict[str, Any]]:
-        from .catalog.matching import variants_in_release
+        from ..catalog.matching import variants_in_release
 
         manifest = self.manifest(component)
         os_name, arch = self._platform(platform)
@@ -513,7 +125,7 @@ class Manager:
         version: str | None,
         refresh: bool,
     ) -> AssetChoice:
-        from .catalog.matching import match_release
+        from ..catalog.matching import match_release
 
         source = manifest.source
         assert isinstance(source, GithubSource)
@@ -555,8 +167,8 @@ class Manager:
         generate: bool = True,
     ) -> Outcome:
         """Install one build (SPEC §7); the newest release with this variant when no version."""
-        from .catalog.matching import suggest_variant
-        from .install.archive_job import ArchivePlan, install_archive
+        from ..catalog.matching import suggest_variant
+        from ..install.archive_job import ArchivePlan, install_archive
 
         manifest = self.manifest(component)
         if platform is not None and not dry_run:
@@ -670,8 +282,8 @@ class Manager:
         return Outcome(message, data, warnings=warnings)
 
     async def _pypi_versions(self, manifest: Manifest, *, prereleases: bool) -> list[Any]:
-        from .catalog.manifest import PypiSource
-        from .sources.pypi import package_versions
+        from ..catalog.manifest import PypiSource
+        from ..sources.pypi import package_versions
 
         source = manifest.source
         assert isinstance(source, PypiSource)
@@ -702,7 +314,7 @@ class Manager:
         """A Python-packaged backend: one virtual environment per version and variant."""
         from packaging.version import InvalidVersion, Version
 
-        from .install.venv_job import VenvPlan, find_uv, install_venv, pip_options
+        from ..install.venv_job import VenvPlan, find_uv, install_venv, pip_options
 
         chosen = manifest.variant(variant)
         if chosen is None:
@@ -789,12 +401,6 @@ class Manager:
             "packages": entry.receipt.packages,
         }
         return Outcome(message, data)
-
-    def _build_lock(
-        self, component: str, version: str, variant: str
-    ) -> contextlib.AbstractAsyncContextManager[None]:
-        """The per-build file lock: one install or uninstall of a build at a time."""
-        return hold(self.builds.lock(component, version, variant))
 
     async def _register(
         self, entry: InstalledEntry, *, activate: bool
@@ -917,33 +523,6 @@ class Manager:
             f"uninstalled {entry.id}", {"id": entry.id, "removed": True}, warnings=warnings
         )
 
-    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
-        """The generated llama-swap config must parse and name its models."""
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
-
-        from .emit.regen import output_hash
-
-        target = self.output_path(settings)
-        if not target.exists():
-            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
-        try:
-            data = YAML(typ="safe").load(target.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, YAMLError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return [
-                f"the llama-swap config {target} is not valid YAML ({first}); "
-                'run "backendmgr generate --force"'
-            ], []
-        if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-            return [
-                f"the llama-swap config {target} has no models mapping; "
-                'run "backendmgr generate --force"'
-            ], []
-        if output_hash(target) is None:
-            return [], [f"{target} was not written by backendmgr"]
-        return [], []
-
     async def list_builds(self, component: str | None = None) -> list[dict[str, Any]]:
         if component is not None:
             self.manifest(component)
@@ -1019,54 +598,3 @@ class Manager:
             "notes": notes,
             "fixed": [str(p) for p in removed],
         }
-
-
-def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings:
-    models = dict(s.models)
-    if override.is_empty():
-        models.pop(model, None)
-    else:
-        models[model] = override
-    return s.model_copy(update={"models": models})
-
-
-def _check_model_id(model: str) -> str:
-    model = model.strip()
-    if not model:
-        raise InvalidInput("the model id must not be blank")
-    return model
-
-
-def _check_key(key: str) -> None:
-    if key == "backend":
-        raise InvalidInput('use "backendmgr pin MODEL ROW" / "backendmgr unpin MODEL" for backend')
-    if key not in SETTABLE_KEYS:
-        raise InvalidInput(f'unknown key "{key}"; known keys: {", ".join(SETTABLE_KEYS)}')
-
-
-def _parse_value(key: str, text: str) -> Any:
-    """Strings from the command line; pydantic coerces numbers and booleans later."""
-    _check_key(key)
-    if key == "llama_swap":
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
-
-        try:
-            value = YAML(typ="safe").load(text)
-        except YAMLError as exc:
-            raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'") from exc
-        if not isinstance(value, dict):
-            raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'")
-        return value
-    return text
-
-
-def _first_error(exc: Exception) -> str:
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        return f"{field}: {msg}" if field else msg
-    return str(exc)

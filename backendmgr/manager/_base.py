@@ -1,0 +1,169 @@
+"""What every operation shares: paths, stores, host facts, the HTTP client, and the one
+locked read-modify-write that every mutation goes through."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+
+from .._locks import hold
+from ..catalog.host import Host, detect_host, parse_platform
+from ..catalog.manifest import Catalog, Manifest, load_catalog
+from ..config.models import BackendRow, Settings
+from ..config.paths import Paths
+from ..config.store import ConfigStore
+from ..errors import NotFound
+from ..install.store import BuildStore
+from ..net import NetSettings
+from ..registry import rows as registry
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..sources.github import GithubReleases
+
+
+__all__ = ["ManagerBase"]
+
+T = TypeVar("T")
+
+
+class ManagerBase(abc.ABC):
+    """One config file and one data home. The operations live in the mixins beside this file."""
+
+    def __init__(
+        self,
+        paths: Paths | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        host: Host | None = None,
+        client_factory: Callable[[], httpx.AsyncClient] | None = None,
+        retry_backoff: float = 0.5,
+        vram_probe: Callable[[], float | None] | None = None,
+    ) -> None:
+        self.paths = paths or Paths.resolve(environ=environ)
+        self.environ = dict(os.environ if environ is None else environ)
+        self.store = ConfigStore(self.paths.config_file, self.paths.config_lock)
+        self.builds = BuildStore(self.paths)
+        self._host = host
+        self._client_factory = client_factory
+        self.retry_backoff = retry_backoff
+        self._vram_probe = vram_probe
+        self._card: tuple[float | None] | None = None
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return load_catalog(self.paths.user_manifests)
+
+    @property
+    def host(self) -> Host:
+        if self._host is None:
+            self._host = detect_host(self.environ)
+        return self._host
+
+    @cached_property
+    def net(self) -> NetSettings:
+        return NetSettings.from_env(self.environ)
+
+    @property
+    def card_gb(self) -> float | None:
+        """The GPU's total memory, probed once per Manager (one per CLI process)."""
+        if self._card is None:
+            from ..vram import probe_card_gb
+
+            probe = self._vram_probe or (lambda: probe_card_gb(self.environ))
+            self._card = (probe(),)
+        return self._card[0]
+
+    def manifest(self, component: str) -> Manifest:
+        manifest = self.catalog.get(component)
+        if manifest is None:
+            known = ", ".join(self.catalog.ids())
+            raise NotFound(f'unknown component "{component}"; known components: {known}')
+        return manifest
+
+    @contextlib.asynccontextmanager
+    async def _github(self) -> AsyncIterator[GithubReleases]:
+        from ..net import make_client
+        from ..sources.github import GithubReleases
+
+        client = self._client_factory() if self._client_factory else make_client()
+        async with client:
+            yield GithubReleases(client, self.net, self.paths.cache)
+
+    async def settings(self) -> Settings:
+        return await anyio.to_thread.run_sync(self.store.read)
+
+    async def backends(self) -> list[BackendRow]:
+        return list((await self.settings()).backends)
+
+    async def _mutate(
+        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
+    ) -> T:
+        result = await anyio.to_thread.run_sync(self.store.update, change)
+        if generate:
+            await self.regenerate()
+        return result
+
+    def output_path(self, settings: Settings, output: str | None = None) -> Path:
+        chosen = output or settings.output
+        return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
+
+    async def sync_registry(self) -> bool:
+        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
+
+        def change(s: Settings) -> tuple[Settings, bool]:
+            installed = self.builds.installed_builds()
+            rows = registry.adopt(s.backends, installed, path_exists=lambda p: Path(p).exists())
+            return s.model_copy(update={"backends": rows}), rows != s.backends
+
+        return await anyio.to_thread.run_sync(self.store.update, change)
+
+    def _platform(self, platform: str | None) -> tuple[str, str]:
+        if platform:
+            return parse_platform(platform)
+        return self.host.os, self.host.arch
+
+    def _build_lock(
+        self, component: str, version: str, variant: str
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        """The per-build file lock: one install or uninstall of a build at a time."""
+        return hold(self.builds.lock(component, version, variant))
+
+    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
+        """The generated llama-swap config must parse and name its models."""
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        from ..emit.regen import output_hash
+
+        target = self.output_path(settings)
+        if not target.exists():
+            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
+        try:
+            data = YAML(typ="safe").load(target.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, YAMLError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return [
+                f"the llama-swap config {target} is not valid YAML ({first}); "
+                'run "backendmgr generate --force"'
+            ], []
+        if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+            return [
+                f"the llama-swap config {target} has no models mapping; "
+                'run "backendmgr generate --force"'
+            ], []
+        if output_hash(target) is None:
+            return [], [f"{target} was not written by backendmgr"]
+        return [], []
+
+    @abc.abstractmethod
+    async def regenerate(self) -> None:
+        """Adopt builds into the registry, then rewrite the llama-swap config."""

@@ -1,0 +1,151 @@
+"""Models and the generated config: discovery, planning, ``models``, ``cmd``, ``generate``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .._locks import hold
+from ..config.models import Settings
+from ..errors import NotFound, Refused
+from ..results import Outcome
+
+if TYPE_CHECKING:
+    pass
+
+from ._base import ManagerBase
+
+__all__ = ["ModelsMixin"]
+
+
+class ModelsMixin(ManagerBase):
+    def _pipeline(self, settings: Settings) -> tuple[Any, Any, str]:
+        """Discover, plan every model and hash the inputs (runs in a worker thread)."""
+        from ..discovery.walk import discover, scan_folders
+        from ..emit.plan import plan_model
+        from ..emit.regen import inputs_hash
+
+        scan = scan_folders(settings.models_dirs)
+        receipts = [e.receipt.model_dump_json() for e in self.builds.installed()]
+        digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
+        found = discover(scan, self.paths.cache / "gguf-meta.json")
+        plans = [plan_model(settings, m, self.card_gb) for m in found.models]
+        return found, plans, digest
+
+    async def plan(self) -> tuple[Settings, Any, list[Any], str]:
+        settings = await self.settings()
+        found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
+        return settings, found, plans, digest
+
+    async def models_info(self) -> list[dict[str, Any]]:
+        from ..emit.plan import Entry
+
+        _, found, plans, _ = await self.plan()
+        out = []
+        for model, planned in zip(found.models, plans, strict=True):
+            res = planned.resolution
+            backend = None
+            if res is not None:
+                backend = {
+                    "id": res.row.id if res.row else None,
+                    "kind": res.kind or "llama",
+                    "path": res.exe,
+                    "reason": res.reason,
+                }
+            out.append(
+                {
+                    "id": model.id,
+                    "path": model.path,
+                    "format": model.format,
+                    "class": model.cls,
+                    "role": model.role,
+                    "size_gb": round(model.size_gb, 2),
+                    "backend": backend,
+                    "skipped": None if isinstance(planned, Entry) else planned.reason,
+                    "notes": list(planned.notes),
+                }
+            )
+        for skip in found.skipped:
+            out.append(
+                {
+                    "id": skip.id,
+                    "path": skip.path,
+                    "format": "gguf" if skip.path.lower().endswith(".gguf") else "hf",
+                    "class": None,
+                    "role": None,
+                    "size_gb": None,
+                    "backend": None,
+                    "skipped": skip.reason,
+                    "notes": [],
+                }
+            )
+        return sorted(out, key=lambda m: m["id"])
+
+    async def cmd(self, model_id: str) -> dict[str, Any]:
+        from ..emit.plan import Entry
+
+        _, found, plans, _ = await self.plan()
+        for model, planned in zip(found.models, plans, strict=True):
+            if model.id == model_id:
+                if not isinstance(planned, Entry):
+                    raise Refused(f"{model_id}: {planned.reason}")
+                return {"id": model_id, "argv": planned.argv}
+        skipped = next((s for s in found.skipped if s.id == model_id), None)
+        if skipped is not None:
+            raise Refused(f"{model_id} is skipped: {skipped.reason}")
+        raise NotFound(f'no model "{model_id}" was discovered; see "backendmgr models"')
+
+    async def generate(
+        self, *, output: str | None = None, force: bool = False, check: bool = False
+    ) -> Outcome:
+        """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
+        from filelock import FileLock
+
+        from .._fs import atomic_write_bytes
+        from .._version import __version__
+        from ..emit.document import render_document
+        from ..emit.plan import Entry, Skip
+        from ..emit.regen import output_hash
+
+        settings = await self.settings()
+        target = self.output_path(settings, output)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        async with hold(FileLock(target.with_name(target.name + ".lock"))):
+            settings = await self.settings()  # re-read under the lock: the newest wins
+            found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
+            entries = [p for p in plans if isinstance(p, Entry)]
+            skipped = [p for p in plans if isinstance(p, Skip)]
+            skipped += [Skip(s.id, s.path, s.reason) for s in found.skipped]
+            current = output_hash(target) if target.exists() else None
+            data = {
+                "output": str(target),
+                "written": False,
+                "models": len(entries),
+                "skipped": [
+                    {"id": s.id, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.id)
+                ],
+            }
+            if check:
+                if current != digest:
+                    state = "missing" if current is None and not target.exists() else "stale"
+                    raise Refused(f'{target} is {state}; run "backendmgr generate"')
+                return Outcome(f"{target} is up to date", data, changed=False)
+            if current == digest and not force:
+                return Outcome(f"{target} is up to date", data, changed=False)
+            text = render_document(
+                version=__version__,
+                inputs_hash=digest,
+                health_check_timeout=settings.health_check_timeout,
+                passthrough=settings.llama_swap,
+                entries=entries,
+                skipped=skipped,
+            )
+            await anyio.to_thread.run_sync(atomic_write_bytes, target, text.encode())
+            data["written"] = True
+            return Outcome(f"wrote {target}: {len(entries)} models, {len(skipped)} skipped", data)
+
+    async def regenerate(self) -> None:
+        """Bring the registry in line with the disk, then rewrite the llama-swap config."""
+        await self.sync_registry()
+        await self.generate()

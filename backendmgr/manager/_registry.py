@@ -1,0 +1,212 @@
+"""Registry and per-model overrides: ``backends add/remove``, ``default``, ``pin``, ``set``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..config.models import BackendRow, ModelOverride, Settings
+from ..errors import InvalidInput, NotFound
+from ..registry import rows as registry
+from ..registry.kinds import classes_of
+from ..results import Outcome
+
+if TYPE_CHECKING:
+    pass
+
+from ._base import ManagerBase
+
+__all__ = ["SETTABLE_KEYS", "RegistryMixin", "row_json"]
+
+# Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
+SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
+
+
+def row_json(row: BackendRow) -> dict[str, Any]:
+    data = row.model_dump()
+    data["classes"] = sorted(classes_of(row.kind))
+    return data
+
+
+class RegistryMixin(ManagerBase):
+    # --- registry ---------------------------------------------------------------------------
+
+    async def add_backend(
+        self,
+        row_id: str,
+        *,
+        kind: str,
+        path: str,
+        name: str = "",
+        default: bool = False,
+        generate: bool = True,
+    ) -> Outcome:
+        try:
+            new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
+        except ValueError as exc:
+            raise InvalidInput(_first_error(exc)) from exc
+        catalog_ids = self.catalog.ids()
+
+        def change(s: Settings) -> tuple[Settings, BackendRow]:
+            rows = registry.add_manual(
+                s.backends, new_row, catalog_ids=catalog_ids, make_default=default
+            )
+            added = next(r for r in rows if r.id == row_id)
+            return s.model_copy(update={"backends": rows}), added
+
+        added = await self._mutate(change, generate=generate)
+        star = " (★)" if added.default else ""
+        return Outcome(f'added backend row "{row_id}"{star}', row_json(added))
+
+    async def remove_backend(self, row_id: str, *, generate: bool = True) -> Outcome:
+        def change(s: Settings) -> tuple[Settings, list[str]]:
+            rows = registry.remove_manual(s.backends, row_id)
+            pinned = [m for m, ov in s.models.items() if ov.backend == row_id]
+            return s.model_copy(update={"backends": rows}), pinned
+
+        pinned = await self._mutate(change, generate=generate)
+        warnings: tuple[str, ...] = ()
+        if pinned:
+            warnings = (
+                f'pins to "{row_id}" are now stale and fall back: {", ".join(sorted(pinned))}',
+            )
+        return Outcome(
+            f'removed backend row "{row_id}"', {"id": row_id, "removed": True}, warnings=warnings
+        )
+
+    async def set_default(self, row_id: str, *, generate: bool = True) -> Outcome:
+        def change(s: Settings) -> tuple[Settings, BackendRow]:
+            rows = registry.set_default(s.backends, row_id)
+            return s.model_copy(update={"backends": rows}), next(r for r in rows if r.id == row_id)
+
+        row = await self._mutate(change, generate=generate)
+        classes = ", ".join(sorted(classes_of(row.kind)))
+        return Outcome(f'"{row_id}" is now the default (★) for {classes}', row_json(row))
+
+    # --- per-model overrides --------------------------------------------------------------
+
+    async def pin(self, model: str, row_id: str, *, generate: bool = True) -> Outcome:
+        model = _check_model_id(model)
+
+        def change(s: Settings) -> tuple[Settings, bool]:
+            if s.row(row_id) is None:
+                raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
+            current = s.override(model)
+            updated = current.model_copy(update={"backend": row_id})
+            return _with_override(s, model, updated), current.backend != row_id
+
+        changed = await self._mutate(change, generate=generate)
+        return Outcome(
+            f'pinned "{model}" to "{row_id}"'
+            if changed
+            else f'"{model}" was already pinned to "{row_id}"',
+            {"model": model, "backend": row_id},
+            changed=changed,
+        )
+
+    async def unpin(self, model: str, *, generate: bool = True) -> Outcome:
+        model = _check_model_id(model)
+
+        def change(s: Settings) -> tuple[Settings, str | None]:
+            current = s.override(model)
+            updated = current.model_copy(update={"backend": None})
+            return _with_override(s, model, updated), current.backend
+
+        previous = await self._mutate(change, generate=generate)
+        if previous is None:
+            return Outcome(
+                f'"{model}" has no pin', {"model": model, "backend": None}, changed=False
+            )
+        return Outcome(f'unpinned "{model}" (was "{previous}")', {"model": model, "backend": None})
+
+    async def set_overrides(
+        self, model: str, values: Mapping[str, str], *, generate: bool = True
+    ) -> Outcome:
+        """Validate ``KEY=VALUE`` strings against the override model, then store them."""
+        model = _check_model_id(model)
+        if not values:
+            raise InvalidInput("give at least one KEY=VALUE")
+        parsed = {key: _parse_value(key, text) for key, text in values.items()}
+
+        def change(s: Settings) -> tuple[Settings, ModelOverride]:
+            current = s.override(model)
+            merged = {**current.model_dump(exclude_none=True), **parsed}
+            try:
+                updated = ModelOverride.model_validate(merged)
+            except ValueError as exc:
+                raise InvalidInput(_first_error(exc)) from exc
+            return _with_override(s, model, updated), updated
+
+        updated = await self._mutate(change, generate=generate)
+        shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
+        return Outcome(f'set {shown} for "{model}"', {"model": model, **updated.to_yaml()})
+
+    async def unset_overrides(
+        self, model: str, keys: Sequence[str], *, generate: bool = True
+    ) -> Outcome:
+        model = _check_model_id(model)
+        if not keys:
+            raise InvalidInput("give at least one KEY to unset")
+        for key in keys:
+            _check_key(key)
+
+        def change(s: Settings) -> tuple[Settings, ModelOverride]:
+            current = s.override(model)
+            updated = current.model_copy(update=dict.fromkeys(keys))
+            return _with_override(s, model, updated), updated
+
+        updated = await self._mutate(change, generate=generate)
+        return Outcome(
+            f'unset {", ".join(keys)} for "{model}"', {"model": model, **updated.to_yaml()}
+        )
+
+
+def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings:
+    models = dict(s.models)
+    if override.is_empty():
+        models.pop(model, None)
+    else:
+        models[model] = override
+    return s.model_copy(update={"models": models})
+
+
+def _check_model_id(model: str) -> str:
+    model = model.strip()
+    if not model:
+        raise InvalidInput("the model id must not be blank")
+    return model
+
+
+def _check_key(key: str) -> None:
+    if key == "backend":
+        raise InvalidInput('use "backendmgr pin MODEL ROW" / "backendmgr unpin MODEL" for backend')
+    if key not in SETTABLE_KEYS:
+        raise InvalidInput(f'unknown key "{key}"; known keys: {", ".join(SETTABLE_KEYS)}')
+
+
+def _parse_value(key: str, text: str) -> Any:
+    """Strings from the command line; pydantic coerces numbers and booleans later."""
+    _check_key(key)
+    if key == "llama_swap":
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        try:
+            value = YAML(typ="safe").load(text)
+        except YAMLError as exc:
+            raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'") from exc
+        if not isinstance(value, dict):
+            raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'")
+        return value
+    return text
+
+
+def _first_error(exc: Exception) -> str:
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        return f"{field}: {msg}" if field else msg
+    return str(exc)

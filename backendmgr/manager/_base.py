@@ -15,7 +15,6 @@ import anyio
 
 from .._locks import hold
 from ..catalog.host import Host, detect_host, parse_platform
-from ..catalog.manifest import Catalog, Manifest, load_catalog
 from ..config.models import BackendRow, Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
@@ -27,6 +26,7 @@ from ..registry import rows as registry
 if TYPE_CHECKING:
     import httpx
 
+    from ..catalog.manifest import Catalog, Manifest
     from ..sources.github import GithubReleases
 
 
@@ -60,6 +60,9 @@ class ManagerBase(abc.ABC):
 
     @cached_property
     def catalog(self) -> Catalog:
+        # Built on first use: the manifest models cost most of a listing's start-up.
+        from ..catalog.manifest import load_catalog
+
         return load_catalog(self.paths.user_manifests)
 
     @property

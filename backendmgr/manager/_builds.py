@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..catalog.manifest import GithubSource, Manifest
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, Refused
 from ..install.events import EventSink, ProgressEvent
@@ -21,6 +20,7 @@ from ..registry.resolve import resolve
 from ..results import Outcome
 
 if TYPE_CHECKING:
+    from ..catalog.manifest import Manifest
     from ..catalog.matching import AssetChoice
     from ..sources.github import GithubReleases
 
@@ -31,6 +31,7 @@ __all__ = ["BuildsMixin"]
 
 class BuildsMixin(ManagerBase):
     async def catalog_info(self) -> list[dict[str, Any]]:
+        from ..catalog.manifest import GithubSource
         from ..catalog.matching import suggest_variant
 
         settings = await self.settings()
@@ -74,6 +75,7 @@ class BuildsMixin(ManagerBase):
         limit: int = 10,
         platform: str | None = None,
     ) -> list[dict[str, Any]]:
+        from ..catalog.manifest import GithubSource
         from ..catalog.matching import variants_in_release
 
         manifest = self.manifest(component)
@@ -125,6 +127,7 @@ class BuildsMixin(ManagerBase):
         version: str | None,
         refresh: bool,
     ) -> AssetChoice:
+        from ..catalog.manifest import GithubSource
         from ..catalog.matching import match_release
 
         source = manifest.source
@@ -167,6 +170,7 @@ class BuildsMixin(ManagerBase):
         generate: bool = True,
     ) -> Outcome:
         """Install one build (SPEC §7); the newest release with this variant when no version."""
+        from ..catalog.manifest import GithubSource
         from ..catalog.matching import suggest_variant
         from ..install.archive_job import ArchivePlan, install_archive
 

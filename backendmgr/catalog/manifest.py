@@ -7,9 +7,9 @@ manifest is data only: matching and detection read it, nothing here touches the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -124,7 +124,7 @@ class Catalog:
         for manifest in manifests:
             self._by_id[manifest.id] = manifest
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Manifest]:
         return iter(self._by_id.values())
 
     def __contains__(self, component: object) -> bool:

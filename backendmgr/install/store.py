@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._fs import atomic_write_bytes, fsync_dir, sanitize_segment
 from ..config.paths import Paths
-from ..registry.rows import InstalledBuild, build_row_id, newest_first
+from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
 __all__ = ["RECEIPT", "AssetRecord", "BuildStore", "InstalledEntry", "Receipt"]
 
@@ -153,16 +153,9 @@ class BuildStore:
                 receipt = self.read_receipt(folder)
                 if receipt is not None:
                     entries.append(InstalledEntry(folder, receipt))
-        by_comp: dict[str, list[InstalledEntry]] = {}
-        for e in entries:
-            by_comp.setdefault(e.receipt.component, []).append(e)
-        result: list[InstalledEntry] = []
-        for comp in sorted(by_comp):
-            builds = {e.as_build().build_id: e for e in by_comp[comp]}
-            result += [
-                builds[b.build_id] for b in newest_first(e.as_build() for e in by_comp[comp])
-            ]
-        return result
+        entries.sort(key=lambda e: build_age_key(e.as_build()), reverse=True)
+        entries.sort(key=lambda e: e.receipt.component)  # stable: newest first within each
+        return entries
 
     def installed_builds(self) -> dict[str, list[InstalledBuild]]:
         out: dict[str, list[InstalledBuild]] = {}

@@ -252,38 +252,13 @@ class BuildsMixin(ManagerBase):
                     )
                 entry = self.builds.get(component, plan.version, variant)
                 assert entry is not None
-        emit(ProgressEvent("registering"))
-        activated, star, other_star = await self._register(entry, activate=activate)
-        if generate:
-            await self.regenerate()
-        emit(ProgressEvent("done"))
-        receipt = entry.receipt
-        data = {
-            "id": build_id,
-            "component": component,
-            "version": receipt.version,
-            "variant": receipt.variant,
-            "path": str(entry.exe_path),
-            "activated": activated,
-            "already_installed": already,
-            "assets": [a.model_dump() for a in receipt.assets],
-        }
-        head = f"{build_id} is already installed" if already else f"installed {build_id}"
-        warnings: tuple[str, ...] = ()
-        if activated:
-            message = f"{head} and activated it"
-            if not star and other_star:
-                message += f", but {other_star} is the default for class " + ", ".join(
-                    sorted(classes_of(manifest.kind))
-                )
-        else:
-            message = (
-                f"{head}; {component} stays on its activated build; switch with "
-                f'"backendmgr activate {build_id}"'
-            )
-        if any(a.verified_by == "none" for a in receipt.assets) and not already:
-            warnings = ("no checksum was published for this build; recorded its SHA-256 only",)
-        return Outcome(message, data, warnings=warnings)
+        outcome = await self._finish_install(
+            manifest, entry, already=already, activate=activate, generate=generate, emit=emit
+        )
+        if any(a.verified_by == "none" for a in entry.receipt.assets) and not already:
+            warning = "no checksum was published for this build; recorded its SHA-256 only"
+            return Outcome(outcome.message, outcome.data, warnings=(warning,))
+        return outcome
 
     async def _pypi_versions(self, manifest: Manifest, *, prereleases: bool) -> list[Any]:
         from ..catalog.manifest import PypiSource
@@ -380,29 +355,49 @@ class BuildsMixin(ManagerBase):
                 await install_venv(plan, self.builds, environ=self.environ, emit=emit, smoke=smoke)
             entry = self.builds.get(manifest.id, ver, variant)
             assert entry is not None
+        outcome = await self._finish_install(
+            manifest, entry, already=already, activate=activate, generate=generate, emit=emit
+        )
+        outcome.data.update(python=entry.receipt.python, packages=entry.receipt.packages)
+        return outcome
+
+    async def _finish_install(
+        self,
+        manifest: Manifest,
+        entry: InstalledEntry,
+        *,
+        already: bool,
+        activate: bool,
+        generate: bool,
+        emit: EventSink,
+    ) -> Outcome:
+        """Register a committed build (archive or venv), regenerate, and say what happened."""
         emit(ProgressEvent("registering"))
-        activated, _, _ = await self._register(entry, activate=activate)
+        activated, star, other_star = await self._register(entry, activate=activate)
         if generate:
             await self.regenerate()
         emit(ProgressEvent("done"))
-        head = f"{build_id} is already installed" if already else f"installed {build_id}"
-        message = (
-            f"{head} and activated it"
-            if activated
-            else f"{head}; {manifest.id} stays on its activated build; switch with "
-            f'"backendmgr activate {build_id}"'
-        )
+        receipt = entry.receipt
+        head = f"{entry.id} is already installed" if already else f"installed {entry.id}"
+        if activated:
+            message = f"{head} and activated it"
+            if not star and other_star:
+                classes = ", ".join(sorted(classes_of(manifest.kind)))
+                message += f", but {other_star} is the default for class {classes}"
+        else:
+            message = (
+                f"{head}; {manifest.id} stays on its activated build; switch with "
+                f'"backendmgr activate {entry.id}"'
+            )
         data = {
-            "id": build_id,
+            "id": entry.id,
             "component": manifest.id,
-            "version": ver,
-            "variant": variant,
+            "version": receipt.version,
+            "variant": receipt.variant,
             "path": str(entry.exe_path),
             "activated": activated,
             "already_installed": already,
-            "assets": [],
-            "python": entry.receipt.python,
-            "packages": entry.receipt.packages,
+            "assets": [a.model_dump() for a in receipt.assets],
         }
         return Outcome(message, data)
 
@@ -457,18 +452,7 @@ class BuildsMixin(ManagerBase):
     async def activate(self, ref: str, *, generate: bool = True) -> Outcome:
         entry = self._find_build(ref)
         build = entry.as_build()
-
-        def change(s: Settings) -> tuple[Settings, int]:
-            rows, _ = registry.upsert_managed(s.backends, build)
-            rows = registry.sync_build_rows(
-                rows, build.component, self.builds.installed_builds().get(build.component, [])
-            )
-            followers = sum(
-                1 for ov in s.models.values() if ov.backend not in {r.id for r in rows if r.build}
-            )
-            return s.model_copy(update={"backends": rows}), followers
-
-        await anyio.to_thread.run_sync(self.store.update, change)
+        await self._register(entry, activate=True)
         if generate:
             await self.regenerate()
         return Outcome(

@@ -13,13 +13,14 @@ from pydantic import BaseModel, ConfigDict
 
 from ..config.models import BackendRow
 from ..errors import InvalidInput, NotFound, Refused
-from ..versioning import version_key
+from ..versioning import VersionKey, version_key
 from .kinds import class_taken, classes_of
 
 __all__ = [
     "InstalledBuild",
     "add_manual",
     "adopt",
+    "build_age_key",
     "build_row_id",
     "newest_first",
     "remove_manual",
@@ -51,13 +52,14 @@ def build_row_id(component: str, version: str, variant: str) -> str:
     return f"{component}@{version}-{variant}"
 
 
+def build_age_key(build: InstalledBuild) -> tuple[VersionKey, float]:
+    """Orders builds oldest to newest: version first, then install time."""
+    return version_key(build.version), build.installed_at.timestamp() if build.installed_at else 0
+
+
 def newest_first(builds: Iterable[InstalledBuild]) -> list[InstalledBuild]:
     """Highest version first; equal versions by install time, newest first."""
-    return sorted(
-        builds,
-        key=lambda b: (version_key(b.version), b.installed_at.timestamp() if b.installed_at else 0),
-        reverse=True,
-    )
+    return sorted(builds, key=build_age_key, reverse=True)
 
 
 def _find(rows: Sequence[BackendRow], row_id: str) -> int | None:

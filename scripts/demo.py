@@ -11,6 +11,7 @@ and is stopped at the end.
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import os
@@ -88,6 +89,26 @@ def gguf(path: Path, arch: str, layers: int, kv_heads: int, ctx: int) -> None:
     path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + body)
 
 
+def show_change(before: str | None, after: str | None) -> None:
+    """Print how the generated config changed: all of it when new, else a unified diff."""
+    if after is None or before == after:
+        print("(llama-swap.yaml unchanged)" if after is not None else "", flush=True)
+        return
+    if before is None:
+        print("--- llama-swap.yaml (new) ---")
+        print(after, end="", flush=True)
+        return
+    diff = difflib.unified_diff(
+        [line for line in before.splitlines() if not line.startswith("# inputs:")],
+        [line for line in after.splitlines() if not line.startswith("# inputs:")],
+        "llama-swap.yaml (before)",
+        "llama-swap.yaml (after)",
+        n=1,
+        lineterm="",
+    )
+    print("\n".join(diff), flush=True)
+
+
 def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}", flush=True)
 
@@ -135,9 +156,12 @@ def main() -> int:
             env.pop("BACKENDMGR_OFFLINE", None)
             output = config.parent / "llama-swap.yaml"
 
-            def step(title: str, *args: str, show: bool = True) -> None:
+            def step(title: str, *args: str) -> None:
+                """One line saying what the step does and why, the command, its output, and
+                what it changed in the llama-swap config (the whole file only the first time)."""
                 say(title)
                 print(f"$ backendmgr {' '.join(args)}", flush=True)
+                before = output.read_text() if output.exists() else None
                 done = subprocess.run(
                     [sys.executable, "-m", "backendmgr", *args],
                     env=env,
@@ -145,18 +169,15 @@ def main() -> int:
                     capture_output=True,
                     check=False,
                 )
+                sys.stdout.write(done.stderr)  # progress first, then the result: as it happened
                 sys.stdout.write(done.stdout)
-                sys.stdout.write(done.stderr)
                 if done.returncode != 0:
                     raise SystemExit(f"demo step failed with exit status {done.returncode}")
-                if show:
-                    print(f"--- {output.name} ---")
-                    print(output.read_text(), end="", flush=True)
+                show_change(before, output.read_text() if output.exists() else None)
 
             step(
                 "The catalog: what can be installed here, and the suggested variant",
                 "catalog",
-                show=False,
             )
             step(
                 "Journey 1: install the newest llama.cpp build (b11211, vulkan for this AMD "
@@ -183,7 +204,6 @@ def main() -> int:
                 "b11211",
                 "--variant",
                 "cpu",
-                show=False,
             )
             step(
                 "Journey 3: activate the CPU build; llama-3.2-3b follows, the pinned qwen3-8b "
@@ -191,8 +211,8 @@ def main() -> int:
                 "activate",
                 "llama-server@b11211-cpu",
             )
-            step("Every installed build, which one is active and who pins it", "list", show=False)
-            step("Consistency check", "doctor", show=False)
+            step("Every installed build, which one is active and who pins it", "list")
+            step("Consistency check", "doctor")
         finally:
             mirror.terminate()
             mirror.wait(timeout=10)

@@ -2,29 +2,56 @@
 
 filelock keeps its state per thread, so a lock must be taken and released by the same thread:
 we poll from the event loop instead of blocking a worker thread, which also lets Ctrl-C
-cancel a wait.
+cancel a wait. The holder writes its pid beside the lock so a waiter can say whom it waits for.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import anyio
 from filelock import FileLock, Timeout
 
-__all__ = ["hold"]
+__all__ = ["hold", "holder_pid"]
+
+
+def _pid_file(lock: FileLock) -> Path:
+    return Path(f"{lock.lock_file}.pid")
+
+
+def holder_pid(lock: FileLock) -> int | None:
+    """The pid the current holder wrote, if it is readable and sane (the file is advisory)."""
+    try:
+        text = _pid_file(lock).read_text(encoding="ascii")[:20].strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and 0 < int(text) < 2**22 else None
 
 
 @contextlib.asynccontextmanager
-async def hold(lock: FileLock, *, poll: float = 0.05) -> AsyncIterator[None]:
+async def hold(
+    lock: FileLock,
+    *,
+    poll: float = 0.05,
+    on_wait: Callable[[int | None], None] | None = None,
+) -> AsyncIterator[bool]:
+    """Hold ``lock``; yields whether another process held it first (we had to wait)."""
+    waited = False
     while True:
         try:
             lock.acquire(timeout=0)
             break
         except Timeout:
+            if not waited and on_wait is not None:
+                on_wait(holder_pid(lock))
+            waited = True
             await anyio.sleep(poll)
+    with contextlib.suppress(OSError):
+        _pid_file(lock).write_text(f"{os.getpid()}\n", encoding="ascii")
     try:
-        yield
+        yield waited
     finally:
         lock.release()

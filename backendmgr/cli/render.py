@@ -73,6 +73,7 @@ class ProgressView:
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
         self._last_phase = ""
+        self._last_message = ""
 
     def __enter__(self) -> ProgressView:
         if self.live:
@@ -117,11 +118,11 @@ class ProgressView:
                 self._tasks[event.asset] = task
             self._progress.update(task, completed=event.bytes_done, total=event.bytes_total)
             return
-        if event.phase != self._last_phase and not self.live:
-            self._last_phase = event.phase
-            if not self.out.quiet and not self.out.json_mode:
-                detail = f" {event.message or event.asset}".rstrip()
-                self.out.stderr.write(f"{event.phase}{detail}\n")
-        elif self._progress is not None and event.phase != self._last_phase:
-            self._last_phase = event.phase
-            self._progress.console.print(f"[dim]{event.phase}[/dim] {event.message or event.asset}")
+        if event.phase == self._last_phase and event.message in ("", self._last_message):
+            return  # one line per phase, plus any new message within it (waiting, resuming)
+        self._last_phase, self._last_message = event.phase, event.message
+        detail = f" {event.message or event.asset}".rstrip()
+        if self._progress is not None:
+            self._progress.console.print(f"[dim]{event.phase}[/dim]{detail}")
+        elif not self.out.quiet and not self.out.json_mode:
+            self.out.stderr.write(f"{event.phase}{detail}\n")

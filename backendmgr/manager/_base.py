@@ -135,10 +135,15 @@ class ManagerBase(abc.ABC):
         return self.host.os, self.host.arch
 
     def _build_lock(
-        self, component: str, version: str, variant: str
-    ) -> contextlib.AbstractAsyncContextManager[None]:
-        """The per-build file lock: one install or uninstall of a build at a time."""
-        return hold(self.builds.lock(component, version, variant))
+        self,
+        component: str,
+        version: str,
+        variant: str,
+        on_wait: Callable[[int | None], None] | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[bool]:
+        """The per-build file lock: one install or uninstall of a build at a time. Yields
+        whether another process held it first; ``on_wait`` hears its pid when we start waiting."""
+        return hold(self.builds.lock(component, version, variant), on_wait=on_wait)
 
     def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
         """The generated llama-swap config must parse and name its models."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -236,9 +237,12 @@ class BuildsMixin(ManagerBase):
                     for a in assets
                 ]
                 return Outcome("\n".join(lines), data, changed=False)
-            async with self._build_lock(component, plan.version, variant):
+            present = self.builds.get(component, plan.version, variant) is not None
+            waiting = self._on_lock_wait(build_id, emit)
+            async with self._build_lock(component, plan.version, variant, waiting) as waited:
                 existing = self.builds.get(component, plan.version, variant)
-                already = existing is not None and not reinstall
+                already = existing is not None and (not reinstall or waited)
+                by_other = already and waited and not present
                 if not already:
                     await install_archive(
                         plan,
@@ -253,7 +257,13 @@ class BuildsMixin(ManagerBase):
                 entry = self.builds.get(component, plan.version, variant)
                 assert entry is not None
         outcome = await self._finish_install(
-            manifest, entry, already=already, activate=activate, generate=generate, emit=emit
+            manifest,
+            entry,
+            already=already,
+            by_other=by_other,
+            activate=activate,
+            generate=generate,
+            emit=emit,
         )
         if any(a.verified_by == "none" for a in entry.receipt.assets) and not already:
             warning = "no checksum was published for this build; recorded its SHA-256 only"
@@ -348,15 +358,24 @@ class BuildsMixin(ManagerBase):
                 data,
                 changed=False,
             )
-        async with self._build_lock(manifest.id, ver, variant):
+        present = self.builds.get(manifest.id, ver, variant) is not None
+        waiting = self._on_lock_wait(build_id, emit)
+        async with self._build_lock(manifest.id, ver, variant, waiting) as waited:
             existing = self.builds.get(manifest.id, ver, variant)
-            already = existing is not None and not reinstall
+            already = existing is not None and (not reinstall or waited)
+            by_other = already and waited and not present
             if not already:
                 await install_venv(plan, self.builds, environ=self.environ, emit=emit, smoke=smoke)
             entry = self.builds.get(manifest.id, ver, variant)
             assert entry is not None
         outcome = await self._finish_install(
-            manifest, entry, already=already, activate=activate, generate=generate, emit=emit
+            manifest,
+            entry,
+            already=already,
+            by_other=by_other,
+            activate=activate,
+            generate=generate,
+            emit=emit,
         )
         outcome.data.update(python=entry.receipt.python, packages=entry.receipt.packages)
         return outcome
@@ -367,6 +386,7 @@ class BuildsMixin(ManagerBase):
         entry: InstalledEntry,
         *,
         already: bool,
+        by_other: bool = False,
         activate: bool,
         generate: bool,
         emit: EventSink,
@@ -378,7 +398,12 @@ class BuildsMixin(ManagerBase):
             await self.regenerate()
         emit(ProgressEvent("done"))
         receipt = entry.receipt
-        head = f"{entry.id} is already installed" if already else f"installed {entry.id}"
+        if by_other:
+            head = f"{entry.id} was installed by another backendmgr while this one waited"
+        elif already:
+            head = f"{entry.id} is already installed"
+        else:
+            head = f"installed {entry.id}"
         if activated:
             message = f"{head} and activated it"
             if not star and other_star:
@@ -400,6 +425,16 @@ class BuildsMixin(ManagerBase):
             "assets": [a.model_dump() for a in receipt.assets],
         }
         return Outcome(message, data)
+
+    @staticmethod
+    def _on_lock_wait(build_id: str, emit: EventSink) -> Callable[[int | None], None]:
+        """Tell the user whom an install waits for, instead of hanging silently."""
+
+        def waiting(pid: int | None) -> None:
+            who = f"another backendmgr (pid {pid})" if pid else "another backendmgr"
+            emit(ProgressEvent("resolving", message=f"waiting for {who} installing {build_id}…"))
+
+        return waiting
 
     async def _register(
         self, entry: InstalledEntry, *, activate: bool

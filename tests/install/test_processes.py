@@ -51,7 +51,7 @@ def test_two_processes_install_the_same_build_once(
     mirror: MirrorServer, mirror_root: Path, tmp_path: Path
 ) -> None:
     big_release(mirror_root)
-    mirror.throttle = 4 << 20
+    mirror.throttle = 1 << 20  # about 3 s: the second starts well before the first is done
     first = spawn("install", "llama-server")
     wait_for_part(tmp_path / "home")
     second = spawn("install", "llama-server")
@@ -59,7 +59,13 @@ def test_two_processes_install_the_same_build_once(
     out2, err2 = second.communicate(timeout=120)
     assert (first.returncode, second.returncode) == (0, 0), (err1, err2)
     assert out1.startswith("installed llama-server@b100-vulkan")
-    assert out2.startswith("llama-server@b100-vulkan is already installed")
+    assert f"waiting for another backendmgr (pid {first.pid}) installing" in err2, (out2, err2)
+    assert out2.startswith(
+        "llama-server@b100-vulkan was installed by another backendmgr while this one waited"
+    ), out2
+    third = run("install", "llama-server")
+    assert third.stdout.startswith("llama-server@b100-vulkan is already installed"), third
+    assert "waiting for" not in third.stderr
     builds = tmp_path / "home" / "builds" / "llama-server"
     assert [p.name for p in builds.iterdir()] == ["b100-vulkan"]
     assert len([p for p, _ in mirror.requests if p.startswith("/download/")]) == 1

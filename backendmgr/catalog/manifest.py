@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._yaml import load_yaml, read_limited
 from ..errors import ConfigError
 
 __all__ = [
@@ -145,14 +146,11 @@ def builtin_manifest_dir() -> Path:
 
 
 def _load_file(path: Path) -> Manifest:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"manifest {path}: {first}") from exc
+        text = read_limited(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"manifest {path}: {exc}") from exc
+    data = load_yaml(text, f"manifest {path}")
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:

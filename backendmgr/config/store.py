@@ -235,7 +235,21 @@ def render(loaded: LoadedConfig, settings: Settings) -> bytes:
     _merge_map(doc, desired)
     buf = io.StringIO()
     _yaml(loaded.indent).dump(doc, buf)
-    return buf.getvalue().encode("utf-8")
+    return _leading_comments(loaded) + buf.getvalue().encode("utf-8")
+
+
+def _leading_comments(loaded: LoadedConfig) -> bytes:
+    """A file with no document (only comments) keeps its comments above the first values.
+
+    The parser attaches no comment to an empty document, so they are carried over as text:
+    comment and blank lines only, never a marker or a ``null`` that would end the document.
+    """
+    if loaded.doc is not None or not loaded.raw.strip():
+        return b""
+    lines = loaded.raw.decode("utf-8").splitlines()
+    kept = [line for line in lines if not line.strip() or line.lstrip().startswith("#")]
+    text = "\n".join(kept).strip("\n")
+    return (text + "\n").encode("utf-8") if text else b""
 
 
 def _is_blank(value: Any) -> bool:

@@ -3,8 +3,10 @@ read-only files, comment-only files and file modes."""
 
 from __future__ import annotations
 
+import os
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,103 @@ def test_hostile_user_manifest_is_one_line_error(cli: Cli, config_path: Path, te
     line = one_error(cli("catalog"))
     assert time.monotonic() - started < 5
     assert line.startswith(f"error: manifest {manifests / 'evil.yaml'} line ")
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_symlinked_config_is_edited_through_the_link(
+    cli: Cli, config_path: Path, tmp_path: Path, umask_022: None
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "backendmgr.yaml"
+    real.write_text("# from my dotfiles\nttl: 600\n")
+    real.chmod(0o640)
+    config_path.parent.mkdir(parents=True)
+    config_path.symlink_to(Path("..") / "dotfiles" / "backendmgr.yaml")
+    assert cli("set", "m1", "ctx=4096").code == 0
+    assert config_path.is_symlink() and config_path.resolve() == real
+    assert real.read_text() == "# from my dotfiles\nttl: 600\nmodels:\n  m1:\n    ctx: 4096\n"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert leftovers(dotfiles) == [] and leftovers(config_path.parent) == []
+
+
+def test_dangling_symlinked_config_creates_the_target(
+    cli: Cli, config_path: Path, tmp_path: Path, umask_022: None
+) -> None:
+    real = tmp_path / "dotfiles" / "backendmgr.yaml"
+    config_path.parent.mkdir(parents=True)
+    config_path.symlink_to(real)
+    assert cli("set", "m1", "ctx=4096").code == 0
+    assert config_path.is_symlink() and real.read_text() == "models:\n  m1:\n    ctx: 4096\n"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("via_link", [False, True])
+def test_read_only_config_is_refused_and_left_alone(
+    cli: Cli, config_path: Path, tmp_path: Path, via_link: bool
+) -> None:
+    config_path.parent.mkdir(parents=True)
+    real = tmp_path / "ro.yaml" if via_link else config_path
+    real.write_text("ttl: 600  # mine\n")
+    if via_link:
+        config_path.symlink_to(real)
+    real.chmod(0o444)
+    before = real.stat()
+    line = one_error(cli("set", "m1", "ctx=4096"))
+    assert line == (
+        f"error: {config_path}{f' (a link to {real})' if via_link else ''} is read-only "
+        "(mode 0444); backendmgr leaves it alone; make it writable (chmod u+w) to let "
+        "backendmgr change it"
+    )
+    after = real.stat()
+    assert real.read_text() == "ttl: 600  # mine\n"
+    assert (after.st_ino, after.st_mtime_ns, stat.S_IMODE(after.st_mode)) == (
+        before.st_ino,
+        before.st_mtime_ns,
+        0o444,
+    )
+    assert config_path.is_symlink() == via_link
+    assert leftovers(real.parent) == []
+    assert cli("list").code == 0  # reading it is fine
+
+
+def test_comment_only_config_keeps_its_comments(cli: Cli, config_path: Path) -> None:
+    config_path.parent.mkdir(parents=True)
+    config_path.write_text("# my backendmgr settings\n\n# models live on the NAS\n---\n")
+    assert cli("set", "m1", "ctx=4096").code == 0
+    assert config_path.read_text() == (
+        "# my backendmgr settings\n\n# models live on the NAS\nmodels:\n  m1:\n    ctx: 4096\n"
+    )
+    assert cli("set", "m1", "ctx=8192").code == 0
+    assert config_path.read_text().startswith("# my backendmgr settings\n\n# models live")
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_new_files_get_the_umask_and_existing_files_keep_their_mode(
+    cli: Cli, config_path: Path, tmp_path: Path, umask: int, mode: int
+) -> None:
+    old = os.umask(umask)
+    try:
+        assert cli("set", "m1", "ctx=4096").code == 0
+        assert cli("generate").code == 0
+    finally:
+        os.umask(old)
+    generated = config_path.parent / "llama-swap.yaml"
+    for path in (config_path, generated):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
+    config_path.chmod(0o600)
+    assert cli("set", "m1", "ctx=8192").code == 0
+    assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
+    assert "8192" in config_path.read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .errors import Refused
 
-__all__ = ["ReadOnlyFile", "atomic_write_bytes", "fsync_dir", "sanitize_segment"]
+__all__ = ["ReadOnlyFile", "apply_umask", "atomic_write_bytes", "fsync_dir", "sanitize_segment"]
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _ANY_WRITE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
@@ -92,3 +92,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             tmp.unlink()
         raise
     fsync_dir(target.parent)
+
+
+def apply_umask(folder: Path) -> None:
+    """Give a folder made by ``mkdtemp`` (always 0700) the mode a plain ``mkdir`` would have.
+
+    The umask is read by letting the kernel apply it to a probe folder, since ``os.umask``
+    can only be read by changing it, which races with other threads.
+    """
+    probe = folder / f".umask-{secrets.token_hex(4)}"
+    os.mkdir(probe, 0o777)
+    try:
+        mode = stat.S_IMODE(probe.stat().st_mode)
+    finally:
+        probe.rmdir()
+    folder.chmod(mode)

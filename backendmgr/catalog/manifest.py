@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._yaml import load_yaml, read_limited
 from ..errors import ConfigError
@@ -106,6 +106,26 @@ class Manifest(_Strict):
     python: str | None = None
     version_args: list[str] = Field(default_factory=lambda: ["--version"])
     variants: list[Variant] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pypi_variants_install_anywhere(cls, data: Any) -> Any:
+        """A ``pypi`` variant with no asset patterns and no platform list (SPEC §5 names only
+        ``id`` and ``label``) is a pip install, which pip itself matches to the platform."""
+        if not isinstance(data, dict):
+            return data
+        source, variants = data.get("source"), data.get("variants")
+        if not (isinstance(source, dict) and source.get("type") == "pypi"):
+            return data
+        if not isinstance(variants, list):
+            return data
+        filled = [
+            {**v, "platforms": list(PLATFORMS)}
+            if isinstance(v, dict) and not v.get("assets") and not v.get("platforms")
+            else v
+            for v in variants
+        ]
+        return {**data, "variants": filled}
 
     def exe_for(self, os_name: str) -> str:
         return self.exe.get(os_name) or self.exe.get("default") or self.id  # type: ignore[call-overload]

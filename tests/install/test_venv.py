@@ -269,3 +269,24 @@ def test_failed_reinstall_keeps_the_working_build(
         assert stat.S_IMODE(exe.stat().st_mode) == 0o755
     finally:
         os.umask(old_umask)
+
+
+def test_pypi_manifest_with_only_id_and_label_installs_here(
+    cli: Cli, installer: str, tmp_path: Path, config_path: Path
+) -> None:
+    """SPEC §5 names only ``id`` and ``label`` for a variant; for pip that is enough."""
+    (config_path.parent / "manifests" / "toy.yaml").write_text(
+        "id: toy\nkind: vllm\nsource: {type: pypi, package: toy-server}\n"
+        "exe: {default: bin/toy-server}\nvariants:\n  - id: cpu\n    label: CPU\n"
+    )
+    catalog = {c["id"]: c for c in json.loads(ok(cli("--json", "catalog")).out)}
+    assert catalog["toy"]["variants"] == [{"id": "cpu", "available": True}]
+    assert catalog["toy"]["suggested"] == "cpu"
+    other = json.loads(
+        ok(cli("--json", "install", "toy", "--dry-run", "--platform", "windows-x64")).out
+    )
+    assert other["variant"] == "cpu"
+    done = json.loads(ok(cli("--json", "install", "toy", "1.0.0")).out)
+    assert (done["id"], done["activated"]) == ("toy@1.0.0-cpu", True)
+    ran = subprocess.run([done["path"]], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "toy-server 1.0.0"

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "fsync_dir", "sanitize_segment"]
+from .errors import Refused
+
+__all__ = ["ReadOnlyFile", "apply_umask", "atomic_write_bytes", "fsync_dir", "sanitize_segment"]
+
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_ANY_WRITE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -31,29 +37,73 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+class ReadOnlyFile(Refused, PermissionError):
+    """Raised instead of replacing a file its owner made read-only (``chmod a-w``).
+
+    A :class:`PermissionError` too, so callers that shrug off a cache they cannot write still do.
+    """
+
+
+def _create_private(folder: Path, name: str) -> tuple[int, Path]:
+    """A new file beside the target, created with mode 0666 so that the kernel applies the
+    user's umask (``mkstemp`` would make it 0600)."""
+    for _ in range(100):
+        tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old file or the new, never half.
 
-    The temporary file sits in the same folder (same filesystem, so the rename is atomic) and
-    keeps the old file's permission bits.
+    A symlink (a dotfiles manager's) is written through: its target is replaced, in the
+    target's folder, and the link stays. The temporary file sits in that folder (same
+    filesystem, so the rename is atomic); a new file gets the user's umask, an existing one
+    keeps its mode, and a read-only one is refused (:class:`ReadOnlyFile`) and left alone.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode: int | None = path.stat().st_mode & 0o7777
+        st = target.stat()
     except FileNotFoundError:
-        mode = None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
+        mode: int | None = None
+    else:
+        mode = st.st_mode & 0o7777
+        if not mode & _ANY_WRITE or not os.access(target, os.W_OK):
+            shown = f"{path} (a link to {target})" if target != path else str(path)
+            raise ReadOnlyFile(
+                f"{shown} is read-only (mode {mode:04o}); backendmgr leaves it alone; "
+                "make it writable (chmod u+w) to let backendmgr change it"
+            )
+    fd, tmp = _create_private(target.parent, target.name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            if mode is not None:
+                os.chmod(tmp, mode)
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    fsync_dir(path.parent)
+    fsync_dir(target.parent)
+
+
+def apply_umask(folder: Path) -> None:
+    """Give a folder made by ``mkdtemp`` (always 0700) the mode a plain ``mkdir`` would have.
+
+    The umask is read by letting the kernel apply it to a probe folder, since ``os.umask``
+    can only be read by changing it, which races with other threads.
+    """
+    probe = folder / f".umask-{secrets.token_hex(4)}"
+    os.mkdir(probe, 0o777)
+    try:
+        mode = stat.S_IMODE(probe.stat().st_mode)
+    finally:
+        probe.rmdir()
+    folder.chmod(mode)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._yaml import load_yaml, read_limited
 from ..errors import ConfigError
 
 __all__ = [
@@ -106,6 +107,26 @@ class Manifest(_Strict):
     version_args: list[str] = Field(default_factory=lambda: ["--version"])
     variants: list[Variant] = Field(min_length=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _pypi_variants_install_anywhere(cls, data: Any) -> Any:
+        """A ``pypi`` variant with no asset patterns and no platform list (SPEC §5 names only
+        ``id`` and ``label``) is a pip install, which pip itself matches to the platform."""
+        if not isinstance(data, dict):
+            return data
+        source, variants = data.get("source"), data.get("variants")
+        if not (isinstance(source, dict) and source.get("type") == "pypi"):
+            return data
+        if not isinstance(variants, list):
+            return data
+        filled = [
+            {**v, "platforms": list(PLATFORMS)}
+            if isinstance(v, dict) and not v.get("assets") and not v.get("platforms")
+            else v
+            for v in variants
+        ]
+        return {**data, "variants": filled}
+
     def exe_for(self, os_name: str) -> str:
         return self.exe.get(os_name) or self.exe.get("default") or self.id  # type: ignore[call-overload]
 
@@ -145,14 +166,11 @@ def builtin_manifest_dir() -> Path:
 
 
 def _load_file(path: Path) -> Manifest:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     try:
-        data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"manifest {path}: {first}") from exc
+        text = read_limited(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"manifest {path}: {exc}") from exc
+    data = load_yaml(text, f"manifest {path}")
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:

@@ -20,6 +20,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .._fs import atomic_write_bytes
+from .._yaml import check_yaml, read_limited
 from ..errors import ConfigError, Refused
 from .models import Settings
 
@@ -50,7 +51,7 @@ class ConfigStore:
 
     def load(self) -> LoadedConfig:
         try:
-            raw = self.path.read_bytes()
+            raw = read_limited(self.path)
         except FileNotFoundError:
             return LoadedConfig(Settings(), None, b"", (2, 4, 2))
         except OSError as exc:
@@ -119,7 +120,10 @@ def _parse(path: Path, raw: bytes) -> LoadedConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
+        check_yaml(text, str(path))
         doc = _yaml((2, 4, 2)).load(text)
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -134,6 +138,8 @@ def _parse(path: Path, raw: bytes) -> LoadedConfig:
         raise ConfigError(f"{path} line 1: the config must be a mapping of keys to values")
     try:
         settings = Settings.model_validate(_plain(doc))
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc
     except ValidationError as exc:
         raise ConfigError(_describe(path, doc, exc)) from exc
     _check_unique_ids(path, doc, settings)
@@ -229,7 +235,21 @@ def render(loaded: LoadedConfig, settings: Settings) -> bytes:
     _merge_map(doc, desired)
     buf = io.StringIO()
     _yaml(loaded.indent).dump(doc, buf)
-    return buf.getvalue().encode("utf-8")
+    return _leading_comments(loaded) + buf.getvalue().encode("utf-8")
+
+
+def _leading_comments(loaded: LoadedConfig) -> bytes:
+    """A file with no document (only comments) keeps its comments above the first values.
+
+    The parser attaches no comment to an empty document, so they are carried over as text:
+    comment and blank lines only, never a marker or a ``null`` that would end the document.
+    """
+    if loaded.doc is not None or not loaded.raw.strip():
+        return b""
+    lines = loaded.raw.decode("utf-8").splitlines()
+    kept = [line for line in lines if not line.strip() or line.lstrip().startswith("#")]
+    text = "\n".join(kept).strip("\n")
+    return (text + "\n").encode("utf-8") if text else b""
 
 
 def _is_blank(value: Any) -> bool:

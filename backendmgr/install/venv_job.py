@@ -1,8 +1,9 @@
 """One Python-packaged build: a virtual environment per version and variant (SPEC §8).
 
-Venvs are not relocatable, so the build is made in its final folder under the build lock, and
-the receipt, written last, is the commit marker: a crash mid-install leaves a folder that is
-never listed and that ``doctor --fix`` removes.
+The venv is made in a staging folder beside its final one, checked there, its launchers
+pointed at the final path (:func:`relocate`), and committed by the build store's one rename,
+as archive builds are: a reinstall keeps the old build until the new one is in place, and a
+crash leaves a staging folder that is never listed and that ``doctor --fix`` removes.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
+from .._fs import apply_umask, atomic_write_bytes
 from .._version import __version__
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
@@ -27,7 +29,7 @@ from .events import EventSink, ProgressEvent
 from .smoke import smoke_check
 from .store import BuildStore, Receipt, folder_size
 
-__all__ = ["VenvPlan", "find_uv", "install_venv", "pip_options"]
+__all__ = ["VenvPlan", "find_uv", "install_venv", "pip_options", "relocate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +133,24 @@ async def install_venv(
     emit: EventSink | None = None,
     smoke: bool = True,
 ) -> Receipt:
+    """Build the venv in a staging folder, check it, then commit it as archive builds are.
+
+    An installed build of the same version stays in place, listed and runnable, until the
+    new one is committed; a failure or cancellation only removes the staging folder.
+    """
     env = dict(environ)
-    if plan.target.exists():
-        shutil.rmtree(plan.target)  # a half-made venv from an interrupted install
-    plan.target.parent.mkdir(parents=True, exist_ok=True)
     interpreter = _python_for(plan)
+    staging = store.new_staging(plan.target)
+    staged = replace(plan, target=staging)
     try:
+        apply_umask(staging)  # a venv others may run: 0755 under umask 022, as venv makes it
+        prompt = ["--prompt", plan.target.name]  # the name it will have, not the staging one
         if plan.uv:
             await _run(
-                [plan.uv, "venv", "--quiet", *interpreter, str(plan.target)], emit, env, "uv venv"
+                [plan.uv, "venv", "--quiet", *prompt, *interpreter, str(staging)],
+                emit,
+                env,
+                "uv venv",
             )
             await _run(
                 [
@@ -147,7 +158,7 @@ async def install_venv(
                     "pip",
                     "install",
                     "--python",
-                    str(plan.python),
+                    str(staged.python),
                     *pip_options(env),
                     *plan.pip_args,
                     plan.requirement,
@@ -157,10 +168,10 @@ async def install_venv(
                 "uv pip install",
             )
         else:
-            await _run([interpreter[0], "-m", "venv", str(plan.target)], emit, env, "venv")
+            await _run([interpreter[0], "-m", "venv", *prompt, str(staging)], emit, env, "venv")
             await _run(
                 [
-                    str(plan.python),
+                    str(staged.python),
                     "-m",
                     "pip",
                     "install",
@@ -172,36 +183,61 @@ async def install_venv(
                 env,
                 "pip install",
             )
-        exe = plan.target / plan.manifest.exe_for("windows" if os.name == "nt" else "linux")
+        exe = staging / plan.manifest.exe_for("windows" if os.name == "nt" else "linux")
         if not exe.is_file():
             raise InstallFailed(f"{plan.requirement} installed no {exe.name} executable")
         if smoke:
             await smoke_check(exe, plan.manifest.version_args)
-        python_version, packages = await anyio.to_thread.run_sync(_describe, plan)
+        python_version, packages = await anyio.to_thread.run_sync(_describe, staged)
         if emit is not None:
             emit(ProgressEvent("committing"))
+        await anyio.to_thread.run_sync(relocate, staging, plan.target)
         receipt = Receipt(
             component=plan.manifest.id,
             version=plan.version,
             variant=plan.variant,
             source=f"pypi:{plan.package}",
-            exe=exe.relative_to(plan.target).as_posix(),
+            exe=exe.relative_to(staging).as_posix(),
             kind=plan.manifest.kind,
             name=plan.manifest.name,
             assets=[],
             installed_at=datetime.now(UTC),
-            size_bytes=folder_size(plan.target),
+            size_bytes=folder_size(staging),
             backendmgr_version=__version__,
             python=python_version,
             packages=packages,
         )
         with anyio.CancelScope(shield=True):
-            store.write_receipt(plan.target, receipt)
+            store.commit(staging, plan.target, receipt)
     except BaseException:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(plan.target, ignore_errors=True))
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(staging, ignore_errors=True))
         raise
     return receipt
+
+
+RELOCATE_LIMIT = 1 << 20
+"""Scripts larger than this are not launchers and are left as they are."""
+
+
+def relocate(staging: Path, final: Path) -> None:
+    """Point the venv's launchers at the folder it is about to be renamed to.
+
+    pip and uv write the venv's absolute path into the console scripts' ``#!`` lines, the
+    activate scripts and ``pyvenv.cfg``; nothing else needs it (``.pyc`` files get their
+    path fixed when imported). Text files only: a binary launcher is left alone.
+    """
+    old, new = os.fsencode(staging), os.fsencode(final)
+    scripts = staging / ("Scripts" if os.name == "nt" else "bin")
+    candidates = [staging / "pyvenv.cfg"]
+    if scripts.is_dir():
+        candidates += sorted(scripts.iterdir())
+    for path in candidates:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > RELOCATE_LIMIT:
+            continue
+        data = path.read_bytes()
+        if old in data and b"\0" not in data:
+            atomic_write_bytes(path, data.replace(old, new))
 
 
 def _describe(plan: VenvPlan) -> tuple[str, dict[str, str]]:

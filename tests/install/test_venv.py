@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -32,7 +33,7 @@ variants:
 """
 
 
-def make_wheel(folder: Path, version: str, *, padding: int = 0) -> Path:
+def make_wheel(folder: Path, version: str, *, padding: int = 0, entry: str = "main") -> Path:
     """A real wheel with a console script that reports its own version."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"toy_server-{version}.dist-info"
@@ -45,7 +46,7 @@ def make_wheel(folder: Path, version: str, *, padding: int = 0) -> Path:
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
-        f"{dist}/entry_points.txt": "[console_scripts]\ntoy-server = toy_server:main\n",
+        f"{dist}/entry_points.txt": f"[console_scripts]\ntoy-server = toy_server:{entry}\n",
     }
     record = []
     for name, text in files.items():
@@ -162,11 +163,12 @@ def test_kill_9_during_install_lists_nothing(installer: str, tmp_path: Path) -> 
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while not (target / "bin").exists() and time.monotonic() < deadline:
+    while not list(target.parent.glob("3.0.0-cpu.staging-*/bin")):
+        assert time.monotonic() < deadline and proc.poll() is None, "the install never started"
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not (target / ".backendmgr.json").exists()
+    assert not target.exists()  # the venv is built in a staging folder, never in place
     listed = subprocess.run(
         [sys.executable, "-m", "backendmgr", "--json", "list"],
         capture_output=True,
@@ -216,3 +218,75 @@ def test_builtin_vllm_manifest_dry_run_and_unreachable_index(
     errors = [line for line in result.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "cannot reach the package index" in errors[0]
     assert not (tmp_path / "home" / "builds").exists()
+
+
+def test_failed_reinstall_keeps_the_working_build(
+    cli: Cli, installer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken package or a build that does not run leaves the installed build as it was."""
+    monkeypatch.setenv("UV_NO_CACHE", "1")  # uv would reuse the good wheel of the same name
+    old_umask = os.umask(0o022)
+    try:
+        ok(cli("install", "toy", "1.0.0"))
+        home = tmp_path / "home" / "builds" / "toy"
+        build = home / "1.0.0-cpu"
+        exe = build / "bin" / "toy-server"
+        receipt = (build / ".backendmgr.json").read_bytes()
+        wheel = tmp_path / "wheels" / "toy_server-1.0.0-py3-none-any.whl"
+        for breakage in ("not a wheel", "no entry point"):
+            if breakage == "not a wheel":
+                wheel.write_bytes(b"not a zip")
+            else:
+                wheel.unlink()
+                make_wheel(wheel.parent, "1.0.0", entry="missing")  # installs, fails smoke
+            result = cli("install", "toy", "1.0.0", "--reinstall")
+            assert result.code == 1, breakage
+            errors = [line for line in result.err.splitlines() if line.startswith("error:")]
+            assert len(errors) == 1 and "failed with exit status" in errors[0], result.err
+            assert not result.err.startswith("Traceback"), result.err
+            listed = json.loads(ok(cli("--json", "list")).out)
+            assert [(b["id"], b["activated"]) for b in listed] == [("toy@1.0.0-cpu", True)]
+            rows = json.loads(ok(cli("--json", "backends")).out)
+            assert rows[0]["id"] == "toy" and rows[0]["path"] == str(exe)
+            ran = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
+            assert ran.stdout.strip() == "toy-server 1.0.0"
+            assert (build / ".backendmgr.json").read_bytes() == receipt
+            assert sorted(p.name for p in home.iterdir()) == ["1.0.0-cpu"], breakage
+
+        wheel.unlink()
+        make_wheel(wheel.parent, "1.0.0", padding=10)  # a good package again
+        ok(cli("install", "toy", "1.0.0", "--reinstall"))
+        assert (build / ".backendmgr.json").read_bytes() != receipt
+        assert sorted(p.name for p in home.iterdir()) == ["1.0.0-cpu"]
+        ran = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
+        assert ran.stdout.strip() == "toy-server 1.0.0"
+        assert (build / "lib").exists() and "staging" not in exe.read_text()
+        for launcher in (build / "bin").iterdir():
+            if launcher.is_file() and not launcher.is_symlink():
+                assert b".staging-" not in launcher.read_bytes(), launcher
+        assert stat.S_IMODE(build.stat().st_mode) == 0o755
+        assert stat.S_IMODE((build / ".backendmgr.json").stat().st_mode) == 0o644
+        assert stat.S_IMODE(exe.stat().st_mode) == 0o755
+    finally:
+        os.umask(old_umask)
+
+
+def test_pypi_manifest_with_only_id_and_label_installs_here(
+    cli: Cli, installer: str, tmp_path: Path, config_path: Path
+) -> None:
+    """SPEC §5 names only ``id`` and ``label`` for a variant; for pip that is enough."""
+    (config_path.parent / "manifests" / "toy.yaml").write_text(
+        "id: toy\nkind: vllm\nsource: {type: pypi, package: toy-server}\n"
+        "exe: {default: bin/toy-server}\nvariants:\n  - id: cpu\n    label: CPU\n"
+    )
+    catalog = {c["id"]: c for c in json.loads(ok(cli("--json", "catalog")).out)}
+    assert catalog["toy"]["variants"] == [{"id": "cpu", "available": True}]
+    assert catalog["toy"]["suggested"] == "cpu"
+    other = json.loads(
+        ok(cli("--json", "install", "toy", "--dry-run", "--platform", "windows-x64")).out
+    )
+    assert other["variant"] == "cpu"
+    done = json.loads(ok(cli("--json", "install", "toy", "1.0.0")).out)
+    assert (done["id"], done["activated"]) == ("toy@1.0.0-cpu", True)
+    ran = subprocess.run([done["path"]], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "toy-server 1.0.0"

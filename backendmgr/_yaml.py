@@ -1,0 +1,105 @@
+"""YAML that a user wrote (the config, manifests): bounded before anything builds or walks it.
+
+The composer and every walk over the loaded tree recurse once per level, and an alias is one
+node in the file but a whole subtree to whatever converts the document, so ten lines of
+``&a``/``*a`` expand to billions of values. :func:`check_yaml` reads the parser's event stream,
+which is flat, and refuses a document nested deeper than :data:`MAX_DEPTH` or whose aliases
+expand to more than :data:`MAX_NODES` values, before anything else sees it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "check_yaml", "load_yaml", "read_limited"]
+
+MAX_BYTES = 8 << 20
+"""The largest user YAML file read; a config or manifest is a few kilobytes."""
+MAX_DEPTH = 64
+"""Nesting levels allowed; backendmgr's own files need five."""
+MAX_NODES = 200_000
+"""Values a document may hold once every alias is expanded."""
+
+
+def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The file's bytes, refused when over ``limit`` (without reading the rest)."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ConfigError(f"{path}: larger than {limit >> 20} MiB; this is not a backendmgr file")
+    return data
+
+
+def check_yaml(text: str, source: str) -> None:
+    """Refuse ``text`` when it nests too deep or its aliases expand too far.
+
+    Syntax errors propagate as ruamel's own ``YAMLError`` so that callers report them as
+    they already do; ``source`` (a file name) starts the one-line :class:`ConfigError`.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.events import (
+        AliasEvent,
+        CollectionEndEvent,
+        CollectionStartEvent,
+        NodeEvent,
+    )
+
+    sizes: dict[Any, int] = {}  # anchor -> values its node stands for
+    stack: list[list[Any]] = []  # per open collection: [anchor, values so far]
+    total = 0
+    for event in YAML(typ="safe", pure=True).parse(text):
+        if isinstance(event, CollectionStartEvent):
+            if len(stack) >= MAX_DEPTH:
+                raise ConfigError(
+                    f"{source} line {event.start_mark.line + 1}: nested more than "
+                    f"{MAX_DEPTH} levels deep; flatten the YAML"
+                )
+            stack.append([event.anchor, 1])
+            continue
+        if isinstance(event, CollectionEndEvent):
+            anchor, size = stack.pop()
+        elif isinstance(event, AliasEvent):
+            if any(frame[0] == event.anchor for frame in stack):
+                raise ConfigError(
+                    f"{source} line {event.start_mark.line + 1}: alias *{event.anchor} is "
+                    "inside the value it names; a value cannot contain itself"
+                )
+            anchor, size = None, sizes.get(event.anchor, 1)
+        elif isinstance(event, NodeEvent):  # a scalar
+            anchor, size = event.anchor, 1
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = size
+        if stack:
+            stack[-1][1] += size
+            size = stack[-1][1]
+        else:
+            total += size
+            size = total
+        if size > MAX_NODES:
+            raise ConfigError(
+                f"{source} line {event.start_mark.line + 1}: aliases expand to more than "
+                f"{MAX_NODES} values; write the values out instead"
+            )
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """Plain Python data from user YAML, checked by :func:`check_yaml` first.
+
+    Every failure, a recursion limit included, is one :class:`ConfigError` naming ``source``.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        check_yaml(text, source)
+        return YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{source}: {first}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{source}: nested too deep to read; flatten the YAML") from exc

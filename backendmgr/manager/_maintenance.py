@@ -250,51 +250,53 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
         await self.uninstall(ids, generate=generate)
         return Outcome(f"removed {', '.join(ids)}", data)
 
-    def _installs_running(self) -> bool:
-        """True when some build lock is held: a download may be writing its ``.part`` file."""
+    def _hold_build_locks(self, stack: contextlib.ExitStack) -> bool:
+        """Take every build lock that exists, for as long as ``stack`` lives; False when one
+        is held elsewhere (an install may be writing its ``.part`` file, so keep them all)."""
         locks = self.paths.locks
         if not locks.is_dir():
-            return False
-        for path in locks.glob("*.lock"):
+            return True
+        for path in sorted(locks.glob("*.lock")):
             try:
-                with FileLock(path).acquire(timeout=0):
-                    pass
+                stack.enter_context(FileLock(path).acquire(timeout=0))
             except Timeout:
-                return True
-        return False
+                return False
+        return True
 
-    def _cache_targets(self) -> tuple[list[Path], list[Path], list[Path], bool]:
+    def _cache_targets(self, stack: contextlib.ExitStack) -> tuple[list[Path], list[Path], bool]:
         listings = self.paths.cache / "github"
         listing_files = (
             sorted(p for p in listings.rglob("*") if p.is_file()) if listings.is_dir() else []
         )
-        busy = self._installs_running()
+        free = self._hold_build_locks(stack)
         parts: list[Path] = []
-        if not busy and self.paths.downloads.is_dir():
+        if free and self.paths.downloads.is_dir():
             parts = sorted(
                 p
                 for p in self.paths.downloads.iterdir()
                 if p.name.endswith((".part", ".part.json"))
             )
-        return listing_files, parts, self.builds.leftovers(), busy
+        return listing_files, parts, not free
 
     async def cache_clean(self, *, dry_run: bool = False) -> Outcome:
         """Release listings, partial downloads and leftover folders; says what it freed."""
 
         def work() -> dict[str, Any]:
-            listings, parts, leftovers, busy = self._cache_targets()
-            freed = sum(_size_of(p) for p in (*listings, *parts, *leftovers))
-            removed_left = leftovers
-            if not dry_run:
-                for path in (*listings, *parts):
-                    path.unlink(missing_ok=True)
-                removed_left = self.builds.remove_leftovers()
-                freed -= sum(_size_of(p) for p in leftovers if p not in removed_left)
+            with contextlib.ExitStack() as stack:  # the build locks, while parts are removed
+                listings, parts, busy = self._cache_targets(stack)
+                freed = sum(_size_of(p) for p in (*listings, *parts))
+                if not dry_run:
+                    for path in (*listings, *parts):
+                        path.unlink(missing_ok=True)
+            # leftovers take their own lock, one at a time (remove_leftovers)
+            sizes = {p: _size_of(p) for p in self.builds.leftovers()}
+            removed = list(sizes) if dry_run else self.builds.remove_leftovers()
+            freed += sum(sizes.get(p, 0) for p in removed)
             return {
                 "freed_bytes": freed,
                 "release_listings": [str(p) for p in listings],
                 "partial_downloads": [str(p) for p in parts if p.name.endswith(".part")],
-                "leftovers": [str(p) for p in removed_left],
+                "leftovers": [str(p) for p in removed],
                 "skipped_partial_downloads": busy,
                 "dry_run": dry_run,
             }

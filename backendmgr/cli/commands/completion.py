@@ -39,7 +39,7 @@ _backendmgr_complete() {
     COMPREPLY=()
     while IFS= read -r line; do
         COMPREPLY+=("$line")
-    done < <("${COMP_WORDS[0]}" __complete -- "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+    done < <("${COMP_WORDS[0]}" __complete -- "${COMP_WORDS[@]:1:$COMP_CWORD}" 2>/dev/null)
 }
 complete -o default -F _backendmgr_complete backendmgr
 """
@@ -56,7 +56,7 @@ function __backendmgr_complete
     set -l words (commandline -opc)
     set -l prog $words[1]
     set -e words[1]
-    $prog __complete -- $words (commandline -ct) 2>/dev/null
+    $prog __complete -- $words (commandline -ct | string unescape) 2>/dev/null
 end
 complete -c backendmgr -f -a '(__backendmgr_complete)'
 """

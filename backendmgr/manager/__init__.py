@@ -4,20 +4,22 @@ Each mutation is one locked read-modify-write of the config file, run in a worke
 the event loop stays free, and ends by regenerating the llama-swap config unless told not to.
 The operations are grouped by what they touch: ``_registry`` (rows and per-model overrides),
 ``_builds`` (install, activate, uninstall, list, doctor) and ``_models`` (discovery and the
-generated config); ``_base`` holds what they share.
+generated config), ``_maintenance`` (update, prune, cache clean, which, config, uninstall);
+``_base`` holds what they share.
 """
 
 from __future__ import annotations
 
 from ._base import ManagerBase
 from ._builds import BuildsMixin
+from ._maintenance import MaintenanceMixin
 from ._models import ModelsMixin
 from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
 
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
 
-class Manager(ModelsMixin, BuildsMixin, RegistryMixin):
+class Manager(MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
     """One config file and one data home; the object every front end drives.
 
     >>> from backendmgr.config.paths import Paths

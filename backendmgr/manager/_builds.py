@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..config.models import ModelOverride, Settings
-from ..errors import InvalidInput, NotFound, Refused
+from ..errors import InvalidInput, NotFound
 from ..install.events import EventSink, ProgressEvent
 from ..install.store import InstalledEntry
 from ..registry import rows as registry
@@ -86,6 +86,7 @@ class BuildsMixin(ManagerBase):
             known = ", ".join(v.id for v in manifest.variants)
             raise NotFound(f'{component} has no variant "{variant}"; known variants: {known}')
         source = manifest.source
+        marks = await self._release_marks(component)
         if not isinstance(source, GithubSource):
             versions = await self._pypi_versions(manifest, prereleases=manifest.allow_prerelease)
             here = [v.id for v in manifest.variants_on(plat)]
@@ -97,6 +98,7 @@ class BuildsMixin(ManagerBase):
                     "published_at": None,
                     "prerelease": v.is_prerelease,
                     "variants": here,
+                    **marks(str(v)),
                 }
                 for v in versions[:limit]
             ]
@@ -113,11 +115,29 @@ class BuildsMixin(ManagerBase):
                     "published_at": rel.published_at.isoformat() if rel.published_at else None,
                     "prerelease": rel.prerelease,
                     "variants": ships,
+                    **marks(rel.tag),
                 }
             )
             if len(out) >= limit:
                 break
         return out
+
+    async def _release_marks(self, component: str) -> Callable[[str], dict[str, Any]]:
+        """For a version: which of its variants are installed, and which one is activated."""
+        settings = await self.settings()
+        managed = settings.row(component)
+        entries = self.builds.installed(component)
+
+        def marks(version: str) -> dict[str, Any]:
+            activated = (
+                managed.variant
+                if managed is not None and managed.managed and managed.version == version
+                else None
+            )
+            installed = sorted(e.receipt.variant for e in entries if e.receipt.version == version)
+            return {"installed": installed, "activated": activated}
+
+        return marks
 
     async def _choose(
         self,
@@ -500,50 +520,6 @@ class BuildsMixin(ManagerBase):
                 "path": build.exe,
                 "activated": True,
             },
-        )
-
-    async def uninstall(self, ref: str, *, force: bool = False, generate: bool = True) -> Outcome:
-        entry = self._find_build(ref)
-        r = entry.receipt
-        async with self._build_lock(r.component, r.version, r.variant):
-            settings = await self.settings()
-            managed = settings.row(r.component)
-            others = [e for e in self.builds.installed(r.component) if e.id != entry.id]
-            if (
-                managed is not None
-                and managed.managed
-                and managed.version == r.version
-                and managed.variant == r.variant
-                and others
-            ):
-                raise Refused(
-                    f"{entry.id} is the activated build of {r.component}; activate "
-                    "another build first"
-                )
-            pinned = sorted(m for m, ov in settings.models.items() if ov.backend == entry.id)
-            if pinned and not force:
-                raise Refused(
-                    f"{entry.id} is pinned by {', '.join(pinned)}; unpin them or use "
-                    "--force (their pins then fall back with a note)"
-                )
-            await anyio.to_thread.run_sync(self.builds.remove, entry)
-
-            def change(s: Settings) -> tuple[Settings, None]:
-                rows = registry.sync_build_rows(
-                    s.backends,
-                    r.component,
-                    [e.as_build() for e in self.builds.installed(r.component)],
-                )
-                if not others:
-                    rows = [x for x in rows if not (x.managed and x.id == r.component)]
-                return s.model_copy(update={"backends": rows}), None
-
-            await anyio.to_thread.run_sync(self.store.update, change)
-        if generate:
-            await self.regenerate()
-        warnings = (f"stale pins now fall back: {', '.join(pinned)}",) if pinned else ()
-        return Outcome(
-            f"uninstalled {entry.id}", {"id": entry.id, "removed": True}, warnings=warnings
         )
 
     async def list_builds(self, component: str | None = None) -> list[dict[str, Any]]:

@@ -145,8 +145,10 @@ def test_round_trip_two_versions_two_variants(
         '"llama-server@b200-rocm"; it falls back\n'
     )
 
-    # the last build of a component can go; its managed row goes with it
-    ok(cli("uninstall", "llama-server@b200-vulkan"))
+    # the last build of a component goes only with --force; its managed row goes with it
+    sole = cli("uninstall", "llama-server@b200-vulkan")
+    assert sole.code == 1 and "the only build of llama-server; use --force" in sole.err
+    ok(cli("uninstall", "llama-server@b200-vulkan", "--force"))
     assert registry(cli) == []
 
 

@@ -37,9 +37,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     add_no_generate(i)
     i.set_defaults(handler=install)
 
-    u = sub.add_parser("uninstall", help="remove an installed build")
-    u.add_argument("build", help="COMPONENT@VERSION-VARIANT")
-    u.add_argument("--force", action="store_true", help="even if models are pinned to it")
+    u = sub.add_parser("uninstall", help="remove installed builds (all or none)")
+    u.add_argument("builds", nargs="+", metavar="BUILD", help="COMPONENT@VERSION-VARIANT")
+    u.add_argument(
+        "--force",
+        action="store_true",
+        help="even if models are pinned to it, or it is its component's only build",
+    )
     add_no_generate(u)
     u.set_defaults(handler=uninstall)
 
@@ -88,13 +92,14 @@ async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
         out.document(rows)
         return 0
     out.table(
-        ["tag", "published", "pre", "variants here"],
+        ["tag", "published", "pre", "variants here", "installed"],
         [
             [
                 r["tag"],
                 (r["published_at"] or "")[:10],
                 "yes" if r["prerelease"] else "",
                 ",".join(r["variants"]) or "-",
+                ",".join(v + " (activated)" if v == r["activated"] else v for v in r["installed"]),
             ]
             for r in rows
         ],
@@ -126,7 +131,7 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return report(
-        out, await mgr.uninstall(args.build, force=args.force, generate=not args.no_generate)
+        out, await mgr.uninstall(args.builds, force=args.force, generate=not args.no_generate)
     )
 
 

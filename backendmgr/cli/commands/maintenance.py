@@ -1,0 +1,132 @@
+"""``update``, ``prune``, ``cache clean``, ``which`` and ``config path|show``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .common import add_no_generate, report
+
+if TYPE_CHECKING:
+    from ...manager import Manager
+    from ..render import Renderer
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{value}" is not a whole number') from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    u = sub.add_parser(
+        "update", help="install and activate the newest release of installed components"
+    )
+    u.add_argument("components", nargs="*", metavar="COMPONENT", help="default: every one")
+    u.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
+    add_no_generate(u)
+    u.set_defaults(handler=update)
+
+    p = sub.add_parser("prune", help="remove builds neither activated nor pinned")
+    p.add_argument("component", nargs="?", help="default: every component")
+    p.add_argument(
+        "--keep", type=_count, default=1, metavar="N", help="keep the N newest builds (1)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+    add_no_generate(p)
+    p.set_defaults(handler=prune)
+
+    c = sub.add_parser("cache", help="the download and release-listing cache")
+    csub = c.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    clean = csub.add_parser(
+        "clean", help="remove release listings, partial downloads and leftover folders"
+    )
+    clean.add_argument("--dry-run", action="store_true", help="report, remove nothing")
+    clean.set_defaults(handler=cache_clean)
+
+    w = sub.add_parser("which", help="the executable that would run, and why")
+    w.add_argument("target", metavar="MODEL|COMPONENT|BUILD", help="a model, component or build")
+    w.set_defaults(handler=which)
+
+    g = sub.add_parser("config", help="where the files are; the effective settings")
+    gsub = g.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    gsub.add_parser("path", help="the config file, generated file and data home").set_defaults(
+        handler=config_path
+    )
+    gsub.add_parser("show", help="every setting, defaults filled in").set_defaults(
+        handler=config_show
+    )
+
+
+async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ..render import ProgressView
+
+    with ProgressView(out) as view:
+        outcome = await mgr.update(
+            args.components,
+            dry_run=args.dry_run,
+            on_event=view,
+            generate=not args.no_generate,
+        )
+    return report(out, outcome)
+
+
+async def prune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    return report(
+        out,
+        await mgr.prune(
+            args.component, keep=args.keep, dry_run=args.dry_run, generate=not args.no_generate
+        ),
+    )
+
+
+async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    return report(out, await mgr.cache_clean(dry_run=args.dry_run))
+
+
+async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    found = await mgr.which(args.target)
+    if out.json_mode:
+        out.document(found)
+        return 0
+    out.info(found["path"])
+    out.info(f"  {found['type']} → row {found['row']}: {found['reason']}")
+    for note in found["notes"]:
+        out.info(f"  note: {note}")
+    if not found["exists"]:
+        out.warning(f"{found['path']} does not exist or is not on PATH")
+    return 0
+
+
+async def config_path(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    info = await mgr.config_info()
+    if out.json_mode:
+        out.document({k: v for k, v in info.items() if k != "settings"})
+        return 0
+    missing = "" if info["config_exists"] else " (not created yet; defaults apply)"
+    out.info(f"config:    {info['config']}{missing}")
+    out.info(f"generated: {info['output']}")
+    out.info(f"home:      {info['home']}")
+    return 0
+
+
+async def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    info = await mgr.config_info()
+    if out.json_mode:
+        out.document(info)
+        return 0
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buf = io.StringIO()
+    yaml.dump(info["settings"], buf)
+    out.info(f"# {info['config']} (defaults filled in); generated file: {info['output']}")
+    out.info(buf.getvalue().rstrip("\n"))
+    return 0

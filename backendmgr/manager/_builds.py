@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..config.models import ModelOverride, Settings
-from ..errors import InvalidInput, NotFound, Refused
+from ..errors import InvalidInput, NotFound, Refused, unknown
 from ..install.events import EventSink, ProgressEvent
 from ..install.store import InstalledEntry
 from ..registry import rows as registry
@@ -76,14 +76,13 @@ class BuildsMixin(ManagerBase):
         platform: str | None = None,
     ) -> list[dict[str, Any]]:
         from ..catalog.manifest import GithubSource
-        from ..catalog.matching import variants_in_release
+        from ..catalog.matching import unknown_variant, variants_in_release
 
         manifest = self.manifest(component)
         os_name, arch = self._platform(platform)
         plat = f"{os_name}-{arch}"
         if variant is not None and manifest.variant(variant) is None:
-            known = ", ".join(v.id for v in manifest.variants)
-            raise NotFound(f'{component} has no variant "{variant}"; known variants: {known}')
+            raise unknown_variant(manifest, variant)
         source = manifest.source
         if not isinstance(source, GithubSource):
             versions = await self._pypi_versions(manifest, prereleases=manifest.allow_prerelease)
@@ -128,14 +127,13 @@ class BuildsMixin(ManagerBase):
         refresh: bool,
     ) -> AssetChoice:
         from ..catalog.manifest import GithubSource
-        from ..catalog.matching import match_release
+        from ..catalog.matching import match_release, unknown_variant
 
         source = manifest.source
         assert isinstance(source, GithubSource)
         known = manifest.variant(variant)
         if known is None:
-            names = ", ".join(v.id for v in manifest.variants)
-            raise NotFound(f'{manifest.id} has no variant "{variant}"; known variants: {names}')
+            raise unknown_variant(manifest, variant)
         if not known.assets.get(plat):
             raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
         driver = self.host.nvidia_driver
@@ -293,12 +291,12 @@ class BuildsMixin(ManagerBase):
         """A Python-packaged backend: one virtual environment per version and variant."""
         from packaging.version import InvalidVersion, Version
 
+        from ..catalog.matching import unknown_variant
         from ..install.venv_job import VenvPlan, find_uv, install_venv, pip_options
 
         chosen = manifest.variant(variant)
         if chosen is None:
-            names = ", ".join(v.id for v in manifest.variants)
-            raise NotFound(f'{manifest.id} has no variant "{variant}"; known variants: {names}')
+            raise unknown_variant(manifest, variant)
         if not chosen.available_on(plat):
             raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
         emit(ProgressEvent("resolving", message=f"{manifest.id} {version or 'latest'} {variant}"))
@@ -447,7 +445,12 @@ class BuildsMixin(ManagerBase):
         if len(by_version) > 1:
             names = ", ".join(e.id for e in by_version)
             raise InvalidInput(f"{ref} is ambiguous; name the variant: {names}")
-        raise NotFound(f'{ref} is not installed; see "backendmgr list"')
+        raise unknown(
+            f"{ref} is not installed",
+            ref,
+            [e.id for e in self.builds.installed()],
+            hint='see "backendmgr list"',
+        )
 
     async def activate(self, ref: str, *, generate: bool = True) -> Outcome:
         entry = self._find_build(ref)

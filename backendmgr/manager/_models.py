@@ -8,7 +8,7 @@ import anyio
 
 from .._locks import hold
 from ..config.models import Settings
-from ..errors import NotFound, Refused
+from ..errors import Refused, unknown
 from ..results import Outcome
 
 if TYPE_CHECKING:
@@ -94,7 +94,12 @@ class ModelsMixin(ManagerBase):
         skipped = next((s for s in found.skipped if s.id == model_id), None)
         if skipped is not None:
             raise Refused(f"{model_id} is skipped: {skipped.reason}")
-        raise NotFound(f'no model "{model_id}" was discovered; see "backendmgr models"')
+        raise unknown(
+            f'no model "{model_id}" was discovered',
+            model_id,
+            [m.id for m in found.models] + [s.id for s in found.skipped],
+            hint='see "backendmgr models"',
+        )
 
     async def generate(
         self, *, output: str | None = None, force: bool = False, check: bool = False

@@ -18,6 +18,7 @@ from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..results import Outcome
+from ..units import format_size
 
 if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
@@ -214,6 +215,7 @@ class BuildsMixin(ManagerBase):
             ]
             if dry_run:
                 exe = target / manifest.exe_for(os_name)
+                installed = self.builds.get(component, plan.version, variant) is not None
                 data = {
                     "id": build_id,
                     "component": component,
@@ -223,15 +225,14 @@ class BuildsMixin(ManagerBase):
                     "dir": str(target),
                     "release": choice.release.tag,
                     "activated": False,
-                    "already_installed": self.builds.get(component, plan.version, variant)
-                    is not None,
+                    "already_installed": installed,
                     "assets": assets,
                     "dry_run": True,
                 }
-                lines = [f"would install {build_id} into {target}"]
+                lines = [_dry_run_head(build_id, target, installed)]
                 lines += [
-                    f"  {a['name']}  {a['size']} bytes  {a['url']}  sha256:{a['sha256']}"
-                    for a in assets
+                    f"  {a.name}  {_shown_size(a.size)}  {a.url}  sha256:{a.sha256}"
+                    for a in choice.assets
                 ]
                 return Outcome("\n".join(lines), data, changed=False)
             async with self._build_lock(component, plan.version, variant):
@@ -324,6 +325,7 @@ class BuildsMixin(ManagerBase):
         exe = target / manifest.exe_for(plat.split("-")[0])
         if dry_run:
             installer = "uv" if uv else "pip"
+            installed = self.builds.get(manifest.id, ver, variant) is not None
             data = {
                 "id": build_id,
                 "component": manifest.id,
@@ -332,7 +334,7 @@ class BuildsMixin(ManagerBase):
                 "path": str(exe),
                 "dir": str(target),
                 "activated": False,
-                "already_installed": self.builds.get(manifest.id, ver, variant) is not None,
+                "already_installed": installed,
                 "assets": [],
                 "dry_run": True,
                 "installer": installer,
@@ -341,8 +343,8 @@ class BuildsMixin(ManagerBase):
                 "pip_args": [*pip_options(self.environ), *plan.pip_args],
             }
             return Outcome(
-                f"would install {build_id} into {target}: a virtual environment "
-                f"with {plan.requirement} ({installer})",
+                f"{_dry_run_head(build_id, target, installed)}: a virtual "
+                f"environment with {plan.requirement} ({installer})",
                 data,
                 changed=False,
             )
@@ -589,3 +591,14 @@ class BuildsMixin(ManagerBase):
             "notes": notes,
             "fixed": [str(p) for p in removed],
         }
+
+
+def _dry_run_head(build_id: str, target: Path, installed: bool) -> str:
+    """The first line of a dry run: what would happen, or that nothing would."""
+    if installed:
+        return f"{build_id} is already installed in {target}; nothing to do (--reinstall redoes it)"
+    return f"would install {build_id} into {target}"
+
+
+def _shown_size(size: int | None) -> str:
+    return "size unknown" if size is None else format_size(size)

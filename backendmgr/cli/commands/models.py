@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     rows = await mgr.models_info()
+    problems = await mgr.folder_problems()
+    for problem in problems:
+        out.warning(problem)
     if out.json_mode:
         out.document(rows)
         return 0
@@ -42,7 +45,7 @@ async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             ]
             for r in rows
         ],
-        empty="no models found; set models_dirs in the config",
+        empty="no models found" + ("" if problems else " in models_dirs"),
     )
     return 0
 

@@ -434,8 +434,13 @@ class BuildsMixin(ManagerBase):
     def _find_build(self, ref: str) -> InstalledEntry:
         component, sep, rest = ref.partition("@")
         if not sep or not rest:
-            raise InvalidInput(
-                f'"{ref}" is not a build; use COMPONENT@VERSION-VARIANT (see "backendmgr list")'
+            raise unknown(
+                f'"{ref}" is not a build',
+                ref,
+                [e.id for e in self.builds.installed()],
+                hint='use COMPONENT@VERSION-VARIANT; see "backendmgr list"',
+                always_hint=True,
+                error=InvalidInput,
             )
         entries = self.builds.installed(component)
         exact = [e for e in entries if f"{e.receipt.version}-{e.receipt.variant}" == rest]

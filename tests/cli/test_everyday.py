@@ -167,6 +167,10 @@ def test_mistyped_build_suggests(mirror: MirrorServer, mirror_root: Path) -> Non
     assert "did you mean llama-server@b11211-cpu?" in error_line(
         bm("uninstall", "llama-server@b11211-cpux")
     )
+    assert error_line(bm("uninstall", "llama-server")) == (
+        'error: "llama-server" is not a build; did you mean llama-server@b11211-cpu? '
+        '(use COMPONENT@VERSION-VARIANT; see "backendmgr list")'
+    )
 
 
 # --- validation with warnings ---------------------------------------------------------------

@@ -17,6 +17,8 @@ The CLI prints it as ``error: <message>`` and exits 1 (130 for :class:`Cancelled
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "BackendmgrError",
     "Cancelled",
@@ -28,6 +30,9 @@ __all__ = [
     "Refused",
     "UnsafeArchive",
     "VerificationError",
+    "close_matches",
+    "did_you_mean",
+    "unknown",
 ]
 
 
@@ -73,3 +78,38 @@ class Cancelled(BackendmgrError):
     """Raised when the user interrupts an operation; nothing is half-done."""
 
     exit_code = 130
+
+
+def close_matches(word: str, candidates: Iterable[str], *, limit: int = 3) -> list[str]:
+    """The known names nearest to a mistyped one, best first (empty when nothing is close)."""
+    import difflib
+
+    return difflib.get_close_matches(word, sorted(set(candidates)), n=limit, cutoff=0.6)
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``'; did you mean a or b?'`` for a mistyped name, or ``''``: the one wording everywhere."""
+    found = close_matches(word, candidates)
+    if not found:
+        return ""
+    shown = found[0] if len(found) == 1 else ", ".join(found[:-1]) + " or " + found[-1]
+    return f"; did you mean {shown}?"
+
+
+def unknown(
+    message: str,
+    name: str,
+    candidates: Iterable[str],
+    *,
+    hint: str = "",
+    always_hint: bool = False,
+    error: type[BackendmgrError] = NotFound,
+) -> BackendmgrError:
+    """The error for a name that is not known: ``message; did you mean X?`` when one is close,
+    else ``message; hint``; ``always_hint`` keeps a short list even after a suggestion
+    (``…; did you mean X? (hint)``). Every "no such component, variant, build, row, model,
+    kind or key" goes through here."""
+    close = did_you_mean(name, candidates)
+    if close:
+        return error(message + close + (f" ({hint})" if always_hint and hint else ""))
+    return error(message + (f"; {hint}" if hint else ""))

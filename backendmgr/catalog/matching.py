@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import NotFound
+from ..errors import BackendmgrError, NotFound, unknown
 from ..sources.models import Release, ReleaseAsset
 from .host import Host
 from .manifest import Manifest, Variant
@@ -98,9 +98,20 @@ def variants_in_release(manifest: Manifest, release: Release, platform: str) -> 
 def _variant(manifest: Manifest, variant_id: str) -> Variant:
     variant = manifest.variant(variant_id)
     if variant is None:
-        known = ", ".join(v.id for v in manifest.variants)
-        raise NotFound(f'{manifest.id} has no variant "{variant_id}"; known variants: {known}')
+        raise unknown_variant(manifest, variant_id)
     return variant
+
+
+def unknown_variant(manifest: Manifest, variant_id: str) -> BackendmgrError:
+    """The error for a variant the manifest does not define, with the nearest names."""
+    names = [v.id for v in manifest.variants]
+    return unknown(
+        f'{manifest.id} has no variant "{variant_id}"',
+        variant_id,
+        names,
+        hint=f"known variants: {', '.join(names)}",
+        always_hint=True,
+    )
 
 
 def match_release(

@@ -9,19 +9,75 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .._version import __version__
 
 __all__ = ["main"]
 
 
+class _UsageError(SystemExit):
+    """A usage error already printed as one ``error:`` line; exit status 2 (SPEC §13)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one ``error:`` line and exit status 2 (SPEC §13)."""
+    """argparse, but usage errors are one ``error:`` line and exit status 2 (SPEC §13).
+
+    Every parser, the top one and each subcommand's, carries the global options, so they are
+    accepted before or after the command and listed by every ``--help``. Below the top, their
+    defaults are ``SUPPRESS``: a value given before the command is not reset by the subparser.
+    """
+
+    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _add_global_options(self, top=top)
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"error: {message}; see '{self.prog} --help'\n")
-        raise SystemExit(2)
+        see = f"see '{self.prog} --help'"
+        line = f"{message} ({see})" if message.endswith("?") else f"{message}; {see}"
+        sys.stderr.write(f"error: {line}\n")
+        raise _UsageError(line)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            from ..errors import did_you_mean
+
+            names = [str(c) for c in choices]
+            hint = did_you_mean(str(value), names) or f"; choose from {', '.join(names)}"
+            if isinstance(action, argparse._SubParsersAction):
+                raise argparse.ArgumentError(None, f'unknown command "{value}"{hint}')
+            raise argparse.ArgumentError(action, f'invalid choice "{value}"{hint}')
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    group = parser.add_argument_group("global options (before or after the command)")
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    group.add_argument(
+        "--config",
+        metavar="PATH",
+        default=default(None),
+        help="config file (env BACKENDMGR_CONFIG)",
+    )
+    group.add_argument(
+        "--home", metavar="PATH", default=default(None), help="data home (env BACKENDMGR_HOME)"
+    )
+    group.add_argument(
+        "--json", action="store_true", default=default(False), help="print one JSON document"
+    )
+    group.add_argument(
+        "-q", "--quiet", action="store_true", default=default(False), help="print only errors"
+    )
+    group.add_argument(
+        "--debug", action="store_true", default=default(False), help="show tracebacks"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,21 +86,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="backendmgr",
         description="Install and version local inference backends; keep llama-swap's config right.",
+        top=True,
     )
     parser.add_argument("--version", action="version", version=f"backendmgr {__version__}")
-    parser.add_argument("--config", metavar="PATH", help="config file (env BACKENDMGR_CONFIG)")
-    parser.add_argument("--home", metavar="PATH", help="data home (env BACKENDMGR_HOME)")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print only errors")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.register(sub)
     return parser
 
 
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` was given, read before parsing so usage errors can honour it."""
+    args = list(argv)
+    if "--" in args:
+        args = args[: args.index("--")]
+    return "--json" in args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(words)
+    except _UsageError as exc:
+        if _wants_json(words):
+            from .render import json_error
+
+            json_error(sys.stdout, exc.message, 2)
+        return 2
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
@@ -54,8 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args, out)
     except KeyboardInterrupt:
-        out.error("cancelled")
-        return 130
+        return out.failure("cancelled", 130)
 
 
 def run(args: argparse.Namespace, out: object) -> int:
@@ -78,19 +145,16 @@ def run(args: argparse.Namespace, out: object) -> int:
             first = first.exceptions[0]
         if args.debug or not isinstance(first, BackendmgrError):
             raise
-        out.error(str(first))
-        return first.exit_code
+        return out.failure(str(first), first.exit_code)
     except BackendmgrError as exc:
         if args.debug:
             raise
-        out.error(str(exc))
-        return exc.exit_code
+        return out.failure(str(exc), exc.exit_code)
     except OSError as exc:
         if args.debug:
             raise
         where = f" ({exc.filename})" if exc.filename else ""
-        out.error(f"{exc.strerror or exc}{where}")
-        return 1
+        return out.failure(f"{exc.strerror or exc}{where}", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["Renderer"]
+from ..units import format_duration, format_size
+
+__all__ = ["ProgressView", "Renderer", "format_duration", "format_size", "json_error"]
 
 
 class Renderer:
@@ -43,11 +45,25 @@ class Renderer:
         if not self.quiet and not self.json_mode:
             self.stdout.write(message + "\n")
 
+    def note(self, message: str) -> None:
+        """A status line for people (progress, summaries): stderr, so stdout stays the result."""
+        if not self.quiet and not self.json_mode:
+            self.stderr.write(message + "\n")
+
     def warning(self, message: str) -> None:
+        if self.quiet:  # -q: only errors
+            return
         self.stderr.write("warning: " + " ".join(message.split("\n")) + "\n")
 
     def error(self, message: str) -> None:
         self.stderr.write("error: " + " ".join(message.split("\n")) + "\n")
+
+    def failure(self, message: str, code: int) -> int:
+        """An ``error:`` line; with ``--json`` also ``{"error", "exit"}`` on stdout (SPEC §13)."""
+        self.error(message)
+        if self.json_mode:
+            json_error(self.stdout, message, code)
+        return code
 
     def table(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, empty: str) -> None:
         if not rows:
@@ -62,6 +78,11 @@ class Renderer:
         for row in rows:
             table.add_row(*("" if cell is None else str(cell) for cell in row))
         self.console().print(table)
+
+
+def json_error(stream: TextIO, message: str, code: int) -> None:
+    """The failure document of ``--json``: one JSON object, same text as the ``error:`` line."""
+    stream.write(json.dumps({"error": " ".join(message.split("\n")), "exit": code}) + "\n")
 
 
 class ProgressView:
@@ -81,15 +102,18 @@ class ProgressView:
                 BarColumn,
                 DownloadColumn,
                 Progress,
+                TaskProgressColumn,
                 TextColumn,
-                TransferSpeedColumn,
+                TimeRemainingColumn,
             )
 
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
+                TaskProgressColumn(),
+                DownloadColumn(binary_units=True),
+                _speed_column(),
+                TimeRemainingColumn(),
                 console=self.out.console(),
                 transient=True,
             )
@@ -126,3 +150,39 @@ class ProgressView:
             self._progress.console.print(f"[dim]{event.phase}[/dim]{detail}")
         elif not self.out.quiet and not self.out.json_mode:
             self.out.stderr.write(f"{event.phase}{detail}\n")
+
+
+_VERIFIED = {
+    "digest": "the published digest",
+    "checksums": "the published checksums file",
+    "none": "nothing (none published; SHA-256 recorded)",
+    "None": "nothing",
+}
+
+
+def _speed_column() -> Any:
+    """rich's speed column in the units ``format_size`` uses, so one unit system is on screen."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class SpeedColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(
+                "?" if speed is None else f"{format_size(speed)}/s", style="progress.data.speed"
+            )
+
+    return SpeedColumn()
+
+
+def install_summary(data: dict[str, Any], seconds: float) -> str | None:
+    """One line after a finished install: size, time, average speed and how it was verified."""
+    if data.get("dry_run") or data.get("already_installed"):
+        return None
+    assets = data.get("assets") or []
+    total = sum(int(a.get("size") or 0) for a in assets)
+    checks = sorted({_VERIFIED.get(str(a.get("verified_by")), "?") for a in assets})
+    verified = ", ".join(checks) if checks else "its installer"
+    speed = f", {format_size(total / seconds)}/s" if total and seconds > 0 else ""
+    size = format_size(total) if assets else "a virtual environment"
+    return f"{data['id']}: {size} in {format_duration(seconds)}{speed}; verified by {verified}"

@@ -78,6 +78,21 @@ class ModelOverride(_Frozen):
     unlisted: bool | None = None
     llama_swap: dict[str, Any] | None = None
 
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args_split(cls, value: str | None) -> str | None:
+        """Split like shell words now, so a bad quote is refused here, not later in ``cmd``."""
+        if value is not None:
+            import shlex
+
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{str(exc).lower()} in {value!r}; quote it as a shell would"
+                ) from None
+        return value
+
     def to_yaml(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 

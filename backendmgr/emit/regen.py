@@ -7,16 +7,30 @@ every model file's path/size/mtime, the card size and the emitter version.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config.models import Settings
 from ..registry.kinds import classes_of
 from .document import HASH_PREFIX
 
-__all__ = ["EMITTER_VERSION", "inputs_hash", "output_hash"]
+__all__ = [
+    "EMITTER_VERSION",
+    "edited_by_hand",
+    "file_digest",
+    "inputs_hash",
+    "keep_copy",
+    "output_hash",
+    "record_written",
+    "written_record",
+]
 
 EMITTER_VERSION = "1"
 
@@ -52,3 +66,73 @@ def output_hash(path: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return None
+
+
+# --- hand edits (the generated file is the user's file too) ---------------------------------
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes, streamed (any size), or None when it cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def written_record(home: Path, target: Path) -> Path:
+    """Where the digest of what backendmgr last wrote to ``target`` is kept (one per output)."""
+    key = hashlib.sha256(str(target).encode()).hexdigest()[:24]
+    return home / "generated" / f"{key}.sha256"
+
+
+def record_written(record: Path, data: bytes) -> None:
+    from .._fs import atomic_write_bytes
+
+    atomic_write_bytes(record, hashlib.sha256(data).hexdigest().encode() + b"\n")
+
+
+def _recorded(record: Path) -> str | None:
+    try:
+        with record.open("rb") as fh:
+            text = fh.read(128).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def edited_by_hand(record: Path, target: Path) -> bool:
+    """True when ``target`` exists and is not what backendmgr last wrote there.
+
+    A file with no record is ours only if it carries our header (one written before records
+    existed); a file without one was written by someone else and is theirs.
+    """
+    if not target.is_file():
+        return target.exists()  # a folder or other odd thing where the output goes
+    expected = _recorded(record)
+    if expected is None:
+        return output_hash(target) is None
+    return file_digest(target) != expected
+
+
+def keep_copy(target: Path) -> Path:
+    """Copy ``target`` beside itself (``NAME.bak``; timestamped when that holds another copy).
+
+    The copy is written to a temporary file and renamed, so a ``.bak`` is never half a file.
+    """
+    backup = target.with_name(target.name + ".bak")
+    if backup.exists() and file_digest(backup) != file_digest(target):
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        backup = target.with_name(f"{target.name}.{stamp}.bak")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        shutil.copyfile(target, tmp)
+        shutil.copymode(target, tmp)
+        os.replace(tmp, backup)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return backup

@@ -18,7 +18,7 @@ from ..catalog.host import Host, detect_host, parse_platform
 from ..config.models import BackendRow, Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
-from ..errors import NotFound
+from ..errors import unknown
 from ..install.store import BuildStore
 from ..net import NetSettings
 from ..registry import rows as registry
@@ -88,8 +88,13 @@ class ManagerBase(abc.ABC):
     def manifest(self, component: str) -> Manifest:
         manifest = self.catalog.get(component)
         if manifest is None:
-            known = ", ".join(self.catalog.ids())
-            raise NotFound(f'unknown component "{component}"; known components: {known}')
+            ids = self.catalog.ids()
+            raise unknown(
+                f'unknown component "{component}"',
+                component,
+                ids,
+                hint=f"known components: {', '.join(ids)}",
+            )
         return manifest
 
     @contextlib.asynccontextmanager

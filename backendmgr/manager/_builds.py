@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..config.models import ModelOverride, Settings
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, NotFound, unknown
 from ..install.events import EventSink, ProgressEvent
 from ..install.store import InstalledEntry
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..results import Outcome
+from ..units import format_size
 
 if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
@@ -77,14 +78,13 @@ class BuildsMixin(ManagerBase):
         platform: str | None = None,
     ) -> list[dict[str, Any]]:
         from ..catalog.manifest import GithubSource
-        from ..catalog.matching import variants_in_release
+        from ..catalog.matching import unknown_variant, variants_in_release
 
         manifest = self.manifest(component)
         os_name, arch = self._platform(platform)
         plat = f"{os_name}-{arch}"
         if variant is not None and manifest.variant(variant) is None:
-            known = ", ".join(v.id for v in manifest.variants)
-            raise NotFound(f'{component} has no variant "{variant}"; known variants: {known}')
+            raise unknown_variant(manifest, variant)
         source = manifest.source
         marks = await self._release_marks(component)
         if not isinstance(source, GithubSource):
@@ -149,14 +149,13 @@ class BuildsMixin(ManagerBase):
         refresh: bool,
     ) -> AssetChoice:
         from ..catalog.manifest import GithubSource
-        from ..catalog.matching import match_release
+        from ..catalog.matching import match_release, unknown_variant
 
         source = manifest.source
         assert isinstance(source, GithubSource)
         known = manifest.variant(variant)
         if known is None:
-            names = ", ".join(v.id for v in manifest.variants)
-            raise NotFound(f'{manifest.id} has no variant "{variant}"; known variants: {names}')
+            raise unknown_variant(manifest, variant)
         if not known.assets.get(plat):
             raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
         driver = self.host.nvidia_driver
@@ -237,6 +236,7 @@ class BuildsMixin(ManagerBase):
             ]
             if dry_run:
                 exe = target / manifest.exe_for(os_name)
+                installed = self.builds.get(component, plan.version, variant) is not None
                 data = {
                     "id": build_id,
                     "component": component,
@@ -246,15 +246,14 @@ class BuildsMixin(ManagerBase):
                     "dir": str(target),
                     "release": choice.release.tag,
                     "activated": False,
-                    "already_installed": self.builds.get(component, plan.version, variant)
-                    is not None,
+                    "already_installed": installed,
                     "assets": assets,
                     "dry_run": True,
                 }
-                lines = [f"would install {build_id} into {target}"]
+                lines = [_dry_run_head(build_id, target, installed)]
                 lines += [
-                    f"  {a['name']}  {a['size']} bytes  {a['url']}  sha256:{a['sha256']}"
-                    for a in assets
+                    f"  {a.name}  {_shown_size(a.size)}  {a.url}  sha256:{a.sha256}"
+                    for a in choice.assets
                 ]
                 return Outcome("\n".join(lines), data, changed=False)
             present = self.builds.get(component, plan.version, variant) is not None
@@ -323,12 +322,12 @@ class BuildsMixin(ManagerBase):
         """A Python-packaged backend: one virtual environment per version and variant."""
         from packaging.version import InvalidVersion, Version
 
+        from ..catalog.matching import unknown_variant
         from ..install.venv_job import VenvPlan, find_uv, install_venv, pip_options
 
         chosen = manifest.variant(variant)
         if chosen is None:
-            names = ", ".join(v.id for v in manifest.variants)
-            raise NotFound(f'{manifest.id} has no variant "{variant}"; known variants: {names}')
+            raise unknown_variant(manifest, variant)
         if not chosen.available_on(plat):
             raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
         emit(ProgressEvent("resolving", message=f"{manifest.id} {version or 'latest'} {variant}"))
@@ -356,6 +355,7 @@ class BuildsMixin(ManagerBase):
         exe = target / manifest.exe_for(plat.split("-")[0])
         if dry_run:
             installer = "uv" if uv else "pip"
+            installed = self.builds.get(manifest.id, ver, variant) is not None
             data = {
                 "id": build_id,
                 "component": manifest.id,
@@ -364,7 +364,7 @@ class BuildsMixin(ManagerBase):
                 "path": str(exe),
                 "dir": str(target),
                 "activated": False,
-                "already_installed": self.builds.get(manifest.id, ver, variant) is not None,
+                "already_installed": installed,
                 "assets": [],
                 "dry_run": True,
                 "installer": installer,
@@ -373,8 +373,8 @@ class BuildsMixin(ManagerBase):
                 "pip_args": [*pip_options(self.environ), *plan.pip_args],
             }
             return Outcome(
-                f"would install {build_id} into {target}: a virtual environment "
-                f"with {plan.requirement} ({installer})",
+                f"{_dry_run_head(build_id, target, installed)}: a virtual "
+                f"environment with {plan.requirement} ({installer})",
                 data,
                 changed=False,
             )
@@ -489,8 +489,13 @@ class BuildsMixin(ManagerBase):
     def _find_build(self, ref: str) -> InstalledEntry:
         component, sep, rest = ref.partition("@")
         if not sep or not rest:
-            raise InvalidInput(
-                f'"{ref}" is not a build; use COMPONENT@VERSION-VARIANT (see "backendmgr list")'
+            raise unknown(
+                f'"{ref}" is not a build',
+                ref,
+                [e.id for e in self.builds.installed()],
+                hint='use COMPONENT@VERSION-VARIANT; see "backendmgr list"',
+                always_hint=True,
+                error=InvalidInput,
             )
         entries = self.builds.installed(component)
         exact = [e for e in entries if f"{e.receipt.version}-{e.receipt.variant}" == rest]
@@ -502,7 +507,12 @@ class BuildsMixin(ManagerBase):
         if len(by_version) > 1:
             names = ", ".join(e.id for e in by_version)
             raise InvalidInput(f"{ref} is ambiguous; name the variant: {names}")
-        raise NotFound(f'{ref} is not installed; see "backendmgr list"')
+        raise unknown(
+            f"{ref} is not installed",
+            ref,
+            [e.id for e in self.builds.installed()],
+            hint='see "backendmgr list"',
+        )
 
     async def activate(self, ref: str, *, generate: bool = True) -> Outcome:
         entry = self._find_build(ref)
@@ -597,3 +607,14 @@ class BuildsMixin(ManagerBase):
             "notes": notes,
             "fixed": [str(p) for p in removed],
         }
+
+
+def _dry_run_head(build_id: str, target: Path, installed: bool) -> str:
+    """The first line of a dry run: what would happen, or that nothing would."""
+    if installed:
+        return f"{build_id} is already installed in {target}; nothing to do (--reinstall redoes it)"
+    return f"would install {build_id} into {target}"
+
+
+def _shown_size(size: int | None) -> str:
+    return "size unknown" if size is None else format_size(size)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._locks import hold
 from ..config.models import Settings
-from ..errors import NotFound, Refused
+from ..errors import Refused, unknown
 from ..results import Outcome
 
 if TYPE_CHECKING:
@@ -82,6 +83,11 @@ class ModelsMixin(ManagerBase):
             )
         return sorted(out, key=lambda m: m["id"])
 
+    async def folder_problems(self) -> list[str]:
+        """Which ``models_dirs`` entries cannot be scanned, and why (discovery skips them)."""
+        settings = await self.settings()
+        return await anyio.to_thread.run_sync(_folder_problems, settings.models_dirs)
+
     async def cmd(self, model_id: str) -> dict[str, Any]:
         from ..emit.plan import Entry
 
@@ -94,7 +100,12 @@ class ModelsMixin(ManagerBase):
         skipped = next((s for s in found.skipped if s.id == model_id), None)
         if skipped is not None:
             raise Refused(f"{model_id} is skipped: {skipped.reason}")
-        raise NotFound(f'no model "{model_id}" was discovered; see "backendmgr models"')
+        raise unknown(
+            f'no model "{model_id}" was discovered',
+            model_id,
+            [m.id for m in found.models] + [s.id for s in found.skipped],
+            hint='see "backendmgr models"',
+        )
 
     async def generate(
         self, *, output: str | None = None, force: bool = False, check: bool = False
@@ -106,7 +117,13 @@ class ModelsMixin(ManagerBase):
         from .._version import __version__
         from ..emit.document import render_document
         from ..emit.plan import Entry, Skip
-        from ..emit.regen import output_hash
+        from ..emit.regen import (
+            edited_by_hand,
+            keep_copy,
+            output_hash,
+            record_written,
+            written_record,
+        )
 
         settings = await self.settings()
         target = self.output_path(settings, output)
@@ -118,6 +135,8 @@ class ModelsMixin(ManagerBase):
             skipped = [p for p in plans if isinstance(p, Skip)]
             skipped += [Skip(s.id, s.path, s.reason) for s in found.skipped]
             current = output_hash(target) if target.exists() else None
+            record = written_record(self.paths.home, target)
+            edited = await anyio.to_thread.run_sync(edited_by_hand, record, target)
             data = {
                 "output": str(target),
                 "written": False,
@@ -127,11 +146,16 @@ class ModelsMixin(ManagerBase):
                 ],
             }
             if check:
+                if edited:
+                    raise Refused(
+                        f"{target} was modified since backendmgr wrote it; "
+                        '"backendmgr generate" rewrites it and keeps your copy as .bak'
+                    )
                 if current != digest:
                     state = "missing" if current is None and not target.exists() else "stale"
                     raise Refused(f'{target} is {state}; run "backendmgr generate"')
                 return Outcome(f"{target} is up to date", data, changed=False)
-            if current == digest and not force:
+            if current == digest and not force and not edited:
                 return Outcome(f"{target} is up to date", data, changed=False)
             text = render_document(
                 version=__version__,
@@ -141,11 +165,37 @@ class ModelsMixin(ManagerBase):
                 entries=entries,
                 skipped=skipped,
             )
-            await anyio.to_thread.run_sync(atomic_write_bytes, target, text.encode())
+            warnings: tuple[str, ...] = ()
+            if edited and target.is_file():
+                backup = await anyio.to_thread.run_sync(keep_copy, target)
+                data["backup"] = str(backup)
+                warnings = (f"{target} was modified by hand; kept that copy as {backup}",)
+            body = text.encode()
+            await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
+            await anyio.to_thread.run_sync(record_written, record, body)
             data["written"] = True
-            return Outcome(f"wrote {target}: {len(entries)} models, {len(skipped)} skipped", data)
+            return Outcome(
+                f"wrote {target}: {len(entries)} models, {len(skipped)} skipped",
+                data,
+                warnings=warnings,
+            )
 
     async def regenerate(self) -> None:
         """Bring the registry in line with the disk, then rewrite the llama-swap config."""
         await self.sync_registry()
         await self.generate()
+
+
+def _folder_problems(dirs: list[str]) -> list[str]:
+    if not dirs:
+        return ["models_dirs is empty; add the folders that hold your models to the config"]
+    problems = []
+    for top in dirs:
+        path = os.path.expanduser(top)
+        if not os.path.exists(path):
+            problems.append(f"models_dirs: {top} does not exist")
+        elif not os.path.isdir(path):
+            problems.append(f"models_dirs: {top} is not a folder")
+        elif not os.access(path, os.R_OK | os.X_OK):
+            problems.append(f"models_dirs: {top} cannot be read")
+    return problems

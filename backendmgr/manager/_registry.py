@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..config.models import BackendRow, ModelOverride, Settings
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, Refused, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..results import Outcome
@@ -39,24 +44,30 @@ class RegistryMixin(ManagerBase):
         path: str,
         name: str = "",
         default: bool = False,
+        force: bool = False,
         generate: bool = True,
     ) -> Outcome:
+        """Append a manual row; a path that is missing or not executable needs ``force``."""
         try:
             new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
         except ValueError as exc:
             raise InvalidInput(_first_error(exc)) from exc
         catalog_ids = self.catalog.ids()
+        problem = await anyio.to_thread.run_sync(_exe_problem, path)
 
         def change(s: Settings) -> tuple[Settings, BackendRow]:
             rows = registry.add_manual(
                 s.backends, new_row, catalog_ids=catalog_ids, make_default=default
             )
+            if problem and not force:
+                raise Refused(f"{problem}; give the executable, or add --force to keep it anyway")
             added = next(r for r in rows if r.id == row_id)
             return s.model_copy(update={"backends": rows}), added
 
         added = await self._mutate(change, generate=generate)
         star = " (★)" if added.default else ""
-        return Outcome(f'added backend row "{row_id}"{star}', row_json(added))
+        warnings = (problem,) if problem else ()
+        return Outcome(f'added backend row "{row_id}"{star}', row_json(added), warnings=warnings)
 
     async def remove_backend(self, row_id: str, *, generate: bool = True) -> Outcome:
         def change(s: Settings) -> tuple[Settings, list[str]]:
@@ -87,10 +98,14 @@ class RegistryMixin(ManagerBase):
 
     async def pin(self, model: str, row_id: str, *, generate: bool = True) -> Outcome:
         model = _check_model_id(model)
+        settings = await self.settings()
+        if settings.row(row_id) is None:
+            raise registry.unknown_row(settings.backends, row_id)
+        warnings = await self._model_warnings(settings, model, None)
 
         def change(s: Settings) -> tuple[Settings, bool]:
             if s.row(row_id) is None:
-                raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
+                raise registry.unknown_row(s.backends, row_id)
             current = s.override(model)
             updated = current.model_copy(update={"backend": row_id})
             return _with_override(s, model, updated), current.backend != row_id
@@ -102,6 +117,7 @@ class RegistryMixin(ManagerBase):
             else f'"{model}" was already pinned to "{row_id}"',
             {"model": model, "backend": row_id},
             changed=changed,
+            warnings=warnings,
         )
 
     async def unpin(self, model: str, *, generate: bool = True) -> Outcome:
@@ -127,6 +143,12 @@ class RegistryMixin(ManagerBase):
         if not values:
             raise InvalidInput("give at least one KEY=VALUE")
         parsed = {key: _parse_value(key, text) for key, text in values.items()}
+        try:
+            ModelOverride.model_validate(parsed)  # refuse a bad value before any discovery
+        except ValueError as exc:
+            raise InvalidInput(_first_error(exc)) from exc
+        ctx = ModelOverride.model_validate(parsed).ctx
+        warnings = await self._model_warnings(await self.settings(), model, ctx)
 
         def change(s: Settings) -> tuple[Settings, ModelOverride]:
             current = s.override(model)
@@ -139,7 +161,36 @@ class RegistryMixin(ManagerBase):
 
         updated = await self._mutate(change, generate=generate)
         shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
-        return Outcome(f'set {shown} for "{model}"', {"model": model, **updated.to_yaml()})
+        return Outcome(
+            f'set {shown} for "{model}"', {"model": model, **updated.to_yaml()}, warnings=warnings
+        )
+
+    async def _model_warnings(
+        self, settings: Settings, model: str, ctx: int | None
+    ) -> tuple[str, ...]:
+        """SPEC §13 keeps a pin or setting for a model not found (yet), but says so; a ``ctx``
+        above what the model was trained for is kept too, with the trained value named."""
+        from ..discovery.walk import discover, scan_folders
+
+        def look() -> Any:
+            scan = scan_folders(settings.models_dirs)
+            return discover(scan, self.paths.cache / "gguf-meta.json")
+
+        found = await anyio.to_thread.run_sync(look)
+        ids = [m.id for m in found.models] + [s.id for s in found.skipped]
+        if model not in ids:
+            close = did_you_mean(model, ids) or "; it is kept for when the model appears"
+            return (f'no discovered model "{model}"{close}',)
+        if ctx is None:
+            return ()
+        meta = next((m.meta for m in found.models if m.id == model), None)
+        trained = meta.context_length if meta is not None else None
+        if trained and ctx > trained:
+            return (
+                f"ctx {ctx} is above the {trained} tokens {model} was trained with; "
+                "kept as set (quality may drop past the trained context)",
+            )
+        return ()
 
     async def unset_overrides(
         self, model: str, keys: Sequence[str], *, generate: bool = True
@@ -181,7 +232,13 @@ def _check_key(key: str) -> None:
     if key == "backend":
         raise InvalidInput('use "backendmgr pin MODEL ROW" / "backendmgr unpin MODEL" for backend')
     if key not in SETTABLE_KEYS:
-        raise InvalidInput(f'unknown key "{key}"; known keys: {", ".join(SETTABLE_KEYS)}')
+        raise unknown(
+            f'unknown key "{key}"',
+            key,
+            SETTABLE_KEYS,
+            hint=f"known keys: {', '.join(SETTABLE_KEYS)}",
+            error=InvalidInput,
+        )
 
 
 def _parse_value(key: str, text: str) -> Any:
@@ -199,6 +256,20 @@ def _parse_value(key: str, text: str) -> Any:
             raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'")
         return value
     return text
+
+
+def _exe_problem(path: str) -> str | None:
+    """Why ``path`` cannot be run as given, or None (a bare name is looked up on PATH)."""
+    if os.sep not in path and "/" not in path and not path.startswith("~"):
+        return None if shutil.which(path) else f'"{path}" is not on PATH'
+    target = Path(path).expanduser()
+    if not target.exists():
+        return f"{path} does not exist"
+    if not target.is_file():
+        return f"{path} is not a file"
+    if os.name != "nt" and not os.access(target, os.X_OK):
+        return f"{path} is not executable"
+    return None
 
 
 def _first_error(exc: Exception) -> str:

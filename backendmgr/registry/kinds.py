@@ -9,6 +9,7 @@ from ..config.models import BackendRow
 
 __all__ = [
     "CLASSES",
+    "KNOWN_KINDS",
     "ModelClass",
     "class_taken",
     "classes_of",
@@ -35,6 +36,8 @@ _FAMILIES: tuple[tuple[frozenset[str], frozenset[ModelClass]], ...] = (
 _KIND_CLASSES: dict[str, frozenset[ModelClass]] = {
     kind: classes for kinds, classes in _FAMILIES for kind in kinds
 }
+# Every kind a new row may name: the table's kinds plus ``custom`` (pinned explicitly only).
+KNOWN_KINDS: tuple[str, ...] = (*(k for kinds, _ in _FAMILIES for k in sorted(kinds)), "custom")
 AUDIOCPP_KINDS = frozenset({"audiocpp", "audio.cpp", "audiocpp-server"})
 
 

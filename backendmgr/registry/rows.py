@@ -12,9 +12,9 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from ..config.models import BackendRow
-from ..errors import InvalidInput, NotFound, Refused
+from ..errors import BackendmgrError, InvalidInput, Refused, unknown
 from ..versioning import VersionKey, version_key
-from .kinds import class_taken, classes_of
+from .kinds import KNOWN_KINDS, class_taken, classes_of, normalize_kind
 
 __all__ = [
     "InstalledBuild",
@@ -26,6 +26,7 @@ __all__ = [
     "remove_manual",
     "set_default",
     "sync_build_rows",
+    "unknown_row",
     "upsert_managed",
 ]
 
@@ -66,6 +67,16 @@ def _find(rows: Sequence[BackendRow], row_id: str) -> int | None:
     return next((i for i, row in enumerate(rows) if row.id == row_id), None)
 
 
+def unknown_row(rows: Sequence[BackendRow], row_id: str) -> BackendmgrError:
+    """The error for a row id that is not in the registry, with the nearest ids."""
+    return unknown(
+        f'no backend row "{row_id}"',
+        row_id,
+        [r.id for r in rows],
+        hint='see "backendmgr backends"',
+    )
+
+
 def add_manual(
     rows: Sequence[BackendRow],
     row: BackendRow,
@@ -82,6 +93,15 @@ def add_manual(
         )
     if _find(rows, row.id) is not None:
         raise InvalidInput(f'a backend row "{row.id}" already exists')
+    if normalize_kind(row.kind) not in KNOWN_KINDS:
+        raise unknown(
+            f'unknown kind "{row.kind}"',
+            normalize_kind(row.kind),
+            KNOWN_KINDS,
+            hint=f"known kinds: {', '.join(KNOWN_KINDS)}",
+            always_hint=True,
+            error=InvalidInput,
+        )
     manual = row.model_copy(
         update={
             "managed": False,
@@ -99,7 +119,7 @@ def add_manual(
 def remove_manual(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
     index = _find(rows, row_id)
     if index is None:
-        raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
+        raise unknown_row(rows, row_id)
     row = rows[index]
     if row.managed or row.build:
         raise Refused(f'"{row_id}" is managed by the installer; use "backendmgr uninstall"')
@@ -110,7 +130,7 @@ def set_default(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
     """★ the row for every class its kind serves, clearing ★ from the others in those classes."""
     index = _find(rows, row_id)
     if index is None:
-        raise NotFound(f'no backend row "{row_id}"; see "backendmgr backends"')
+        raise unknown_row(rows, row_id)
     target = rows[index]
     if target.build:
         raise Refused(

@@ -57,7 +57,10 @@ def test_edits_keep_every_comment_and_untouched_key(cli: Cli, config_path: Path)
     assert cli("pin", "qwen3-8b-q4_k_m", "vllm-venv").code == 0
     assert cli("default", "llama-src").code == 0
     assert (
-        cli("backends", "add", "sd-local", "--kind", "sd", "--path", "/opt/sd/sd-server").code == 0
+        cli(
+            "backends", "add", "sd-local", "--kind", "sd", "--path", "/opt/sd/sd-server", "--force"
+        ).code
+        == 0
     )
     text = config_path.read_text()
     expected = (
@@ -220,6 +223,9 @@ def test_pin_unpin_set_unset_round_trip(cli: Cli, config_path: Path) -> None:
         "extra_args": "--seed 7 --temp 0",
         "unlisted": True,
         "llama_swap": {"aliases": ["nd"]},
+        "warnings": [
+            'no discovered model "not-discovered-yet"; it is kept for when the model appears'
+        ],
     }
     assert (
         cli(

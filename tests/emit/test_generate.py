@@ -212,7 +212,18 @@ def test_generate_llama_only(cli: Cli, tree: Path, config_path: Path) -> None:
 
 
 def test_vllm_rows(cli: Cli, tree: Path, config_path: Path) -> None:
-    ok(cli("backends", "add", "vllm-0.11", "--kind", "vllm", "--path", "/opt/vllm/bin/vllm"))
+    ok(
+        cli(
+            "backends",
+            "add",
+            "vllm-0.11",
+            "--kind",
+            "vllm",
+            "--path",
+            "/opt/vllm/bin/vllm",
+            "--force",
+        )
+    )
     models = load(config_path)["models"]
     # HF folders prefer vllm even though llama-cpu is first in the class
     llama_hf = models["llama-3-8b-instruct-bf16"]["cmd"].splitlines()
@@ -279,6 +290,7 @@ def test_vllm_overrides(cli: Cli, tree: Path, config_path: Path) -> None:
             "--path",
             "/opt/vllm/bin/vllm",
             "--default",
+            "--force",
         )
     )
     ok(
@@ -316,7 +328,18 @@ def test_vllm_overrides(cli: Cli, tree: Path, config_path: Path) -> None:
 
 
 def test_pin_default_and_unchanged_regeneration(cli: Cli, tree: Path, config_path: Path) -> None:
-    ok(cli("backends", "add", "llama-rocm", "--kind", "llama", "--path", "/opt/rocm/llama-server"))
+    ok(
+        cli(
+            "backends",
+            "add",
+            "llama-rocm",
+            "--kind",
+            "llama",
+            "--path",
+            "/opt/rocm/llama-server",
+            "--force",
+        )
+    )
     before = cmds(config_path)
     ok(cli("pin", "gemma-3-4b-q4_0", "llama-rocm"))
     after = cmds(config_path)
@@ -336,7 +359,7 @@ def test_pin_default_and_unchanged_regeneration(cli: Cli, tree: Path, config_pat
     assert out.read_bytes() == content and out.stat().st_mtime == 1_000_000
     assert ok(cli("generate", "--check")).code == 0
     # an upscale row never changes the output
-    ok(cli("backends", "add", "esrgan", "--kind", "upscale", "--path", "/opt/up"))
+    ok(cli("backends", "add", "esrgan", "--kind", "upscale", "--path", "/opt/up", "--force"))
     assert out.read_bytes() == content
     # a model file that changes makes it stale
     os.utime(tree / "qwen3-8b-q4_k_m.gguf", (5, 5))
@@ -347,7 +370,7 @@ def test_pin_default_and_unchanged_regeneration(cli: Cli, tree: Path, config_pat
 
 
 def test_stale_pin_is_a_note(cli: Cli, tree: Path, config_path: Path) -> None:
-    ok(cli("backends", "add", "gone", "--kind", "llama", "--path", "/opt/gone"))
+    ok(cli("backends", "add", "gone", "--kind", "llama", "--path", "/opt/gone", "--force"))
     ok(cli("pin", "qwen3-8b-q4_k_m", "gone"))
     ok(cli("backends", "remove", "gone"))
     text = output(config_path).read_text()

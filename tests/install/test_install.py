@@ -156,7 +156,7 @@ def test_install_behind_a_manual_row_does_not_steal_star(
     cli: Cli, mirror: MirrorServer, mirror_root: Path
 ) -> None:
     publish_llama(mirror_root, "b100")
-    ok(cli("backends", "add", "mine", "--kind", "llama", "--path", "/opt/llama-server"))
+    ok(cli("backends", "add", "mine", "--kind", "llama", "--path", "/opt/llama-server", "--force"))
     out = ok(cli("install", "llama-server")).out
     assert "but mine is the default for class llm" in out
     assert [(r[0], r[3]) for r in registry(cli)] == [

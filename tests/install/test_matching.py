@@ -127,7 +127,11 @@ def test_cuda_major_for_driver(driver: str, major: int | None) -> None:
     [
         ("rocm", "linux-arm64", "no rocm build of llama-server is published for linux-arm64"),
         ("metal", "linux-x64", "no metal build of llama-server is published for linux-x64"),
-        ("tpu", "linux-x64", 'llama-server has no variant "tpu"; known variants: cpu, cuda'),
+        (
+            "tpu",
+            "linux-x64",
+            r'llama-server has no variant "tpu"; did you mean cpu\? \(known variants: cpu, cuda,',
+        ),
     ],
 )
 def test_unknown_or_unpublished_variant(variant: str, platform: str, message: str) -> None:

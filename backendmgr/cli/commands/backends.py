@@ -17,20 +17,25 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=list_backends)
     actions = p.add_subparsers(dest="backends_action", metavar="ACTION", parser_class=type(p))
     add = actions.add_parser("add", help="append a manual row")
-    add.add_argument("id")
-    add.add_argument("--kind", required=True, help="llama, vllm, sd, tts, asr, audiocpp, …")
+    add.add_argument("id", help="a new row id (no '@', not a catalog component id)")
+    add.add_argument(
+        "--kind", required=True, help="llama, vllm, sd, tts, asr, audiocpp, …, or custom"
+    )
     add.add_argument("--path", required=True, help="the executable")
-    add.add_argument("--name", default="")
+    add.add_argument("--name", default="", help="a display name")
+    add.add_argument(
+        "--force", action="store_true", help="accept a path that is missing or not executable"
+    )
     add.add_argument("--default", action="store_true", help="make it the ★ of its classes")
     add_no_generate(add)
     add.set_defaults(handler=add_backend)
     remove = actions.add_parser("remove", help="remove a manual row")
-    remove.add_argument("id")
+    remove.add_argument("id", help="a manual row id from 'backendmgr backends'")
     add_no_generate(remove)
     remove.set_defaults(handler=remove_backend)
 
     d = sub.add_parser("default", help="make ROW the ★ of every class its kind serves")
-    d.add_argument("row")
+    d.add_argument("row", help="a row id from 'backendmgr backends'")
     add_no_generate(d)
     d.set_defaults(handler=set_default)
 
@@ -67,6 +72,7 @@ async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
         path=args.path,
         name=args.name,
         default=args.default,
+        force=args.force,
         generate=not args.no_generate,
     )
     return report(out, outcome)

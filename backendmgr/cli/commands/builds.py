@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ..render import format_size
 from .common import add_no_generate, report
 
 if TYPE_CHECKING:
@@ -17,19 +18,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     c.set_defaults(handler=catalog)
 
     r = sub.add_parser("releases", help="recent versions and the variants each ships here")
-    r.add_argument("component")
-    r.add_argument("--variant")
+    r.add_argument("component", help="a component id from 'backendmgr catalog'")
+    r.add_argument("--variant", help="only releases that ship this variant here")
     r.add_argument("--refresh", action="store_true", help="skip the 10-minute cache window")
-    r.add_argument("--limit", type=int, default=10)
+    r.add_argument(
+        "--limit", type=_positive, default=10, metavar="N", help="at most N releases (default 10)"
+    )
     r.set_defaults(handler=releases)
 
     i = sub.add_parser("install", help="install a build (VERSION defaults to the latest)")
-    i.add_argument("component")
-    i.add_argument("version", nargs="?")
-    i.add_argument("--variant")
+    i.add_argument("component", help="a component id from 'backendmgr catalog'")
+    i.add_argument("version", nargs="?", help="a release tag or version (default: the latest)")
+    i.add_argument("--variant", help="cpu, vulkan, cuda, rocm, … (default: suggested for here)")
     i.add_argument("--activate", action="store_true", help="activate it even if another is")
-    i.add_argument("--reinstall", action="store_true")
-    i.add_argument("--require-checksum", action="store_true")
+    i.add_argument("--reinstall", action="store_true", help="install again even if installed")
+    i.add_argument(
+        "--require-checksum", action="store_true", help="refuse assets without a published digest"
+    )
     i.add_argument("--no-smoke", action="store_true", help="skip running it with --version")
     i.add_argument("--refresh", action="store_true", help="skip the release-list cache window")
     i.add_argument("--dry-run", action="store_true", help="print the plan, download nothing")
@@ -53,12 +58,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     a.set_defaults(handler=activate)
 
     li = sub.add_parser("list", help="installed builds")
-    li.add_argument("component", nargs="?")
+    li.add_argument("component", nargs="?", help="only builds of this component")
     li.set_defaults(handler=list_builds)
 
     d = sub.add_parser("doctor", help="registry vs disk, stale pins, leftovers")
     d.add_argument("--fix", action="store_true", help="repair what can be repaired")
     d.set_defaults(handler=doctor)
+
+
+def _positive(text: str) -> int:
+    """``--limit``: a whole number above zero, else a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a whole number') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -109,8 +125,11 @@ async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
 
 
 async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ..render import ProgressView
+    import time
 
+    from ..render import ProgressView, install_summary
+
+    started = time.monotonic()
     with ProgressView(out) as view:
         outcome = await mgr.install(
             args.component,
@@ -126,6 +145,9 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             on_event=view,
             generate=not args.no_generate,
         )
+    summary = install_summary(outcome.data, time.monotonic() - started)
+    if summary:
+        out.note(summary)
     return report(out, outcome)
 
 
@@ -137,15 +159,6 @@ async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> in
 
 async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return report(out, await mgr.activate(args.build, generate=not args.no_generate))
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -162,7 +175,7 @@ async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
                 r["variant"],
                 "yes" if r["activated"] else "",
                 ", ".join(r["pinned_by"]),
-                _size(r["size_bytes"]),
+                format_size(r["size_bytes"]),
                 r["path"],
             ]
             for r in rows

@@ -20,7 +20,9 @@ def report(out: Renderer, outcome: Outcome) -> int:
     for warning in outcome.warnings:
         out.warning(warning)
     if out.json_mode:
-        out.document(outcome.data)
+        # the warnings printed on stderr, also in the document for scripts (only when any)
+        extra = {"warnings": list(outcome.warnings)} if outcome.warnings else {}
+        out.document({**outcome.data, **extra})
     else:
         out.info(outcome.message)
     return 0

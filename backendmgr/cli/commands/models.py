@@ -16,10 +16,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     m = sub.add_parser("models", help="discovered models, the row each resolves to, and why")
     m.set_defaults(handler=models)
     c = sub.add_parser("cmd", help="print the command line a model gets")
-    c.add_argument("model")
+    c.add_argument("model", help="a model id from 'backendmgr models'")
     c.set_defaults(handler=cmd)
     g = sub.add_parser("generate", help="regenerate the llama-swap config")
-    g.add_argument("--output", metavar="PATH")
+    g.add_argument("--output", metavar="PATH", help="write here instead of the configured output")
     g.add_argument("--force", action="store_true", help="rewrite even when up to date")
     g.add_argument("--check", action="store_true", help="exit 1 when missing or stale")
     g.set_defaults(handler=generate)
@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     rows = await mgr.models_info()
+    problems = await mgr.folder_problems()
+    for problem in problems:
+        out.warning(problem)
     if out.json_mode:
         out.document(rows)
         return 0
@@ -42,7 +45,7 @@ async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             ]
             for r in rows
         ],
-        empty="no models found; set models_dirs in the config",
+        empty="no models found" + ("" if problems else " in models_dirs"),
     )
     return 0
 

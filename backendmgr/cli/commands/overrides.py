@@ -12,15 +12,45 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
 
+# The keys ``set`` takes, for ``set --help``; a test keeps this equal to SETTABLE_KEYS.
+KEY_HELP: dict[str, str] = {
+    "ctx": "context length in tokens (a warning above the model's trained context)",
+    "vram_target_gb": "VRAM to size this model for, in GB",
+    "vllm_gpu_util": "vLLM --gpu-memory-utilization, above 0 and at most 1",
+    "vllm_tensor_parallel": "vLLM --tensor-parallel-size, 1 or more",
+    "vllm_tokenizer": "vLLM --tokenizer (a Hugging Face repo id or folder)",
+    "vllm_tool_parser": 'vLLM --tool-call-parser; "none" turns tool calling off',
+    "extra_args": 'more arguments, split like a shell would (e.g. "--seed 1")',
+    "unlisted": "true hides the model from llama-swap's list",
+    "llama_swap": "a YAML mapping merged into the model's llama-swap entry",
+}
+
+
+def _keys_epilog() -> str:
+    width = max(len(k) for k in KEY_HELP)
+    lines = [f"  {key:<{width}}  {text}" for key, text in KEY_HELP.items()]
+    return "keys:\n" + "\n".join(lines) + '\n\nthe backend is set with "backendmgr pin".'
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("set", help="set per-model overrides (ctx, vllm_gpu_util, extra_args, …)")
-    p.add_argument("model")
-    p.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
+    p = sub.add_parser(
+        "set",
+        help="set per-model overrides (ctx, vllm_gpu_util, extra_args, …)",
+        epilog=_keys_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="a model id from 'backendmgr models' (or one not found yet)")
+    p.add_argument("pairs", nargs="+", metavar="KEY=VALUE", help="one or more settings; see keys")
     add_no_generate(p)
     p.set_defaults(handler=set_overrides)
-    u = sub.add_parser("unset", help="clear per-model overrides")
-    u.add_argument("model")
-    u.add_argument("keys", nargs="+", metavar="KEY")
+    u = sub.add_parser(
+        "unset",
+        help="clear per-model overrides",
+        epilog=_keys_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    u.add_argument("model", help="a model id")
+    u.add_argument("keys", nargs="+", metavar="KEY", help="one or more keys; see keys")
     add_no_generate(u)
     u.set_defaults(handler=unset_overrides)
 

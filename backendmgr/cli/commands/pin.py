@@ -14,12 +14,12 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("pin", help="keep MODEL on one registry row (e.g. a build)")
-    p.add_argument("model")
+    p.add_argument("model", help="a model id from 'backendmgr models'")
     p.add_argument("row", help="a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm")
     add_no_generate(p)
     p.set_defaults(handler=pin)
     u = sub.add_parser("unpin", help="let MODEL follow the class default again")
-    u.add_argument("model")
+    u.add_argument("model", help="a model id")
     add_no_generate(u)
     u.set_defaults(handler=unpin)
 

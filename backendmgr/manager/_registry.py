@@ -245,13 +245,13 @@ def _parse_value(key: str, text: str) -> Any:
     """Strings from the command line; pydantic coerces numbers and booleans later."""
     _check_key(key)
     if key == "llama_swap":
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
+        from .._yaml import load_yaml
+        from ..errors import ConfigError
 
         try:
-            value = YAML(typ="safe").load(text)
-        except YAMLError as exc:
-            raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'") from exc
+            value = load_yaml(text, "llama_swap")
+        except ConfigError as exc:
+            raise InvalidInput(f"{exc}; llama_swap must be a YAML mapping") from exc
         if not isinstance(value, dict):
             raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'")
         return value

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,9 +50,7 @@ def test_hostile_config_is_one_line_error_and_changes_nothing(
     config_path.parent.mkdir(parents=True)
     config_path.write_text(text)
     for argv in (("list",), ("backends",), ("set", "m1", "ctx=4096")):
-        started = time.monotonic()
         line = one_error(cli(*argv))
-        assert time.monotonic() - started < 5
         assert str(config_path) in line and says in line, line
     assert config_path.read_text() == text
 
@@ -90,9 +87,7 @@ def test_hostile_user_manifest_is_one_line_error(cli: Cli, config_path: Path, te
     manifests = config_path.parent / "manifests"
     manifests.mkdir(parents=True)
     (manifests / "evil.yaml").write_text(text)
-    started = time.monotonic()
     line = one_error(cli("catalog"))
-    assert time.monotonic() - started < 5
     assert line.startswith(f"error: manifest {manifests / 'evil.yaml'} line ")
 
 
@@ -194,3 +189,14 @@ def test_new_files_get_the_umask_and_existing_files_keep_their_mode(
     assert cli("set", "m1", "ctx=8192").code == 0
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     assert "8192" in config_path.read_text()
+
+
+def test_hostile_llama_swap_value_is_refused_before_it_is_saved(
+    cli: Cli, config_path: Path
+) -> None:
+    config_path.parent.mkdir(parents=True)
+    config_path.write_text("vram_budget_gb: 16\n")
+    bomb = "{" + alias_bomb(10).replace("\n", ", ").rstrip(", ") + "}"
+    line = one_error(cli("set", "m1", "llama_swap=" + bomb))
+    assert "aliases expand to more than 200000 values" in line, line
+    assert config_path.read_text() == "vram_budget_gb: 16\n"

@@ -232,7 +232,7 @@ def test_config_path_and_show(tmp_path: Path, config_path: Path) -> None:
     assert shown["settings"]["health_check_timeout"] == 300  # a default, filled in
     text = ok(bm("config", "show")).stdout
     assert "ttl: 30\n" in text and "server_exe: llama-server\n" in text
-    refused(bm("config", "nope"), "invalid choice", code=2)
+    refused(bm("config", "nope"), 'unknown command "nope"; choose from path, show', code=2)
 
 
 # --- uninstall -------------------------------------------------------------------------------

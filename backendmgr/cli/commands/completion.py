@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     c.set_defaults(handler=completion)
     # hidden: no help= keeps it out of the command list
     h = sub.add_parser("__complete", add_help=False)
-    h.add_argument("words", nargs=argparse.REMAINDER)
+    h.add_argument("words", nargs=argparse.REMAINDER, help="the words typed so far")
     h.set_defaults(handler=complete_words)
 
 

@@ -110,6 +110,8 @@ class ProgressView:
                 self._last_phase = "installing"
                 self.out.stderr.write("installing\n")
             return
+        if event.phase == "downloading" and event.asset and event.message:
+            self._note(event.message)  # e.g. "resuming … at 12.6 MiB of 42.0 MiB"
         if self._progress is not None and event.phase == "downloading" and event.asset:
             task = self._tasks.get(event.asset)
             if task is None:
@@ -125,3 +127,14 @@ class ProgressView:
         elif self._progress is not None and event.phase != self._last_phase:
             self._last_phase = event.phase
             self._progress.console.print(f"[dim]{event.phase}[/dim] {event.message or event.asset}")
+
+    def _note(self, message: str) -> None:
+        """One line about a download in progress, above the bars or on stderr; the text holds
+        names a server chose, so nothing in it can drive the terminal."""
+        message = "".join(ch if ch.isprintable() else "?" for ch in message)
+        if self._progress is not None:
+            from rich.markup import escape
+
+            self._progress.console.print(f"[dim]  {escape(message)}[/dim]", highlight=False)
+        elif not self.out.quiet and not self.out.json_mode:
+            self.out.stderr.write(message + "\n")

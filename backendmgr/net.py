@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_API",
     "NetSettings",
+    "check_url",
     "describe_network_failure",
     "is_loopback",
     "make_client",
@@ -56,6 +57,15 @@ def origin(url: str) -> tuple[str, str, int] | None:
     if not host or scheme not in _DEFAULT_PORTS:
         return None
     return scheme, host, port if port is not None else _DEFAULT_PORTS[scheme]
+
+
+def check_url(url: str) -> None:
+    """Refuse, before any socket is made, a URL without an http(s) scheme, a host and a port
+    in range (the async stack would fail on it with a bare OverflowError)."""
+    if origin(url) is None:
+        raise NetworkError(
+            f"refusing the URL {_printable(url)!r}: not an http(s) URL with a valid host and port"
+        )
 
 
 def _timeout_from_env(env: Mapping[str, str]) -> float:
@@ -110,6 +120,7 @@ class NetSettings:
 
     def check_download_url(self, url: str) -> None:
         """Refuse a URL (first or after a redirect) outside the allowlist (SPEC §7.1)."""
+        check_url(url)
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
         allowed = (

@@ -14,7 +14,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin
 
 import anyio
 import httpx
@@ -95,7 +94,12 @@ def _count(text: str) -> int | None:
 
 
 def _mib(n: int) -> str:
-    return f"{n / (1 << 20):.1f} MiB"
+    """Sizes in the units ``list`` uses (KiB, MiB, GiB)."""
+    if n < 1 << 20:
+        return f"{n / 1024:.1f} KiB"
+    if n < 1 << 30:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / (1 << 30):.1f} GiB"
 
 
 def _served_size(response: httpx.Response) -> int | None:
@@ -123,7 +127,10 @@ async def _open(
         response = await client.send(request, stream=True)
         if response.is_redirect and "location" in response.headers:
             await response.aclose()
-            url = urljoin(url, response.headers["location"])
+            try:
+                url = str(httpx.URL(url).join(response.headers["location"]))
+            except httpx.InvalidURL as exc:
+                raise NetworkError(describe_network_failure(exc, url, net)) from exc
             continue
         return response, url
     raise NetworkError(f"too many redirects for {url[:200]}")

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urljoin
+from urllib.parse import quote
 
 import httpx
 
 from .._fs import atomic_write_bytes, sanitize_segment
 from ..errors import NetworkError, NotFound
-from ..net import NetSettings, network_error
+from ..net import NetSettings, check_url, network_error
 from .models import Release, ReleaseAsset, newest_releases_first
 
 __all__ = ["CACHE_SECONDS", "GithubReleases", "validate_repo"]
@@ -115,13 +115,14 @@ class GithubReleases:
         """GET an API URL, its body read up to MAX_API_BYTES; the token goes only to the API's
         exact origin, so a redirect elsewhere (another port, plain http) never carries it."""
         for _ in range(5):
+            check_url(url)
             send = {**headers, **self.net.auth_headers(url)}
             try:
                 request = self.client.build_request("GET", url, headers=send)
                 response = await self.client.send(request, stream=True)
                 try:
                     if response.is_redirect and "location" in response.headers:
-                        url = urljoin(url, response.headers["location"])
+                        url = str(httpx.URL(url).join(response.headers["location"]))
                         continue
                     body = bytearray()
                     async for chunk in response.aiter_bytes():

@@ -296,6 +296,9 @@ def test_5000_digit_tags_do_not_crash(cli: Cli, mirror: MirrorServer, mirror_roo
     assert result.code == 0, result
     tags = [r["tag"] for r in json.loads(result.out)]
     assert "b" + "9" * 5000 in tags and "b100" in tags
+    assert cli("releases", "llama-server").code == 0
+    line = one_line_error(cli("install", "llama-server", "b" + "9" * 5000))
+    assert line.endswith("has no vulkan asset for linux-x64; it ships nothing for this platform")
     assert cli("install", "llama-server").code == 0
     listed = json.loads(cli("--json", "list").out)
     assert listed[0]["sha256"] == hashlib.sha256(data).hexdigest()

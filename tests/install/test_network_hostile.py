@@ -423,3 +423,11 @@ def test_two_mirrors_on_one_host_do_not_share_a_cache(
         assert [p for p, _ in second.requests if p.startswith("/repos/")]
     finally:
         second.stop()
+
+
+@pytest.mark.parametrize("body", [b"[" * 200_000, b'[{"tag_name": "b1", "assets": {"a": 1}}]x'])
+def test_hostile_json_is_one_line(cli: Cli, mirror: MirrorServer, body: bytes) -> None:
+    head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    mirror.hooks.append(raw_reply(head + body))
+    line = one_line_error(cli("releases", "llama-server"))
+    assert line == "error: GitHub API sent invalid JSON for ggml-org/llama.cpp"

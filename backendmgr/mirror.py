@@ -116,7 +116,7 @@ class MirrorHandler(BaseHTTPRequestHandler):
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         self.end_headers()
-        self.stream_file(path, start, end + 1)
+        self.stream_file(path, start, end + 1, cut_after=self.server.cut_every)
 
     def stream_file(
         self, path: Path, start: int, stop: int, *, cut_after: int | None = None
@@ -159,11 +159,14 @@ class MirrorServer(ThreadingHTTPServer):
         port: int = 0,
         *,
         throttle: int | None = None,
+        cut_every: int | None = None,
         verbose: bool = False,
     ) -> None:
         super().__init__((host, port), MirrorHandler)
         self.root = Path(root)
         self.throttle = throttle
+        # fault injection: drop every asset connection after this many bytes (a flaky link)
+        self.cut_every = cut_every
         self.verbose = verbose
         self.hooks: list[Hook] = []
         self.requests: list[tuple[str, dict[str, str]]] = []
@@ -262,10 +265,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--throttle", type=int, default=None, help="bytes per second per connection"
     )
+    parser.add_argument(
+        "--cut-every",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="drop each asset connection after this many bytes (to try resume)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     server = MirrorServer(
-        args.root, args.host, args.port, throttle=args.throttle, verbose=args.verbose
+        args.root,
+        args.host,
+        args.port,
+        throttle=args.throttle,
+        cut_every=args.cut_every,
+        verbose=args.verbose,
     )
     print(
         f"serving {args.root} at {server.base_url} (BACKENDMGR_GITHUB_API={server.base_url})",

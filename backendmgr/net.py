@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,10 +17,23 @@ from .errors import InvalidInput, NetworkError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["DEFAULT_API", "NetSettings", "is_loopback", "make_client"]
+__all__ = [
+    "DEFAULT_API",
+    "NetSettings",
+    "check_url",
+    "describe_network_failure",
+    "is_loopback",
+    "make_client",
+    "network_error",
+    "origin",
+]
 
 DEFAULT_API = "https://api.github.com"
 USER_AGENT = f"backendmgr/{__version__}"
+CONNECT_TIMEOUT = 15.0
+READ_TIMEOUT = 30.0
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_loopback(host: str) -> bool:
@@ -31,11 +45,52 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def origin(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` with the default port filled in; None for a URL without one."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if not host or scheme not in _DEFAULT_PORTS:
+        return None
+    return scheme, host, port if port is not None else _DEFAULT_PORTS[scheme]
+
+
+def check_url(url: str) -> None:
+    """Refuse, before any socket is made, a URL without an http(s) scheme, a host and a port
+    in range (the async stack would fail on it with a bare OverflowError)."""
+    if origin(url) is None:
+        raise NetworkError(
+            f"refusing the URL {_printable(url)!r}: not an http(s) URL with a valid host and port"
+        )
+
+
+def _timeout_from_env(env: Mapping[str, str]) -> float:
+    raw = env.get("BACKENDMGR_TIMEOUT", "").strip()
+    if not raw:
+        return READ_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= 3600:
+        raise InvalidInput(f'BACKENDMGR_TIMEOUT "{raw[:40]}" is not a number of seconds (0-3600)')
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class NetSettings:
     api_base: str = DEFAULT_API
     token: str | None = None
     offline: bool = False
+    read_timeout: float = READ_TIMEOUT
+
+    @property
+    def connect_timeout(self) -> float:
+        return min(CONNECT_TIMEOUT, self.read_timeout)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> NetSettings:
@@ -50,14 +105,22 @@ class NetSettings:
             )
         token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or None
         offline = env.get("BACKENDMGR_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-        return cls(api_base=api, token=token, offline=offline)
+        return cls(api_base=api, token=token, offline=offline, read_timeout=_timeout_from_env(env))
 
     @property
     def api_host(self) -> str:
         return (urlsplit(self.api_base).hostname or "").lower()
 
+    def auth_headers(self, url: str) -> dict[str, str]:
+        """The token, only for the API's exact origin: scheme, host and port (a redirect to
+        another port or to plain http gets nothing)."""
+        if self.token and origin(url) is not None and origin(url) == origin(self.api_base):
+            return {"Authorization": f"Bearer {self.token}"}
+        return {}
+
     def check_download_url(self, url: str) -> None:
         """Refuse a URL (first or after a redirect) outside the allowlist (SPEC §7.1)."""
+        check_url(url)
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
         allowed = (
@@ -78,11 +141,70 @@ class NetSettings:
             raise NetworkError(f"{what} needs the network, but BACKENDMGR_OFFLINE is set")
 
 
-def make_client() -> httpx.AsyncClient:
+def make_client(net: NetSettings | None = None) -> httpx.AsyncClient:
     import httpx
 
+    net = net or NetSettings.from_env()
+    wait = net.read_timeout
     return httpx.AsyncClient(
-        timeout=httpx.Timeout(connect=15.0, read=60.0, write=60.0, pool=60.0),
+        timeout=httpx.Timeout(connect=net.connect_timeout, read=wait, write=wait, pool=wait),
         headers={"User-Agent": USER_AGENT},
         follow_redirects=False,
     )
+
+
+def _where(url: str) -> str:
+    try:
+        where = urlsplit(url).netloc
+    except ValueError:
+        where = ""
+    return _printable(where or url, 80)
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    text = _CONTROL.sub("?", text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:g} s"
+
+
+def describe_network_failure(exc: BaseException, url: str, net: NetSettings) -> str:
+    """One line for any httpx (or h11, via httpx) failure: what happened, where, in which phase;
+    never empty (the exception's class names it when the library gives no text)."""
+    import httpx
+
+    where = _where(url)
+    reason = _printable(str(exc).strip() or type(exc).__name__)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return (
+            f"{where} did not accept a connection within "
+            f"{_seconds(net.connect_timeout)} (connect timeout)"
+        )
+    if isinstance(exc, httpx.ReadTimeout):
+        return f"{where} did not answer within {_seconds(net.read_timeout)} (read timeout)"
+    if isinstance(exc, httpx.WriteTimeout):
+        return (
+            f"{where} did not take the request within {_seconds(net.read_timeout)} (write timeout)"
+        )
+    if isinstance(exc, httpx.PoolTimeout):
+        return (
+            f"no connection to {where} was free within {_seconds(net.read_timeout)} (pool timeout)"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot reach {where}: {reason}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"{where} broke the HTTP protocol: {reason}"
+    if isinstance(exc, httpx.DecodingError):
+        return f"{where} sent a body that cannot be decoded: {reason}"
+    if isinstance(exc, httpx.TooManyRedirects):
+        return f"too many redirects at {where}"
+    if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
+        return f"refusing the URL {_printable(url)!r}: {reason}"
+    return f"{where}: {type(exc).__name__}: {reason}"
+
+
+def network_error(exc: BaseException, url: str, net: NetSettings) -> NetworkError:
+    """The one mapping from library errors to :class:`NetworkError` (listing and downloader)."""
+    return NetworkError(describe_network_failure(exc, url, net))

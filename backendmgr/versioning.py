@@ -8,7 +8,11 @@ from packaging.version import InvalidVersion, Version
 
 __all__ = ["VersionKey", "version_key"]
 
-_BUILD_TAG = re.compile(r"^b(\d+)$", re.IGNORECASE)
+_BUILD_TAG = re.compile(r"^b([0-9]{1,18})$", re.IGNORECASE)
+# A tag with a longer run of digits is not a version anyone publishes; it sorts as text, so
+# that int() never meets a number beyond Python's digit limit (or a costly conversion).
+_TOO_MANY_DIGITS = re.compile(r"[0-9]{19}")
+MAX_VERSION_CHARS = 256
 
 VersionKey = tuple[int, int, Version | None, str]
 
@@ -18,10 +22,13 @@ def version_key(version: str) -> VersionKey:
 
     The leading rank keeps unlike kinds from ever being compared with each other.
     """
-    match = _BUILD_TAG.match(version.strip())
+    text = version.strip()
+    if len(text) > MAX_VERSION_CHARS or _TOO_MANY_DIGITS.search(text):
+        return (0, 0, None, version)
+    match = _BUILD_TAG.match(text)
     if match:
         return (2, int(match.group(1)), None, "")
     try:
-        return (1, 0, Version(version.strip().removeprefix("v")), "")
-    except InvalidVersion:
+        return (1, 0, Version(text.removeprefix("v")), "")
+    except (InvalidVersion, ValueError):
         return (0, 0, None, version)

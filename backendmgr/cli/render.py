@@ -125,16 +125,20 @@ class ProgressView:
             self._progress.stop()
 
     def __call__(self, event: Any) -> None:
+        if event.phase in ("failed", "cancelled"):
+            return  # the error line says why; printing it here too would say it twice
         if event.phase == "downloading" and event.message and not event.asset:
             # installer output (pip / uv): streamed on a terminal, summarised otherwise
             if self._progress is not None:
-                self._progress.console.print(
-                    f"[dim]  {event.message}[/dim]", markup=True, highlight=False
-                )
+                self._note(event.message)
             elif self._last_phase != "installing" and not self.out.quiet and not self.out.json_mode:
                 self._last_phase = "installing"
                 self.out.stderr.write("installing\n")
             return
+        message = event.message
+        if event.phase == "downloading" and event.asset and message:
+            self._note(message)  # e.g. "resuming … at 12.6 MiB of 42.0 MiB"
+            message = ""
         if self._progress is not None and event.phase == "downloading" and event.asset:
             task = self._tasks.get(event.asset)
             if task is None:
@@ -142,14 +146,21 @@ class ProgressView:
                 self._tasks[event.asset] = task
             self._progress.update(task, completed=event.bytes_done, total=event.bytes_total)
             return
-        if event.phase == self._last_phase and event.message in ("", self._last_message):
-            return  # one line per phase, plus any new message within it (waiting, resuming)
-        self._last_phase, self._last_message = event.phase, event.message
-        detail = f" {event.message or event.asset}".rstrip()
+        if event.phase == self._last_phase and message in ("", self._last_message):
+            return  # one line per phase, plus any new message within it (waiting for a lock)
+        self._last_phase, self._last_message = event.phase, message
+        self._note(f"{event.phase} {message or event.asset}".rstrip(), indent="")
+
+    def _note(self, message: str, indent: str = "  ") -> None:
+        """One line of progress, above the bars or on stderr; the text holds names a server or
+        an installer chose, so nothing in it can drive the terminal or rich's markup."""
+        message = "".join(ch if ch.isprintable() else "?" for ch in message)
         if self._progress is not None:
-            self._progress.console.print(f"[dim]{event.phase}[/dim]{detail}")
+            from rich.markup import escape
+
+            self._progress.console.print(f"[dim]{indent}{escape(message)}[/dim]", highlight=False)
         elif not self.out.quiet and not self.out.json_mode:
-            self.out.stderr.write(f"{event.phase}{detail}\n")
+            self.out.stderr.write(message + "\n")
 
 
 _VERIFIED = {

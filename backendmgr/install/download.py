@@ -14,14 +14,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urljoin
 
 import anyio
 import httpx
 
 from .._fs import sanitize_segment
 from ..errors import NetworkError, VerificationError
-from ..net import NetSettings
+from ..net import NetSettings, describe_network_failure
 from ..sources.models import ReleaseAsset
 from .events import EventSink, ProgressEvent
 
@@ -29,6 +28,9 @@ __all__ = ["Downloaded", "download", "part_path"]
 
 CHUNK = 1 << 20
 MAX_RETRIES = 5
+# An attempt that added at least this much (or finished) was progress: the retry count restarts,
+# so a long download over a link that drops every few hundred KB still completes.
+PROGRESS_MIN = 64 << 10
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
@@ -85,18 +87,31 @@ def _hash_existing(part: Path) -> tuple[int, hashlib._Hash]:
     return size, digest
 
 
+def _count(text: str) -> int | None:
+    """A byte count from a header: ASCII digits only, bounded (a server's text is not trusted)."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
+def _mib(n: int) -> str:
+    """Sizes in the units ``list`` uses (KiB, MiB, GiB)."""
+    if n < 1 << 20:
+        return f"{n / 1024:.1f} KiB"
+    if n < 1 << 30:
+        return f"{n / (1 << 20):.1f} MiB"
+    return f"{n / (1 << 30):.1f} GiB"
+
+
 def _served_size(response: httpx.Response) -> int | None:
     """The whole file's size as the server states it (Content-Length or Content-Range)."""
     if response.status_code == 206:
-        whole = response.headers.get("content-range", "").rpartition("/")[2]
-        return int(whole) if whole.isdigit() else None
-    length = response.headers.get("content-length", "")
-    return int(length) if length.isdigit() else None
+        return _count(response.headers.get("content-range", "").rpartition("/")[2])
+    return _count(response.headers.get("content-length", ""))
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
-    return min(float(value), 60.0) if value.isdigit() else None
+    value = _count(response.headers.get("retry-after", ""))
+    return min(float(value), 60.0) if value is not None else None
 
 
 async def _open(
@@ -105,14 +120,20 @@ async def _open(
     """Send the request, following redirects by hand so that every hop is checked."""
     for _ in range(10):
         net.check_download_url(url)
-        request = client.build_request("GET", url, headers=headers)
+        try:
+            request = client.build_request("GET", url, headers=headers)
+        except httpx.InvalidURL as exc:
+            raise NetworkError(describe_network_failure(exc, url, net)) from exc
         response = await client.send(request, stream=True)
         if response.is_redirect and "location" in response.headers:
             await response.aclose()
-            url = urljoin(url, response.headers["location"])
+            try:
+                url = str(httpx.URL(url).join(response.headers["location"]))
+            except httpx.InvalidURL as exc:
+                raise NetworkError(describe_network_failure(exc, url, net)) from exc
             continue
         return response, url
-    raise NetworkError(f"too many redirects for {url}")
+    raise NetworkError(f"too many redirects for {url[:200]}")
 
 
 async def _attempt(
@@ -138,7 +159,9 @@ async def _attempt(
     try:
         response, final_url = await _open(client, net, asset.url, headers)
     except httpx.TransportError as exc:
-        raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+        raise _Retry(describe_network_failure(exc, asset.url, net)) from exc
+    except (httpx.HTTPError, httpx.StreamError) as exc:
+        raise NetworkError(describe_network_failure(exc, asset.url, net)) from exc
     try:
         status = response.status_code
         if status in RETRY_STATUSES:
@@ -153,6 +176,10 @@ async def _attempt(
             start = response.headers.get("content-range", "").split(" ")[-1].split("-")[0]
             if start != str(have):
                 mode, have, digest = "wb", 0, hashlib.sha256()
+            elif emit is not None:
+                of = f" of {_mib(total)}" if total is not None else ""
+                message = f"resuming {asset.name} at {_mib(have)}{of}"
+                emit(ProgressEvent("downloading", asset.name, have, total, 0.0, message))
         else:
             mode, have, digest = "wb", 0, hashlib.sha256()
         served = _served_size(response)
@@ -169,7 +196,8 @@ async def _attempt(
         last_emit = 0.0
         with part.open(mode) as fh:
             try:
-                async for chunk in response.aiter_raw(CHUNK):
+                # no re-chunking: every piece is written as it arrives, so a cut loses nothing
+                async for chunk in response.aiter_raw():
                     fh.write(chunk)
                     digest.update(chunk)
                     have += len(chunk)
@@ -180,7 +208,8 @@ async def _attempt(
                         emit(ProgressEvent("downloading", asset.name, have, total, rate))
             except (httpx.TransportError, httpx.StreamError) as exc:
                 fh.flush()
-                raise _Retry(f"connection lost after {have} bytes: {type(exc).__name__}") from exc
+                reason = describe_network_failure(exc, final_url, net)
+                raise _Retry(f"connection lost after {have} bytes: {reason}") from exc
         if total is not None and have < total:
             raise _Retry(f"connection closed after {have} of {total} bytes")
         if emit is not None:
@@ -206,16 +235,28 @@ async def download(
     net.require_online(f"downloading {asset.name}")
     downloads.mkdir(parents=True, exist_ok=True)
     part = part_path(downloads, asset)
-    attempt = 0
+    attempt = 0  # attempts in a row that made no progress
     while True:
+        before = _size_on_disk(part)
         try:
             return await _attempt(client, net, asset, part, emit)
         except _Retry as exc:
+            if _size_on_disk(part) - before >= PROGRESS_MIN:
+                attempt = 0  # the link works, it only drops: resume at once
+                if exc.wait is None:
+                    continue
             attempt += 1
             if attempt > retries:
                 raise NetworkError(
-                    f"downloading {asset.name} failed after {retries} retries ({exc}); "
-                    "run the same command again to resume"
+                    f"downloading {asset.name} failed after {retries} retries without "
+                    f"progress ({exc}); run the same command again to resume"
                 ) from exc
             wait = exc.wait if exc.wait is not None else backoff * 2 ** (attempt - 1)
             await sleep(wait * (1 + random.random() * 0.25))
+
+
+def _size_on_disk(part: Path) -> int:
+    try:
+        return part.stat().st_size
+    except FileNotFoundError:
+        return 0

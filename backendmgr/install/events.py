@@ -23,6 +23,9 @@ Phase = Literal[
 
 @dataclass(frozen=True, slots=True)
 class ProgressEvent:
+    """One step of a job. A ``downloading`` event with both ``asset`` and ``message`` is a note
+    about that download (``resuming … at 12.6 MiB of 42.0 MiB``), shown as a line of its own."""
+
     phase: Phase
     asset: str = ""
     bytes_done: int = 0

@@ -102,7 +102,7 @@ class ManagerBase(abc.ABC):
         from ..net import make_client
         from ..sources.github import GithubReleases
 
-        client = self._client_factory() if self._client_factory else make_client()
+        client = self._client_factory() if self._client_factory else make_client(self.net)
         async with client:
             yield GithubReleases(client, self.net, self.paths.cache)
 

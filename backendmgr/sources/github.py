@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -9,18 +10,19 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote
 
 import httpx
 
 from .._fs import atomic_write_bytes, sanitize_segment
 from ..errors import NetworkError, NotFound
-from ..net import NetSettings
+from ..net import NetSettings, check_url, network_error
 from .models import Release, ReleaseAsset, newest_releases_first
 
 __all__ = ["CACHE_SECONDS", "GithubReleases", "validate_repo"]
 
 CACHE_SECONDS = 600
+MAX_API_BYTES = 32 << 20  # a listing of 100 releases is well under 1 MiB
 _PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -31,26 +33,39 @@ def validate_repo(repo: str) -> str:
     return repo
 
 
+def _size(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 62
+    return value if ok else None
+
+
+def _published(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value or len(value) > 64:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def _parse_release(data: dict[str, Any]) -> Release | None:
+    """A release from the API's JSON; fields of the wrong type are treated as absent."""
     if data.get("draft"):
         return None
+    raw_assets = data.get("assets")
     assets = tuple(
         ReleaseAsset(
             name=str(a.get("name", "")),
             url=str(a.get("browser_download_url", "")),
-            size=a.get("size") if isinstance(a.get("size"), int) else None,
+            size=_size(a.get("size")),
             digest=a.get("digest") if isinstance(a.get("digest"), str) else None,
         )
-        for a in data.get("assets") or []
-        if a.get("name") and a.get("browser_download_url")
+        for a in (raw_assets if isinstance(raw_assets, list) else [])
+        if isinstance(a, dict) and a.get("name") and a.get("browser_download_url")
     )
-    published = data.get("published_at")
     return Release(
         tag=str(data.get("tag_name", "")),
         name=str(data.get("name") or ""),
-        published_at=datetime.fromisoformat(published.replace("Z", "+00:00"))
-        if isinstance(published, str) and published
-        else None,
+        published_at=_published(data.get("published_at")),
         prerelease=bool(data.get("prerelease")),
         assets=assets,
     )
@@ -73,9 +88,16 @@ class GithubReleases:
         self.clock = clock
 
     def _cache_file(self, repo: str) -> Path:
-        host = sanitize_segment(self.net.api_host)
+        """Keyed by the whole API base (scheme, host, port, path): two mirrors on one host
+        never share a listing."""
+        base = self.net.api_base.rstrip("/")
+        key = hashlib.sha256(base.encode()).hexdigest()[:12]
+        folder = f"{sanitize_segment(self.net.api_host)[:48]}-{key}"
         return (
-            self.cache_dir / "github" / host / (sanitize_segment(repo.replace("/", "__")) + ".json")
+            self.cache_dir
+            / "github"
+            / folder
+            / (sanitize_segment(repo.replace("/", "__")) + ".json")
         )
 
     def _read_cache(self, repo: str) -> dict[str, Any] | None:
@@ -90,21 +112,50 @@ class GithubReleases:
         atomic_write_bytes(self._cache_file(repo), json.dumps(payload).encode())
 
     async def _get(self, url: str, headers: dict[str, str]) -> httpx.Response:
-        """GET an API URL; the token goes only to the API host, never across a redirect."""
-        api_host = self.net.api_host
+        """GET an API URL, its body read up to MAX_API_BYTES; the token goes only to the API's
+        exact origin, so a redirect elsewhere (another port, plain http) never carries it."""
         for _ in range(5):
-            send = dict(headers)
-            if self.net.token and (urlsplit(url).hostname or "").lower() == api_host:
-                send["Authorization"] = f"Bearer {self.net.token}"
+            check_url(url)
+            send = {**headers, **self.net.auth_headers(url)}
             try:
-                response = await self.client.get(url, headers=send)
-            except httpx.HTTPError as exc:
-                raise NetworkError(f"cannot reach {urlsplit(url).netloc}: {exc!s}") from exc
-            if response.is_redirect and "location" in response.headers:
-                url = urljoin(url, response.headers["location"])
-                continue
-            return response
-        raise NetworkError(f"too many redirects for {url}")
+                request = self.client.build_request("GET", url, headers=send)
+                response = await self.client.send(request, stream=True)
+                try:
+                    if response.is_redirect and "location" in response.headers:
+                        url = str(httpx.URL(url).join(response.headers["location"]))
+                        continue
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > MAX_API_BYTES:
+                            raise NetworkError(
+                                f"the API at {self.net.api_host} sent more than "
+                                f"{MAX_API_BYTES >> 20} MiB for one request; refusing it"
+                            )
+                finally:
+                    await response.aclose()
+            except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
+                raise network_error(exc, url, self.net) from exc
+            # the body is already decoded: drop the headers that describe the wire form
+            kept = [
+                (k, v)
+                for k, v in response.headers.multi_items()
+                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+            ]
+            return httpx.Response(
+                response.status_code,
+                headers=kept,
+                content=bytes(body),
+                request=response.request,
+            )
+        raise NetworkError(f"too many redirects for {url[:200]}")
+
+    @staticmethod
+    def _json(response: httpx.Response, repo: str) -> Any:
+        try:
+            return response.json()
+        except (ValueError, RecursionError) as exc:
+            raise NetworkError(f"GitHub API sent invalid JSON for {repo}") from exc
 
     def _raise_for(self, response: httpx.Response, repo: str) -> None:
         if (
@@ -113,7 +164,7 @@ class GithubReleases:
         ):
             reset = response.headers.get("x-ratelimit-reset", "")
             when = "later"
-            if reset.isdigit():
+            if reset.isascii() and reset.isdigit() and len(reset) <= 11:
                 when = datetime.fromtimestamp(int(reset)).astimezone().strftime("%H:%M %Z").strip()
             raise NetworkError(f"GitHub rate limit reached; resets at {when}; set GITHUB_TOKEN")
         if response.status_code == 404:
@@ -144,10 +195,7 @@ class GithubReleases:
             return self._parsed(cached["releases"])
         if response.status_code != 200:
             self._raise_for(response, repo)
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise NetworkError(f"GitHub API sent invalid JSON for {repo}") from exc
+        body = self._json(response, repo)
         if not isinstance(body, list):
             raise NetworkError(f"GitHub API sent an unexpected document for {repo}")
         self._write_cache(repo, response.headers.get("etag"), body)
@@ -163,7 +211,8 @@ class GithubReleases:
             raise NotFound(f"{repo} has no release {tag}")
         if response.status_code != 200:
             self._raise_for(response, repo)
-        release = _parse_release(response.json())
+        body = self._json(response, repo)
+        release = _parse_release(body) if isinstance(body, dict) else None
         if release is None:
             raise NotFound(f"{repo} has no published release {tag}")
         return release

@@ -122,7 +122,7 @@ def test_gives_up_after_five_retries(cli: Cli, mirror: MirrorServer, mirror_root
     mirror.hooks.append(faults)
     result = cli("install", "llama-server")
     assert result.code == 1
-    assert "failed after 5 retries (HTTP 503)" in result.err
+    assert "failed after 5 retries without progress (HTTP 503)" in result.err
     assert faults.count == 6
 
 

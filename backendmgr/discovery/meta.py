@@ -142,7 +142,9 @@ def meta_from_hf(config: dict[str, Any]) -> ModelMeta:
         recurrent = [(i + 1) % interval != 0 for i in range(layers)]
     mla = _int(c.get("kv_lora_rank"))
     archs = config.get("architectures")
-    model_type = c.get("model_type") or config.get("model_type") or ""
+    # SPEC §12.4 keys the tool-call table by the top-level HF model_type: a wrapper's
+    # text_config names its own inner type (qwen3_5 wraps qwen3_5_text), which no table knows.
+    model_type = config.get("model_type") or c.get("model_type") or ""
     return ModelMeta(
         architecture=str(model_type),
         name=str(archs[0]) if isinstance(archs, list) and archs else "",

@@ -19,6 +19,17 @@ from ._base import ManagerBase
 __all__ = ["ModelsMixin"]
 
 
+def _plan_one(plan_model: Any, settings: Settings, model: Any, card_gb: float | None) -> Any:
+    """One model's plan; arithmetic on a header's numbers that still fails skips that model
+    with the reason rather than failing every other one (discovery already bounds them)."""
+    from ..emit.plan import Skip
+
+    try:
+        return plan_model(settings, model, card_gb)
+    except (ArithmeticError, ValueError) as exc:
+        return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
+
+
 class ModelsMixin(ManagerBase):
     def _pipeline(self, settings: Settings) -> tuple[Any, Any, str]:
         """Discover, plan every model and hash the inputs (runs in a worker thread)."""
@@ -30,7 +41,7 @@ class ModelsMixin(ManagerBase):
         receipts = [e.receipt.model_dump_json() for e in self.builds.installed()]
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
-        plans = [plan_model(settings, m, self.card_gb) for m in found.models]
+        plans = [_plan_one(plan_model, settings, m, self.card_gb) for m in found.models]
         return found, plans, digest
 
     async def plan(self) -> tuple[Settings, Any, list[Any], str]:

@@ -8,7 +8,7 @@ import anyio
 
 from .._locks import hold
 from ..config.models import Settings
-from ..errors import NotFound, Refused
+from ..errors import NotFound, Refused, VerificationError
 from ..results import Outcome
 
 if TYPE_CHECKING:
@@ -17,6 +17,17 @@ if TYPE_CHECKING:
 from ._base import ManagerBase
 
 __all__ = ["ModelsMixin"]
+
+
+def _written_problems(target: Any, entries: list[Any]) -> list[str]:
+    """What is wrong with the config at ``target`` against the plan (unreadable counts)."""
+    from ..emit.verify import check_config
+
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"it cannot be read ({exc})"]
+    return check_config(text, entries)
 
 
 def _plan_one(plan_model: Any, settings: Settings, model: Any, card_gb: float | None) -> Any:
@@ -118,6 +129,7 @@ class ModelsMixin(ManagerBase):
         from ..emit.document import render_document
         from ..emit.plan import Entry, Skip
         from ..emit.regen import output_hash
+        from ..emit.verify import check_config
 
         settings = await self.settings()
         target = self.output_path(settings, output)
@@ -129,6 +141,12 @@ class ModelsMixin(ManagerBase):
             skipped = [p for p in plans if isinstance(p, Skip)]
             skipped += [Skip(s.id, s.path, s.reason) for s in found.skipped]
             current = output_hash(target) if target.exists() else None
+            # A file whose header claims these inputs must also say what the plan says.
+            drift = (
+                await anyio.to_thread.run_sync(_written_problems, target, entries)
+                if current == digest
+                else []
+            )
             data = {
                 "output": str(target),
                 "written": False,
@@ -141,8 +159,12 @@ class ModelsMixin(ManagerBase):
                 if current != digest:
                     state = "missing" if current is None and not target.exists() else "stale"
                     raise Refused(f'{target} is {state}; run "backendmgr generate"')
+                if drift:
+                    raise VerificationError(
+                        f'{target} does not match its plan: {drift[0]}; run "backendmgr generate"'
+                    )
                 return Outcome(f"{target} is up to date", data, changed=False)
-            if current == digest and not force:
+            if current == digest and not force and not drift:
                 return Outcome(f"{target} is up to date", data, changed=False)
             text = render_document(
                 version=__version__,
@@ -152,9 +174,43 @@ class ModelsMixin(ManagerBase):
                 entries=entries,
                 skipped=skipped,
             )
+            wrong = check_config(text, entries)  # what is written is what was planned
+            if wrong:
+                raise VerificationError(f"the llama-swap config would be invalid: {wrong[0]}")
             await anyio.to_thread.run_sync(atomic_write_bytes, target, text.encode())
             data["written"] = True
             return Outcome(f"wrote {target}: {len(entries)} models, {len(skipped)} skipped", data)
+
+    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
+        """``doctor``: the written config must parse, have the shape llama-swap needs, and,
+        when its header claims the current inputs, hold exactly the planned models and cmds."""
+        from ..emit.plan import Entry
+        from ..emit.regen import output_hash
+        from ..emit.verify import check_config
+
+        target = self.output_path(settings)
+        if not target.exists():
+            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
+        notes: list[str] = []
+        entries: list[Any] | None = None
+        recorded = output_hash(target)
+        if recorded is None:
+            notes.append(f"{target} was not written by backendmgr")
+        else:
+            _, plans, digest = self._pipeline(settings)
+            if recorded == digest:
+                entries = [p for p in plans if isinstance(p, Entry)]
+            else:
+                notes.append(f'{target} is stale; run "backendmgr generate"')
+        try:
+            text = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [f"the llama-swap config {target} cannot be read ({exc})"], notes
+        problems = [
+            f'the llama-swap config {target}: {p}; run "backendmgr generate --force"'
+            for p in check_config(text, entries)
+        ]
+        return problems, notes
 
     async def regenerate(self) -> None:
         """Bring the registry in line with the disk, then rewrite the llama-swap config."""

@@ -21,7 +21,7 @@ from ruamel.yaml.tokens import CommentToken
 
 from .plan import Entry, Skip, render_token
 
-__all__ = ["HASH_PREFIX", "entry_cmd", "render_document", "single_line"]
+__all__ = ["HASH_PREFIX", "build_document", "dump", "entry_cmd", "render_document", "single_line"]
 
 HASH_PREFIX = "# inputs: sha256:"
 _INDENT = 2  # models are keys of the top-level `models:` mapping
@@ -88,7 +88,12 @@ def _skip_lines(skip: Skip) -> list[str]:
     ]
 
 
-def render_document(
+def render_document(**kwargs: Any) -> str:
+    """The document's text: :func:`build_document` through the emitter."""
+    return dump(build_document(**kwargs))
+
+
+def build_document(
     *,
     version: str,
     inputs_hash: str,
@@ -96,7 +101,8 @@ def render_document(
     passthrough: dict[str, Any],
     entries: Sequence[Entry],
     skipped: Sequence[Skip],
-) -> str:
+) -> CommentedMap:
+    """The document as a node tree, comments attached; checkable before it is written."""
     root = CommentedMap()
     root.yaml_set_start_comment(
         "\n".join(
@@ -129,10 +135,11 @@ def render_document(
     if pending:  # skips after the last model: the document's end comment, under `models:`
         text = "".join(f"{' ' * _INDENT}# {line}\n" for line in pending)
         root.yaml_end_comment_extend([CommentToken(text, CommentMark(0), None)], clear=True)
-    return dump(root)
+    return root
 
 
 def dump(node: Any) -> str:
+    """YAML text from ruamel's round-trip emitter, which escapes every key and scalar."""
     yaml = YAML()
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 1 << 16  # never fold a long path or command line

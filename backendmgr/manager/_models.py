@@ -126,10 +126,10 @@ class ModelsMixin(ManagerBase):
 
         from .._fs import atomic_write_bytes
         from .._version import __version__
-        from ..emit.document import render_document
+        from ..emit.document import build_document, dump
         from ..emit.plan import Entry, Skip
         from ..emit.regen import output_hash
-        from ..emit.verify import check_config
+        from ..emit.verify import check_shape
 
         settings = await self.settings()
         target = self.output_path(settings, output)
@@ -141,12 +141,6 @@ class ModelsMixin(ManagerBase):
             skipped = [p for p in plans if isinstance(p, Skip)]
             skipped += [Skip(s.id, s.path, s.reason) for s in found.skipped]
             current = output_hash(target) if target.exists() else None
-            # A file whose header claims these inputs must also say what the plan says.
-            drift = (
-                await anyio.to_thread.run_sync(_written_problems, target, entries)
-                if current == digest
-                else []
-            )
             data = {
                 "output": str(target),
                 "written": False,
@@ -159,14 +153,17 @@ class ModelsMixin(ManagerBase):
                 if current != digest:
                     state = "missing" if current is None and not target.exists() else "stale"
                     raise Refused(f'{target} is {state}; run "backendmgr generate"')
+                # A file whose header claims these inputs must also say what the plan says.
+                drift = await anyio.to_thread.run_sync(_written_problems, target, entries)
                 if drift:
                     raise VerificationError(
-                        f'{target} does not match its plan: {drift[0]}; run "backendmgr generate"'
+                        f"{target} does not match its plan: {drift[0]}; "
+                        'run "backendmgr generate --force"'
                     )
                 return Outcome(f"{target} is up to date", data, changed=False)
-            if current == digest and not force and not drift:
+            if current == digest and not force:
                 return Outcome(f"{target} is up to date", data, changed=False)
-            text = render_document(
+            document = build_document(
                 version=__version__,
                 inputs_hash=digest,
                 health_check_timeout=settings.health_check_timeout,
@@ -174,9 +171,10 @@ class ModelsMixin(ManagerBase):
                 entries=entries,
                 skipped=skipped,
             )
-            wrong = check_config(text, entries)  # what is written is what was planned
+            wrong = check_shape(document)  # e.g. a passthrough value of the wrong type
             if wrong:
                 raise VerificationError(f"the llama-swap config would be invalid: {wrong[0]}")
+            text = dump(document)
             await anyio.to_thread.run_sync(atomic_write_bytes, target, text.encode())
             data["written"] = True
             return Outcome(f"wrote {target}: {len(entries)} models, {len(skipped)} skipped", data)

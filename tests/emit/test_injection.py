@@ -161,7 +161,7 @@ def test_a_config_that_differs_from_its_plan_is_a_problem(
     cli: Cli, tmp_path: Path, config_path: Path, tamper: Callable[[str], str]
 ) -> None:
     """The header still claims the current inputs, as the old emitter's injected file did:
-    doctor and --check must still see the difference; generate repairs it."""
+    doctor and --check must still see the difference; generate --force repairs it."""
     root = tmp_path / "models"
     small(root / "good.gguf")
     configure(config_path, root)
@@ -173,7 +173,8 @@ def test_a_config_that_differs_from_its_plan_is_a_problem(
     check = cli("generate", "--check")
     assert check.code == 1 and "does not match its plan" in check.err, check
     assert check.err.count("\n") == 1 and check.err.startswith("error: "), check
-    report = json.loads(ok(cli("--json", "generate")).out)
+    assert json.loads(ok(cli("--json", "generate")).out)["written"] is False  # inputs unchanged
+    report = json.loads(ok(cli("--json", "generate", "--force")).out)
     assert report["written"] is True
     ok(cli("generate", "--check"))
     ok(cli("doctor"))

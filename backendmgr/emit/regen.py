@@ -18,7 +18,7 @@ from .document import HASH_PREFIX
 
 __all__ = ["EMITTER_VERSION", "inputs_hash", "output_hash"]
 
-EMITTER_VERSION = "1"
+EMITTER_VERSION = "2"  # 2: emitted by ruamel; files from 1 may hold injected keys
 
 
 def inputs_hash(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -19,7 +20,7 @@ from ._base import ManagerBase
 __all__ = ["ModelsMixin"]
 
 
-def _written_problems(target: Any, entries: list[Any]) -> list[str]:
+def _written_problems(target: Path, entries: list[Any]) -> list[str]:
     """What is wrong with the config at ``target`` against the plan (unreadable counts)."""
     from ..emit.verify import check_config
 

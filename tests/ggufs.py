@@ -152,3 +152,19 @@ HYBRID = {
     "torch_dtype": "bfloat16",
 }
 T5 = {"architectures": ["T5ForConditionalGeneration"], "model_type": "t5"}
+QWEN3_5_WRAPPER = {
+    "architectures": ["Qwen3_5ForConditionalGeneration"],
+    "model_type": "qwen3_5",
+    "text_config": {
+        "model_type": "qwen3_5_text",
+        "num_hidden_layers": 8,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 2,
+        "hidden_size": 2048,
+        "head_dim": 256,
+        "max_position_embeddings": 262144,
+        "full_attention_interval": 4,
+        "torch_dtype": "bfloat16",
+    },
+    "vision_config": {"model_type": "qwen3_5_vision"},
+}

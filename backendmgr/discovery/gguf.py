@@ -4,6 +4,11 @@ It walks the key/value section of a memory map, decodes only wanted keys, steps 
 other value without decoding it (a 150 000-token vocabulary is skipped by its string lengths),
 and stops as soon as every wanted key is known. The tensor section is never touched. Any
 truncation or nonsense is a :class:`GgufError` naming the file and the byte offset.
+
+Hostile headers are ordinary input: nesting depth, the elements and string bytes it decodes
+and the number of strings it walks are all bounded (the ``MAX_*`` constants), so memory
+stays small and time stays short whatever the header claims; a wanted value over a bound is
+simply unknown.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ARCH_KEYS", "GENERAL_KEYS", "GgufError", "read_gguf_metadata"]
+__all__ = ["ARCH_KEYS", "GENERAL_KEYS", "UNKNOWN", "GgufError", "read_gguf_metadata"]
 
 GENERAL_KEYS = frozenset({"general.architecture", "general.type", "general.name"})
 ARCH_KEYS = frozenset(
@@ -59,6 +64,22 @@ _SCALARS: dict[int, tuple[str, int]] = {
 _STRING, _ARRAY = 8, 9
 _MAX_STRING = 1 << 30
 _MAX_COUNT = 1 << 40
+# What the reader materialises is bounded, whatever the header claims (issue: hostile files).
+MAX_KEY = 256  # a longer key cannot be one we want: it is stepped over, never decoded
+MAX_TEXT = 1024  # a wanted string longer than this is unknown, not decoded
+MAX_ITEMS = 4096  # a wanted array longer than this (more than any layer count) is unknown
+MAX_DEPTH = 8  # arrays of arrays nested deeper: not a plausible header
+MAX_WALK = 1 << 23  # elements walked one by one (strings of arrays, arrays of arrays), in all
+MAX_KV = 1 << 16  # key/value pairs in one header
+
+
+class _Unknown:
+    """A wanted value the reader refused to materialise (too long, too many items)."""
+
+    __slots__ = ()
+
+
+UNKNOWN: Any = _Unknown()
 
 
 class GgufError(ValueError):
@@ -66,13 +87,20 @@ class GgufError(ValueError):
 
 
 class _Reader:
-    __slots__ = ("buf", "end", "name", "off")
+    __slots__ = ("buf", "end", "name", "off", "walked")
 
     def __init__(self, buf: Any, name: str) -> None:
         self.buf = buf
         self.end = len(buf)
         self.name = name
         self.off = 0
+        self.walked = 0
+
+    def walk(self, count: int, what: str, at: int) -> None:
+        """Charge ``count`` one-by-one steps to the header's budget (time stays bounded)."""
+        self.walked += count
+        if self.walked > MAX_WALK:
+            raise self.fail(f"{what} of {count} elements is not plausible", at)
 
     def fail(self, what: str, at: int | None = None) -> GgufError:
         return GgufError(f"{self.name}: {what} at offset {self.off if at is None else at}")
@@ -93,12 +121,16 @@ class _Reader:
         self.off += 8
         return int(v)
 
-    def string(self) -> str:
+    def string(self, limit: int = MAX_TEXT) -> Any:
+        """The string, or :data:`UNKNOWN` (stepped over) when it is longer than ``limit``."""
         start = self.off
         n = self.u64()
         if n > _MAX_STRING:
             raise self.fail(f"string length {n} is not plausible", start)
         self.need(n)
+        if n > limit:
+            self.off += n
+            return UNKNOWN
         raw = bytes(self.buf[self.off : self.off + n])
         self.off += n
         return raw.decode("utf-8", "replace")
@@ -130,15 +162,23 @@ class _Reader:
             self.skip_string()
             return None
         if vtype == _ARRAY:
-            return self.array(decode=decode)
+            return self.array(decode=decode, depth=1)
         raise self.fail(f"unknown value type {vtype}", self.off - 4)
 
-    def array(self, *, decode: bool) -> Any:
+    def array(self, *, decode: bool, depth: int) -> Any:
+        """An array's elements, None when not decoded, :data:`UNKNOWN` when too large.
+
+        Never recursive beyond :data:`MAX_DEPTH`, never allocating more than
+        :data:`MAX_ITEMS` elements: fixed-size elements are stepped over by arithmetic.
+        """
         start = self.off
+        if depth > MAX_DEPTH:
+            raise self.fail(f"arrays nested deeper than {MAX_DEPTH}", start)
         etype = self.u32()
         count = self.u64()
         if count > _MAX_COUNT:
             raise self.fail(f"array length {count} is not plausible", start)
+        wanted, decode = decode, decode and count <= MAX_ITEMS
         if etype in _SCALARS:
             fmt, size = _SCALARS[etype]
             total = size * count
@@ -148,10 +188,13 @@ class _Reader:
                 self.off += total
                 return values
             self.off += total
-            return None
+            return UNKNOWN if wanted else None
         if etype == _STRING:
+            self.need(8 * count)  # every element has at least its length
             if decode:
-                return [self.string() for _ in range(count)]
+                items = [self.string() for _ in range(count)]
+                return UNKNOWN if any(i is UNKNOWN for i in items) else items
+            self.walk(count, "string array", start)
             # Step over each string by its length, decoding nothing; the hot loop of a cold scan.
             buf, off, end, unpack = self.buf, self.off, self.end, struct.unpack_from
             for _ in range(count):
@@ -163,10 +206,13 @@ class _Reader:
             if off > end:
                 raise self.fail("truncated inside a string array")
             self.off = off
-            return None
+            return UNKNOWN if wanted else None
         if etype == _ARRAY:
-            items = [self.array(decode=decode) for _ in range(count)]
-            return items if decode else None
+            self.need(12 * count)  # every element has at least its type and count
+            self.walk(count, "array of arrays", start)
+            for _ in range(count):  # no wanted key holds arrays of arrays: never decoded
+                self.array(decode=False, depth=depth + 1)
+            return UNKNOWN if wanted else None
         raise self.fail(f"unknown array element type {etype}", start)
 
 
@@ -196,17 +242,17 @@ def parse_header(buf: Any, name: str, *, keys: Iterable[str] | None = None) -> d
         raise r.fail(f"unsupported GGUF version {version}", 4)
     r.u64()  # tensor count: not needed
     kv_count = r.u64()
-    if kv_count > 1 << 24:
+    if kv_count > MAX_KV:
         raise r.fail(f"key/value count {kv_count} is not plausible", 16)
     out: dict[str, Any] = {"__gguf_version": version}
     extra = set(keys or ())
     arch: str | None = None
     for _ in range(kv_count):
-        key = r.string()
+        key = r.string(MAX_KEY)
         vtype = r.u32()
-        want = _wanted(key, arch) or key in extra
+        want = isinstance(key, str) and (_wanted(key, arch) or key in extra)
         value = r.value(vtype, decode=want)
-        if want:
+        if want and value is not UNKNOWN:  # too large to keep: the key stays unknown
             out[key] = value
             if key == "general.architecture" and isinstance(value, str):
                 arch = value
@@ -236,11 +282,16 @@ def read_gguf_metadata(path: Path) -> dict[str, Any]:
                 return parse_header(fh.read(), str(path))
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 result = parse_header(mm, str(path))
+        arch = result.get("general.architecture")
+        if isinstance(arch, str) and not any(k.startswith(arch + ".") for k in result):
+            # The architecture key came after its own keys (unusual writers): read once more.
+            with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                result = parse_header(mm, str(path), keys=[f"{arch}.{k}" for k in ARCH_KEYS])
+    except GgufError:
+        raise
     except OSError as exc:
         raise GgufError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    arch = result.get("general.architecture")
-    if isinstance(arch, str) and not any(k.startswith(arch + ".") for k in result):
-        # The architecture key came after its own keys (unusual writers): read once more.
-        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            result = parse_header(mm, str(path), keys=[f"{arch}.{k}" for k in ARCH_KEYS])
+    except (ValueError, ArithmeticError, RecursionError, MemoryError, struct.error) as exc:
+        # The bounds above should make these unreachable; a header is still never a crash.
+        raise GgufError(f"{path}: unreadable GGUF header ({type(exc).__name__})") from exc
     return result

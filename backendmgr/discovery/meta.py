@@ -6,6 +6,7 @@ from size the same way.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -43,13 +44,20 @@ class ModelMeta(BaseModel):
     quant: str = ""
 
 
+MAX_INT = 1 << 48  # no count, length or window in a model header comes near this
+
+
 def _int(value: Any) -> int | None:
+    """A count, or None: wrong types (strings, lists, booleans), fractions, infinities and
+    absurd magnitudes are unknown, so no sizing formula ever sees 1e308 (it would overflow)."""
     if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= MAX_INT:
         return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
     return None
 
 
@@ -60,6 +68,16 @@ def _first_int(value: Any) -> int | None:
     return _int(value)
 
 
+def _ints(value: Any) -> list[int] | None:
+    """A per-layer count array, or None when any element is not a count."""
+    out = [_int(v) for v in value]
+    return None if any(v is None for v in out) else [v for v in out if v is not None]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
     arch = raw.get("general.architecture")
     arch = arch if isinstance(arch, str) else ""
@@ -68,20 +86,19 @@ def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
         return raw.get(f"{arch}.{key}")
 
     kv = get("attention.head_count_kv")
-    if isinstance(kv, list):
-        kv_value: int | list[int] | None = [int(v) for v in kv if _int(v) is not None]
-    else:
-        kv_value = _int(kv)
+    kv_value: int | list[int] | None = _ints(kv) if isinstance(kv, list) else _int(kv)
     pattern = get("attention.sliding_window_pattern")
+    pattern_value: int | list[bool] | None
     if isinstance(pattern, list):
-        pattern_value: int | list[bool] | None = [bool(v) for v in pattern]
+        flags = [_int(v) if not isinstance(v, bool) else int(v) for v in pattern]
+        pattern_value = None if any(f is None for f in flags) else [bool(f) for f in flags]
     else:
         pattern_value = _int(pattern)
     causal = get("attention.causal")
     return ModelMeta(
         architecture=arch,
-        type=str(raw.get("general.type") or ""),
-        name=str(raw.get("general.name") or ""),
+        type=_text(raw.get("general.type")),
+        name=_text(raw.get("general.name")),
         block_count=_int(get("block_count")),
         context_length=_int(get("context_length")),
         embedding_length=_int(get("embedding_length")),
@@ -93,7 +110,7 @@ def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
         value_length_swa=_int(get("attention.value_length_swa")),
         sliding_window=_int(get("attention.sliding_window")),
         sliding_window_pattern=pattern_value,
-        causal=bool(causal) if causal is not None else None,
+        causal=causal if isinstance(causal, bool) else None,
         kv_lora_rank=_int(get("attention.kv_lora_rank")),
         rope_dimension_count=_int(get("rope.dimension_count")),
         full_attention_interval=_int(get("full_attention_interval")),
@@ -142,10 +159,12 @@ def meta_from_hf(config: dict[str, Any]) -> ModelMeta:
         recurrent = [(i + 1) % interval != 0 for i in range(layers)]
     mla = _int(c.get("kv_lora_rank"))
     archs = config.get("architectures")
-    model_type = c.get("model_type") or config.get("model_type") or ""
+    # SPEC §12.4 keys the tool-call table by the top-level HF model_type: a wrapper's
+    # text_config names its own inner type (qwen3_5 wraps qwen3_5_text), which no table knows.
+    model_type = _text(config.get("model_type")) or _text(c.get("model_type"))
     return ModelMeta(
-        architecture=str(model_type),
-        name=str(archs[0]) if isinstance(archs, list) and archs else "",
+        architecture=model_type,
+        name=_text(archs[0]) if isinstance(archs, list) and archs else "",
         block_count=layers,
         context_length=_int(c.get("max_position_embeddings")),
         embedding_length=hidden,

@@ -6,6 +6,7 @@ Pure functions over what the walk found; the walk itself lives in :mod:`.walk`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ __all__ = [
     "build_models",
     "hf_qualifies",
     "split_parts",
+    "unsafe_char",
 ]
 
 SPLIT = re.compile(r"^(?P<base>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
@@ -83,6 +85,40 @@ class FolderScan:
 class Discovery:
     models: list[DiscoveredModel]
     skipped: list[SkippedModel]
+
+
+# Control, format (bidi overrides), surrogate (a file name that is not UTF-8) and line/paragraph
+# separator characters: none belongs in a model id, a command line or a YAML comment.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def unsafe_char(text: str) -> str | None:
+    """The first character of ``text`` that no id or path may hold, as ``U+XXXX``."""
+    for ch in text:
+        if unicodedata.category(ch) in _UNSAFE_CATEGORIES:
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def _printable(text: str) -> str:
+    return "".join("?" if unicodedata.category(ch) in _UNSAFE_CATEGORIES else ch for ch in text)
+
+
+def _refuse_unsafe(
+    entry: tuple[str, str, dict[str, Any] | None, str | None],
+) -> tuple[str, str, dict[str, Any] | None, str | None]:
+    """A model whose path or id holds a control character is skipped, under a printable id.
+
+    One check for every kind of model (gguf, projector, HF folder), so no name reaches the
+    emitter, a command line or a comment that could smuggle a newline into the config.
+    """
+    base, path = entry[0], entry[1]
+    what, bad = ("path", unsafe_char(path))
+    if bad is None:
+        what, bad = ("name", unsafe_char(base))
+    if bad is None:
+        return entry
+    return (_printable(base), path, None, f"{what} holds control character {bad}; rename it")
 
 
 def split_parts(name: str) -> tuple[str, int, int] | None:
@@ -165,6 +201,10 @@ def build_models(
         for name, size in folder.ggufs.items():
             path = folder.path + sep + name
             parts = split_parts(name)
+            if unsafe_char(path):  # before it can become a projector or a shard set
+                base = (parts[0] if parts else name[: -len(".gguf")]).lower()
+                entries.append(_refuse_unsafe((base, path, None, None)))
+                continue
             if parts is not None and parts[1] != 1:
                 if 1 not in sets.get(parts[0], {}):
                     entries.append(
@@ -223,6 +263,7 @@ def build_models(
         hf = _hf_entry(folder)
         if hf is not None:
             pending.append(hf)
+    pending = [_refuse_unsafe(e) for e in pending]
     pending.sort(key=lambda e: e[1])
     ids = assign_ids([(base, path) for base, path, _, _ in pending])
     models: list[DiscoveredModel] = []

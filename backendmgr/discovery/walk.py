@@ -75,10 +75,18 @@ def scan_folders(dirs: list[str]) -> Scan:
     return Scan(folders, inputs)
 
 
+MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few KB; a larger one is not read
+
+
 def _read_config(path: str) -> dict[str, Any] | str:
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            return f"larger than {MAX_CONFIG_BYTES >> 20} MiB"
+        data = json.loads(raw)
+    except RecursionError:
+        return "nested too deeply"
     except (OSError, ValueError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
     return data if isinstance(data, dict) else "not a JSON object"
@@ -136,10 +144,8 @@ def discover(scan: Scan, cache_file: Path | None) -> Discovery:
             if cached is None:
                 try:
                     cached = read_gguf_metadata(Path(path))
-                except GgufError as exc:
+                except GgufError as exc:  # the reader maps every failure to this one
                     cached = str(exc)
-                except (ValueError, UnicodeDecodeError, OverflowError, MemoryError) as exc:
-                    cached = f"{path}: unreadable GGUF ({type(exc).__name__})"
                 cache.put(path, size, mtime, cached)
             metas[path] = cached
     cache.save(set(metas))

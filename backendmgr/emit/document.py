@@ -1,75 +1,99 @@
 """The llama-swap config as text (SPEC §12.1): header, passthrough keys, models in id order.
 
-Written by hand rather than dumped, because every model carries comment lines (which row,
-why, sizing notes) and a command line laid out one flag group per line.
+Built as a ruamel.yaml node tree and written by its emitter, so every key and scalar is
+escaped by the emitter (a file name can never add a key); the comments the document carries
+(which row, why, sizing notes, skips) are attached through ruamel's comment API, each one
+forced onto a single printable line first.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark
+from ruamel.yaml.scalarstring import LiteralScalarString
+from ruamel.yaml.tokens import CommentToken
+
 from .plan import Entry, Skip, render_token
 
-__all__ = ["HASH_PREFIX", "render_document"]
+__all__ = ["HASH_PREFIX", "build_document", "dump", "entry_cmd", "render_document", "single_line"]
 
 HASH_PREFIX = "# inputs: sha256:"
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
-_RESERVED = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"})
+_INDENT = 2  # models are keys of the top-level `models:` mapping
 
 
-def _key(key: str) -> str:
-    return key if _PLAIN.match(key) and key.lower() not in _RESERVED else json.dumps(key)
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _RESERVED:
-        return text
-    return json.dumps(text)
-
-
-def _flow(value: Any) -> str:
-    if isinstance(value, dict | list):
-        return json.dumps(value)  # JSON is valid YAML flow style
-    return _scalar(value)
-
-
-def _block(key: str, value: Any, indent: int) -> list[str]:
-    """``key: value`` at ``indent``; mappings and lists of mappings nest below it."""
-    pad = " " * indent
-    if isinstance(value, dict) and value:
-        lines = [f"{pad}{_key(key)}:"]
-        for k, v in value.items():
-            lines += _block(str(k), v, indent + 2)
-        return lines
-    if isinstance(value, list) and any(isinstance(v, dict) and v for v in value):
-        lines = [f"{pad}{_key(key)}:"]
-        for item in value:
-            if isinstance(item, dict) and item:
-                sub = [line for k, v in item.items() for line in _block(str(k), v, indent + 4)]
-                sub[0] = f"{pad}  - {sub[0].lstrip()}"
-                lines += sub
-            else:
-                lines.append(f"{pad}  - {_flow(item)}")
-        return lines
-    return [f"{pad}{_key(key)}: {_flow(value)}"]
-
-
-def _comment(text: str) -> str:
-    """One printable line: a corrupt header's name must not break the YAML around it."""
+def single_line(text: str) -> str:
+    """One printable line: a name from a file must never end a comment and start YAML."""
     return " ".join("".join(ch if ch.isprintable() else "?" for ch in text).split())
 
 
-def render_document(
+def _literal_ok(text: str) -> bool:
+    """A literal block keeps what it is given verbatim, so only printable lines may use it;
+    anything else is left to the emitter, which picks a quoted style with escapes."""
+    return all(ch == "\n" or ch.isprintable() for ch in text) and not text.endswith("\n")
+
+
+def _node(value: Any) -> Any:
+    """Plain data as ruamel nodes: mappings in block style, lists of scalars in flow style."""
+    if isinstance(value, dict):
+        out = CommentedMap()
+        for key, item in value.items():
+            out[str(key)] = _node(item)
+        return out
+    if isinstance(value, list | tuple):
+        seq = CommentedSeq(_node(item) for item in value)
+        if not any(isinstance(item, dict | list | tuple) for item in value):
+            seq.fa.set_flow_style()
+        return seq
+    return value
+
+
+def entry_cmd(entry: Entry) -> Any:
+    """The ``cmd`` an entry gets: the user's passthrough ``cmd`` if set, else one flag group
+    per line (shell-quoted, so a shell-words split gives exactly the argv)."""
+    if "cmd" in entry.passthrough:
+        return entry.passthrough["cmd"]
+    lines = [" ".join(render_token(t) for t in group) for group in entry.groups if group]
+    if entry.extra_args:
+        lines.append(entry.extra_args)
+    return "\n".join(lines)
+
+
+def _body(entry: Entry) -> CommentedMap:
+    body: dict[str, Any] = {
+        "cmd": entry_cmd(entry),
+        "ttl": entry.ttl,
+        "metadata": entry.metadata,
+        "capabilities": entry.capabilities,
+    }
+    if entry.unlisted is not None:
+        body["unlisted"] = entry.unlisted
+    body.update({k: v for k, v in entry.passthrough.items() if k != "cmd"})
+    node: CommentedMap = _node(body)
+    cmd = node["cmd"]
+    if isinstance(cmd, str) and _literal_ok(cmd):
+        node["cmd"] = LiteralScalarString(cmd)
+    return node
+
+
+def _skip_lines(skip: Skip) -> list[str]:
+    return [
+        f"SKIPPED {single_line(json.dumps(skip.id))}: {single_line(skip.reason)}",
+        *(f"NOTE {single_line(n)}" for n in skip.notes),
+    ]
+
+
+def render_document(**kwargs: Any) -> str:
+    """The document's text: :func:`build_document` through the emitter."""
+    return dump(build_document(**kwargs))
+
+
+def build_document(
     *,
     version: str,
     inputs_hash: str,
@@ -77,46 +101,48 @@ def render_document(
     passthrough: dict[str, Any],
     entries: Sequence[Entry],
     skipped: Sequence[Skip],
-) -> str:
-    lines = [
-        f"# Generated by backendmgr {version}. Do not edit: backendmgr rewrites this file;",
-        "# change the backendmgr config instead (backendmgr set / pin / default).",
-        f"{HASH_PREFIX}{inputs_hash}",
-    ]
-    top: dict[str, Any] = {"healthCheckTimeout": health_check_timeout}
+) -> CommentedMap:
+    """The document as a node tree, comments attached; checkable before it is written."""
+    root = CommentedMap()
+    root.yaml_set_start_comment(
+        "\n".join(
+            [
+                f"Generated by backendmgr {single_line(version)}. Do not edit: backendmgr "
+                "rewrites this file;",
+                "change the backendmgr config instead (backendmgr set / pin / default).",
+                f"{HASH_PREFIX[2:]}{single_line(inputs_hash)}",
+            ]
+        )
+    )
+    root["healthCheckTimeout"] = health_check_timeout
     for key, value in passthrough.items():
         if key != "models":
-            top[key] = value
-    for key, value in top.items():
-        lines += _block(key, value, 0)
+            root[str(key)] = _node(value)
+    models = CommentedMap()
+    root["models"] = models
     items: list[tuple[str, Entry | Skip]] = [(e.model.id, e) for e in entries]
     items += [(s.id, s) for s in skipped]
     items.sort(key=lambda pair: pair[0])
-    lines.append("models:" if entries else "models: {}")
+    pending: list[str] = []  # comment lines waiting for the next model key
     for model_id, item in items:
         if isinstance(item, Skip):
-            lines.append(f"  # SKIPPED {json.dumps(model_id)}: {_comment(item.reason)}")
-            lines += [f"  # NOTE {_comment(n)}" for n in item.notes]
+            pending += _skip_lines(item)
             continue
-        lines.append(f"  # {_comment(item.comment)}")
-        lines += [f"  # NOTE {_comment(n)}" for n in item.notes]
-        lines.append(f"  {_key(model_id)}:")
-        body: dict[str, Any] = {}
-        cmd_lines = [" ".join(render_token(t) for t in g) for g in item.groups if g]
-        if item.extra_args:
-            cmd_lines.append(item.extra_args)
-        body["ttl"] = item.ttl
-        body["metadata"] = item.metadata
-        body["capabilities"] = item.capabilities
-        if item.unlisted is not None:
-            body["unlisted"] = item.unlisted
-        body.update(item.passthrough)
-        if "cmd" in item.passthrough:
-            lines += _block("cmd", item.passthrough["cmd"], 4)
-        else:
-            lines.append("    cmd: |-")
-            lines += [f"      {line}" for line in cmd_lines]
-        for key, value in body.items():
-            if key != "cmd":
-                lines += _block(key, value, 4)
-    return "\n".join(lines) + "\n"
+        pending += [single_line(item.comment), *(f"NOTE {single_line(n)}" for n in item.notes)]
+        models[model_id] = _body(item)
+        models.yaml_set_comment_before_after_key(model_id, before="\n".join(pending), indent=2)
+        pending = []
+    if pending:  # skips after the last model: the document's end comment, under `models:`
+        text = "".join(f"{' ' * _INDENT}# {line}\n" for line in pending)
+        root.yaml_end_comment_extend([CommentToken(text, CommentMark(0), None)], clear=True)
+    return root
+
+
+def dump(node: Any) -> str:
+    """YAML text from ruamel's round-trip emitter, which escapes every key and scalar."""
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 1 << 16  # never fold a long path or command line
+    out = io.StringIO()
+    yaml.dump(node, out)
+    return out.getvalue()

@@ -32,7 +32,7 @@ __all__ = [
     "written_record",
 ]
 
-EMITTER_VERSION = "1"
+EMITTER_VERSION = "2"  # 2: emitted by ruamel; files from 1 may hold injected keys
 
 
 def inputs_hash(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._locks import hold
 from ..config.models import Settings
-from ..errors import Refused, unknown
+from ..errors import Refused, VerificationError, unknown
 from ..results import Outcome
 
 if TYPE_CHECKING:
@@ -18,6 +19,28 @@ if TYPE_CHECKING:
 from ._base import ManagerBase
 
 __all__ = ["ModelsMixin"]
+
+
+def _written_problems(target: Path, entries: list[Any]) -> list[str]:
+    """What is wrong with the config at ``target`` against the plan (unreadable counts)."""
+    from ..emit.verify import check_config
+
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"it cannot be read ({exc})"]
+    return check_config(text, entries)
+
+
+def _plan_one(plan_model: Any, settings: Settings, model: Any, card_gb: float | None) -> Any:
+    """One model's plan; arithmetic on a header's numbers that still fails skips that model
+    with the reason rather than failing every other one (discovery already bounds them)."""
+    from ..emit.plan import Skip
+
+    try:
+        return plan_model(settings, model, card_gb)
+    except (ArithmeticError, ValueError) as exc:
+        return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
 
 
 class ModelsMixin(ManagerBase):
@@ -31,7 +54,7 @@ class ModelsMixin(ManagerBase):
         receipts = [e.receipt.model_dump_json() for e in self.builds.installed()]
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
-        plans = [plan_model(settings, m, self.card_gb) for m in found.models]
+        plans = [_plan_one(plan_model, settings, m, self.card_gb) for m in found.models]
         return found, plans, digest
 
     async def plan(self) -> tuple[Settings, Any, list[Any], str]:
@@ -115,7 +138,7 @@ class ModelsMixin(ManagerBase):
 
         from .._fs import atomic_write_bytes
         from .._version import __version__
-        from ..emit.document import render_document
+        from ..emit.document import build_document, dump
         from ..emit.plan import Entry, Skip
         from ..emit.regen import (
             edited_by_hand,
@@ -124,6 +147,7 @@ class ModelsMixin(ManagerBase):
             record_written,
             written_record,
         )
+        from ..emit.verify import check_shape
 
         settings = await self.settings()
         target = self.output_path(settings, output)
@@ -154,10 +178,17 @@ class ModelsMixin(ManagerBase):
                 if current != digest:
                     state = "missing" if current is None and not target.exists() else "stale"
                     raise Refused(f'{target} is {state}; run "backendmgr generate"')
+                # A file whose header claims these inputs must also say what the plan says.
+                drift = await anyio.to_thread.run_sync(_written_problems, target, entries)
+                if drift:
+                    raise VerificationError(
+                        f"{target} does not match its plan: {drift[0]}; "
+                        'run "backendmgr generate --force"'
+                    )
                 return Outcome(f"{target} is up to date", data, changed=False)
             if current == digest and not force and not edited:
                 return Outcome(f"{target} is up to date", data, changed=False)
-            text = render_document(
+            document = build_document(
                 version=__version__,
                 inputs_hash=digest,
                 health_check_timeout=settings.health_check_timeout,
@@ -165,12 +196,15 @@ class ModelsMixin(ManagerBase):
                 entries=entries,
                 skipped=skipped,
             )
+            wrong = check_shape(document)  # e.g. a passthrough value of the wrong type
+            if wrong:
+                raise VerificationError(f"the llama-swap config would be invalid: {wrong[0]}")
             warnings: tuple[str, ...] = ()
             if edited and target.is_file():
                 backup = await anyio.to_thread.run_sync(keep_copy, target)
                 data["backup"] = str(backup)
                 warnings = (f"{target} was modified by hand; kept that copy as {backup}",)
-            body = text.encode()
+            body = dump(document).encode()
             await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
             await anyio.to_thread.run_sync(record_written, record, body)
             data["written"] = True
@@ -179,6 +213,37 @@ class ModelsMixin(ManagerBase):
                 data,
                 warnings=warnings,
             )
+
+    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
+        """``doctor``: the written config must parse, have the shape llama-swap needs, and,
+        when its header claims the current inputs, hold exactly the planned models and cmds."""
+        from ..emit.plan import Entry
+        from ..emit.regen import output_hash
+        from ..emit.verify import check_config
+
+        target = self.output_path(settings)
+        if not target.exists():
+            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
+        notes: list[str] = []
+        entries: list[Any] | None = None
+        recorded = output_hash(target)
+        if recorded is None:
+            notes.append(f"{target} was not written by backendmgr")
+        else:
+            _, plans, digest = self._pipeline(settings)
+            if recorded == digest:
+                entries = [p for p in plans if isinstance(p, Entry)]
+            else:
+                notes.append(f'{target} is stale; run "backendmgr generate"')
+        try:
+            text = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [f"the llama-swap config {target} cannot be read ({exc})"], notes
+        problems = [
+            f'the llama-swap config {target}: {p}; run "backendmgr generate --force"'
+            for p in check_config(text, entries)
+        ]
+        return problems, notes
 
     async def regenerate(self) -> None:
         """Bring the registry in line with the disk, then rewrite the llama-swap config."""

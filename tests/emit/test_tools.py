@@ -1,8 +1,17 @@
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
+from ruamel.yaml import YAML
 
 from backendmgr.emit.tools import tool_parser
+from tests.conftest import CliResult
+from tests.ggufs import QWEN3_5_WRAPPER, write_hf
+
+Cli = Callable[..., CliResult]
 
 
 @pytest.mark.parametrize(
@@ -28,3 +37,24 @@ def test_tool_parser(arch: str, model_id: str, override: str | None, parser: str
 
 def test_unknown_arch_says_why() -> None:
     assert "no tool-call parser known" in tool_parser("mamba", "m", None)[1]
+
+
+def test_qwen3_5_wrapper_gets_its_parser_through_the_cli(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    """The top-level model_type (qwen3_5) keys the table, not text_config's qwen3_5_text."""
+    root = tmp_path / "models"
+    write_hf(root / "Qwen3.5-9B", QWEN3_5_WRAPPER, weights=1 << 20)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        f"models_dirs: [{json.dumps(str(root))}]\n"
+        "backends:\n  - id: vllm\n    kind: vllm\n    path: /opt/vllm/bin/vllm\n"
+    )
+    result = cli("generate")
+    assert result.code == 0, result
+    data = YAML(typ="safe").load((config_path.parent / "llama-swap.yaml").read_text())
+    entry = data["models"]["qwen3.5-9b-bf16"]
+    assert entry["cmd"].splitlines()[-1] == (
+        "--enable-auto-tool-choice --tool-call-parser qwen3_coder"
+    )
+    assert entry["capabilities"]["tools"] is True

@@ -1,0 +1,115 @@
+"""Does a written llama-swap config say what the plan says? (SPEC §12.1, `doctor`, `--check`)
+
+Pure: the file's text and the plan in, a list of problems out. The text is parsed (never
+matched as text), checked against the shape llama-swap's JSON schema gives the keys
+backendmgr writes, then against the plan: the same model ids, and each ``cmd`` exactly what
+the plan renders. A model no plan asked for (a name that smuggled in a key, a hand edit) is a
+problem, never "ok".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from .document import entry_cmd, single_line
+from .plan import Entry
+
+__all__ = ["CAPABILITY_KEYS", "check_config", "check_shape"]
+
+# llama-swap's schema leaves unknown model and top-level keys open, but closes capabilities.
+CAPABILITY_KEYS = frozenset({"in", "out", "tools", "reranker", "context"})
+MODALITIES = frozenset({"text", "audio", "image"})
+_MAX_REPORTED = 5
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _model_shape(model_id: Any, body: Any) -> list[str]:
+    name = single_line(repr(model_id))
+    if not isinstance(model_id, str) or not model_id:
+        return [f"model key {name} is not a non-empty string"]
+    if not isinstance(body, dict):
+        return [f"model {name} is not a mapping"]
+    problems: list[str] = []
+    cmd = body.get("cmd")
+    if not isinstance(cmd, str) or not cmd.strip():
+        problems.append(f"model {name} has no cmd")
+    if "ttl" in body and not _is_int(body["ttl"], -1):
+        problems.append(f"model {name}: ttl is not an integer >= -1")
+    if "unlisted" in body and not isinstance(body["unlisted"], bool):
+        problems.append(f"model {name}: unlisted is not a boolean")
+    if "metadata" in body and not isinstance(body["metadata"], dict):
+        problems.append(f"model {name}: metadata is not a mapping")
+    aliases = body.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+        problems.append(f"model {name}: aliases is not a list of names")
+    caps = body.get("capabilities", {})
+    if not isinstance(caps, dict):
+        return [*problems, f"model {name}: capabilities is not a mapping"]
+    for key, value in caps.items():
+        if key not in CAPABILITY_KEYS:
+            problems.append(f"model {name}: unknown capability {single_line(repr(key))}")
+        elif key in ("in", "out") and not (
+            isinstance(value, list) and value and all(v in MODALITIES for v in value)
+        ):
+            problems.append(f"model {name}: capabilities.{key} is not a list of modalities")
+        elif key in ("tools", "reranker") and not isinstance(value, bool):
+            problems.append(f"model {name}: capabilities.{key} is not a boolean")
+        elif key == "context" and not _is_int(value, 0):
+            problems.append(f"model {name}: capabilities.context is not an integer >= 0")
+    return problems
+
+
+def check_shape(data: Any) -> list[str]:
+    """What llama-swap needs of the document, from its schema, for what backendmgr writes."""
+    if not isinstance(data, dict):
+        return ["the document is not a mapping"]
+    problems = [
+        f"key {single_line(repr(k))} is not a string" for k in data if not isinstance(k, str)
+    ]
+    if "healthCheckTimeout" in data and not _is_int(data["healthCheckTimeout"], 15):
+        problems.append("healthCheckTimeout is not an integer >= 15")
+    models = data.get("models")
+    if not isinstance(models, dict):
+        return [*problems, "it has no models mapping"]
+    for model_id, body in models.items():
+        problems += _model_shape(model_id, body)
+    return problems
+
+
+def _summary(what: str, ids: Sequence[Any]) -> str:
+    shown = ", ".join(single_line(repr(i)) for i in sorted(ids, key=str)[:_MAX_REPORTED])
+    more = f" and {len(ids) - _MAX_REPORTED} more" if len(ids) > _MAX_REPORTED else ""
+    return f"{what}: {shown}{more}"
+
+
+def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
+    """Problems with ``text`` as a llama-swap config; with ``entries``, also against the plan."""
+    try:
+        data = YAML(typ="safe").load(text)
+    except (YAMLError, ValueError, RecursionError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return [f"it is not valid YAML ({single_line(first)})"]
+    problems = check_shape(data)
+    if problems or entries is None:
+        return problems
+    written: dict[Any, Any] = data["models"]
+    planned = {e.model.id: e for e in entries}
+    extra = [k for k in written if k not in planned]
+    missing = [k for k in planned if k not in written]
+    if extra:
+        problems.append(_summary("it holds models the plan does not", extra))
+    if missing:
+        problems.append(_summary("it lacks models the plan has", missing))
+    changed = [
+        k for k, e in planned.items() if k in written and written[k].get("cmd") != entry_cmd(e)
+    ]
+    if changed:
+        problems.append(_summary("its cmd differs from the plan for", changed))
+    return problems

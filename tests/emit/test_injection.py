@@ -157,24 +157,40 @@ def test_control_characters_in_headers_and_overrides_stay_inside_scalars(
         pytest.param(lambda t: t.replace("context: 4096", "context: -1"), id="schema"),
     ],
 )
+@pytest.mark.parametrize("forget_record", [False, True], ids=["recorded", "no-record"])
 def test_a_config_that_differs_from_its_plan_is_a_problem(
-    cli: Cli, tmp_path: Path, config_path: Path, tamper: Callable[[str], str]
+    cli: Cli,
+    tmp_path: Path,
+    config_path: Path,
+    tamper: Callable[[str], str],
+    forget_record: bool,
 ) -> None:
     """The header still claims the current inputs, as the old emitter's injected file did:
-    doctor and --check must still see the difference; generate --force repairs it."""
+    doctor and --check must still see the difference. With the record of what was written,
+    the change is a hand edit that generate keeps as .bak; without one (a file from before
+    records existed), the plan check finds it and generate --force repairs it."""
     root = tmp_path / "models"
     small(root / "good.gguf")
     configure(config_path, root)
     ok(cli("generate"))
     path = output(config_path)
-    path.write_text(tamper(path.read_text(encoding="utf-8")), encoding="utf-8")
+    tampered = tamper(path.read_text(encoding="utf-8"))
+    path.write_text(tampered, encoding="utf-8")
+    if forget_record:
+        for record in (tmp_path / "home" / "generated").glob("*.sha256"):
+            record.unlink()
     doctor = cli("doctor")
     assert doctor.code == 1 and "llama-swap config" in doctor.err, doctor
     check = cli("generate", "--check")
-    assert check.code == 1 and "does not match its plan" in check.err, check
+    says = "does not match its plan" if forget_record else "was modified since backendmgr wrote it"
+    assert check.code == 1 and says in check.err, check
     assert check.err.count("\n") == 1 and check.err.startswith("error: "), check
-    assert json.loads(ok(cli("--json", "generate")).out)["written"] is False  # inputs unchanged
-    report = json.loads(ok(cli("--json", "generate", "--force")).out)
+    if forget_record:
+        assert json.loads(ok(cli("--json", "generate")).out)["written"] is False  # same inputs
+        report = json.loads(ok(cli("--json", "generate", "--force")).out)
+    else:
+        report = json.loads(ok(cli("--json", "generate")).out)
+        assert Path(report["backup"]).read_text(encoding="utf-8") == tampered
     assert report["written"] is True
     ok(cli("generate", "--check"))
     ok(cli("doctor"))

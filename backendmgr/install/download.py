@@ -11,8 +11,8 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -37,6 +37,7 @@ class Downloaded:
     path: Path
     size: int
     sha256: str
+    digests: dict[str, str] = field(default_factory=dict)  # every algorithm computed, by name
 
 
 class _Retry(Exception):
@@ -72,8 +73,26 @@ def discard(part: Path) -> None:
     _meta_path(part).unlink(missing_ok=True)
 
 
-def _hash_existing(part: Path) -> tuple[int, hashlib._Hash]:
-    digest = hashlib.sha256()
+class _Hashes:
+    """SHA-256 plus whatever else the release publishes, fed once from the same stream."""
+
+    def __init__(self, algorithms: Iterable[str] = ()) -> None:
+        self._all = {name: hashlib.new(name) for name in {"sha256", *algorithms}}
+
+    def update(self, data: bytes) -> None:
+        for h in self._all.values():
+            h.update(data)
+
+    def hexdigest(self) -> str:
+        return self._all["sha256"].hexdigest()
+
+    def done(self, part: Path, size: int) -> Downloaded:
+        digests = {name: h.hexdigest() for name, h in self._all.items()}
+        return Downloaded(part, size, digests["sha256"], digests)
+
+
+def _hash_existing(part: Path, algorithms: Iterable[str] = ()) -> tuple[int, _Hashes]:
+    digest = _Hashes(algorithms)
     size = 0
     try:
         with part.open("rb") as fh:
@@ -121,14 +140,15 @@ async def _attempt(
     asset: ReleaseAsset,
     part: Path,
     emit: EventSink | None,
+    algorithms: Iterable[str] = (),
 ) -> Downloaded:
-    have, digest = _hash_existing(part)
+    have, digest = _hash_existing(part, algorithms)
     total = asset.size
     if total is not None and have == total and have > 0:
-        return Downloaded(part, have, digest.hexdigest())
+        return digest.done(part, have)
     if total is not None and have > total:
         discard(part)
-        have, digest = 0, hashlib.sha256()
+        have, digest = 0, _Hashes(algorithms)
     headers = {"Accept": "application/octet-stream"}
     etag = _read_etag(part) if have else None
     if have:
@@ -152,9 +172,9 @@ async def _attempt(
         if status == 206 and have:
             start = response.headers.get("content-range", "").split(" ")[-1].split("-")[0]
             if start != str(have):
-                mode, have, digest = "wb", 0, hashlib.sha256()
+                mode, have, digest = "wb", 0, _Hashes(algorithms)
         else:
-            mode, have, digest = "wb", 0, hashlib.sha256()
+            mode, have, digest = "wb", 0, _Hashes(algorithms)
         served = _served_size(response)
         if total is not None and served is not None and served != total:
             discard(part)
@@ -186,7 +206,7 @@ async def _attempt(
         if emit is not None:
             rate = (have - done_at_start) / max(time.monotonic() - started, 1e-6)
             emit(ProgressEvent("downloading", asset.name, have, total, rate))
-        return Downloaded(part, have, digest.hexdigest())
+        return digest.done(part, have)
     finally:
         await response.aclose()
 
@@ -201,15 +221,18 @@ async def download(
     retries: int = MAX_RETRIES,
     backoff: float = 0.5,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    algorithms: Iterable[str] = (),
 ) -> Downloaded:
-    """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time."""
+    """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time.
+
+    ``algorithms`` are hashed in the same pass as SHA-256 (a release may publish SHA-512)."""
     net.require_online(f"downloading {asset.name}")
     downloads.mkdir(parents=True, exist_ok=True)
     part = part_path(downloads, asset)
     attempt = 0
     while True:
         try:
-            return await _attempt(client, net, asset, part, emit)
+            return await _attempt(client, net, asset, part, emit, algorithms)
         except _Retry as exc:
             attempt += 1
             if attempt > retries:

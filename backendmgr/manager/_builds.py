@@ -249,6 +249,7 @@ class BuildsMixin(ManagerBase):
                         require_checksum=require_checksum,
                         smoke=smoke,
                         backoff=self.retry_backoff,
+                        max_unpacked=int(settings.max_unpacked_gb * (1 << 30)),
                     )
                 entry = self.builds.get(component, plan.version, variant)
                 assert entry is not None
@@ -549,11 +550,13 @@ class BuildsMixin(ManagerBase):
         """Registry against disk, stale pins, missing executables, leftover folders."""
         import shutil as _shutil
 
+        restored: list[Path] = []
+        removed: list[Path] = []
         if fix:
+            # Finish interrupted swaps first, so that adoption registers the recovered builds.
+            restored, removed = await anyio.to_thread.run_sync(self.builds.tidy)
+            removed += await anyio.to_thread.run_sync(self.builds.remove_part_files)
             await self.sync_registry()
-            removed = await anyio.to_thread.run_sync(self.builds.remove_leftovers)
-        else:
-            removed = []
         settings = await self.settings()
         problems: list[str] = []
         installed = {e.id: e for e in self.builds.installed()}
@@ -577,6 +580,8 @@ class BuildsMixin(ManagerBase):
         ]
         for folder in self.builds.leftovers():
             problems.append(f"leftover folder {folder} (doctor --fix removes it)")
+        notes += [f"finished an interrupted install: {path} is complete" for path in restored]
+        notes += _part_notes(self.builds.part_files())
         output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)
         problems += output_problem
         notes += output_note
@@ -586,3 +591,16 @@ class BuildsMixin(ManagerBase):
             "notes": notes,
             "fixed": [str(p) for p in removed],
         }
+
+
+def _part_notes(parts: list[Path]) -> list[str]:
+    """Partial downloads are kept to resume, so they are notes, not problems."""
+    notes = []
+    for part in parts:
+        with contextlib.suppress(OSError):
+            size = part.stat().st_size
+            notes.append(
+                f"partial download {part} ({size / (1 << 20):.1f} MiB) is kept to resume the "
+                "next install of that build; doctor --fix removes it"
+            )
+    return notes

@@ -4,7 +4,6 @@ commit. The caller holds the build lock and registers the result."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from filelock import Timeout
 from .._version import __version__
 from ..catalog.manifest import Manifest
 from ..catalog.matching import AssetChoice, checksum_assets
-from ..errors import InstallFailed
+from ..errors import InstallFailed, NetworkError
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from .download import Downloaded, discard, download, part_path
@@ -184,8 +183,8 @@ async def _install(
                 tg.start_soon(fetch, asset)
     except BaseExceptionGroup as group:
         first = first_error(group)
-        if isinstance(first, OSError) and first.errno in (errno.ENOSPC, errno.EDQUOT):
-            _discard_all(parts)  # a full disk: free what this install took
+        if isinstance(first, Exception) and not isinstance(first, NetworkError):
+            _discard_all(parts)  # refused bytes or a full disk: keep nothing (a cut resumes)
         raise first from None
 
     staging: Path | None = None

@@ -77,7 +77,8 @@ class _Hashes:
     """SHA-256 plus whatever else the release publishes, fed once from the same stream."""
 
     def __init__(self, algorithms: Iterable[str] = ()) -> None:
-        self._all = {name: hashlib.new(name) for name in {"sha256", *algorithms}}
+        names = {"sha256", *algorithms}
+        self._all = {name: hashlib.new(name, usedforsecurity=False) for name in names}
 
     def update(self, data: bytes) -> None:
         for h in self._all.values():

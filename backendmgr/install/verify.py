@@ -16,6 +16,7 @@ from ..sources.models import ReleaseAsset
 from .download import Downloaded, discard
 
 __all__ = [
+    "KNOWN_ALGORITHMS",
     "Published",
     "VerifiedBy",
     "algorithms_for",
@@ -26,6 +27,8 @@ __all__ = [
 
 VerifiedBy = Literal["digest", "checksums", "none"]
 
+# Fixed-size digests only (shake_* need a length), as every Python has them.
+KNOWN_ALGORITHMS = frozenset(a for a in hashlib.algorithms_guaranteed if not a.startswith("shake"))
 # Hex length → algorithm, for checksum files that do not say which one they use.
 _BY_LENGTH = {32: "md5", 40: "sha1", 56: "sha224", 64: "sha256", 96: "sha384", 128: "sha512"}
 _LINE = re.compile(r"^([0-9a-fA-F]{32,128})(?:\s+\*?(.+?))?\s*$")
@@ -44,8 +47,19 @@ class Published:
 
 
 def _algorithm(name: str) -> str:
-    """hashlib's name for an algorithm as releases spell it (``SHA-512`` → ``sha512``)."""
-    return name.strip().lower().replace("-", "").replace("_", "")
+    """hashlib's name for an algorithm as releases spell it (``SHA-512`` → ``sha512``,
+    ``SHA3-256`` → ``sha3_256``)."""
+    text = name.strip().lower()
+    if m := re.fullmatch(r"sha-?(1|224|256|384|512)", text):
+        return f"sha{m.group(1)}"
+    if m := re.fullmatch(r"sha3[-_]?(224|256|384|512)", text):
+        return f"sha3_{m.group(1)}"
+    return text.replace("-", "_")
+
+
+def _label(algorithm: str) -> str:
+    m = re.fullmatch(r"sha(\d+)", algorithm)
+    return f"SHA-{m.group(1)}" if m else algorithm.upper()
 
 
 def digest_algorithm(asset: ReleaseAsset) -> str | None:
@@ -86,7 +100,7 @@ def algorithms_for(asset: ReleaseAsset, published: list[Published]) -> frozenset
     names = {p.algorithm for p in published}
     if algo := digest_algorithm(asset):
         names.add(algo)
-    return frozenset(n for n in names if n in hashlib.algorithms_available)
+    return frozenset(n for n in names if n in KNOWN_ALGORITHMS)
 
 
 def _fail(got: Downloaded, message: str) -> VerificationError:
@@ -123,7 +137,7 @@ def verify(
         return "none"
     computed = {"sha256": got.sha256, **got.digests}
     for p in expected:
-        if p.algorithm not in hashlib.algorithms_available:
+        if p.algorithm not in KNOWN_ALGORITHMS:
             raise _fail(
                 got,
                 f"{asset.name} is published with an unknown digest algorithm "
@@ -133,10 +147,9 @@ def verify(
         if actual is None:  # not computed in-stream (a caller's omission): never skip it
             raise _fail(got, f"{asset.name}: its {p.algorithm} digest was not computed")
         if actual != p.hexdigest:
-            label = p.algorithm.upper().replace("SHA", "SHA-")
             raise _fail(
                 got,
-                f"{asset.name} {label} {actual[:16]}… does not match the published "
+                f"{asset.name} {_label(p.algorithm)} {actual[:16]}… does not match the published "
                 f"{p.hexdigest[:16]}… ({p.source}: {p.where}); nothing was installed",
             )
     return "digest" if expected[0].source == "digest" else "checksums"

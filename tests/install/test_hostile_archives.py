@@ -253,10 +253,12 @@ def _retag(mirror: MirrorServer, make: Callable[[str, bytes], str | None]) -> No
         (lambda d: "sha512:" + "0" * 128, "SHA-512"),
         (lambda d: "sha512:" + hashlib.sha512(d + b"x").hexdigest(), "SHA-512"),
         (lambda d: "sha1:" + "1" * 40, "SHA-1"),
+        (lambda d: "SHA3-256:" + hashlib.sha3_256(d + b"x").hexdigest(), "SHA3_256"),
         (lambda d: "blake9:" + "ab" * 32, "unknown digest algorithm 'blake9'"),
+        (lambda d: "shake_128:" + "ab" * 32, "unknown digest algorithm 'shake_128'"),
         (lambda d: "sha256", "has a malformed digest 'sha256'"),
     ],
-    ids=["sha512-zeros", "sha512-other", "sha1", "unknown-algorithm", "malformed"],
+    ids=["sha512-zeros", "sha512-other", "sha1", "sha3", "unknown", "shake", "malformed"],
 )
 def test_api_digest_of_any_algorithm_must_match(
     cli: Cli,

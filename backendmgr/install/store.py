@@ -238,6 +238,7 @@ class BuildStore:
         candidates = new or old
         if not candidates:
             return None
+        candidates.sort(key=lambda f: f.stat().st_mtime, reverse=True)  # two kills: the last
         if final.is_dir():  # a folder without a valid receipt: never a build (§7.4)
             shutil.rmtree(final)
         os.replace(candidates[0], final)

@@ -579,7 +579,10 @@ class BuildsMixin(ManagerBase):
             if ov.backend and ov.backend not in row_ids
         ]
         for folder in self.builds.leftovers():
-            problems.append(f"leftover folder {folder} (doctor --fix removes it)")
+            if ".swap-" in folder.name:
+                problems.append(f"interrupted reinstall {folder} (doctor --fix finishes it)")
+            else:
+                problems.append(f"leftover folder {folder} (doctor --fix removes it)")
         notes += [f"finished an interrupted install: {path} is complete" for path in restored]
         notes += _part_notes(self.builds.part_files())
         output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)

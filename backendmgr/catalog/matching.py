@@ -17,6 +17,7 @@ from .manifest import Manifest, Variant
 
 __all__ = [
     "AssetChoice",
+    "checksum_assets",
     "cuda_major_for_driver",
     "match_release",
     "suggest_variant",
@@ -166,6 +167,42 @@ def _extras(
             f"({', '.join(usable) or 'no usable pattern'})"
         )
     return (hits[0],)
+
+
+# Checksum files as releases name them: SHA256SUMS, checksums.txt, tool_1.0_checksums.txt,
+# sha512sums.txt. A file for one asset is that asset's name plus .sha256/.sha512(sum).
+_SHARED_SUMS = re.compile(
+    r"(?:.*[._-])?(?:sha(?:1|224|256|384|512)sums?|md5sums?|checksums?)(?:\.txt)?", re.IGNORECASE
+)
+_OWN_SUMS = r"{}\.(?:sha(?:1|224|256|384|512)(?:sum)?|md5)"
+
+
+def checksum_assets(
+    manifest: Manifest, release: Release, assets: tuple[ReleaseAsset, ...]
+) -> list[tuple[ReleaseAsset, str | None]]:
+    """Every checksum file in ``release`` that may name one of ``assets``, with the asset it
+    is for when the file serves one asset only (``<asset>.sha256``), else None."""
+    wanted = {a.name for a in assets}
+    pattern = re.compile(manifest.checksums, _flags(manifest)) if manifest.checksums else None
+    found: list[tuple[ReleaseAsset, str | None]] = []
+    for candidate in release.assets:
+        if candidate.name in wanted:
+            continue
+        owner = next(
+            (
+                a.name
+                for a in assets
+                if re.fullmatch(_OWN_SUMS.format(re.escape(a.name)), candidate.name, re.I)
+            ),
+            None,
+        )
+        if owner is not None:
+            found.append((candidate, owner))
+        elif _SHARED_SUMS.fullmatch(candidate.name) or (
+            pattern is not None and pattern.fullmatch(candidate.name)
+        ):
+            found.append((candidate, None))
+    return found
 
 
 def suggest_variant(manifest: Manifest, host: Host, platform: str | None = None) -> tuple[str, str]:

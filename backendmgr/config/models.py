@@ -113,6 +113,7 @@ class Settings(_Frozen):
     ttl: int = Field(default=600, ge=0)
     health_check_timeout: int = Field(default=300, ge=15)
     require_checksum: bool = False
+    max_unpacked_gb: float = Field(default=32, gt=0)  # cap on what one install unpacks
     llama_swap: dict[str, Any] = Field(default_factory=dict)
     backends: list[BackendRow] = Field(default_factory=list)
     models: dict[str, ModelOverride] = Field(default_factory=dict)

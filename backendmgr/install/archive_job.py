@@ -3,7 +3,9 @@ commit. The caller holds the build lock and registers the result."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -11,21 +13,24 @@ from pathlib import Path
 
 import anyio
 import httpx
+from filelock import Timeout
 
 from .._version import __version__
 from ..catalog.manifest import Manifest
-from ..catalog.matching import AssetChoice
-from ..errors import InstallFailed
+from ..catalog.matching import AssetChoice, checksum_assets
+from ..errors import InstallFailed, NetworkError
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
-from .download import Downloaded, discard, download
+from .download import Downloaded, discard, download, part_path
 from .events import EventSink, ProgressEvent
-from .extract import extract, find_executable
+from .extract import MAX_TOTAL, extract, find_executable
 from .smoke import smoke_check
 from .store import AssetRecord, BuildStore, Receipt, folder_size
-from .verify import VerifiedBy, parse_checksums, verify
+from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
 
 __all__ = ["ArchivePlan", "install_archive"]
+
+MAX_CHECKSUM_FILE = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,22 +64,54 @@ def _emit(emit: EventSink | None, event: ProgressEvent) -> None:
         emit(event)
 
 
-async def _checksums(
+async def _published(
     client: httpx.AsyncClient, net: NetSettings, plan: ArchivePlan, downloads: Path
-) -> dict[str, str] | None:
-    """The release's checksum file, fetched only when some asset lacks an API digest."""
-    pattern = plan.manifest.checksums
-    if not pattern or all(a.sha256 for a in plan.choice.assets):
-        return None
-    import re
+) -> dict[str, list[Published]]:
+    """What every checksum file of the release says about each chosen asset.
 
-    asset = next((a for a in plan.choice.release.assets if re.fullmatch(pattern, a.name)), None)
-    if asset is None:
-        return None
-    got = await download(client, net, asset, downloads)
-    text = got.path.read_text(encoding="utf-8", errors="replace")
-    discard(got.path)
-    return parse_checksums(text)
+    Any published file counts (``SHA256SUMS``, ``checksums.txt``, ``<asset>.sha512`` or the
+    manifest's pattern), even when the API gives digests: a contradiction must refuse."""
+    out: dict[str, list[Published]] = {a.name: [] for a in plan.choice.assets}
+    for sums, owner in checksum_assets(plan.manifest, plan.choice.release, plan.choice.assets):
+        if sums.size is None or sums.size > MAX_CHECKSUM_FILE:
+            continue  # unbounded: never read a "checksum file" that could be anything
+        got = await download(client, net, sums, downloads)
+        try:
+            verify(sums, got)
+            with got.path.open("rb") as fh:
+                text = fh.read(MAX_CHECKSUM_FILE).decode("utf-8", "replace")
+        finally:
+            discard(got.path)
+        for name, entries in parse_checksums(text, implied=owner, file_name=sums.name).items():
+            base = name.rsplit("/", 1)[-1]
+            if base in out and owner in (None, base):
+                out[base] += [Published(a, h, "checksums", sums.name) for a, h in entries]
+    return out
+
+
+@contextlib.asynccontextmanager
+async def _holding(store: BuildStore, parts: list[Path]) -> AsyncIterator[None]:
+    """Hold each part file's lock, so that ``doctor --fix`` leaves a live download alone."""
+    locks = [store.part_lock(p) for p in parts]
+    held = []
+    try:
+        for lock in locks:
+            while True:
+                try:
+                    lock.acquire(timeout=0)
+                    break
+                except Timeout:
+                    await anyio.sleep(0.05)
+            held.append(lock)
+        yield
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def _discard_all(parts: list[Path]) -> None:
+    for part in parts:
+        discard(part)
 
 
 async def install_archive(
@@ -87,13 +124,56 @@ async def install_archive(
     require_checksum: bool = False,
     smoke: bool = True,
     backoff: float = 0.5,
+    max_unpacked: int = MAX_TOTAL,
+) -> Receipt:
+    """Download, verify, unpack, smoke-check and commit one build.
+
+    A refused or failed install leaves no part file behind; only a download that the network
+    cut (or a cancel) keeps its part files, so that the next attempt resumes them."""
+    downloads = store.paths.downloads
+    sums = checksum_assets(plan.manifest, plan.choice.release, plan.choice.assets)
+    parts = [part_path(downloads, a) for a in (*plan.choice.assets, *(s for s, _ in sums))]
+    async with _holding(store, parts):
+        return await _install(
+            plan,
+            store,
+            client,
+            net,
+            parts,
+            emit=emit,
+            require_checksum=require_checksum,
+            smoke=smoke,
+            backoff=backoff,
+            max_unpacked=max_unpacked,
+        )
+
+
+async def _install(
+    plan: ArchivePlan,
+    store: BuildStore,
+    client: httpx.AsyncClient,
+    net: NetSettings,
+    parts: list[Path],
+    *,
+    emit: EventSink | None,
+    require_checksum: bool,
+    smoke: bool,
+    backoff: float,
+    max_unpacked: int,
 ) -> Receipt:
     downloads = store.paths.downloads
     results: dict[str, Downloaded] = {}
+    published = await _published(client, net, plan, downloads)
 
     async def fetch(asset: ReleaseAsset) -> None:
         results[asset.name] = await download(
-            client, net, asset, downloads, emit=emit, backoff=backoff
+            client,
+            net,
+            asset,
+            downloads,
+            emit=emit,
+            backoff=backoff,
+            algorithms=algorithms_for(asset, published[asset.name]),
         )
 
     _emit(emit, ProgressEvent("downloading", plan.choice.primary.name, 0, plan.choice.primary.size))
@@ -102,25 +182,37 @@ async def install_archive(
             for asset in plan.choice.assets:
                 tg.start_soon(fetch, asset)
     except BaseExceptionGroup as group:
-        raise first_error(group) from None
+        first = first_error(group)
+        if isinstance(first, Exception) and not isinstance(first, NetworkError):
+            _discard_all(parts)  # refused bytes or a full disk: keep nothing (a cut resumes)
+        raise first from None
 
-    _emit(emit, ProgressEvent("verifying"))
-    sums = await _checksums(client, net, plan, downloads)
-    verified: dict[str, VerifiedBy] = {}
-    for asset in plan.choice.assets:
-        verified[asset.name] = verify(
-            asset, results[asset.name], checksums=sums, require_checksum=require_checksum
-        )
-
-    _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
-    staging = store.new_staging(plan.target)
+    staging: Path | None = None
     try:
+        _emit(emit, ProgressEvent("verifying"))
+        verified: dict[str, VerifiedBy] = {}
         for asset in plan.choice.assets:
-            await anyio.to_thread.run_sync(
+            verified[asset.name] = verify(
+                asset,
+                results[asset.name],
+                published=published[asset.name],
+                require_checksum=require_checksum,
+            )
+        _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
+        staging = store.new_staging(plan.target)
+        used = 0
+        for asset in plan.choice.assets:
+            report = await anyio.to_thread.run_sync(
                 partial(
-                    extract, results[asset.name].path, asset.name, staging, exe_name=plan.exe_name
+                    extract,
+                    results[asset.name].path,
+                    asset.name,
+                    staging,
+                    exe_name=plan.exe_name,
+                    max_total=max_unpacked - used,
                 )
             )
+            used += report.bytes
         exe = find_executable(staging, plan.exe_name)
         if exe is None:
             raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
@@ -152,9 +244,11 @@ async def install_archive(
         )
         with anyio.CancelScope(shield=True):
             store.commit(staging, plan.target, receipt)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException as exc:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class()):
+            _discard_all(parts)  # refused or failed: the verified archive goes too
         raise
-    for asset in plan.choice.assets:
-        discard(results[asset.name].path)
+    _discard_all(parts)
     return receipt

@@ -11,8 +11,8 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -39,6 +39,7 @@ class Downloaded:
     path: Path
     size: int
     sha256: str
+    digests: dict[str, str] = field(default_factory=dict)  # every algorithm computed, by name
 
 
 class _Retry(Exception):
@@ -74,8 +75,27 @@ def discard(part: Path) -> None:
     _meta_path(part).unlink(missing_ok=True)
 
 
-def _hash_existing(part: Path) -> tuple[int, hashlib._Hash]:
-    digest = hashlib.sha256()
+class _Hashes:
+    """SHA-256 plus whatever else the release publishes, fed once from the same stream."""
+
+    def __init__(self, algorithms: Iterable[str] = ()) -> None:
+        names = {"sha256", *algorithms}
+        self._all = {name: hashlib.new(name, usedforsecurity=False) for name in names}
+
+    def update(self, data: bytes) -> None:
+        for h in self._all.values():
+            h.update(data)
+
+    def hexdigest(self) -> str:
+        return self._all["sha256"].hexdigest()
+
+    def done(self, part: Path, size: int) -> Downloaded:
+        digests = {name: h.hexdigest() for name, h in self._all.items()}
+        return Downloaded(part, size, digests["sha256"], digests)
+
+
+def _hash_existing(part: Path, algorithms: Iterable[str] = ()) -> tuple[int, _Hashes]:
+    digest = _Hashes(algorithms)
     size = 0
     try:
         with part.open("rb") as fh:
@@ -142,14 +162,15 @@ async def _attempt(
     asset: ReleaseAsset,
     part: Path,
     emit: EventSink | None,
+    algorithms: Iterable[str] = (),
 ) -> Downloaded:
-    have, digest = _hash_existing(part)
+    have, digest = _hash_existing(part, algorithms)
     total = asset.size
     if total is not None and have == total and have > 0:
-        return Downloaded(part, have, digest.hexdigest())
+        return digest.done(part, have)
     if total is not None and have > total:
         discard(part)
-        have, digest = 0, hashlib.sha256()
+        have, digest = 0, _Hashes(algorithms)
     headers = {"Accept": "application/octet-stream"}
     etag = _read_etag(part) if have else None
     if have:
@@ -175,13 +196,13 @@ async def _attempt(
         if status == 206 and have:
             start = response.headers.get("content-range", "").split(" ")[-1].split("-")[0]
             if start != str(have):
-                mode, have, digest = "wb", 0, hashlib.sha256()
+                mode, have, digest = "wb", 0, _Hashes(algorithms)
             elif emit is not None:
                 of = f" of {_mib(total)}" if total is not None else ""
                 message = f"resuming {asset.name} at {_mib(have)}{of}"
                 emit(ProgressEvent("downloading", asset.name, have, total, 0.0, message))
         else:
-            mode, have, digest = "wb", 0, hashlib.sha256()
+            mode, have, digest = "wb", 0, _Hashes(algorithms)
         served = _served_size(response)
         if total is not None and served is not None and served != total:
             discard(part)
@@ -215,7 +236,7 @@ async def _attempt(
         if emit is not None:
             rate = (have - done_at_start) / max(time.monotonic() - started, 1e-6)
             emit(ProgressEvent("downloading", asset.name, have, total, rate))
-        return Downloaded(part, have, digest.hexdigest())
+        return digest.done(part, have)
     finally:
         await response.aclose()
 
@@ -230,8 +251,11 @@ async def download(
     retries: int = MAX_RETRIES,
     backoff: float = 0.5,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    algorithms: Iterable[str] = (),
 ) -> Downloaded:
-    """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time."""
+    """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time.
+
+    ``algorithms`` are hashed in the same pass as SHA-256 (a release may publish SHA-512)."""
     net.require_online(f"downloading {asset.name}")
     downloads.mkdir(parents=True, exist_ok=True)
     part = part_path(downloads, asset)
@@ -239,7 +263,7 @@ async def download(
     while True:
         before = _size_on_disk(part)
         try:
-            return await _attempt(client, net, asset, part, emit)
+            return await _attempt(client, net, asset, part, emit, algorithms)
         except _Retry as exc:
             if _size_on_disk(part) - before >= PROGRESS_MIN:
                 attempt = 0  # the link works, it only drops: resume at once

@@ -6,11 +6,13 @@ exists, because llama.cpp's tarballs list ``libggml.so -> libggml.so.0`` before 
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -18,19 +20,36 @@ from typing import IO, BinaryIO
 
 from ..errors import UnsafeArchive
 
-__all__ = ["ExtractReport", "archive_format", "extract", "find_executable"]
+__all__ = ["MAX_TOTAL", "ExtractReport", "archive_format", "extract", "find_executable"]
 
 MAX_ENTRIES = 100_000
 MAX_TOTAL = 32 << 30
 MAX_RATIO = 200
 RATIO_FLOOR = 1 << 20
 COPY_CHUNK = 1 << 20
+MAX_LINK_TARGET = 4096
+
+# What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
+# unknown-method zip member, a NUL byte in a path): one place turns them into UnsafeArchive.
+_UNREADABLE: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    tarfile.TarError,
+    EOFError,
+    UnicodeError,
+    lzma.LZMAError,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+)
 
 
 @dataclass
 class ExtractReport:
     files: int = 0
     links: int = 0
+    bytes: int = 0
     skipped: list[str] = field(default_factory=list)
 
 
@@ -53,6 +72,8 @@ def archive_format(name: str) -> str:
 
 def _safe_relpath(name: str, archive: str) -> PurePosixPath | None:
     """The member's path inside the target, or an UnsafeArchive; None for the root itself."""
+    if any(ord(ch) < 0x20 for ch in name):
+        raise UnsafeArchive(f"{archive}: refusing a path with a control character {name!r}")
     text = name.replace("\\", "/")
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
         raise UnsafeArchive(f"{archive}: refusing absolute path {name!r}")
@@ -68,6 +89,8 @@ def _inside(root: Path, rel: PurePosixPath) -> Path:
 
 def _link_target_ok(root: Path, rel: PurePosixPath, target: str, archive: str, name: str) -> None:
     text = target.replace("\\", "/")
+    if any(ord(ch) < 0x20 for ch in text):
+        raise UnsafeArchive(f"{archive}: refusing link {name!r} with a control character")
     if not text or text.startswith("/") or (len(text) > 1 and text[1] == ":"):
         raise UnsafeArchive(f"{archive}: refusing link {name!r} to absolute target {target!r}")
     resolved = os.path.normpath(os.path.join(str(root), *rel.parent.parts, text))
@@ -75,10 +98,17 @@ def _link_target_ok(root: Path, rel: PurePosixPath, target: str, archive: str, n
         raise UnsafeArchive(f"{archive}: refusing link {name!r} pointing outside ({target!r})")
 
 
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):g} GiB"
+
+
 class _Budget:
-    def __init__(self, archive: str, compressed: int) -> None:
+    """Entry count, total size and expansion ratio, per member and for the archive so far."""
+
+    def __init__(self, archive: str, compressed: int, limit: int = MAX_TOTAL) -> None:
         self.archive = archive
         self.compressed = max(compressed, 1)
+        self.limit = limit
         self.total = 0
         self.entries = 0
 
@@ -87,9 +117,15 @@ class _Budget:
         if self.entries > MAX_ENTRIES:
             raise UnsafeArchive(f"{self.archive}: more than {MAX_ENTRIES} entries")
 
+    def _too_big(self) -> UnsafeArchive:
+        return UnsafeArchive(
+            f"{self.archive}: unpacks to more than {_gib(self.limit)} (max_unpacked_gb in the "
+            "config sets this limit)"
+        )
+
     def declare(self, name: str, size: int, packed: int | None) -> None:
-        if self.total + size > MAX_TOTAL:
-            raise UnsafeArchive(f"{self.archive}: more than 32 GiB uncompressed")
+        if self.total + size > self.limit:
+            raise self._too_big()
         ratio_base = packed if packed is not None else self.compressed
         if size > RATIO_FLOOR and size / max(ratio_base, 1) > MAX_RATIO:
             raise UnsafeArchive(
@@ -98,8 +134,13 @@ class _Budget:
 
     def add(self, n: int) -> None:
         self.total += n
-        if self.total > MAX_TOTAL:
-            raise UnsafeArchive(f"{self.archive}: more than 32 GiB uncompressed")
+        if self.total > self.limit:
+            raise self._too_big()
+        if self.total > RATIO_FLOOR and self.total / self.compressed > MAX_RATIO:
+            raise UnsafeArchive(
+                f"{self.archive}: its members together expand more than {MAX_RATIO}:1; "
+                "refusing a likely bomb"
+            )
 
 
 def _copy_limited(src: IO[bytes], dest: Path, declared: int, budget: _Budget, name: str) -> None:
@@ -117,6 +158,21 @@ def _mode(mode: int) -> int:
     return (mode & 0o777) | 0o600 if mode else 0o644
 
 
+def _resolves_inside(root: Path, path: Path | str) -> bool:
+    """Whether ``path``, with every link already on disk followed, stays under ``root``."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return os.path.commonpath([real, real_root]) == real_root
+
+
+def _place(root: Path, rel: PurePosixPath, archive: str) -> Path:
+    """Where a member goes, after checking that no link unpacked so far leads it outside."""
+    dest = _inside(root, rel)
+    if not _resolves_inside(root, dest):
+        raise UnsafeArchive(f"{archive}: refusing {str(rel)!r}: a link leads it outside")
+    return dest
+
+
 @dataclass
 class _Link:
     rel: PurePosixPath
@@ -124,29 +180,38 @@ class _Link:
     hard: bool
 
 
-def _check_real_location(root: Path, link: _Link) -> None:
-    """Re-check a link against the real folder it lands in: an earlier link may be its parent."""
-    real_root = os.path.realpath(root)
-    real_parent = os.path.realpath(_inside(root, link.rel).parent)
-    if os.path.commonpath([real_parent, real_root]) != real_root:
-        raise UnsafeArchive(f"refusing link {str(link.rel)!r}: its folder resolves outside")
+def _escapes(archive: str, link: _Link) -> UnsafeArchive:
+    return UnsafeArchive(
+        f"{archive}: refusing link {str(link.rel)!r} to {link.target!r}: it escapes"
+    )
+
+
+def _check_real_location(root: Path, link: _Link, archive: str) -> None:
+    """Check a link against what is unpacked now, not as text: an earlier link may be its
+    folder or a step of its target (``s -> .`` makes ``s/s/../..`` leave the root)."""
+    dest = _inside(root, link.rel)
+    if not _resolves_inside(root, dest.parent):
+        raise UnsafeArchive(
+            f"{archive}: refusing link {str(link.rel)!r}: its folder resolves outside"
+        )
     if link.hard:
-        real_target = os.path.realpath(_inside(root, PurePosixPath(link.target)))
+        source: Path | str = _inside(root, PurePosixPath(link.target))
     else:
-        real_target = os.path.normpath(os.path.join(real_parent, link.target))
-    if os.path.commonpath([real_target, real_root]) != real_root:
-        raise UnsafeArchive(f"refusing link {str(link.rel)!r} to {link.target!r}: it escapes")
+        source = os.path.join(os.path.realpath(dest.parent), link.target)
+    if not _resolves_inside(root, source):
+        raise _escapes(archive, link)
 
 
-def _make_links(root: Path, links: list[_Link], report: ExtractReport) -> None:
+def _make_links(root: Path, links: list[_Link], report: ExtractReport, archive: str) -> None:
     pending = list(links)
+    made: list[_Link] = []
     for _ in range(len(pending) + 1):
         if not pending:
-            return
+            break
         later: list[_Link] = []
         for link in pending:
             dest = _inside(root, link.rel)
-            _check_real_location(root, link)
+            _check_real_location(root, link, archive)
             dest.parent.mkdir(parents=True, exist_ok=True)
             if dest.exists() or dest.is_symlink():
                 if dest.is_dir() and not dest.is_symlink():
@@ -159,9 +224,9 @@ def _make_links(root: Path, links: list[_Link], report: ExtractReport) -> None:
                     later.append(link)
                     continue
                 try:
-                    os.link(source, dest)
+                    os.link(source, dest, follow_symlinks=False)
                 except OSError:
-                    shutil.copy2(source, dest)
+                    shutil.copy2(source, dest, follow_symlinks=False)
             else:
                 try:
                     os.symlink(link.target, dest)
@@ -170,16 +235,35 @@ def _make_links(root: Path, links: list[_Link], report: ExtractReport) -> None:
                     if not source.exists():
                         later.append(link)
                         continue
+                    if not _resolves_inside(root, source):
+                        raise _escapes(archive, link) from None
                     shutil.copy2(source, dest, follow_symlinks=True)
+                if not _resolves_inside(root, dest):
+                    dest.unlink()
+                    raise _escapes(archive, link)
+            made.append(link)
             report.links += 1
         if len(later) == len(pending):
             names = ", ".join(str(li.rel) for li in later)
-            raise UnsafeArchive(f"links whose targets are missing from the archive: {names}")
+            raise UnsafeArchive(f"{archive}: links whose targets are missing: {names}")
         pending = later
+    # A link made later can change where an earlier one leads: check them all as they now are.
+    for link in made:
+        if not _resolves_inside(root, _inside(root, link.rel)):
+            raise _escapes(archive, link)
 
 
-def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport) -> None:
-    budget = _Budget(name, path.stat().st_size)
+def _read_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str) -> str:
+    """A zip symlink's target is its data: read no more than a path can be."""
+    with zf.open(info) as src:
+        data = src.read(MAX_LINK_TARGET + 1)
+    if len(data) > MAX_LINK_TARGET:
+        raise UnsafeArchive(f"{archive}: link {info.filename!r} has an oversized target")
+    return data.decode("utf-8")
+
+
+def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit: int) -> None:
+    budget = _Budget(name, path.stat().st_size, limit)
     links: list[_Link] = []
     with zipfile.ZipFile(path) as zf:
         infos = zf.infolist()
@@ -193,10 +277,10 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport) -> No
             unix_mode = info.external_attr >> 16
             file_type = stat.S_IFMT(unix_mode)
             if info.is_dir() or file_type == stat.S_IFDIR:
-                _inside(root, rel).mkdir(parents=True, exist_ok=True)
+                _place(root, rel, name).mkdir(parents=True, exist_ok=True)
                 continue
             if file_type == stat.S_IFLNK:
-                target = zf.read(info).decode("utf-8", "replace")
+                target = _read_link_target(zf, info, name)
                 _link_target_ok(root, rel, target, name, info.filename)
                 links.append(_Link(rel, target, hard=False))
                 continue
@@ -204,13 +288,19 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport) -> No
                 report.skipped.append(info.filename)
                 continue
             budget.declare(info.filename, info.file_size, info.compress_size)
-            dest = _inside(root, rel)
+            dest = _place(root, rel, name)
             dest.parent.mkdir(parents=True, exist_ok=True)
+            if info.flag_bits & 0x1:
+                raise UnsafeArchive(
+                    f"{name}: {info.filename!r} is encrypted; password-protected archives are "
+                    "not supported"
+                )
             with zf.open(info) as src:
                 _copy_limited(src, dest, info.file_size, budget, info.filename)
             os.chmod(dest, _mode(unix_mode))
             report.files += 1
-    _make_links(root, links, report)
+    report.bytes += budget.total
+    _make_links(root, links, report, name)
 
 
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")
@@ -253,8 +343,10 @@ def _tar_stream(path: Path, kind: str) -> Iterator[tuple[tarfile.TarFile, int | 
         yield tf, None
 
 
-def _extract_tar(path: Path, root: Path, name: str, kind: str, report: ExtractReport) -> None:
-    budget = _Budget(name, path.stat().st_size)
+def _extract_tar(
+    path: Path, root: Path, name: str, kind: str, report: ExtractReport, limit: int
+) -> None:
+    budget = _Budget(name, path.stat().st_size, limit)
     links: list[_Link] = []
     for tf, fd in _tar_stream(path, kind):
         for member in tf:
@@ -263,7 +355,7 @@ def _extract_tar(path: Path, root: Path, name: str, kind: str, report: ExtractRe
             if rel is None:
                 continue
             if member.isdir():
-                _inside(root, rel).mkdir(parents=True, exist_ok=True)
+                _place(root, rel, name).mkdir(parents=True, exist_ok=True)
             elif member.issym():
                 _link_target_ok(root, rel, member.linkname, name, member.name)
                 links.append(_Link(rel, member.linkname, hard=False))
@@ -274,7 +366,7 @@ def _extract_tar(path: Path, root: Path, name: str, kind: str, report: ExtractRe
                 links.append(_Link(rel, str(target_rel), hard=True))
             elif member.isreg():
                 budget.declare(member.name, member.size, None)
-                dest = _inside(root, rel)
+                dest = _place(root, rel, name)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 if fd is not None and not member.sparse:
                     _copy_range(fd, member.offset_data, member.size, dest, budget)
@@ -287,31 +379,50 @@ def _extract_tar(path: Path, root: Path, name: str, kind: str, report: ExtractRe
                 report.files += 1
             else:
                 report.skipped.append(member.name)  # devices, FIFOs: never created
-    _make_links(root, links, report)
+    report.bytes += budget.total
+    _make_links(root, links, report, name)
 
 
-def extract(path: Path, asset_name: str, root: Path, *, exe_name: str) -> ExtractReport:
-    """Unpack ``path`` into ``root``, an empty staging folder; a bare asset becomes ``exe_name``."""
+def _unreadable(exc: BaseException) -> bool:
+    """A library's complaint about the archive's bytes, as opposed to a failing disk."""
+    if isinstance(exc, _UNREADABLE):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno is None  # gzip/bz2 data errors carry no errno; ENOSPC and EIO do
+    return type(exc).__module__.startswith("zstandard")
+
+
+def extract(
+    path: Path, asset_name: str, root: Path, *, exe_name: str, max_total: int = MAX_TOTAL
+) -> ExtractReport:
+    """Unpack ``path`` into ``root``, an empty staging folder; a bare asset becomes ``exe_name``.
+
+    ``max_total`` caps the bytes this archive may unpack. Whatever the archive library raises
+    about malformed input becomes one UnsafeArchive line here, for every format."""
     report = ExtractReport()
     kind = archive_format(asset_name)
     try:
         if kind == "zip":
-            _extract_zip(path, root, asset_name, report)
+            _extract_zip(path, root, asset_name, report, max_total)
         elif kind in ("tar", "tar.zst"):
-            _extract_tar(path, root, asset_name, kind, report)
+            _extract_tar(path, root, asset_name, kind, report, max_total)
         else:
+            size = path.stat().st_size
+            if size > max_total:
+                raise _Budget(asset_name, size, max_total)._too_big()
             dest = root / exe_name
             shutil.copyfile(path, dest)
             os.chmod(dest, 0o755)
             report.files += 1
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, UnicodeDecodeError) as exc:
-        raise UnsafeArchive(f"{asset_name} is not a readable archive: {exc}") from exc
+            report.bytes += size
     except UnsafeArchive:
         raise
     except Exception as exc:
-        if type(exc).__module__.startswith("zstandard"):
-            raise UnsafeArchive(f"{asset_name} is not a readable archive: {exc}") from exc
-        raise
+        if not _unreadable(exc):
+            raise
+        text = str(exc).strip()
+        reason = text.splitlines()[0][:200] if text else type(exc).__name__
+        raise UnsafeArchive(f"{asset_name} is not a readable archive: {reason}") from exc
     return report
 
 

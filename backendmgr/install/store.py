@@ -96,8 +96,18 @@ def folder_size(path: Path) -> int:
     return total
 
 
+_SCRATCH = (".staging-", ".trash-", ".swap-")
+
+
 def _is_scratch(name: str) -> bool:
-    return ".staging-" in name or ".trash-" in name
+    return any(mark in name for mark in _SCRATCH)
+
+
+def _base_name(name: str) -> str:
+    """The build folder a staging, trash or swap folder belongs to."""
+    for mark in _SCRATCH:
+        name = name.split(mark)[0]
+    return name
 
 
 class BuildStore:
@@ -173,11 +183,14 @@ class BuildStore:
         atomic_write_bytes(folder / RECEIPT, receipt.model_dump_json(indent=2).encode())
 
     def commit(self, staging: Path, final: Path, receipt: Receipt) -> None:
-        """Receipt into staging, then one rename; an old build is swapped aside, then deleted."""
+        """Receipt into staging, then one rename; an old build is swapped aside, then deleted.
+
+        The old build waits in ``<final>.swap-*/old`` (not ``.trash-``) so that after a kill
+        between the two renames ``doctor --fix`` can tell a swap to finish from a removal."""
         self.write_receipt(staging, receipt)
         trash: Path | None = None
         if final.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f"{final.name}.trash-", dir=final.parent))
+            trash = Path(tempfile.mkdtemp(prefix=f"{final.name}.swap-", dir=final.parent))
             os.replace(final, trash / "old")
         try:
             os.replace(staging, final)
@@ -210,20 +223,73 @@ class BuildStore:
                     found.append(folder)
         return found
 
+    def _finish_swap(self, final: Path, scratch: list[Path]) -> Path | None:
+        """After a kill inside a commit the build folder may be missing while complete copies
+        wait beside it: the committed new build (a staging folder holding a receipt, written
+        only once the build passed every check) wins, else the old one in ``.swap-*/old``."""
+        if self.read_receipt(final) is not None:
+            return None
+        new = [f for f in scratch if ".staging-" in f.name and self.read_receipt(f) is not None]
+        old = [
+            f / "old"
+            for f in scratch
+            if ".swap-" in f.name and self.read_receipt(f / "old") is not None
+        ]
+        candidates = new or old
+        if not candidates:
+            return None
+        candidates.sort(key=lambda f: f.stat().st_mtime, reverse=True)  # two kills: the last
+        if final.is_dir():  # a folder without a valid receipt: never a build (§7.4)
+            shutil.rmtree(final)
+        os.replace(candidates[0], final)
+        fsync_dir(final.parent)
+        return final
+
     def remove_leftovers(self) -> list[Path]:
-        """Delete leftovers whose build lock is free (an install in progress keeps its own)."""
-        removed: list[Path] = []
+        """Delete leftovers whose build lock is free; see :meth:`tidy`."""
+        return self.tidy()[1]
+
+    def tidy(self) -> tuple[list[Path], list[Path]]:
+        """Finish interrupted swaps, then delete leftovers whose build lock is free (an install
+        in progress keeps its own). Returns the builds restored and the folders removed."""
+        restored_all: list[Path] = []
+        changed: list[Path] = []
+        groups: dict[tuple[Path, str], list[Path]] = {}
         for folder in self.leftovers():
-            base = folder.name.split(".staging-")[0].split(".trash-")[0]
-            self.paths.locks.mkdir(parents=True, exist_ok=True)
+            groups.setdefault((folder.parent, _base_name(folder.name)), []).append(folder)
+        self.paths.locks.mkdir(parents=True, exist_ok=True)
+        for (comp_dir, base), folders in groups.items():
             try:
-                with FileLock(self._lock_path(folder.parent.name, base)).acquire(timeout=0):
-                    shutil.rmtree(folder, ignore_errors=True)
-                    removed.append(folder)
+                with FileLock(self._lock_path(comp_dir.name, base)).acquire(timeout=0):
+                    restored = self._finish_swap(comp_dir / base, folders)
+                    if restored is not None:
+                        restored_all.append(restored)
+                    for folder in folders:
+                        if folder.exists() and folder != restored:
+                            shutil.rmtree(folder, ignore_errors=True)
+                            changed.append(folder)
             except Timeout:
                 continue
-        return removed
+        return restored_all, changed
 
     def part_files(self) -> list[Path]:
         d = self.paths.downloads
         return sorted(d.glob("*.part")) if d.is_dir() else []
+
+    def part_lock(self, part: Path) -> FileLock:
+        """Held by an install for each of its part files while it may still read them."""
+        self.paths.locks.mkdir(parents=True, exist_ok=True)
+        return FileLock(self.paths.locks / f"download@{part.name}.lock")
+
+    def remove_part_files(self) -> list[Path]:
+        """Delete part files (and their ETag notes) that no running install holds."""
+        removed: list[Path] = []
+        for part in self.part_files():
+            try:
+                with self.part_lock(part).acquire(timeout=0):
+                    part.unlink(missing_ok=True)
+                    part.with_name(part.name + ".json").unlink(missing_ok=True)
+                    removed.append(part)
+            except Timeout:
+                continue
+        return removed

@@ -272,6 +272,7 @@ class BuildsMixin(ManagerBase):
                         require_checksum=require_checksum,
                         smoke=smoke,
                         backoff=self.retry_backoff,
+                        max_unpacked=int(settings.max_unpacked_gb * (1 << 30)),
                     )
                 entry = self.builds.get(component, plan.version, variant)
                 assert entry is not None
@@ -570,11 +571,13 @@ class BuildsMixin(ManagerBase):
         """Registry against disk, stale pins, missing executables, leftover folders."""
         import shutil as _shutil
 
+        restored: list[Path] = []
+        removed: list[Path] = []
         if fix:
+            # Finish interrupted swaps first, so that adoption registers the recovered builds.
+            restored, removed = await anyio.to_thread.run_sync(self.builds.tidy)
+            removed += await anyio.to_thread.run_sync(self.builds.remove_part_files)
             await self.sync_registry()
-            removed = await anyio.to_thread.run_sync(self.builds.remove_leftovers)
-        else:
-            removed = []
         settings = await self.settings()
         problems: list[str] = []
         installed = {e.id: e for e in self.builds.installed()}
@@ -597,7 +600,12 @@ class BuildsMixin(ManagerBase):
             if ov.backend and ov.backend not in row_ids
         ]
         for folder in self.builds.leftovers():
-            problems.append(f"leftover folder {folder} (doctor --fix removes it)")
+            if ".swap-" in folder.name:
+                problems.append(f"interrupted reinstall {folder} (doctor --fix finishes it)")
+            else:
+                problems.append(f"leftover folder {folder} (doctor --fix removes it)")
+        notes += [f"finished an interrupted install: {path} is complete" for path in restored]
+        notes += _part_notes(self.builds.part_files())
         output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)
         problems += output_problem
         notes += output_note
@@ -618,3 +626,16 @@ def _dry_run_head(build_id: str, target: Path, installed: bool) -> str:
 
 def _shown_size(size: int | None) -> str:
     return "size unknown" if size is None else format_size(size)
+
+
+def _part_notes(parts: list[Path]) -> list[str]:
+    """Partial downloads are kept to resume, so they are notes, not problems."""
+    notes = []
+    for part in parts:
+        with contextlib.suppress(OSError):
+            size = part.stat().st_size
+            notes.append(
+                f"partial download {part} ({format_size(size)}) is kept to resume the "
+                "next install of that build; doctor --fix removes it"
+            )
+    return notes

@@ -95,6 +95,28 @@ BOMB = b"\0" * (4 << 20)
             ],
             "escapes",
         ),
+        (
+            "linkroot.tar.gz",
+            [
+                Entry("s", kind="symlink", target="."),
+                Entry("t", kind="symlink", target="/".join(["s"] * 14 + [".."] * 14)),
+                Entry("u", kind="symlink", target="t/etc"),
+            ],
+            "escapes",
+        ),
+        (
+            "linkroot-late.zip",
+            [
+                Entry("t", kind="symlink", target="/".join(["s"] * 3 + [".."] * 3)),
+                Entry("s", kind="symlink", target="."),
+            ],
+            "escapes",
+        ),
+        (
+            "split.tar.gz",
+            [Entry(f"z{i}", b"\0" * (1 << 20)) for i in range(8)],
+            "together expand",
+        ),
         ("bomb.zip", [Entry("zeros.bin", BOMB)], "200:1"),
         ("bomb.tar.gz", [Entry("zeros.bin", BOMB)], "200:1"),
     ],

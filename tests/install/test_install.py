@@ -432,7 +432,7 @@ def test_checksum_file_verifies_when_no_digest_is_published(
     )
     strip_digests(mirror)
     bad = cli("install", "tool", "v2")
-    assert bad.code == 1 and "(checksums); nothing was installed" in error_line(bad)
+    assert bad.code == 1 and "(checksums: SHA256SUMS); nothing was installed" in error_line(bad)
     data = json.loads(ok(cli("--json", "install", "tool", "v1")).out)
     assert data["assets"][0]["verified_by"] == "checksums"
     assert data["assets"][0]["sha256"] == good

@@ -1,0 +1,125 @@
+"""What failed and killed installs leave behind, and ``doctor --fix`` through the real CLI:
+part files are listed and removed (unless an install holds them), and a reinstall killed
+inside its rename swap is finished rather than deleted."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from backendmgr.config.paths import Paths
+from backendmgr.install.store import RECEIPT, BuildStore
+from backendmgr.mirror import MirrorServer
+from tests.conftest import CliResult
+from tests.support import publish_llama
+
+Cli = Callable[..., CliResult]
+
+
+def installed_build(cli: Cli, mirror_root: Path, home: Path) -> Path:
+    publish_llama(mirror_root, "b100")
+    result = cli("install", "llama-server", "b100")
+    assert result.code == 0, result
+    return home / "builds" / "llama-server" / "b100-vulkan"
+
+
+def runs(build: Path) -> str:
+    exe = build / "build" / "bin" / "llama-server"
+    return subprocess.run([exe], capture_output=True, text=True, check=True, timeout=20).stdout
+
+
+def scratch(build: Path) -> list[str]:
+    return sorted(p.name for p in build.parent.iterdir() if p.name != build.name)
+
+
+def test_failed_smoke_check_leaves_no_part_file(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    publish_llama(mirror_root, "b100", fail=True)
+    assert cli("install", "llama-server").code == 1
+    assert list((tmp_path / "home" / "downloads").glob("*")) == []
+
+
+def test_doctor_lists_part_files_and_fix_removes_free_ones(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    installed_build(cli, mirror_root, home)
+    downloads = home / "downloads"
+    loose = downloads / "0123456789abcdef-llama-b200-bin-ubuntu-vulkan-x64.tar.gz.part"
+    busy = downloads / "fedcba9876543210-llama-b300-bin-ubuntu-vulkan-x64.tar.gz.part"
+    loose.write_bytes(b"\0" * (3 << 19))  # 1.5 MiB, as an interrupted download leaves it
+    loose.with_name(loose.name + ".json").write_text('{"etag": "x"}')
+    busy.write_bytes(b"\0" * 10)
+
+    report = cli("doctor")
+    assert report.code == 0, report
+    assert (
+        f"warning: partial download {loose} (1.5 MiB) is kept to resume the next install of "
+        "that build; doctor --fix removes it"
+    ) in report.err.splitlines()
+    assert str(busy) in report.err
+
+    store = BuildStore(Paths.resolve(config=None, home=str(home)))
+    with store.part_lock(busy).acquire(timeout=0):  # an install is reading it right now
+        fixed = cli("--json", "doctor", "--fix")
+    assert fixed.code == 0, fixed
+    assert json.loads(fixed.out)["fixed"] == [str(loose)]
+    assert not loose.exists() and not loose.with_name(loose.name + ".json").exists()
+    assert busy.exists()
+    assert str(loose) not in cli("doctor").err
+
+
+def _kill_inside_swap(build: Path, *, new_complete: bool, second_rename_done: bool) -> None:
+    """Lay out the disk as BuildStore.commit leaves it when killed during a reinstall: the new
+    build is staged with its receipt, the old one was renamed to ``.swap-*/old``."""
+    staging = build.parent / f"{build.name}.staging-k1ll3d"
+    shutil.copytree(build, staging, symlinks=True)
+    (staging / "NEW").write_text("the reinstalled copy")
+    if not new_complete:
+        (staging / RECEIPT).unlink()
+    swap = build.parent / f"{build.name}.swap-k1ll3d"
+    swap.mkdir()
+    os.replace(build, swap / "old")
+    if second_rename_done:
+        os.replace(staging, build)
+
+
+@pytest.mark.parametrize(
+    ("new_complete", "second_rename_done", "expect_new"),
+    [(True, False, True), (False, False, False), (True, True, True)],
+    ids=["between-renames", "new-copy-incomplete", "after-second-rename"],
+)
+def test_doctor_fix_finishes_a_swap_killed_midway(
+    cli: Cli,
+    mirror: MirrorServer,
+    mirror_root: Path,
+    tmp_path: Path,
+    new_complete: bool,
+    second_rename_done: bool,
+    expect_new: bool,
+) -> None:
+    home = tmp_path / "home"
+    build = installed_build(cli, mirror_root, home)
+    _kill_inside_swap(build, new_complete=new_complete, second_rename_done=second_rename_done)
+
+    before = cli("doctor")
+    assert before.code == 1
+    swap = build.parent / f"{build.name}.swap-k1ll3d"
+    assert f"error: interrupted reinstall {swap} (doctor --fix finishes it)" in before.err
+    fixed = cli("doctor", "--fix")
+    assert fixed.code == 0, fixed
+    assert "Traceback" not in fixed.err
+
+    assert build.is_dir() and scratch(build) == []
+    assert (build / "NEW").exists() is expect_new
+    assert runs(build) == "version: 100 (b100)\n"
+    listed = json.loads(cli("--json", "list").out)
+    assert [(b["id"], b["activated"]) for b in listed] == [("llama-server@b100-vulkan", True)]
+    assert cli("doctor").code == 0

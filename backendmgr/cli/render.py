@@ -100,6 +100,8 @@ class ProgressView:
             self._progress.stop()
 
     def __call__(self, event: Any) -> None:
+        if event.phase in ("failed", "cancelled"):
+            return  # the command's own "error:" line says it once
         if event.phase == "downloading" and event.message and not event.asset:
             # installer output (pip / uv): streamed on a terminal, summarised otherwise
             if self._progress is not None:

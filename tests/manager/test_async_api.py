@@ -394,17 +394,49 @@ async def test_two_installs_of_different_builds_run_concurrently(
 
 
 @pytest.mark.asyncio
-async def test_install_while_pin_and_generate_run(
+async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
     mirror: MirrorServer, mirror_root: Path, setup: Setup
 ) -> None:
     big_release(mirror_root)
     mirror.throttle = 4 << 20
     mgr = await generated(setup)
+    events: list[list[ProgressEvent]] = [[], []]
+    outcomes = []
+
+    async def install(i: int) -> None:
+        outcomes.append(await mgr.install("llama-server", "b100", on_event=events[i].append))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(install, 0)
+            tg.start_soon(install, 1)
+
+    assert [o.data["already_installed"] for o in outcomes] == [False, True]
+    assert len([p for p, _ in mirror.requests if p.startswith("/download/")]) == 1
+    assert sorted(phases(e) for e in events) == [ORDER, ["resolving", "registering", "done"]]
+    for e in events:
+        assert_one_terminal(e, "done")
+    assert [b["id"] for b in await mgr.list_builds()] == ["llama-server@b100-vulkan"]
+    assert mgr.builds.leftovers() == [] and downloads_left(setup.home) == []
+    assert (await mgr.doctor())["ok"]
+
+
+@pytest.mark.asyncio
+async def test_install_while_pin_and_generate_run(
+    mirror: MirrorServer, mirror_root: Path, setup: Setup
+) -> None:
+    big_release(mirror_root)
+    mirror.throttle = 2 << 20  # about 1.5 s: room for edit rounds meanwhile
+    mgr = await generated(setup)
     done = anyio.Event()
     rounds = 0
 
+    during = 0
+
     async def install() -> None:
+        nonlocal during
         await mgr.install("llama-server", "b100")
+        during = rounds
         done.set()
 
     async def edit() -> None:
@@ -422,7 +454,7 @@ async def test_install_while_pin_and_generate_run(
             tg.start_soon(install)
             tg.start_soon(edit)
 
-    assert rounds >= 3
+    assert during >= 1 and rounds >= 3  # edits went through while the install ran
     settings = await mgr.settings()
     assert {r.id for r in settings.backends} == {
         "llama-src",

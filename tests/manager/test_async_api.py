@@ -296,8 +296,10 @@ async def test_cancel_during_the_smoke_check_kills_the_program(
     assert phases(events)[-2:] == ["extracting", "cancelled"]
     assert_one_terminal(events, "cancelled")
     pid = int(marker.read_text())
-    with pytest.raises(ProcessLookupError):  # killed and reaped, not left sleeping
-        os.kill(pid, 0)
+    with anyio.fail_after(5), pytest.raises(ProcessLookupError):  # killed, not left sleeping
+        while True:  # a cancel that lands while the process starts leaves reaping to asyncio
+            os.kill(pid, 0)
+            await anyio.sleep(0.02)
     await assert_old_state(mgr, setup, before)
 
     # the verified archive was kept: the next attempt downloads nothing again
@@ -411,7 +413,7 @@ async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
             tg.start_soon(install, 0)
             tg.start_soon(install, 1)
 
-    assert [o.data["already_installed"] for o in outcomes] == [False, True]
+    assert sorted(o.data["already_installed"] for o in outcomes) == [False, True]
     assert len([p for p, _ in mirror.requests if p.startswith("/download/")]) == 1
     assert sorted(phases(e) for e in events) == [ORDER, ["resolving", "registering", "done"]]
     for e in events:

@@ -189,7 +189,54 @@ class BuildsMixin(ManagerBase):
         on_event: EventSink | None = None,
         generate: bool = True,
     ) -> Outcome:
-        """Install one build (SPEC §7); the newest release with this variant when no version."""
+        """Install one build (SPEC §7); the newest release with this variant when no version.
+
+        ``on_event`` sees the phases in order and then exactly one terminal event: ``done``,
+        ``failed`` (its message is the error's) or ``cancelled`` (the task was cancelled).
+        """
+        emit = on_event or (lambda event: None)
+        try:
+            outcome = await self._install(
+                component,
+                version,
+                variant=variant,
+                activate=activate,
+                reinstall=reinstall,
+                require_checksum=require_checksum,
+                smoke=smoke,
+                dry_run=dry_run,
+                platform=platform,
+                refresh=refresh,
+                emit=emit,
+                generate=generate,
+            )
+        except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+            emit(ProgressEvent("cancelled"))
+            raise
+        except BaseException as exc:
+            while isinstance(exc, BaseExceptionGroup):
+                exc = exc.exceptions[0]
+            emit(ProgressEvent("failed", message=str(exc) or type(exc).__name__))
+            raise
+        emit(ProgressEvent("done"))
+        return outcome
+
+    async def _install(
+        self,
+        component: str,
+        version: str | None,
+        *,
+        variant: str | None,
+        activate: bool,
+        reinstall: bool,
+        require_checksum: bool,
+        smoke: bool,
+        dry_run: bool,
+        platform: str | None,
+        refresh: bool,
+        emit: EventSink,
+        generate: bool,
+    ) -> Outcome:
         from ..catalog.manifest import GithubSource
         from ..catalog.matching import suggest_variant
         from ..install.archive_job import ArchivePlan, install_archive
@@ -202,7 +249,6 @@ class BuildsMixin(ManagerBase):
         variant = variant or suggest_variant(manifest, self.host, plat)[0]
         if not variant:
             raise NotFound(f"{component} publishes nothing for {plat}")
-        emit = on_event or (lambda event: None)
         if not isinstance(manifest.source, GithubSource):
             return await self._install_venv(
                 manifest,
@@ -414,10 +460,10 @@ class BuildsMixin(ManagerBase):
     ) -> Outcome:
         """Register a committed build (archive or venv), regenerate, and say what happened."""
         emit(ProgressEvent("registering"))
-        activated, star, other_star = await self._register(entry, activate=activate)
+        with anyio.CancelScope(shield=True):  # committed: a cancel must not leave it unrecorded
+            activated, star, other_star = await self._register(entry, activate=activate)
         if generate:
             await self.regenerate()
-        emit(ProgressEvent("done"))
         receipt = entry.receipt
         if by_other:
             head = f"{entry.id} was installed by another backendmgr while this one waited"

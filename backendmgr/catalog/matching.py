@@ -53,7 +53,8 @@ def _flags(manifest: Manifest) -> int:
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
+    """Numbers in an asset's version; a run too long to be a version (a crafted name) is 0."""
+    return tuple(int(p) if len(p) <= 18 else 0 for p in re.findall(r"\d+", text))
 
 
 def _pick_toolkit(

@@ -91,8 +91,14 @@ def _summary(what: str, ids: Sequence[Any]) -> str:
 
 def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
     """Problems with ``text`` as a llama-swap config; with ``entries``, also against the plan."""
+    from .._yaml import check_yaml
+    from ..errors import ConfigError
+
     try:
+        check_yaml(text, "it")  # a hand-edited file may nest or alias without bound
         data = YAML(typ="safe").load(text)
+    except ConfigError as exc:
+        return [single_line(str(exc))]
     except (YAMLError, ValueError, RecursionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return [f"it is not valid YAML ({single_line(first)})"]

@@ -1,9 +1,9 @@
 """The build store: where builds are staged, committed, listed and removed (SPEC §7.4 to §7.7).
 
 A build is "installed" exactly when its folder holds a valid receipt. Archive builds are
-unpacked into ``<final>.staging-<random>`` and renamed into place with the receipt already
-inside; venv builds are made in place and get their receipt last. Either way a crash leaves
-the old state or the new one, and listing never shows a half-made build.
+unpacked, and venv builds are made, in ``<final>.staging-<random>`` and renamed into place with
+the receipt already inside. A crash leaves the old state or the new one, and listing never shows
+a half-made build.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Literal
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._fs import atomic_write_bytes, fsync_dir, sanitize_segment
+from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment
 from ..config.paths import Paths
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
@@ -177,7 +177,9 @@ class BuildStore:
 
     def new_staging(self, final: Path) -> Path:
         final.parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f"{final.name}.staging-", dir=final.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.staging-", dir=final.parent))
+        apply_umask(staging)  # the committed build gets the mode a plain mkdir would give
+        return staging
 
     def write_receipt(self, folder: Path, receipt: Receipt) -> None:
         atomic_write_bytes(folder / RECEIPT, receipt.model_dump_json(indent=2).encode())

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import anyio
 
-from .._fs import apply_umask, atomic_write_bytes
+from .._fs import atomic_write_bytes
 from .._version import __version__
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
@@ -143,7 +143,6 @@ async def install_venv(
     staging = store.new_staging(plan.target)
     staged = replace(plan, target=staging)
     try:
-        apply_umask(staging)  # a venv others may run: 0755 under umask 022, as venv makes it
         prompt = ["--prompt", plan.target.name]  # the name it will have, not the staging one
         if plan.uv:
             await _run(

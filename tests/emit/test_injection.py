@@ -209,3 +209,26 @@ def test_a_document_that_breaks_the_schema_is_never_written(
     assert failed.code == 1 and failed.err.startswith("error: "), failed
     assert "ttl is not an integer" in failed.err and failed.err.count("\n") == 1
     assert not output(config_path).exists()
+
+
+def test_a_hand_made_alias_bomb_in_the_output_is_one_problem(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    """doctor and --check read a file the user may have edited: bounded like the config."""
+    root = tmp_path / "models"
+    small(root / "good.gguf")
+    configure(config_path, root)
+    ok(cli("generate"))
+    path = output(config_path)
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    ]
+    path.write_text(path.read_text(encoding="utf-8") + "\n".join(lines) + "\n", encoding="utf-8")
+    for argv in (("doctor",), ("generate", "--check")):
+        result = cli(*argv)
+        assert result.code == 1, result
+        assert "aliases expand to more than" in result.err or "modified" in result.err, result
+    doctor = cli("doctor")
+    assert "aliases expand to more than 200000 values" in doctor.err, doctor

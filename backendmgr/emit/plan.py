@@ -7,14 +7,16 @@ out. The llama-swap document is assembled from these in :mod:`.document`.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.models import BackendRow, ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
+from ..registry.rows import build_row_id
 from .sizing import LLAMA_OVERHEAD_GB, kv_model, llama_context, vllm_sizing
-from .tools import tool_parser
+from .tools import against_build, tool_parser
 
 __all__ = [
     "HF_NEEDS_VLLM",
@@ -115,18 +117,27 @@ def _metadata(res: Resolution, model: DiscoveredModel, est: float) -> dict[str, 
     return data
 
 
-def plan_model(settings: Settings, model: DiscoveredModel, card_gb: float | None) -> Entry | Skip:
+ToolParsers = Mapping[str, Sequence[str] | None]
+"""Build id → the tool parsers its receipt records (None: not known)."""
+
+
+def plan_model(
+    settings: Settings,
+    model: DiscoveredModel,
+    card_gb: float | None,
+    tool_parsers: ToolParsers | None = None,
+) -> Entry | Skip:
     ov = settings.override(model.id)
     if model.format == "hf":
         res = resolve_preferring(settings, ov, "llm", "vllm")
         if res.kind != "vllm":
             return Skip(model.id, model.path, HF_NEEDS_VLLM, res, res.notes)
-        return _vllm(settings, model, ov, res, card_gb)
+        return _vllm(settings, model, ov, res, card_gb, tool_parsers or {})
     res = resolve(settings, ov, "llm", embedding=model.role != "chat")
     if res.kind == "vllm":
         if model.shards > 1:
             return Skip(model.id, model.path, SPLIT_UNDER_VLLM, res, res.notes)
-        return _vllm(settings, model, ov, res, card_gb)
+        return _vllm(settings, model, ov, res, card_gb, tool_parsers or {})
     return _llama(settings, model, ov, res, card_gb)
 
 
@@ -188,6 +199,7 @@ def _vllm(
     ov: ModelOverride,
     res: Resolution,
     card_gb: float | None,
+    tool_parsers: ToolParsers,
 ) -> Entry:
     extra = (ov.extra_args or "").strip()
     theirs = _flags_in(extra)
@@ -222,6 +234,11 @@ def _vllm(
     groups += [g for g in ours if g[0] not in theirs]
     arch = model.meta.architecture if model.meta else ""
     parser, why = tool_parser(arch, model.id, ov.vllm_tool_parser)
+    row = res.row
+    build = build_row_id(row.component, row.version, row.variant) if row and row.managed else ""
+    parser, lacking = against_build(
+        parser, ov.vllm_tool_parser, tool_parsers.get(build), f"vLLM build {build}"
+    )
     caps: dict[str, Any] = {"in": ["text"], "out": ["text"], "context": sizing.max_model_len}
     notes = list(sizing.notes)
     if "--tool-call-parser" in theirs:
@@ -232,8 +249,8 @@ def _vllm(
             + ["--tool-call-parser", parser]
         )
         caps["tools"] = True
-    else:
-        notes.append(why)
+    if "--tool-call-parser" not in theirs and (lacking or not parser):
+        notes.append(lacking or why)
     summary = [f"max-model-len {sizing.max_model_len}", f"util {sizing.gpu_util:g}"]
     return Entry(
         model=model,

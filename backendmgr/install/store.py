@@ -59,6 +59,7 @@ class Receipt(BaseModel):
     backendmgr_version: str
     python: str | None = None
     packages: dict[str, str] | None = None
+    tool_parsers: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

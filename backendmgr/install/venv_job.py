@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,14 @@ from .events import EventSink, ProgressEvent
 from .smoke import smoke_check
 from .store import BuildStore, Receipt, folder_size
 
-__all__ = ["VenvPlan", "find_uv", "install_venv", "pip_options", "relocate"]
+__all__ = [
+    "VenvPlan",
+    "find_uv",
+    "install_venv",
+    "pip_options",
+    "probe_tool_parsers",
+    "relocate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +196,7 @@ async def install_venv(
         if smoke:
             await smoke_check(exe, plan.manifest.version_args)
         python_version, packages = await anyio.to_thread.run_sync(_describe, staged)
+        parsers = await probe_tool_parsers(staged.python) if plan.manifest.kind == "vllm" else None
         if emit is not None:
             emit(ProgressEvent("committing"))
         await anyio.to_thread.run_sync(relocate, staging, plan.target)
@@ -205,6 +214,7 @@ async def install_venv(
             backendmgr_version=__version__,
             python=python_version,
             packages=packages,
+            tool_parsers=parsers,
         )
         with anyio.CancelScope(shield=True):
             store.commit(staging, plan.target, receipt)
@@ -249,3 +259,85 @@ def _describe(plan: VenvPlan) -> tuple[str, dict[str, str]]:
     ).stdout
     version, packages = json.loads(out)
     return str(version), {str(k): str(v) for k, v in sorted(packages.items())}
+
+
+PROBE_MARK = "backendmgr-tool-parsers:"
+PROBE_TIMEOUT_S = 120.0
+"""Importing vLLM's parser registry pulls in torch: slow, but bounded."""
+PROBE_OUTPUT_LIMIT = 256 * 1024
+PROBE_MAX_NAMES = 1000
+_PARSER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# The registry moved from vllm.entrypoints.openai.tool_parsers to vllm.tool_parsers; eager
+# registrations live in ``tool_parsers``, lazy ones (newer builds) in ``lazy_parsers``. vLLM logs
+# to stdout, so the answer is the one line that carries the mark.
+_PROBE = f"""
+import json
+names = None
+for path in ("vllm.tool_parsers", "vllm.entrypoints.openai.tool_parsers"):
+    try:
+        manager = __import__(path, fromlist=["ToolParserManager"]).ToolParserManager
+    except Exception:
+        continue
+    found = set()
+    for attr in ("tool_parsers", "lazy_parsers"):
+        table = getattr(manager, attr, None)
+        if isinstance(table, dict):
+            found.update(k for k in table if isinstance(k, str))
+    names = sorted(found)
+    break
+print({PROBE_MARK!r} + json.dumps(names), flush=True)
+"""
+
+
+async def probe_tool_parsers(python: Path) -> list[str] | None:
+    """The tool-call parsers the venv's vLLM registers, asked of its own Python once.
+
+    Any failure (no registry, a crash, a timeout, too much output, a malformed answer) is
+    "unknown" (None), never a failed install: the emitter then trusts its table.
+    """
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT_S):
+            out = await _bounded_output([str(python), "-I", "-c", _PROBE], PROBE_OUTPUT_LIMIT)
+    except (OSError, TimeoutError):
+        return None
+    if out is None:
+        return None
+    for raw in reversed(out.splitlines()):
+        line = raw.decode("utf-8", "replace").strip()
+        if line.startswith(PROBE_MARK):
+            return _parser_names(line[len(PROBE_MARK) :])
+    return None
+
+
+def _parser_names(text: str) -> list[str] | None:
+    try:
+        names = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(names, list) or len(names) > PROBE_MAX_NAMES:
+        return None
+    if not all(isinstance(n, str) and _PARSER_NAME.fullmatch(n) for n in names):
+        return None
+    return sorted(set(names))
+
+
+async def _bounded_output(argv: list[str], limit: int) -> bytes | None:
+    """The command's stdout if it exits 0 within ``limit`` bytes; the process is killed when
+    it writes more or is cancelled (the caller's timeout)."""
+    process = await anyio.open_process(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert process.stdout is not None
+        out = bytearray()
+        async for chunk in process.stdout:
+            out += chunk
+            if len(out) > limit:
+                return None
+        code = await process.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+    return bytes(out) if code == 0 else None

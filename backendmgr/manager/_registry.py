@@ -160,6 +160,8 @@ class RegistryMixin(ManagerBase):
             return _with_override(s, model, updated), updated
 
         updated = await self._mutate(change, generate=generate)
+        if "vllm_tool_parser" in parsed:
+            warnings += await self._tool_parser_warnings(model)
         shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
         return Outcome(
             f'set {shown} for "{model}"', {"model": model, **updated.to_yaml()}, warnings=warnings
@@ -190,6 +192,17 @@ class RegistryMixin(ManagerBase):
                 f"ctx {ctx} is above the {trained} tokens {model} was trained with; "
                 "kept as set (quality may drop past the trained context)",
             )
+        return ()
+
+    async def _tool_parser_warnings(self, model: str) -> tuple[str, ...]:
+        """A ``vllm_tool_parser`` the model's resolved vLLM build does not register (§12.4);
+        the same note ``generate`` writes, so the two never disagree."""
+        from ..emit.tools import is_override_warning
+
+        _, found, plans, _ = await self.plan()  # type: ignore[attr-defined]
+        for found_model, planned in zip(found.models, plans, strict=True):
+            if found_model.id == model:
+                return tuple(n for n in planned.notes if is_override_warning(n))
         return ()
 
     async def unset_overrides(

@@ -159,6 +159,15 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 async def _stop(process: Process, grace: float) -> None:
     """SIGTERM to the group, SIGKILL after ``grace``; then SIGKILL whatever is left in it."""
     pgid = process.pid
+    if os.name != "posix":  # no process groups: the child alone
+        if process.returncode is None:
+            process.terminate()
+            with anyio.move_on_after(grace):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+        return
     if process.returncode is None:
         _signal_group(pgid, signal.SIGTERM)
         with anyio.move_on_after(grace):

@@ -345,3 +345,41 @@ async def test_cancel_and_sigterm_ignored_use_sigkill(
         assert not [p for p in pids(setup["fake"]) if not gone_soon(p)]
     finally:
         del os.environ["FAKE_DIR"]
+
+
+def test_a_build_installed_from_the_mirror_is_verified(
+    mirror: object, mirror_root: Path, tmp_path: Path, config_path: Path
+) -> None:
+    """The server as a llama.cpp release: installed, adopted as the build row, verified; the
+    result is keyed by the build's receipt, so reinstalling it reads "not verified" again."""
+    from tests.support import Entry, make_tar, publish
+
+    server = f"#!{sys.executable}\n{SERVER}".encode()
+    entries = [
+        Entry("build/bin/", kind="dir", mode=0o755),
+        Entry("build/bin/llama-server", server, mode=0o755),
+        Entry("build/bin/LICENSE", b"MIT\n"),
+    ]
+    name = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
+    publish(mirror_root, "ggml-org/llama.cpp", "b100", {name: make_tar(entries)})
+    root = tmp_path / "models"
+    write_gguf(root / "chat.gguf", "qwen3", layers=4, ctx=8192, size_bytes=MIB)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(f"models_dirs: [{json.dumps(str(root))}]\n")
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    setup = {"fake": fake}
+    installed = bm(setup, "install", "llama-server", "--json")
+    assert installed.code == 0, installed
+    result = bm(setup, "verify", "--json")
+    assert result.code == 0, result
+    (only,) = json.loads(result.out)["results"]
+    assert only["id"] == "chat" and only["ok"] and only["backend"] == "llama-server"
+    assert not [p for p in pids(fake) if not gone_soon(p)]
+    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    assert rows["chat"]["verification"].startswith("verified today: ok in ")
+    # the same build reinstalled has a new receipt (installed_at): not verified again
+    again = bm(setup, "install", "llama-server", "b100", "--reinstall", "--json")
+    assert again.code == 0, again
+    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    assert rows["chat"]["verification"] == "not verified"

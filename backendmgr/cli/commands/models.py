@@ -65,7 +65,8 @@ def _checked(row: dict[str, Any]) -> list[str]:
     text = row.get("verification")
     if not text:
         return []
-    if row.get("est_vram_gb") is not None:
+    measured = (row.get("verified") or {}).get("gpu_gib")
+    if measured is not None and row.get("est_vram_gb") is not None:
         text += f" (est {row['est_vram_gb']:.2f} GiB)"
     return [text]
 

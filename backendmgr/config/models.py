@@ -114,6 +114,9 @@ class Settings(_Frozen):
     health_check_timeout: int = Field(default=300, ge=15)
     require_checksum: bool = False
     max_unpacked_gb: float = Field(default=32, gt=0)  # cap on what one install unpacks
+    # llama.cpp: GiB kept free below the budget when choosing -c (SPEC §11.4); the default
+    # covers the 0.1 GiB spread of the fixed overhead between the two measured model shapes
+    vram_headroom_gb: float = Field(default=0.1, ge=0, le=1024)
     llama_swap: dict[str, Any] = Field(default_factory=dict)
     backends: list[BackendRow] = Field(default_factory=list)
     models: dict[str, ModelOverride] = Field(default_factory=dict)

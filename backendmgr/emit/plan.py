@@ -15,7 +15,7 @@ from ..config.models import BackendRow, ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
 from ..registry.rows import build_row_id
-from .sizing import LLAMA_OVERHEAD_GB, kv_model, llama_context, vllm_sizing
+from .sizing import llama_context, llama_est_vram_gb, vllm_sizing
 from .tools import against_build, tool_parser
 
 __all__ = [
@@ -153,7 +153,15 @@ def _llama(
     card_gb: float | None,
 ) -> Entry:
     weights = model.size_gb
-    ctx, notes = llama_context(model.meta, weights, _budget(settings, ov, card_gb), ov.ctx)
+    budget = _budget(settings, ov, card_gb)
+    ctx, notes = llama_context(
+        model.meta,
+        weights,
+        budget,
+        ov.ctx,
+        extra_args=ov.extra_args,
+        headroom_gb=settings.vram_headroom_gb,
+    )
     groups = [
         [res.exe or settings.server_exe],
         ["-m", model.path],
@@ -177,8 +185,7 @@ def _llama(
         groups.append(["--reranking"])
         caps["reranker"] = True
     caps["context"] = ctx
-    kv = kv_model(model.meta)
-    est = round(weights + (kv.reserve_gb(ctx) if kv else 0.0) + LLAMA_OVERHEAD_GB, 2)
+    est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
     return Entry(
         model=model,

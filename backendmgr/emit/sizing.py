@@ -8,6 +8,7 @@ window that is a little small is only a smaller context.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 
 from ..discovery.meta import ModelMeta
@@ -15,10 +16,14 @@ from ..discovery.meta import ModelMeta
 __all__ = [
     "GIB",
     "KvModel",
+    "LlamaKnobs",
     "VllmSizing",
     "gpu_utilisation",
     "kv_model",
     "llama_context",
+    "llama_est_vram_gb",
+    "llama_footprint_gb",
+    "llama_knobs",
     "max_ctx_for_budget",
     "rounded_ctx",
     "vllm_sizing",
@@ -26,7 +31,21 @@ __all__ = [
 
 GIB = float(1 << 30)
 VLLM_OVERHEAD_GB = 1.5
-LLAMA_OVERHEAD_GB = 0.5
+# llama.cpp, measured (SPEC §11.4; issue 11): CUDA llama-server b11434 on an H200, f16 KV,
+# -ngl 999, flash attention at its default. Beyond weights and KV the process held
+# 0.596 GiB + 1.0 KiB/token for a llama shape (16 layers, n_embd 2048, vocab 32000) and
+# 0.696 GiB + 1.0 KiB/token for a gemma3 shape (30 layers, n_embd 1024, 5 of them global):
+# the fixed part is the larger of the two, rounded up (CUDA context, cuBLAS workspace, output
+# and graph buffers); the per-token part is the f16 attention mask of the compute graph,
+# n_ctx x n_ubatch x 2 bytes (1 KiB per token at the default n_ubatch 512).
+LLAMA_FIXED_GB = 0.70
+LLAMA_OVERHEAD_GB = LLAMA_FIXED_GB  # the name older call sites import
+LLAMA_MASK_BYTES = 2  # per context token and per ubatch row
+# llama-server's defaults (b11434): 4 slots sharing one unified cache, micro-batch 512
+LLAMA_N_SEQ = 4
+LLAMA_N_UBATCH = 512
+SWA_PAD = 256  # llama-kv-cache-iswa.cpp pads the SWA cache to 256 cells
+MAX_KNOB = 1 << 16  # bound on -np / -ub read from extra_args
 BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 1.0625, "q4_0": 0.5625}
 DEFAULT_CTX = 32768
 FLOOR_CTX = 4096
@@ -37,9 +56,79 @@ MAX_LAYERS = 4096
 class KvModel:
     slope: float  # GiB per token of context
     const: float  # GiB independent of context (sliding windows, recurrent state)
+    swa_cell: float = 0.0  # GiB per cell of the sliding-window layers together
+    window: int = 0  # their window; ``const`` charges ``window`` cells (SPEC §11)
 
     def reserve_gb(self, ctx: int) -> float:
         return self.slope * ctx + self.const
+
+    def llama_reserve_gb(self, ctx: int, knobs: LlamaKnobs) -> float:
+        """What llama-server allocates: its SWA cache is larger than one window (§11.4)."""
+        other = self.const - self.swa_cell * self.window
+        return self.slope * ctx + other + self.swa_cell * knobs.swa_cells(ctx, self.window)
+
+
+def _pad(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaKnobs:
+    """The llama-server options that change what it allocates, as ``extra_args`` set them."""
+
+    n_seq: int = LLAMA_N_SEQ
+    n_ubatch: int = LLAMA_N_UBATCH
+    unified: bool = True
+    swa_full: bool = False
+
+    def swa_cells(self, ctx: int, window: int) -> int:
+        """Cells of the SWA cache, after ``llama_kv_cache_iswa`` in llama.cpp b11434.
+
+        Unified: ``pad256(min(ctx, window x n_seq + n_ubatch))``. One stream per slot: each
+        holds ``pad256(min(ctx / n_seq, window + n_ubatch))``. ``--swa-full``: ``ctx``.
+        """
+        if self.swa_full:
+            return ctx
+        if self.unified:
+            return _pad(min(ctx, window * self.n_seq + self.n_ubatch), SWA_PAD)
+        per = max(1, ctx // self.n_seq)
+        return self.n_seq * _pad(min(per, window + self.n_ubatch), SWA_PAD)
+
+
+def _knob(value: str | None) -> int | None:
+    try:
+        n = int(value) if value is not None else None
+    except ValueError:
+        return None
+    return min(n, MAX_KNOB) if n is not None and n > 0 else None
+
+
+def llama_knobs(extra_args: str | None) -> LlamaKnobs:
+    """Read ``-np``/``--parallel``, ``-ub``/``--ubatch-size``, ``-b``, ``--swa-full`` and
+    ``-kvu``/``--kv-unified`` from the user's arguments; llama-server's defaults otherwise.
+
+    An explicit ``-np N`` gives N slots with one cache stream each (llama-server turns on the
+    unified cache only for its automatic slot count) unless ``--kv-unified`` is also given.
+    """
+    try:
+        tokens = shlex.split(extra_args or "")
+    except ValueError:
+        tokens = (extra_args or "").split()
+    values: dict[str, str | None] = {}
+    for i, tok in enumerate(tokens[:MAX_KNOB]):
+        name, eq, inline = tok.partition("=")
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        values[name] = inline if eq else nxt
+    n_seq = _knob(values.get("-np", values.get("--parallel")))
+    ubatch = _knob(values.get("-ub", values.get("--ubatch-size"))) or LLAMA_N_UBATCH
+    batch = _knob(values.get("-b", values.get("--batch-size")))
+    if batch is not None:
+        ubatch = min(ubatch, batch)  # llama.cpp caps the micro-batch at the batch
+    unified = n_seq is None or "-kvu" in values or "--kv-unified" in values
+    if "-no-kvu" in values or "--no-kv-unified" in values:
+        unified = False
+    swa_full = "--swa-full" in values
+    return LlamaKnobs(n_seq or LLAMA_N_SEQ, ubatch, unified, swa_full)
 
 
 def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
@@ -61,7 +150,7 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
     window = meta.sliding_window or 0
     pattern = meta.sliding_window_pattern
     interval = meta.full_attention_interval or 0
-    slope = const = 0.0
+    slope = const = swa_cell = 0.0
     recurrent_count = 0
     for i in range(layers):
         layer_kv = (
@@ -86,7 +175,7 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
             n = pattern if pattern else 6
             sliding = window > 0 and (i + 1) % n != 0
         if sliding:
-            const += layer_kv * (k_swa + v_swa) * per * window
+            swa_cell += layer_kv * (k_swa + v_swa) * per
         else:
             slope += layer_kv * ((k or 0) + (v or 0)) * per
     if meta.ssm_inner_size and meta.ssm_state_size:
@@ -94,9 +183,10 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
         conv = meta.ssm_conv_kernel or 0
         n = recurrent_count or layers
         const += n * (inner * state + inner * max(0, conv - 1)) * 4
+    const += swa_cell * window
     if slope <= 0 and const <= 0:
         return None
-    return KvModel(slope / GIB, const / GIB)
+    return KvModel(slope / GIB, const / GIB, swa_cell / GIB, window if swa_cell else 0)
 
 
 def rounded_ctx(x: float) -> int:
@@ -115,20 +205,53 @@ def _cap(ctx: int, meta: ModelMeta | None) -> int:
     return min(ctx, trained) if trained else ctx
 
 
+def llama_footprint_gb(kv: KvModel | None, weights_gb: float, ctx: int, knobs: LlamaKnobs) -> float:
+    """Weights + KV as llama-server allocates it + the fixed part + the per-token buffers."""
+    kv_gb = kv.llama_reserve_gb(ctx, knobs) if kv else 0.0
+    per_token = LLAMA_MASK_BYTES * knobs.n_ubatch / GIB
+    return weights_gb + kv_gb + LLAMA_FIXED_GB + per_token * ctx
+
+
+def llama_est_vram_gb(
+    meta: ModelMeta | None, weights_gb: float, ctx: int, extra_args: str | None = None
+) -> float:
+    """``est_vram_gb`` of a llama entry, rounded up to 0.01 so it stays at or above the use."""
+    fp = llama_footprint_gb(kv_model(meta), weights_gb, ctx, llama_knobs(extra_args))
+    return math.ceil(fp * 100 - 1e-9) / 100
+
+
 def llama_context(
-    meta: ModelMeta | None, weights_gb: float, budget_gb: float | None, pinned: int | None
+    meta: ModelMeta | None,
+    weights_gb: float,
+    budget_gb: float | None,
+    pinned: int | None,
+    *,
+    extra_args: str | None = None,
+    headroom_gb: float = 0.0,
 ) -> tuple[int, list[str]]:
-    """llama.cpp's ``-c`` (SPEC §11.4)."""
+    """llama.cpp's ``-c`` (SPEC §11.4): the largest multiple of 4096 whose footprint fits
+    ``budget - headroom``.
+
+    The SWA cache is charged at its largest (it only shrinks below ``window x n_seq +
+    n_ubatch`` tokens), so the solved context is exact or a little small, never over.
+    """
     if pinned:
         return pinned, []
     kv = kv_model(meta)
     if kv is None or budget_gb is None:
         why = "no KV cost model" if kv is None else "no VRAM budget"
         return _cap(DEFAULT_CTX, meta), [f"ctx {DEFAULT_CTX}: {why}"]
-    avail = budget_gb - weights_gb - LLAMA_OVERHEAD_GB
-    if avail <= kv.const:
+    knobs = llama_knobs(extra_args)
+    avail = budget_gb - headroom_gb - weights_gb - LLAMA_FIXED_GB
+    other = kv.const - kv.swa_cell * kv.window
+    swa_max = kv.swa_cell * (knobs.swa_cells(1 << 62, kv.window) if not knobs.swa_full else 0)
+    slope = kv.slope + LLAMA_MASK_BYTES * knobs.n_ubatch / GIB
+    if knobs.swa_full:
+        slope += kv.swa_cell
+    sized = KvModel(slope, other + swa_max)
+    if avail <= sized.const:
         return _cap(FLOOR_CTX, meta), ["weights exceed the VRAM budget"]
-    return _cap(rounded_ctx(max_ctx_for_budget(kv, avail)), meta), []
+    return _cap(rounded_ctx(max_ctx_for_budget(sized, avail)), meta), []
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ from ._builds import BuildsMixin
 from ._maintenance import MaintenanceMixin
 from ._models import ModelsMixin
 from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
+from ._verify import VerifyMixin
 
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
 
-class Manager(MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
+class Manager(VerifyMixin, MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
     """One config file and one data home; the object every front end drives.
 
     >>> from backendmgr.config.paths import Paths

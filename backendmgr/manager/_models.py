@@ -68,11 +68,14 @@ class ModelsMixin(ManagerBase):
 
     async def models_info(self) -> list[dict[str, Any]]:
         from ..emit.plan import Entry
+        from ._verify import cached_result, read_results, verified_text
 
         _, found, plans, _ = await self.plan()
+        cache = await anyio.to_thread.run_sync(read_results, self)
         out = []
         for model, planned in zip(found.models, plans, strict=True):
             res = planned.resolution
+            checked = cached_result(self, planned, cache) if isinstance(planned, Entry) else None
             backend = None
             if res is not None:
                 backend = {
@@ -92,6 +95,11 @@ class ModelsMixin(ManagerBase):
                     "backend": backend,
                     "skipped": None if isinstance(planned, Entry) else planned.reason,
                     "notes": list(planned.notes),
+                    "est_vram_gb": (
+                        planned.metadata.get("est_vram_gb") if isinstance(planned, Entry) else None
+                    ),
+                    "verified": None if checked is None else _public(checked),
+                    "verification": verified_text(checked) if isinstance(planned, Entry) else None,
                 }
             )
         for skip in found.skipped:
@@ -106,6 +114,9 @@ class ModelsMixin(ManagerBase):
                     "backend": None,
                     "skipped": skip.reason,
                     "notes": [],
+                    "est_vram_gb": None,
+                    "verified": None,
+                    "verification": None,
                 }
             )
         return sorted(out, key=lambda m: m["id"])
@@ -253,6 +264,11 @@ class ModelsMixin(ManagerBase):
         """Bring the registry in line with the disk, then rewrite the llama-swap config."""
         await self.sync_registry()
         await self.generate()
+
+
+def _public(record: dict[str, Any]) -> dict[str, Any]:
+    """A cached verify result as ``models --json`` shows it (without the cache key)."""
+    return {k: v for k, v in record.items() if k != "key"}
 
 
 def _folder_problems(dirs: list[str]) -> list[str]:

@@ -1,15 +1,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
+from backendmgr.config.models import ModelOverride, Settings
 from backendmgr.discovery.meta import ModelMeta
+from backendmgr.discovery.models import DiscoveredModel
+from backendmgr.emit.plan import Entry, plan_model
 from backendmgr.emit.sizing import (
     GIB,
     gpu_utilisation,
     kv_model,
     llama_context,
+    llama_est_vram_gb,
+    llama_knobs,
     max_ctx_for_budget,
     rounded_ctx,
     vllm_sizing,
@@ -198,10 +204,149 @@ def test_mla_caches_one_latent() -> None:
 
 
 def test_llama_context() -> None:
-    assert llama_context(BIG, 8, 16, None) == (
-        rounded_ctx((16 - 8 - 0.5) / kv_model(BIG).slope),  # type: ignore[union-attr]
+    per_token = kv_model(BIG).slope + 1024 / GIB  # type: ignore[union-attr]
+    assert llama_context(BIG, 8, 16, None) == (rounded_ctx((16 - 8 - 0.70) / per_token), [])
+    assert llama_context(BIG, 8, 16, None, headroom_gb=1.0) == (
+        rounded_ctx((16 - 1 - 8 - 0.70) / per_token),
         [],
     )
     assert llama_context(BIG, 8, 16, 12345) == (12345, [])
     assert llama_context(BIG, 20, 16, None) == (4096, ["weights exceed the VRAM budget"])
     assert llama_context(BIG, 8, None, None) == (32768, ["ctx 32768: no VRAM budget"])
+
+
+# Measured on an H200 (143 771 MiB) with CUDA llama-server b11434, -ngl 999, f16 KV (issue 11).
+CARD_GB = 143771 / 1024
+LLAMA_SHAPE = ModelMeta(
+    architecture="llama",
+    block_count=16,
+    embedding_length=2048,
+    head_count=16,
+    head_count_kv=4,
+    key_length=128,
+    value_length=128,
+    context_length=131072,
+)
+LLAMA_WEIGHTS = 1.59
+LLAMA_TABLE = [(None, 131072, 6.311), (6, 126976, 6.182), (4, 61440, 4.119), (3, 28672, 3.088)]
+GEMMA3_SHAPE = ModelMeta(
+    architecture="gemma3",
+    block_count=30,
+    embedding_length=1024,
+    head_count=8,
+    head_count_kv=16,
+    key_length=128,
+    value_length=128,
+    sliding_window=1024,
+    context_length=131072,
+)
+GEMMA3_WEIGHTS = 0.882
+GEMMA3_TABLE = [(None, 131072, 7.582), (4, 61440, 4.859), (3, 36864, 3.898)]
+KIB = 1024 / GIB
+
+
+def _llama_measured(ctx: int) -> float:
+    """What the process held: weights, 32 KiB/token of KV, and the residual between the two
+    measured points (0.623 GiB at 28 672 tokens, 0.721 GiB at 131 072)."""
+    residual = 0.623 + (ctx - 28672) * (0.721 - 0.623) / (131072 - 28672)
+    return LLAMA_WEIGHTS + ctx * 32 * KIB + residual
+
+
+def _gemma3_measured(ctx: int) -> float:
+    """5 global layers x 8 KiB x ctx, 25 SWA layers x 8 KiB x 4608 cells, 0.696 + 1 KiB/token."""
+    swa = 25 * 8 * KIB * min(ctx, 4608)
+    return GEMMA3_WEIGHTS + 5 * 8 * KIB * ctx + swa + 0.696 + ctx * KIB
+
+
+@pytest.mark.parametrize(
+    ("meta", "weights", "table", "measured"),
+    [
+        (LLAMA_SHAPE, LLAMA_WEIGHTS, LLAMA_TABLE, _llama_measured),
+        (GEMMA3_SHAPE, GEMMA3_WEIGHTS, GEMMA3_TABLE, _gemma3_measured),
+    ],
+    ids=["llama", "gemma3"],
+)
+def test_llama_sizing_matches_the_measured_tables(
+    meta: ModelMeta,
+    weights: float,
+    table: list[tuple[float | None, int, float]],
+    measured: Callable[[int], float],
+) -> None:
+    headroom = Settings().vram_headroom_gb
+    for _, ctx, used in table:
+        assert measured(ctx) == pytest.approx(used, abs=0.006)  # the model of the table holds
+        est = llama_est_vram_gb(meta, weights, ctx)
+        assert 1.00 <= est / used <= 1.05, (ctx, est, used)
+    for budget in (None, 8, 6, 5, 4, 3):
+        b = budget if budget is not None else CARD_GB
+        ctx, notes = llama_context(meta, weights, b, None, headroom_gb=headroom)
+        assert notes == []
+        assert measured(ctx) <= b - headroom, (budget, ctx, measured(ctx))
+        assert llama_est_vram_gb(meta, weights, ctx) <= b - headroom
+        if ctx < 131072:  # the next step up would not have fit the estimate
+            assert llama_est_vram_gb(meta, weights, ctx + 4096) > b - headroom
+
+
+def test_the_old_constant_overshot_the_budget() -> None:
+    """Sized with 0.5 GiB and no per-token part, budget 3 gave -c 28672 and 3.088 GiB used."""
+    ctx, _ = llama_context(LLAMA_SHAPE, LLAMA_WEIGHTS, 3, None)
+    assert ctx < 28672 and _llama_measured(ctx) <= 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "cells"),
+    [
+        (None, 4608),  # pad256(1024 x 4 + 512)
+        ("", 4608),
+        ("-np 2 --kv-unified", 2560),  # pad256(1024 x 2 + 512)
+        ("--parallel=1 -kvu -ub 1000", 2048),  # pad256(2024)
+        ("-np 2", 2 * 1536),  # one stream per slot: pad256(1024 + 512) each
+        ("-ub 4096 -b 256", 4352),  # the micro-batch is capped at the batch
+        ("--swa-full", 32768),
+        ("-np -1", 4608),  # auto: llama-server's 4 unified slots
+        ("-np 999999999999999999999 -kvu", 32768),  # bounded, then min(ctx, ...)
+        ("-np nonsense -ub 'unterminated", 4608),  # a bad quote is read word by word
+    ],
+)
+def test_swa_cells_follow_the_server_knobs(extra: str | None, cells: int) -> None:
+    kv = kv_model(GEMMA3_SHAPE)
+    assert kv is not None
+    knobs = llama_knobs(extra)
+    assert knobs.swa_cells(32768, 1024) == cells
+    full = 5 * 8 * 1024 * 32768
+    assert kv.llama_reserve_gb(32768, knobs) * GIB == pytest.approx(full + 25 * 8 * 1024 * cells)
+
+
+def test_gemma_270m_swa_cache_as_logged() -> None:
+    """llama-server -c 32768 with gemma-3-270m (window 512): "SWA KV cache, size = 2560 cells"."""
+    assert llama_knobs(None).swa_cells(32768, 512) == 2560
+    assert llama_knobs(None).swa_cells(1000, 512) == 1024  # min(ctx, ...) padded to 256
+
+
+def test_emitted_entry_follows_extra_args_and_headroom() -> None:
+    model = DiscoveredModel(
+        id="g3",
+        path="/m/g3.gguf",
+        format="gguf",
+        size_bytes=int(GEMMA3_WEIGHTS * GIB),
+        meta=GEMMA3_SHAPE,
+    )
+    settings = Settings(vram_budget_gb=4)
+    entry = plan_model(settings, model, None)
+    assert isinstance(entry, Entry)
+    assert (
+        entry.capabilities["context"]
+        == llama_context(GEMMA3_SHAPE, GEMMA3_WEIGHTS, 4, None, headroom_gb=0.1)[0]
+    )
+    wide = settings.model_copy(update={"vram_headroom_gb": 1.0})
+    narrower = plan_model(wide, model, None)
+    assert isinstance(narrower, Entry)
+    assert narrower.capabilities["context"] < entry.capabilities["context"]
+    full = settings.model_copy(
+        update={"models": {"g3": ModelOverride(extra_args="--swa-full", ctx=16384)}}
+    )
+    swa_full = plan_model(full, model, None)
+    assert isinstance(swa_full, Entry)
+    est = swa_full.metadata["est_vram_gb"]
+    assert est == llama_est_vram_gb(GEMMA3_SHAPE, GEMMA3_WEIGHTS, 16384, "--swa-full")
+    assert est > llama_est_vram_gb(GEMMA3_SHAPE, GEMMA3_WEIGHTS, 16384) + 25 * 8 * KIB * 11000

@@ -56,8 +56,19 @@ def _backend_cells(row: dict[str, Any]) -> list[str]:
     backend = row["backend"] or {}
     return [
         backend.get("id") or backend.get("path") or "-",
-        "; ".join([backend.get("reason", ""), *row["notes"]]),
+        "; ".join([backend.get("reason", ""), *row["notes"], *_checked(row)]),
     ]
+
+
+def _checked(row: dict[str, Any]) -> list[str]:
+    """``verified today: ok in 1.0 s, 6.31 GiB (est 6.42 GiB)`` or ``not verified``."""
+    text = row.get("verification")
+    if not text:
+        return []
+    measured = (row.get("verified") or {}).get("gpu_gib")
+    if measured is not None and row.get("est_vram_gb") is not None:
+        text += f" (est {row['est_vram_gb']:.2f} GiB)"
+    return [text]
 
 
 async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

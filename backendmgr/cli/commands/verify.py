@@ -1,0 +1,62 @@
+"""``verify [MODEL…]``: start each emitted command once and report whether it serves."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...manager import Manager
+    from ..render import Renderer
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError("must be more than 0 and at most 86400 seconds")
+    return value
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    v = sub.add_parser("verify", help="start each model's command once, send one request, stop it")
+    v.add_argument("models", nargs="*", metavar="MODEL", help="model ids (default: all)")
+    v.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="S",
+        help="seconds to become healthy (default: health_check_timeout)",
+    )
+    v.add_argument("--keep-going", action="store_true", help="check the others after a failure")
+    v.set_defaults(handler=verify)
+
+
+def _line(result: dict[str, Any]) -> str:
+    if not result["ok"]:
+        return f"{result['id']}: failed: {result['reason']}"
+    parts = [f"ok in {result['ready_s']:.1f} s"]
+    if result.get("gpu_gib") is not None:
+        parts.append(f"{result['gpu_gib']:.2f} GiB used")
+    if result.get("est_vram_gb") is not None:
+        parts.append(f"{result['est_vram_gb']:.2f} GiB estimated")
+    return f"{result['id']}: " + ", ".join(parts)
+
+
+async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    results = await mgr.verify(
+        args.models,
+        timeout=args.timeout,
+        keep_going=args.keep_going,
+        on_result=lambda r: out.info(_line(r)),
+    )
+    failed = [r for r in results if not r["ok"]]
+    if out.json_mode:
+        out.document({"results": results, "failed": len(failed)})
+    elif not results:
+        out.info("no models to verify")
+    if failed and not out.json_mode:
+        names = ", ".join(r["id"] for r in failed)
+        out.error(f"{len(failed)} of {len(results)} models failed verification: {names}")
+    return 1 if failed else 0

@@ -1,0 +1,295 @@
+"""Start one emitted command, wait until it is healthy, send it one request, stop it (SPEC §19).
+
+The I/O edge of ``verify``: the argv comes from the planner (already split, never through a
+shell); ``${PORT}`` becomes a free loopback port. The child runs in its own process group so
+that everything it spawns (vLLM starts an engine process) is stopped with it: SIGTERM to the
+group, SIGKILL after a grace period, and the cleanup is shielded so that Ctrl-C or a cancelled
+task still stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+from anyio.abc import Process
+
+__all__ = ["CheckResult", "check_command", "free_port", "gpu_memory_gib", "substitute_port"]
+
+TAIL_LINES = 12  # lines of the child's output kept for a failure report
+TAIL_LINE_CHARS = 240
+PARTIAL_CAP = 8192  # bytes of an unterminated line kept while more arrives
+BODY_CHARS = 200  # of an HTTP error body, in the reason
+GRACE_S = 5.0
+POLL_S = 0.1
+NVIDIA_SMI_TIMEOUT_S = 10.0
+NVIDIA_SMI_CAP = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    ok: bool
+    reason: str | None  # why it failed; None when ok
+    ready_s: float | None  # seconds from start to a healthy answer
+    gpu_gib: float | None  # the process group's GPU memory, where nvidia-smi reports it
+    pid: int | None  # the child, for callers that check it is gone
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "ready_s": self.ready_s,
+            "gpu_gib": self.gpu_gib,
+        }
+
+
+def free_port() -> int:
+    """A port nothing listens on now; the child binds it a moment later."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def substitute_port(argv: list[str], port: int) -> list[str]:
+    """llama-swap's ``${PORT}`` macro, wherever a token carries it (``--port=${PORT}`` too)."""
+    return [tok.replace("${PORT}", str(port)) for tok in argv]
+
+
+class _Tail:
+    """The last lines of the child's output, bounded in count and length."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self._partial = b""
+        self.closed = anyio.Event()  # the child's output reached its end
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._partial + chunk
+        *complete, self._partial = data.split(b"\n")
+        for raw in complete:
+            self._add(raw)
+        if len(self._partial) > PARTIAL_CAP:
+            self._add(self._partial[:PARTIAL_CAP])
+            self._partial = b""
+
+    def _add(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        line = "".join(ch if ch.isprintable() else "?" for ch in line)
+        if line.strip():
+            self.lines.append(line[:TAIL_LINE_CHARS])
+
+    def text(self) -> str:
+        lines = list(self.lines)
+        if self._partial.strip():
+            lines = [*lines, self._partial[:TAIL_LINE_CHARS].decode("utf-8", "replace")]
+        return " | ".join(lines[-TAIL_LINES:])
+
+
+def _request_for(role: str, model_id: str) -> tuple[str, dict[str, Any]]:
+    """One small request that exercises what the model is for."""
+    if role == "embedding":
+        return "/v1/embeddings", {"model": model_id, "input": "backendmgr verify"}
+    if role == "reranker":
+        return "/v1/rerank", {
+            "model": model_id,
+            "query": "which is a fruit",
+            "documents": ["apple", "granite"],
+        }
+    return "/v1/chat/completions", {
+        "model": model_id,
+        "messages": [{"role": "user", "content": "Say OK."}],
+        "max_tokens": 4,
+    }
+
+
+def _parse_smi(text: str, group: int) -> float | None:
+    """Sum the MiB of every listed pid in our process group; GiB, None when none is listed."""
+    total = 0.0
+    seen = False
+    for line in text.splitlines()[:4096]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 2:
+            continue
+        try:
+            pid, mib = int(parts[0]), float(parts[1])
+        except ValueError:
+            continue
+        try:
+            mine = pid == group or os.getpgid(pid) == group
+        except (ProcessLookupError, PermissionError):
+            mine = False
+        if mine:
+            total += mib
+            seen = True
+    return round(total / 1024, 3) if seen else None
+
+
+async def gpu_memory_gib(group: int, env: Mapping[str, str]) -> float | None:
+    """What ``nvidia-smi --query-compute-apps`` reports for the group; None without it."""
+    exe = shutil.which("nvidia-smi", path=env.get("PATH"))
+    if exe is None:
+        return None
+    argv = [exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+    try:
+        with anyio.fail_after(NVIDIA_SMI_TIMEOUT_S):
+            done = await anyio.run_process(argv, check=False, env=dict(env))
+    except (OSError, TimeoutError):
+        return None
+    if done.returncode != 0:
+        return None
+    return _parse_smi(done.stdout[:NVIDIA_SMI_CAP].decode("utf-8", "replace"), group)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _stop(process: Process, grace: float) -> None:
+    """SIGTERM to the group, SIGKILL after ``grace``; then SIGKILL whatever is left in it."""
+    pgid = process.pid
+    if os.name != "posix":  # no process groups: the child alone
+        if process.returncode is None:
+            process.terminate()
+            with anyio.move_on_after(grace):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+        return
+    if process.returncode is None:
+        _signal_group(pgid, signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            await process.wait()
+    _signal_group(pgid, signal.SIGKILL)  # stragglers the leader left behind, or the leader
+    await process.wait()
+
+
+async def _pump(process: Process, tail: _Tail) -> None:
+    try:
+        if process.stdout is not None:
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                async for chunk in process.stdout:
+                    tail.feed(chunk)
+    finally:
+        tail.closed.set()
+
+
+def _exited(process: Process, tail: _Tail) -> str:
+    code = process.returncode
+    what = f"exited with status {code}" if code is not None and code >= 0 else ""
+    if code is not None and code < 0:
+        what = f"was killed by signal {-code}"
+    return f"{what}: {tail.text()}" if tail.text() else what
+
+
+async def check_command(
+    argv: list[str],
+    *,
+    role: str,
+    model_id: str,
+    health_path: str | None = "/health",
+    timeout: float = 300.0,
+    grace: float = GRACE_S,
+    env: Mapping[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> CheckResult:
+    """Run ``argv`` (``${PORT}`` filled in) until it answers one request; always stop it.
+
+    ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself.
+    """
+    environ = dict(os.environ if env is None else env)
+    port = free_port()
+    command = substitute_port(argv, port)
+    base = f"http://127.0.0.1:{port}"
+    tail = _Tail()
+    started = time.monotonic()
+    try:
+        process = await anyio.open_process(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=environ,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CheckResult(
+            False, f"cannot start {command[0]}: {exc.strerror or exc}", None, None, None
+        )
+    if on_start is not None:
+        on_start(process.pid)
+    path, body = _request_for(role, model_id)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_pump, process, tail)
+        try:
+            result = await _exercise(
+                process, tail, base, health_path, path, body, timeout, started, environ
+            )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process, grace)
+                tg.cancel_scope.cancel()  # a grandchild outside the group may hold the pipe
+                await process.aclose()
+    return result
+
+
+async def _exercise(
+    process: Process,
+    tail: _Tail,
+    base: str,
+    health_path: str | None,
+    path: str,
+    body: dict[str, Any],
+    timeout: float,
+    started: float,
+    environ: Mapping[str, str],
+) -> CheckResult:
+    """Wait for health within ``timeout``, then send the request; the child still runs."""
+    deadline = started + timeout
+    probe = health_path or path
+    async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=5.0) as client:
+        while True:
+            if process.returncode is not None:
+                with anyio.move_on_after(1.0):  # let the pump read the last lines
+                    await tail.closed.wait()
+                return CheckResult(False, _exited(process, tail), None, None, process.pid)
+            if time.monotonic() > deadline:
+                return CheckResult(
+                    False, f"not healthy within {timeout:g} s", None, None, process.pid
+                )
+            try:
+                if health_path:
+                    answer = await client.get(probe)
+                else:
+                    answer = await client.post(probe, json=body)
+                if answer.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            with anyio.move_on_after(POLL_S):
+                await process.wait()
+        ready = round(time.monotonic() - started, 2)
+        try:
+            remaining = max(5.0, deadline - time.monotonic())
+            answer = await client.post(path, json=body, timeout=remaining)
+        except httpx.HTTPError as exc:
+            reason = f"{path}: {type(exc).__name__} {exc}".strip()
+            return CheckResult(False, reason, ready, None, process.pid)
+        if answer.status_code >= 400:
+            text = " ".join(answer.text[:BODY_CHARS].split())
+            reason = f"HTTP {answer.status_code} from {path}" + (f": {text}" if text else "")
+            return CheckResult(False, reason, ready, None, process.pid)
+        gpu = await gpu_memory_gib(process.pid, environ)
+        return CheckResult(True, None, ready, gpu, process.pid)

@@ -1,0 +1,385 @@
+"""``verify`` against a real server program the tests write (issue 11 part 2): one HTTP server
+on the emitted port that answers ``/health``, chat, embeddings and rerank, and can be told (by
+its own arguments, so through the model's ``extra_args``) to crash at start, never become
+healthy, answer 500, ignore SIGTERM, or start a child of its own as vLLM does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from backendmgr.config.paths import Paths
+from backendmgr.manager import Manager
+from backendmgr.serve_check import check_command
+from tests.conftest import CliResult, run_backendmgr
+from tests.ggufs import QWEN3_8B, write_gguf, write_hf
+
+MIB = 1 << 20
+
+SERVER = r"""
+import json, os, signal, subprocess, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+args = sys.argv[1:]
+if args[:1] == ["--help"]:
+    print("usage: llama-server [options]\n  --jinja\n  --embedding\n  --reranking\n"
+          "  --pooling {none,mean,cls,last,rank}\n  --mmproj FNAME\n  -fa, --flash-attn")
+    sys.exit(0)
+if args[:1] == ["--version"]:
+    print("version: 11434 (abcdef0)")
+    sys.exit(0)
+if args[:1] == ["serve"]:  # vllm serve MODEL ...
+    args = args[2:]
+
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+piddir = os.environ.get("FAKE_DIR")
+def note(name, text):
+    if piddir:
+        with open(os.path.join(piddir, name), "a") as fh:
+            fh.write(text + "\n")
+
+note("pids", str(os.getpid()))
+if opt("--fake-child"):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    note("pids", str(child.pid))
+mode = opt("--fake-mode", "ok")
+print("llama_model_load: loading model", flush=True)
+if mode == "crash":
+    for i in range(40):
+        print(f"noise line {i} " + "x" * 500, flush=True)
+    print("error: failed to load model '/m/broken.gguf'", file=sys.stderr, flush=True)
+    sys.exit(3)
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, data):
+        body = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == opt("--fake-health", "/health"):
+            if mode == "never":
+                self.send(503, {"error": {"message": "Loading model"}})
+            else:
+                self.send(200, {"status": "ok"})
+        else:
+            self.send(404, {"error": "no " + self.path})
+
+    def do_POST(self):
+        n = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
+        req = json.loads(self.rfile.read(n) or b"{}")
+        note("requests", json.dumps([self.path, req]))
+        if mode == "500":
+            self.send(500, {"error": {"message": "CUDA error: out of memory"}})
+        elif self.path == "/v1/chat/completions":
+            self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        elif self.path == "/v1/embeddings":
+            self.send(200, {"data": [{"embedding": [0.1, 0.2]}]})
+        elif self.path == "/v1/rerank":
+            self.send(200, {"results": [{"index": 0, "relevance_score": 0.9}]})
+        else:
+            self.send(404, {"error": "no " + self.path})
+
+HTTPServer(("127.0.0.1", int(opt("--port"))), Handler).serve_forever()
+"""
+
+NVIDIA_SMI = r"""
+import os, sys
+assert sys.argv[1:] == ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+print("1, 99999")  # another process on the card: not ours
+for line in open(os.path.join(os.environ["FAKE_DIR"], "pids")):
+    print(f"{line.strip()}, 6462")
+print("garbage line")
+"""
+
+
+def _exe(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that is not us counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def pids(fake: Path) -> list[int]:
+    path = fake / "pids"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def gone_soon(pid: int) -> bool:
+    for _ in range(50):  # a killed grandchild is reaped by init a moment later
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    server = _exe(tmp_path / "bin" / "llama-server", SERVER)
+    vllm = _exe(tmp_path / "bin" / "vllm", SERVER)
+    root = tmp_path / "models"
+    write_gguf(root / "chat.gguf", "qwen3", layers=4, ctx=8192, size_bytes=MIB)
+    write_gguf(root / "embed.gguf", "bert", layers=4, ctx=512, pooling=1, size_bytes=MIB)
+    write_gguf(root / "rank.gguf", "bert", layers=4, ctx=512, pooling=4, size_bytes=MIB)
+    write_hf(root / "hfchat", QWEN3_8B)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        f"models_dirs: [{json.dumps(str(root))}]\n"
+        "backends:\n"
+        f"  - {{id: fake-llama, kind: llama, path: {json.dumps(str(server))}}}\n"
+        f"  - {{id: fake-vllm, kind: vllm, path: {json.dumps(str(vllm))}}}\n"
+        "models:\n"
+        "  hfchat-bf16: {extra_args: '--fake-child 1'}\n"
+    )
+    return {"fake": fake, "bin": tmp_path / "bin", "config": config_path}
+
+
+def bm(setup: dict[str, Path], *args: str, path: str | None = None) -> CliResult:
+    env = {"FAKE_DIR": str(setup["fake"])}
+    if path is not None:
+        env["PATH"] = path
+    proc = run_backendmgr(*args, env=env, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def set_extra(setup: dict[str, Path], model: str, extra: str) -> None:
+    result = bm(setup, "set", model, f"extra_args={extra}", "--no-generate")
+    assert result.code == 0, result
+
+
+def test_every_role_and_vllm_are_verified_and_shown_by_models(setup: dict[str, Path]) -> None:
+    # a fake nvidia-smi reports 6462 MiB for each process of the group
+    _exe(setup["bin"] / "nvidia-smi", NVIDIA_SMI)
+    path = f"{setup['bin']}:{os.environ['PATH']}"
+    before = bm(setup, "models")
+    assert before.code == 0 and "not verified" in before.out
+    result = bm(setup, "verify", "--json", path=path)
+    assert result.code == 0, result
+    doc = json.loads(result.out)
+    assert doc["failed"] == 0
+    by_id = {r["id"]: r for r in doc["results"]}
+    assert sorted(by_id) == ["chat", "embed", "hfchat-bf16", "rank"]
+    for r in by_id.values():
+        assert r["ok"] is True and r["reason"] is None
+        assert 0 < r["ready_s"] < 60
+        assert isinstance(r["est_vram_gb"], float)
+    assert by_id["chat"]["gpu_gib"] == round(6462 / 1024, 3)
+    assert by_id["hfchat-bf16"]["gpu_gib"] == round(2 * 6462 / 1024, 3)  # vllm and its engine
+    requests = [
+        json.loads(line) for line in (setup["fake"] / "requests").read_text().split("\n")[:-1]
+    ]
+    paths = sorted(p for p, _ in requests)
+    assert paths == sorted(
+        ["/v1/chat/completions", "/v1/chat/completions", "/v1/embeddings", "/v1/rerank"]
+    )
+    chats = [req for p, req in requests if p == "/v1/chat/completions"]
+    assert all(req["max_tokens"] == 4 for req in chats)
+    assert {req["model"] for req in chats} == {"chat", "hfchat-bf16"}
+    started = pids(setup["fake"])
+    assert len(started) == 5  # four servers and the vllm engine child
+    assert not [p for p in started if not gone_soon(p)]
+    # models shows the result beside the estimate, in text and JSON
+    shown = bm(setup, "models", "--json")
+    rows = {r["id"]: r for r in json.loads(shown.out)}
+    assert rows["chat"]["verified"]["ok"] is True
+    assert rows["chat"]["verification"] == "verified today: ok in {:.1f} s, 6.31 GiB".format(
+        by_id["chat"]["ready_s"]
+    )
+    text = bm(setup, "models").out
+    assert "verified today: ok in" in text and "6.31 GiB (est " in text
+    # a changed command is "not verified" again; the others keep their result
+    set_extra(setup, "chat", "--threads 4")
+    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    assert rows["chat"]["verified"] is None and rows["chat"]["verification"] == "not verified"
+    assert rows["embed"]["verified"]["ok"] is True
+    # so is one whose executable changed
+    server = setup["bin"] / "llama-server"
+    server.write_text(server.read_text() + "\n# rebuilt\n")
+    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    assert rows["embed"]["verification"] == "not verified"
+
+
+def test_failures_are_reported_and_leave_no_child(setup: dict[str, Path]) -> None:
+    set_extra(setup, "chat", "--fake-mode crash")
+    set_extra(setup, "embed", "--fake-mode never")
+    set_extra(setup, "rank", "--fake-mode 500")
+    result = bm(setup, "verify", "chat", "embed", "rank", "--timeout", "2", "--keep-going")
+    assert result.code == 1
+    lines = result.out.splitlines()
+    assert lines[0].startswith("chat: failed: exited with status 3: ")
+    assert "error: failed to load model '/m/broken.gguf'" in lines[0]
+    assert len(lines[0]) < 4000  # the last lines only, each bounded
+    assert lines[1] == "embed: failed: not healthy within 2 s"
+    assert lines[2].startswith("rank: failed: HTTP 500 from /v1/rerank: ")
+    assert "CUDA error: out of memory" in lines[2]
+    assert result.err.strip().splitlines()[-1] == (
+        "error: 3 of 3 models failed verification: chat, embed, rank"
+    )
+    started = pids(setup["fake"])
+    assert len(started) == 3
+    assert not [p for p in started if not gone_soon(p)]
+    text = bm(setup, "models").out
+    assert "verified today: failed (not healthy within 2 s)" in text
+    # without --keep-going the first failure ends the run
+    again = bm(setup, "verify", "--json", "--timeout", "2")
+    assert again.code == 1
+    doc = json.loads(again.out)
+    assert [r["id"] for r in doc["results"]] == ["chat"] and doc["failed"] == 1
+
+
+def test_bad_input_is_one_error_line(setup: dict[str, Path]) -> None:
+    unknown = bm(setup, "verify", "chta")
+    assert unknown.code == 1
+    assert unknown.err.startswith('error: no model "chta" was discovered')
+    assert "chat" in unknown.err
+    for bad in ("0", "-3", "nan", "1e99", "soon"):
+        result = bm(setup, "verify", "--timeout", bad)
+        assert result.code == 2 and "--timeout" in result.err, (bad, result)
+    assert pids(setup["fake"]) == []
+
+
+def test_checkendpoint_is_followed(setup: dict[str, Path], config_path: Path) -> None:
+    config_path.write_text(
+        config_path.read_text()
+        + "  chat:\n    extra_args: '--fake-health /ready'\n"
+        + "    llama_swap: {checkEndpoint: /ready}\n"
+    )
+    assert bm(setup, "verify", "chat").code == 0
+    set_extra(setup, "chat", "--fake-health /elsewhere")  # /ready now answers 404
+    result = bm(setup, "verify", "chat", "--timeout", "1.5")
+    assert result.code == 1 and "not healthy within 1.5 s" in result.out
+
+
+def test_ctrl_c_stops_the_child(setup: dict[str, Path]) -> None:
+    set_extra(setup, "chat", "--fake-mode never")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "verify", "chat", "--timeout", "60"],
+        env={**os.environ, "FAKE_DIR": str(setup["fake"])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(300):
+            if pids(setup["fake"]):
+                break
+            time.sleep(0.05)
+        (child,) = pids(setup["fake"])
+        assert alive(child)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "error: cancelled" in err and "Traceback" not in err
+    assert gone_soon(child)
+
+
+@pytest.mark.asyncio
+async def test_cancel_and_sigterm_ignored_use_sigkill(
+    setup: dict[str, Path], tmp_path: Path
+) -> None:
+    """Through the async API: a cancelled verify stops its child; one that ignores SIGTERM is
+    killed after the grace period."""
+    os.environ["FAKE_DIR"] = str(setup["fake"])
+    try:
+        server = str(setup["bin"] / "llama-server")
+        argv = [server, "--port", "${PORT}", "--fake-mode", "stubborn", "--fake-child", "1"]
+        seen: list[int] = []
+        start = time.monotonic()
+        result = await check_command(
+            argv, role="chat", model_id="x", timeout=30, grace=0.5, on_start=seen.append
+        )
+        assert result.ok, result
+        assert time.monotonic() - start < 20
+        assert not [p for p in pids(setup["fake"]) if not gone_soon(p)]
+
+        (setup["fake"] / "pids").unlink()
+        mgr = Manager(Paths.resolve(config=str(setup["config"]), home=str(tmp_path / "home")))
+        await mgr.set_overrides(
+            "chat", {"extra_args": "--fake-mode never --fake-child 1"}, generate=False
+        )
+        started: list[int] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                lambda: mgr.verify(["chat"], timeout=60, on_start=lambda i, p: started.append(p))
+            )
+            for _ in range(200):
+                if len(pids(setup["fake"])) == 2:
+                    break
+                await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+        assert started and len(pids(setup["fake"])) == 2
+        assert not [p for p in pids(setup["fake"]) if not gone_soon(p)]
+    finally:
+        del os.environ["FAKE_DIR"]
+
+
+def test_a_build_installed_from_the_mirror_is_verified(
+    mirror: object, mirror_root: Path, tmp_path: Path, config_path: Path
+) -> None:
+    """The server as a llama.cpp release: installed, adopted as the build row, verified; the
+    result is keyed by the build's receipt, so reinstalling it reads "not verified" again."""
+    from tests.support import Entry, make_tar, publish
+
+    server = f"#!{sys.executable}\n{SERVER}".encode()
+    entries = [
+        Entry("build/bin/", kind="dir", mode=0o755),
+        Entry("build/bin/llama-server", server, mode=0o755),
+        Entry("build/bin/LICENSE", b"MIT\n"),
+    ]
+    name = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
+    publish(mirror_root, "ggml-org/llama.cpp", "b100", {name: make_tar(entries)})
+    root = tmp_path / "models"
+    write_gguf(root / "chat.gguf", "qwen3", layers=4, ctx=8192, size_bytes=MIB)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(f"models_dirs: [{json.dumps(str(root))}]\n")
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    setup = {"fake": fake}
+    installed = bm(setup, "install", "llama-server", "--json")
+    assert installed.code == 0, installed
+    result = bm(setup, "verify", "--json")
+    assert result.code == 0, result
+    (only,) = json.loads(result.out)["results"]
+    assert only["id"] == "chat" and only["ok"] and only["backend"] == "llama-server"
+    assert not [p for p in pids(fake) if not gone_soon(p)]
+    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    assert rows["chat"]["verification"].startswith("verified today: ok in ")
+    # the same build reinstalled has a new receipt (installed_at): not verified again
+    again = bm(setup, "install", "llama-server", "b100", "--reinstall", "--json")
+    assert again.code == 0, again
+    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    assert rows["chat"]["verification"] == "not verified"

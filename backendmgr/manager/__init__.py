@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ._base import ManagerBase
 from ._builds import BuildsMixin
+from ._lock import LockMixin
 from ._maintenance import MaintenanceMixin
 from ._models import ModelsMixin
 from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
@@ -19,7 +20,7 @@ from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
 
-class Manager(MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
+class Manager(LockMixin, MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
     """One config file and one data home; the object every front end drives.
 
     >>> from backendmgr.config.paths import Paths

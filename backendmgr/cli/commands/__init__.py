@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import backends, builds, completion, maintenance, models, overrides, pin
+from . import backends, builds, completion, lock, maintenance, models, overrides, pin
 
 __all__ = ["register"]
 
@@ -13,5 +13,5 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     for module in (builds, backends, pin, overrides, models):
         module.register(sub)
-    for extra in (maintenance, completion):
+    for extra in (maintenance, lock, completion):
         extra.register(sub)

@@ -21,7 +21,7 @@ import anyio
 
 from .._fs import atomic_write_bytes
 from ..config.models import Settings
-from ..errors import BackendmgrError, ConfigError, Refused
+from ..errors import BackendmgrError, ConfigError, NetworkError, Refused
 from ..install.events import EventSink
 from ..install.store import InstalledEntry
 from ..lockfile import (
@@ -166,18 +166,24 @@ class LockMixin(MaintenanceMixin):
                     size=locked.size,
                     digest=f"sha256:{locked.sha256}",
                 )
-                got = await download(
-                    client, self.net, asset, final.parent / ".partial", backoff=self.retry_backoff
-                )
-                verify(asset, got)
-                verify_locked(asset, got, locked.sha256)
-                os.replace(got.path, final)
-                discard(got.path)  # its resume note
+                partial = final.parent / ".partial"
+                try:
+                    got = await download(
+                        client, self.net, asset, partial, backoff=self.retry_backoff
+                    )
+                    verify(asset, got)
+                    verify_locked(asset, got, locked.sha256)
+                    os.replace(got.path, final)
+                    discard(got.path)  # its resume note
+                except Exception as exc:  # refused: keep nothing; a cut network resumes
+                    if not isinstance(exc, NetworkError):
+                        shutil.rmtree(partial, ignore_errors=True)
+                    raise
                 with_meta = final.parent / ".release.json"
                 if not with_meta.exists():
                     meta = {"name": source.tag, "prerelease": False}
                     atomic_write_bytes(with_meta, json.dumps(meta).encode())
-                shutil.rmtree(final.parent / ".partial", ignore_errors=True)
+                shutil.rmtree(partial, ignore_errors=True)
                 fetched.append(label)
 
         if wanted:

@@ -232,6 +232,17 @@ class LockMixin(MaintenanceMixin):
                     build.source.package
                 )
                 named = f"pypi:{build.source.package}"
+                variant = manifest.variant(build.variant)
+                here = (
+                    getattr(source, "index_url", None),
+                    list(variant.pip_args) if variant else [],
+                )
+                if ok and here != (build.source.index_url, build.source.pip_args):
+                    raise ConfigError(
+                        f"{build.id}: the lock's index settings ({build.source.index_url}, "
+                        f"{build.source.pip_args}) are not the manifest's ({here[0]}, "
+                        f'{here[1]}); run "backendmgr lock" again; nothing was changed'
+                    )
             if not ok:
                 have = (
                     f"github:{source.repo}"

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     f = sub.add_parser(
         "fetch", help="download every asset of a lock into DIR, laid out for scripts/mirror.py"
     )
-    f.add_argument("dir", metavar="DIR")
+    f.add_argument("dir", metavar="DIR", help="where to lay out <owner>/<repo>/<tag>/<asset>")
     f.add_argument("lockfile", nargs="?", metavar="LOCK", help="default: beside the config file")
     f.set_defaults(handler=fetch)
 

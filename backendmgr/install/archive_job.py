@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -24,6 +24,7 @@ from ..sources.models import ReleaseAsset
 from .download import Downloaded, discard, download, part_path
 from .events import EventSink, ProgressEvent
 from .extract import MAX_TOTAL, extract, find_executable
+from .locked import check_locked_assets, verify_locked
 from .smoke import smoke_check
 from .store import AssetRecord, BuildStore, Receipt, folder_size
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
@@ -125,8 +126,12 @@ async def install_archive(
     smoke: bool = True,
     backoff: float = 0.5,
     max_unpacked: int = MAX_TOTAL,
+    expected_sha256: Mapping[str, str] | None = None,
 ) -> Receipt:
     """Download, verify, unpack, smoke-check and commit one build.
+
+    ``expected_sha256`` (asset name → hex, from a lock file) must name exactly the chosen
+    assets, agree with every server digest, and match the downloaded bytes.
 
     A refused or failed install leaves no part file behind; only a download that the network
     cut (or a cancel) keeps its part files, so that the next attempt resumes them."""
@@ -145,6 +150,7 @@ async def install_archive(
             smoke=smoke,
             backoff=backoff,
             max_unpacked=max_unpacked,
+            expected_sha256=expected_sha256,
         )
 
 
@@ -160,7 +166,10 @@ async def _install(
     smoke: bool,
     backoff: float,
     max_unpacked: int,
+    expected_sha256: Mapping[str, str] | None = None,
 ) -> Receipt:
+    if expected_sha256 is not None:
+        check_locked_assets(plan.choice.assets, expected_sha256)
     downloads = store.paths.downloads
     results: dict[str, Downloaded] = {}
     published = await _published(client, net, plan, downloads)
@@ -198,6 +207,8 @@ async def _install(
                 published=published[asset.name],
                 require_checksum=require_checksum,
             )
+            if expected_sha256 is not None:
+                verify_locked(asset, results[asset.name], expected_sha256[asset.name])
         _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
         staging = store.new_staging(plan.target)
         used = 0

@@ -21,12 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+from packaging.utils import canonicalize_name
 
 from .._fs import atomic_write_bytes
 from .._version import __version__
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
 from .events import EventSink, ProgressEvent
+from .locked import check_locked_packages
 from .smoke import smoke_check
 from .store import BuildStore, Receipt, folder_size
 
@@ -48,6 +50,14 @@ class VenvPlan:
     target: Path
     uv: str | None
     pip_args: tuple[str, ...]
+    pins: tuple[tuple[str, str], ...] = ()
+    """From a lock file: every distribution the venv must hold, exactly (name, version)."""
+
+    @property
+    def pin_args(self) -> list[str]:
+        """``name==version`` for every pin but the package itself (its requirement)."""
+        own = canonicalize_name(self.package)
+        return [f"{n}=={v}" for n, v in self.pins if canonicalize_name(n) != own]
 
     @property
     def package(self) -> str:
@@ -169,6 +179,7 @@ async def install_venv(
                     *pip_options(env),
                     *plan.pip_args,
                     plan.requirement,
+                    *plan.pin_args,
                 ],
                 emit,
                 env,
@@ -185,6 +196,7 @@ async def install_venv(
                     "--disable-pip-version-check",
                     *plan.pip_args,
                     plan.requirement,
+                    *plan.pin_args,
                 ],
                 emit,
                 env,
@@ -196,6 +208,8 @@ async def install_venv(
         if smoke:
             await smoke_check(exe, plan.manifest.version_args)
         python_version, packages = await anyio.to_thread.run_sync(_describe, staged)
+        if plan.pins:
+            check_locked_packages(packages, plan.pins)
         parsers = await probe_tool_parsers(staged.python) if plan.manifest.kind == "vllm" else None
         if emit is not None:
             emit(ProgressEvent("committing"))

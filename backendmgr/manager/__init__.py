@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ._base import ManagerBase
 from ._builds import BuildsMixin
+from ._lock import LockMixin
 from ._maintenance import MaintenanceMixin
 from ._models import ModelsMixin
 from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
@@ -20,7 +21,7 @@ from ._verify import VerifyMixin
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
 
-class Manager(VerifyMixin, MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
+class Manager(LockMixin, VerifyMixin, MaintenanceMixin, ModelsMixin, BuildsMixin, RegistryMixin):
     """One config file and one data home; the object every front end drives.
 
     >>> from backendmgr.config.paths import Paths

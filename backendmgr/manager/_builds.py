@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,8 +188,13 @@ class BuildsMixin(ManagerBase):
         refresh: bool = False,
         on_event: EventSink | None = None,
         generate: bool = True,
+        expected_sha256: Mapping[str, str] | None = None,
+        locked_packages: Mapping[str, str] | None = None,
     ) -> Outcome:
         """Install one build (SPEC §7); the newest release with this variant when no version.
+
+        ``expected_sha256`` and ``locked_packages`` hold it to a lock file (``sync``): the
+        assets' SHA-256 by name, or every distribution of the venv by name.
 
         ``on_event`` sees the phases in order and then exactly one terminal event: ``done``,
         ``failed`` (its message is the error's) or ``cancelled`` (the task was cancelled).
@@ -209,6 +214,8 @@ class BuildsMixin(ManagerBase):
                 refresh=refresh,
                 emit=emit,
                 generate=generate,
+                expected_sha256=expected_sha256,
+                locked_packages=locked_packages,
             )
         except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
             emit(ProgressEvent("cancelled"))
@@ -236,6 +243,8 @@ class BuildsMixin(ManagerBase):
         refresh: bool,
         emit: EventSink,
         generate: bool,
+        expected_sha256: Mapping[str, str] | None = None,
+        locked_packages: Mapping[str, str] | None = None,
     ) -> Outcome:
         from ..catalog.manifest import GithubSource
         from ..catalog.matching import suggest_variant
@@ -261,6 +270,7 @@ class BuildsMixin(ManagerBase):
                 dry_run=dry_run,
                 emit=emit,
                 generate=generate,
+                locked_packages=locked_packages,
             )
         emit(ProgressEvent("resolving", message=f"{component} {version or 'latest'} {variant}"))
         settings = await self.settings()
@@ -319,6 +329,7 @@ class BuildsMixin(ManagerBase):
                         smoke=smoke,
                         backoff=self.retry_backoff,
                         max_unpacked=int(settings.max_unpacked_gb * (1 << 30)),
+                        expected_sha256=expected_sha256,
                     )
                 entry = self.builds.get(component, plan.version, variant)
                 assert entry is not None
@@ -365,6 +376,7 @@ class BuildsMixin(ManagerBase):
         dry_run: bool,
         emit: EventSink,
         generate: bool,
+        locked_packages: Mapping[str, str] | None = None,
     ) -> Outcome:
         """A Python-packaged backend: one virtual environment per version and variant."""
         from packaging.version import InvalidVersion, Version
@@ -397,7 +409,8 @@ class BuildsMixin(ManagerBase):
         ver = str(wanted)
         target = self.builds.build_dir(manifest.id, ver, variant)
         uv = find_uv(self.environ)
-        plan = VenvPlan(manifest, ver, variant, target, uv, tuple(chosen.pip_args))
+        pins = tuple(sorted((locked_packages or {}).items()))
+        plan = VenvPlan(manifest, ver, variant, target, uv, tuple(chosen.pip_args), pins)
         build_id = registry.build_row_id(manifest.id, ver, variant)
         exe = target / manifest.exe_for(plat.split("-")[0])
         if dry_run:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import backends, builds, completion, maintenance, models, overrides, pin, verify
+from . import backends, builds, completion, lock, maintenance, models, overrides, pin, verify
 
 __all__ = ["register"]
 
@@ -13,5 +13,5 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     for module in (builds, backends, pin, overrides, models):
         module.register(sub)
-    for extra in (maintenance, completion, verify):
+    for extra in (maintenance, lock, completion, verify):
         extra.register(sub)

@@ -1,0 +1,308 @@
+"""``backendmgr.lock``: the exact builds of one machine, so that every machine of a fleet can
+install the same bytes (``backendmgr lock`` writes it, ``backendmgr sync`` applies it).
+
+YAML, not TOML: the standard library only reads TOML, while ruamel.yaml (already a
+dependency) both writes it through a real emitter and reads it through the bounded loader
+every user YAML file goes through (:func:`backendmgr._yaml.load_yaml`). The file is sorted,
+one entry per build, with no timestamps, so that two locks of the same builds are the same
+bytes and a change shows as a small diff. The lock is hostile input like any file a person
+can edit: every field is checked by pydantic (unknown keys refused) before it is used.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from packaging.utils import canonicalize_name
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ._fs import atomic_write_bytes
+from ._yaml import load_yaml, read_limited
+from .errors import ConfigError
+from .install.store import InstalledEntry
+from .registry.rows import build_row_id
+
+__all__ = [
+    "LOCK_FORMAT",
+    "LOCK_NAME",
+    "LockFile",
+    "LockedAsset",
+    "LockedBuild",
+    "dump_lock",
+    "lock_from_entries",
+    "locked_entry",
+    "parse_lock",
+    "read_lock",
+    "same_build",
+    "write_lock",
+]
+
+LOCK_NAME = "backendmgr.lock"
+LOCK_FORMAT = 1
+MAX_LOCK_BYTES = 4 << 20
+"""A lock of a few hundred builds is well under this."""
+
+_HEADER = (
+    'backendmgr.lock: the exact builds to install, written by "backendmgr lock".\n'
+    'Commit it, then run "backendmgr sync" on every machine. Do not edit by hand.\n'
+)
+_SEGMENT = r"[^/\\\x00-\x1f\x7f.][^/\\\x00-\x1f\x7f]{0,199}"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_REPO = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$")
+
+
+def _segment(value: str) -> str:
+    if not re.fullmatch(_SEGMENT, value):
+        raise ValueError(
+            f"{value[:80]!r} cannot be a file or folder name (no /, \\, control characters, "
+            "leading dot, over 200 characters)"
+        )
+    return value
+
+
+Segment = Annotated[str, AfterValidator(_segment)]
+"""A name that becomes one path segment (an asset file, a tag folder): never ``..`` or ``/``."""
+Text = Annotated[str, Field(min_length=1, max_length=400)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GithubLock(_Strict):
+    type: Literal["github"]
+    repo: str
+    tag: Segment
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, value: str) -> str:
+        if not _REPO.match(value):
+            raise ValueError(f"repo must look like owner/name, got {value[:80]!r}")
+        return value
+
+
+class PypiLock(_Strict):
+    type: Literal["pypi"]
+    package: Text
+    index_url: Text | None = None
+    pip_args: list[Text] = Field(default=[], max_length=64)
+
+
+class LockedAsset(_Strict):
+    name: Segment
+    url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)]
+    size: Annotated[int, Field(ge=0)]
+    sha256: str
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, value: str) -> str:
+        if not _SHA256.match(value):
+            raise ValueError(f"sha256 must be 64 lowercase hex digits, got {value[:80]!r}")
+        return value
+
+
+class LockedBuild(_Strict):
+    id: Text
+    component: Segment
+    version: Segment
+    variant: Segment
+    source: Annotated[GithubLock | PypiLock, Field(discriminator="type")]
+    assets: list[LockedAsset] = Field(default=[], max_length=64)
+    python: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?\S{0,20}$")] | None = None
+    packages: list[Text] | None = Field(default=None, max_length=5000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LockedBuild:
+        expected = build_row_id(self.component, self.version, self.variant)
+        if self.id != expected:
+            raise ValueError(f"id {self.id[:80]!r} does not match its fields ({expected})")
+        if isinstance(self.source, GithubLock):
+            if self.source.tag != self.version:
+                raise ValueError(f"{self.id}: source tag {self.source.tag!r} is not its version")
+            if not self.assets:
+                raise ValueError(f"{self.id}: an archive build lists its assets")
+            if self.packages is not None or self.python is not None:
+                raise ValueError(f"{self.id}: an archive build has no python or packages")
+            names = [a.name for a in self.assets]
+            if len(set(names)) != len(names):
+                raise ValueError(f"{self.id}: an asset is listed twice")
+        else:
+            if self.assets:
+                raise ValueError(f"{self.id}: a venv build has no assets")
+            if self.packages is None:
+                raise ValueError(f"{self.id}: a venv build lists its packages")
+            self.pins()  # every entry must be name==version
+        return self
+
+    def pins(self) -> dict[str, str]:
+        """``packages`` as {name: version}; every entry must be an exact ``name==version``."""
+        out: dict[str, str] = {}
+        for item in self.packages or []:
+            name, sep, version = item.partition("==")
+            if not sep or not name.strip() or not version.strip() or "=" in version:
+                raise ValueError(f"{self.id}: package {item[:80]!r} is not name==version")
+            key = canonicalize_name(name.strip())
+            if key in out:
+                raise ValueError(f"{self.id}: package {name.strip()!r} is listed twice")
+            out[key] = version.strip()
+        return out
+
+
+class LockFile(_Strict):
+    format: Literal[1]
+    activated: dict[Segment, Text] = Field(default={}, max_length=1000)
+    builds: list[LockedBuild] = Field(default=[], max_length=5000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LockFile:
+        ids = [b.id for b in self.builds]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a build is listed twice")
+        by_id = {b.id: b for b in self.builds}
+        for component, build_id in self.activated.items():
+            build = by_id.get(build_id)
+            if build is None or build.component != component:
+                raise ValueError(
+                    f"activated build {build_id[:80]!r} of {component} is not among the builds"
+                )
+        return self
+
+    def build(self, build_id: str) -> LockedBuild | None:
+        return next((b for b in self.builds if b.id == build_id), None)
+
+
+# --- from the build store ------------------------------------------------------------------
+
+
+def locked_entry(entry: InstalledEntry, pypi: PypiLock | None = None) -> LockedBuild:
+    """What the lock says about one installed build (its receipt, and for a venv build the
+    index settings its manifest names)."""
+    r = entry.receipt
+    kind, _, name = r.source.partition(":")
+    if kind == "github":
+        return LockedBuild(
+            id=entry.id,
+            component=r.component,
+            version=r.version,
+            variant=r.variant,
+            source=GithubLock(type="github", repo=name, tag=r.version),
+            assets=[
+                LockedAsset(name=a.name, url=a.url, size=a.size, sha256=a.sha256)
+                for a in sorted(r.assets, key=lambda a: a.name)
+            ],
+        )
+    return LockedBuild(
+        id=entry.id,
+        component=r.component,
+        version=r.version,
+        variant=r.variant,
+        source=pypi or PypiLock(type="pypi", package=name),
+        python=r.python,
+        packages=[f"{k}=={v}" for k, v in sorted((r.packages or {}).items())],
+    )
+
+
+def lock_from_entries(builds: list[LockedBuild], activated: dict[str, str]) -> LockFile:
+    """A lock in its one canonical order: builds by id, activated by component."""
+    return LockFile(
+        format=LOCK_FORMAT,
+        activated=dict(sorted(activated.items())),
+        builds=sorted(builds, key=lambda b: b.id),
+    )
+
+
+def same_build(locked: LockedBuild, entry: InstalledEntry) -> bool:
+    """Whether an installed build is the locked one, byte for byte (URLs may differ: a mirror
+    serves the same bytes from elsewhere)."""
+    r = entry.receipt
+    if isinstance(locked.source, GithubLock):
+        have = sorted((a.name, a.sha256) for a in r.assets)
+        return have == sorted((a.name, a.sha256) for a in locked.assets)
+    have_pins = {canonicalize_name(k): v for k, v in (r.packages or {}).items()}
+    return have_pins == locked.pins()
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def dump_lock(lock: LockFile) -> str:
+    """The lock as YAML, through ruamel's emitter (which quotes whatever needs quoting)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+
+    doc = CommentedMap(lock.model_dump(mode="json", exclude_none=True))
+    for build in doc["builds"]:
+        if not build.get("assets"):
+            build.pop("assets", None)
+    doc.yaml_set_start_comment(_HEADER)
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 1 << 16
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def parse_lock(text: str, source: str) -> LockFile:
+    """A lock from its text; every problem is one :class:`ConfigError` naming ``source``."""
+    data: Any = load_yaml(text, source)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: not a backendmgr lock (expected a mapping at the top)")
+    if data.get("format") != LOCK_FORMAT:
+        shown = repr(data.get("format"))[:40]
+        raise ConfigError(
+            f"{source}: lock format {shown} is not {LOCK_FORMAT}; write it again with "
+            '"backendmgr lock" (or upgrade backendmgr)'
+        )
+    try:
+        return LockFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-")) or (
+            "(top level)"
+        )
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        raise ConfigError(f"{source}: {where}: {msg}") from exc
+
+
+def read_lock(path: Path) -> LockFile:
+    try:
+        data = read_limited(path, MAX_LOCK_BYTES)
+    except FileNotFoundError:
+        raise ConfigError(
+            f'{path} does not exist; write it with "backendmgr lock" on a machine that has '
+            "the builds"
+        ) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; this is not a backendmgr lock") from None
+    return parse_lock(text, str(path))
+
+
+def write_lock(path: Path, lock: LockFile) -> bool:
+    """Write ``lock`` atomically; False (and nothing written) when the file already says it."""
+    data = dump_lock(lock).encode()
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, data)
+    return True

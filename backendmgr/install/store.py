@@ -21,6 +21,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment
+from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
@@ -59,6 +60,7 @@ class Receipt(BaseModel):
     backendmgr_version: str
     python: str | None = None
     packages: dict[str, str] | None = None
+    capabilities: Capabilities | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from .._version import __version__
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
 from .events import EventSink, ProgressEvent
+from .probe import probe_build
 from .smoke import smoke_check
 from .store import BuildStore, Receipt, folder_size
 
@@ -185,8 +186,10 @@ async def install_venv(
         exe = staging / plan.manifest.exe_for("windows" if os.name == "nt" else "linux")
         if not exe.is_file():
             raise InstallFailed(f"{plan.requirement} installed no {exe.name} executable")
+        capabilities = None
         if smoke:
-            await smoke_check(exe, plan.manifest.version_args)
+            said = await smoke_check(exe, plan.manifest.version_args)
+            capabilities = await probe_build(exe, version_text=said)
         python_version, packages = await anyio.to_thread.run_sync(_describe, staged)
         if emit is not None:
             emit(ProgressEvent("committing"))
@@ -203,6 +206,7 @@ async def install_venv(
             installed_at=datetime.now(UTC),
             size_bytes=folder_size(staging),
             backendmgr_version=__version__,
+            capabilities=capabilities,
             python=python_version,
             packages=packages,
         )

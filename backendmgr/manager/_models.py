@@ -32,13 +32,15 @@ def _written_problems(target: Path, entries: list[Any]) -> list[str]:
     return check_config(text, entries)
 
 
-def _plan_one(plan_model: Any, settings: Settings, model: Any, card_gb: float | None) -> Any:
+def _plan_one(
+    plan_model: Any, settings: Settings, model: Any, card_gb: float | None, caps: Any = None
+) -> Any:
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them)."""
     from ..emit.plan import Skip
 
     try:
-        return plan_model(settings, model, card_gb)
+        return plan_model(settings, model, card_gb, caps)
     except (ArithmeticError, ValueError) as exc:
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
 
@@ -49,12 +51,15 @@ class ModelsMixin(ManagerBase):
         from ..discovery.walk import discover, scan_folders
         from ..emit.plan import plan_model
         from ..emit.regen import inputs_hash
+        from ._capabilities import capability_index
 
         scan = scan_folders(settings.models_dirs)
         receipts = [e.receipt.model_dump_json() for e in self.builds.installed()]
+        caps = capability_index(settings, self.builds, self.paths.cache)
+        receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
-        plans = [_plan_one(plan_model, settings, m, self.card_gb) for m in found.models]
+        plans = [_plan_one(plan_model, settings, m, self.card_gb, caps) for m in found.models]
         return found, plans, digest
 
     async def plan(self) -> tuple[Settings, Any, list[Any], str]:

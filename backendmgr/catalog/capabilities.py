@@ -20,6 +20,7 @@ __all__ = [
     "Capabilities",
     "CapabilityIndex",
     "has_gpu",
+    "kind_family",
     "missing_gpu",
     "parse_backends",
     "parse_capabilities",
@@ -215,10 +216,21 @@ class CapabilityIndex:
         return self.by_path.get(path) if path else None
 
     def builds_listing(self, kind: str, flags: Iterable[str]) -> list[str]:
-        """Build rows of ``kind`` whose known options include one of ``flags``."""
-        wanted = list(flags)
+        """Build rows of ``kind``'s family whose known options include one of ``flags``."""
+        wanted, family = list(flags), kind_family(kind)
         return [
             row_id
             for row_id, row_kind, caps in self.builds
-            if row_kind == kind and caps.known and any(f in (caps.options or ()) for f in wanted)
+            if kind_family(row_kind) == family
+            and caps.known
+            and any(f in (caps.options or ()) for f in wanted)
         ]
+
+
+LLAMA_KINDS = frozenset({"llama", "llama.cpp", "server"})
+
+
+def kind_family(kind: str) -> str:
+    """``llama``, ``llama.cpp`` and ``server`` rows all run llama-server; other kinds as is."""
+    kind = kind.strip().lower()
+    return "llama" if kind in LLAMA_KINDS else kind

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..catalog.capabilities import Capabilities, CapabilityIndex
+from ..catalog.capabilities import Capabilities, CapabilityIndex, kind_family
 from ..config.models import Settings
 from ..install.probe import CapabilityCache
 from ..install.store import BuildStore
 from ..registry.kinds import normalize_kind
 
-__all__ = ["LLAMA_KINDS", "capability_index", "manual_capabilities"]
-
-LLAMA_KINDS = frozenset({"llama", "llama.cpp", "server"})
-"""Manual rows of these kinds are probed: their flags are the ones the emitter chooses."""
+__all__ = ["capability_index", "manual_capabilities"]
 
 CACHE_NAME = "capabilities.json"
 
@@ -27,7 +24,8 @@ def manual_capabilities(settings: Settings, cache_dir: Path) -> dict[str, Capabi
     cache = CapabilityCache(cache_dir / CACHE_NAME)
     out: dict[str, Capabilities] = {}
     for row in settings.backends:
-        if row.managed or normalize_kind(row.kind) not in LLAMA_KINDS or not row.path.strip():
+        # only llama rows are probed: theirs are the flags the emitter chooses
+        if row.managed or kind_family(row.kind) != "llama" or not row.path.strip():
             continue
         caps = cache.lookup(row.path)
         if caps is not None:

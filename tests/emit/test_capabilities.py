@@ -155,7 +155,7 @@ def test_no_build_has_it(cli: Cli, setup: Path, tmp_path: Path) -> None:
     help_text = OLD_HELP.replace("--embedding ", "--other     ")
     exe.write_text(f"#!/bin/sh\ncat <<'END'\n{help_text}\nEND\n")
     exe.chmod(0o755)
-    ok(cli("backends", "add", "mine", "--kind", "llama", "--path", str(exe)))
+    ok(cli("backends", "add", "mine", "--kind", "llama.cpp", "--path", str(exe)))
     ok(cli("pin", "nomic-embed", "mine"))
     ok(cli("pin", "bge-reranker", "mine"))
     text = setup.read_text()
@@ -164,3 +164,9 @@ def test_no_build_has_it(cli: Cli, setup: Path, tmp_path: Path) -> None:
     )
     assert f"pin it to one of {NEW}, {OLD}" in text  # both installed builds embed
     assert f"needs; pin it to {NEW}" in text  # only b200 reranks
+    ok(cli("activate", OLD))
+    ok(cli("uninstall", NEW))
+    assert (
+        '# SKIPPED "bge-reranker": mine does not list --reranking, which a reranker model needs; '
+        "no installed build lists it" in setup.read_text()
+    )

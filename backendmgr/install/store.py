@@ -15,10 +15,16 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment
 from ..catalog.capabilities import Capabilities
@@ -61,6 +67,18 @@ class Receipt(BaseModel):
     python: str | None = None
     packages: dict[str, str] | None = None
     capabilities: Capabilities | None = None
+
+    @field_validator("capabilities", mode="wrap")
+    @classmethod
+    def _capabilities_or_unknown(
+        cls, value: Any, handler: ValidatorFunctionWrapHandler
+    ) -> Capabilities | None:
+        """A malformed probe record means "unknown"; it must never un-install the build."""
+        try:
+            result: Capabilities | None = handler(value)
+        except ValidationError:
+            return None
+        return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,6 +145,10 @@ def test_a_build_with_no_help_is_unknown_and_old_receipts_still_load(
     assert [b["id"] for b in listed] == ["llama-server@b100-vulkan"]
     assert listed[0]["capabilities"] is None
     ok(cli("doctor"))
+    data["capabilities"] = {"options": 5, "backends": "CUDA"}  # malformed: still installed
+    receipt_path.write_text(json.dumps(data))
+    listed = json.loads(ok(cli("--json", "list")).out)
+    assert [(b["id"], b["capabilities"]) for b in listed] == [("llama-server@b100-vulkan", None)]
 
 
 def test_no_smoke_means_no_probe(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:

@@ -121,6 +121,9 @@ def test_pinned_old_build_leaves_out_flags_and_skips_what_it_cannot_run(
     assert refused.code != 0 and f"pin it to {NEW}" in refused.err
     listed = {m["id"]: m for m in json.loads(ok(cli("--json", "models")).out)}
     assert "does not list --reranking" in listed["bge-reranker"]["skipped"]
+    assert "--jinja left out" in " ".join(listed["qwen3-8b"]["notes"])
+    ok(cli("generate", "--check"))  # the written file matches its plan
+    ok(cli("doctor"))
     # back on the new build, everything returns
     ok(cli("pin", "bge-reranker", NEW))
     assert models(setup)["bge-reranker"]["cmd"].splitlines()[-1] == "--reranking"

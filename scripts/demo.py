@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The offline demo behind ``scripts/demo``: three journeys against a local release mirror.
 
-1. install the newest llama.cpp build, and an older one beside it;
-2. pin one model to the older build;
+1. install the newest llama.cpp build, and an older one beside it (each build's --help is read
+   at install: the older one lacks --jinja);
+2. pin one model to the older build: its command loses --jinja, with a NOTE saying why;
 3. activate another build: every model that is not pinned follows.
 
 Everything lives in a temporary folder; the mirror runs as ``scripts/mirror.py`` on 127.0.0.1
@@ -26,17 +27,48 @@ ROOT = Path(__file__).resolve().parent.parent
 REPO = "ggml-org/llama.cpp"
 
 
-def server_program(tag: str) -> bytes:
-    """A tiny llama-server stand-in: answers --version, and needs its library like the real one."""
+# What the stand-in prints for --help, shaped like llama-server's own. The older build predates
+# --jinja (and the device listing); backendmgr reads this at install and leaves out what a
+# build does not list.
+HELP_OLD = """\
+-h,    --help, --usage                  print usage and exit
+--version                               show version and build info
+-m,    --model FNAME                    model path
+-c,    --ctx-size N                     size of the prompt context
+-ngl,  --gpu-layers, --n-gpu-layers N   max. number of layers to store in VRAM
+--mmproj FILE                           path to a multimodal projector file
+--embedding, --embeddings               restrict to only support embedding use case
+--host HOST                             ip address to listen on
+--port PORT                             port to listen (default: 8080)
+"""
+HELP_NEW = (
+    HELP_OLD
+    + """\
+-fa,   --flash-attn [on|off|auto]       set Flash Attention use
+--list-devices                          print list of available devices and exit
+--jinja                                 use jinja template for chat (default: enabled)
+--pooling {none,mean,cls,last,rank}     pooling type for embeddings
+--reranking, --rerank                   enable reranking endpoint on server
+"""
+)
+DEVICES = {"vulkan": "Available devices:\n  Vulkan0: AMD Radeon RX 7900 XTX (24560 MiB)\n"}
+
+
+def server_program(tag: str, variant: str, help_text: str) -> bytes:
+    """A tiny llama-server stand-in: answers --version, --help and --list-devices, and needs
+    its library like the real one."""
+    devices = DEVICES.get(variant, "Available devices:\n")
     return (
         "#!/bin/sh\n"
         'here=$(dirname "$0")\n'
         '[ -e "$here/libggml.so.0" ] || { echo "libggml.so.0 missing" >&2; exit 127; }\n'
+        f'if [ "$1" = "--help" ]; then cat <<\'END\'\n{help_text}END\nexit 0; fi\n'
+        f'if [ "$1" = "--list-devices" ]; then cat <<\'END\'\n{devices}END\nexit 0; fi\n'
         f'echo "version: {tag[1:]} ({tag}) demo build"\n'
     ).encode()
 
 
-def tarball(tag: str) -> bytes:
+def tarball(tag: str, variant: str, help_text: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
 
@@ -51,12 +83,12 @@ def tarball(tag: str) -> bytes:
                 tf.addfile(info, io.BytesIO(data))
 
         add("libggml.so.0", link="libggml.so.0.9.4")  # the link comes before its target
-        add("llama-server", server_program(tag), mode=0o755)
+        add("llama-server", server_program(tag, variant, help_text), mode=0o755)
         add("libggml.so.0.9.4", b"\x7fELF demo library\n")
     return buf.getvalue()
 
 
-def publish(mirror: Path, tag: str, published: str, variants: list[str]) -> None:
+def publish(mirror: Path, tag: str, published: str, variants: list[str], help_text: str) -> None:
     folder = mirror / REPO / tag
     folder.mkdir(parents=True)
     names = {
@@ -64,7 +96,7 @@ def publish(mirror: Path, tag: str, published: str, variants: list[str]) -> None
         "cpu": f"llama-{tag}-bin-ubuntu-x64.tar.gz",
     }
     for variant in variants:
-        (folder / names[variant]).write_bytes(tarball(tag))
+        (folder / names[variant]).write_bytes(tarball(tag, variant, help_text))
     (folder / ".release.json").write_text(json.dumps({"published_at": published}))
 
 
@@ -117,8 +149,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="backendmgr-demo-") as tmp_name:
         tmp = Path(tmp_name)
         mirror_root = tmp / "mirror"
-        publish(mirror_root, "b11100", "2026-09-20T00:00:00Z", ["vulkan", "cpu"])
-        publish(mirror_root, "b11211", "2026-09-27T00:00:00Z", ["vulkan", "cpu"])
+        publish(mirror_root, "b11100", "2026-09-20T00:00:00Z", ["vulkan", "cpu"], HELP_OLD)
+        publish(mirror_root, "b11211", "2026-09-27T00:00:00Z", ["vulkan", "cpu"], HELP_NEW)
         gguf(tmp / "models" / "qwen3-8b-q4_k_m.gguf", "qwen3", 36, 8, 40960)
         gguf(tmp / "models" / "llama-3.2-3b-q8_0.gguf", "llama", 28, 8, 131072)
         config = tmp / "config" / "config.yaml"
@@ -192,7 +224,8 @@ def main() -> int:
                 "b11100",
             )
             step(
-                "Journey 2: pin qwen3-8b to the older build; only that model changes",
+                "Journey 2: pin qwen3-8b to the older build; only that model changes, and "
+                "b11100's --help does not list --jinja, so that flag is left out with a note",
                 "pin",
                 "qwen3-8b-q4_k_m",
                 "llama-server@b11100-vulkan",

@@ -47,10 +47,23 @@ OLD_ASSETS = [
 ]
 
 
-def server_script(tag: str, *, needs_lib: bool = True, fail: bool = False) -> bytes:
+def server_script(
+    tag: str,
+    *,
+    needs_lib: bool = True,
+    fail: bool = False,
+    help_text: str | None = None,
+    devices: str | None = None,
+) -> bytes:
     """A stand-in llama-server: prints its version, and fails like the real one when the
-    library it links against is missing."""
+    library it links against is missing. With ``help_text`` it answers ``--help`` with it,
+    with ``devices`` it answers ``--list-devices`` (both as llama-server does, on stdout)."""
     lines = ["#!/bin/sh", 'here=$(dirname "$0")']
+    for flag, text in (("--help", help_text), ("--list-devices", devices)):
+        if text is not None:
+            assert "\nEND_OF_TEXT\n" not in f"\n{text}\n"
+            lines.append(f'if [ "$1" = "{flag}" ]; then cat <<\'END_OF_TEXT\'\n{text}\nEND_OF_TEXT')
+            lines.append("exit 0; fi")
     if needs_lib:
         lines.append(
             '[ -e "$here/libggml.so.0" ] || { echo "error while loading shared libraries: '
@@ -71,14 +84,22 @@ class Entry:
     mode: int = 0o644
 
 
-def llama_entries(tag: str, *, top: str = "build/bin", fail: bool = False) -> list[Entry]:
+def llama_entries(
+    tag: str,
+    *,
+    top: str = "build/bin",
+    fail: bool = False,
+    help_text: str | None = None,
+    devices: str | None = None,
+) -> list[Entry]:
     """What llama.cpp's Linux tarball holds: links listed before the library they point to."""
+    script = server_script(tag, fail=fail, help_text=help_text, devices=devices)
     lib = "libggml.so.0.9.4"
     return [
         Entry(f"{top}/", kind="dir", mode=0o755),
         Entry(f"{top}/libggml.so", kind="symlink", target="libggml.so.0"),
         Entry(f"{top}/libggml.so.0", kind="symlink", target=lib),
-        Entry(f"{top}/llama-server", server_script(tag, fail=fail), mode=0o755),
+        Entry(f"{top}/llama-server", script, mode=0o755),
         Entry(f"{top}/{lib}", b"\x7fELF fake library " * 64, mode=0o644),
         Entry(f"{top}/LICENSE", b"MIT\n"),
     ]
@@ -165,15 +186,19 @@ def publish_llama(
     *,
     published_at: str | None = None,
     fail: bool = False,
+    help_text: str | None = None,
+    devices: str | None = None,
 ) -> dict[str, bytes]:
-    """Release ``tag`` of llama.cpp with Linux x64 tarballs for the given variants."""
+    """Release ``tag`` of llama.cpp with Linux x64 tarballs for the given variants (``help_text``
+    and ``devices``: what its ``--help`` and ``--list-devices`` print)."""
     names = {
         "cpu": f"llama-{tag}-bin-ubuntu-x64.tar.gz",
         "vulkan": f"llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz",
         "rocm": f"llama-{tag}-bin-ubuntu-rocm-10.0-x64.tar.gz",
         "cuda": f"llama-{tag}-bin-ubuntu-cuda-13.4-x64.tar.gz",
     }
-    assets = {names[v]: make_tar(llama_entries(tag, fail=fail)) for v in variants}
+    entries = llama_entries(tag, fail=fail, help_text=help_text, devices=devices)
+    assets = {names[v]: make_tar(entries) for v in variants}
     publish(root, "ggml-org/llama.cpp", tag, assets, published_at=published_at)
     return assets
 

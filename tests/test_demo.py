@@ -18,6 +18,12 @@ def test_demo_runs_offline_and_cleans_up() -> None:
     out = done.stdout
     assert "installed llama-server@b11211-vulkan and activated it" in out
     assert 'pinned "qwen3-8b-q4_k_m" to "llama-server@b11100-vulkan"' in out
+    # the capability-driven decision: b11100's --help lists no --jinja, so the pin drops it
+    pin_step = out.split("$ backendmgr pin ")[1].split("\n== ")[0]
+    assert "+  # NOTE --jinja left out: llama-server@b11100-vulkan does not list it in --help" in (
+        pin_step
+    )
+    assert "-      --jinja" in pin_step
     assert "activated llama-server@b11211-cpu" in out
     assert "everything is consistent" in out
     tmp = out.split("/home/builds/")[0].rsplit(" ", 1)[-1].strip()

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.capabilities import Capabilities, CapabilityIndex
 from ..config.models import BackendRow, ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
@@ -126,7 +127,10 @@ def plan_model(
     model: DiscoveredModel,
     card_gb: float | None,
     tool_parsers: ToolParsers | None = None,
+    caps: CapabilityIndex | None = None,
 ) -> Entry | Skip:
+    """``caps``: what each build can do; without it (or for a build never probed) every
+    llama-server gets the full flag set, as before capabilities existed."""
     ov = settings.override(model.id)
     if model.format == "hf":
         res = resolve_preferring(settings, ov, "llm", "vllm")
@@ -138,7 +142,7 @@ def plan_model(
         if model.shards > 1:
             return Skip(model.id, model.path, SPLIT_UNDER_VLLM, res, res.notes)
         return _vllm(settings, model, ov, res, card_gb, tool_parsers or {})
-    return _llama(settings, model, ov, res, card_gb)
+    return _llama(settings, model, ov, res, card_gb, caps or CapabilityIndex())
 
 
 def _common(settings: Settings, ov: ModelOverride) -> dict[str, Any]:
@@ -151,10 +155,19 @@ def _llama(
     ov: ModelOverride,
     res: Resolution,
     card_gb: float | None,
-) -> Entry:
+    index: CapabilityIndex,
+) -> Entry | Skip:
+    build = _build_caps(index, res)
+    needed = _needed(model)
+    if needed is not None and build is not None:
+        flags, why = needed
+        if build[1].first_listed(flags) is None:
+            return Skip(
+                model.id, model.path, _lacks(index, res, build[0], flags, why), res, res.notes
+            )
     weights = model.size_gb
     budget = _budget(settings, ov, card_gb)
-    ctx, notes = llama_context(
+    ctx, sized = llama_context(
         model.meta,
         weights,
         budget,
@@ -162,6 +175,7 @@ def _llama(
         extra_args=ov.extra_args,
         headroom_gb=settings.vram_headroom_gb,
     )
+    notes = list(sized)
     groups = [
         [res.exe or settings.server_exe],
         ["-m", model.path],
@@ -171,19 +185,23 @@ def _llama(
         ["-ngl", "999"],
     ]
     caps: dict[str, Any] = {"in": ["text"], "out": ["text"]}
+    wanted: list[list[str]] = []
     if model.role == "chat":
         if model.mmproj:
-            groups.append(["--mmproj", model.mmproj])
+            wanted.append(["--mmproj", model.mmproj])
             caps["in"] = ["text", "image"]
-        groups.append(["--jinja"])
+        wanted.append(["--jinja"])
     elif model.role == "embedding":
-        groups.append(["--embedding"])
+        wanted.append([_spelling(build, EMBEDDING_FLAGS)])
         pooling = model.meta.pooling_type if model.meta else None
         if pooling in (1, 2, 3):
-            groups.append(["--pooling", POOLING[pooling]])
+            wanted.append(["--pooling", POOLING[pooling]])
     else:
-        groups.append(["--reranking"])
+        wanted.append([_spelling(build, RERANKING_FLAGS)])
         caps["reranker"] = True
+    left_out = [g[0] for g in wanted if build is not None and not build[1].lists(g[0])]
+    groups += [g for g in wanted if g[0] not in left_out]
+    notes += _flag_notes(build, left_out, (ov.extra_args or "").strip())
     caps["context"] = ctx
     est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
@@ -198,6 +216,66 @@ def _llama(
         notes=(*res.notes, *notes),
         **_common(settings, ov),
     )
+
+
+EMBEDDING_FLAGS = ("--embedding", "--embeddings")
+RERANKING_FLAGS = ("--reranking", "--rerank")
+
+
+def _build_caps(index: CapabilityIndex, res: Resolution) -> tuple[str, Capabilities] | None:
+    """The resolved build's name and probed capabilities, when they are known."""
+    caps = index.of(res.exe)
+    if caps is None or not caps.known:
+        return None
+    name = _build_of(res.row) or (res.row.id if res.row else res.exe or "?")
+    return name, caps
+
+
+def _needed(model: DiscoveredModel) -> tuple[tuple[str, ...], str] | None:
+    """The flag a model cannot run without (any one spelling of it), and why."""
+    if model.role == "embedding":
+        return EMBEDDING_FLAGS, "an embedding model"
+    if model.role != "chat":
+        return RERANKING_FLAGS, "a reranker model"
+    if model.mmproj:
+        return ("--mmproj",), "a model with a projector"
+    return None
+
+
+def _lacks(
+    index: CapabilityIndex, res: Resolution, name: str, flags: tuple[str, ...], why: str
+) -> str:
+    """The skip reason: which build lacks the flag, and which installed builds have it."""
+    others = [b for b in index.builds_listing(res.kind or "llama", flags) if b != name]
+    if not others:
+        hint = "no installed build lists it"
+    elif len(others) == 1:
+        hint = f"pin it to {others[0]}"
+    else:
+        hint = f"pin it to one of {', '.join(others)}"
+    return f"{name} does not list {flags[0]}, which {why} needs; {hint}"
+
+
+def _spelling(build: tuple[str, Capabilities] | None, flags: tuple[str, ...]) -> str:
+    return (build[1].first_listed(flags) if build else None) or flags[0]
+
+
+def _flag_notes(
+    build: tuple[str, Capabilities] | None, left_out: list[str], extra: str
+) -> list[str]:
+    """Notes for our flags left out, and for flags in ``extra_args`` the build does not list
+    (those stay: they are the user's, and only the user knows what follows them)."""
+    if build is None:
+        return []
+    name, caps = build
+    notes = [f"{flag} left out: {name} does not list it in --help" for flag in left_out]
+    theirs = sorted(f for f in _flags_in(extra) if not caps.lists(f))
+    if theirs:
+        notes.append(
+            f"extra_args {' '.join(theirs)} not listed by {name} --help; "
+            "llama-server may refuse to start"
+        )
+    return notes
 
 
 def _vllm(

@@ -25,6 +25,7 @@ from .download import Downloaded, discard, download, part_path
 from .events import EventSink, ProgressEvent
 from .extract import MAX_TOTAL, extract, find_executable
 from .locked import check_locked_assets, verify_locked
+from .probe import probe_build
 from .smoke import smoke_check
 from .store import AssetRecord, BuildStore, Receipt, folder_size
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
@@ -228,8 +229,10 @@ async def _install(
         if exe is None:
             raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
         exe.chmod(exe.stat().st_mode | 0o111)
+        capabilities = None
         if smoke:
-            await smoke_check(exe, plan.manifest.version_args)
+            said = await smoke_check(exe, plan.manifest.version_args)
+            capabilities = await probe_build(exe, version_text=said)
         _emit(emit, ProgressEvent("committing"))
         receipt = Receipt(
             component=plan.manifest.id,
@@ -252,6 +255,7 @@ async def _install(
             installed_at=datetime.now(UTC),
             size_bytes=folder_size(staging),
             backendmgr_version=__version__,
+            capabilities=capabilities,
         )
         with anyio.CancelScope(shield=True):
             store.commit(staging, plan.target, receipt)

@@ -14,6 +14,7 @@ from ..errors import InstallFailed
 __all__ = ["smoke_check"]
 
 TIMEOUT_S = 20.0
+MAX_KEPT = 1 << 16
 
 
 def _tail(data: bytes, lines: int = 5) -> str:
@@ -24,7 +25,8 @@ def _tail(data: bytes, lines: int = 5) -> str:
 async def smoke_check(
     exe: Path, args: Sequence[str] = ("--version",), *, timeout: float = TIMEOUT_S
 ) -> str:
-    """Return the first line the program printed; raise :class:`InstallFailed` otherwise."""
+    """Return what the program printed (stdout, then stderr: llama-server writes its version
+    line to stderr after its device lines); raise :class:`InstallFailed` otherwise."""
     argv = [str(exe), *args]
     try:
         with anyio.fail_after(timeout):
@@ -44,5 +46,5 @@ async def smoke_check(
             f"{exe.name} {' '.join(args)} failed with exit status {done.returncode}: "
             f"{_tail(done.stderr or done.stdout)}"
         )
-    out = (done.stdout or done.stderr).decode("utf-8", "replace").strip().splitlines()
-    return out[0] if out else ""
+    text = (done.stdout or b"") + b"\n" + (done.stderr or b"")
+    return text[:MAX_KEPT].decode("utf-8", "replace").strip()

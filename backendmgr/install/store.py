@@ -15,12 +15,19 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment
+from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
@@ -60,6 +67,19 @@ class Receipt(BaseModel):
     python: str | None = None
     packages: dict[str, str] | None = None
     tool_parsers: list[str] | None = None
+    capabilities: Capabilities | None = None
+
+    @field_validator("capabilities", mode="wrap")
+    @classmethod
+    def _capabilities_or_unknown(
+        cls, value: Any, handler: ValidatorFunctionWrapHandler
+    ) -> Capabilities | None:
+        """A malformed probe record means "unknown"; it must never un-install the build."""
+        try:
+            result: Capabilities | None = handler(value)
+        except ValidationError:
+            return None
+        return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
 from .events import EventSink, ProgressEvent
 from .locked import check_locked_packages
+from .probe import probe_build
 from .smoke import smoke_check
 from .store import BuildStore, Receipt, folder_size
 
@@ -205,8 +206,10 @@ async def install_venv(
         exe = staging / plan.manifest.exe_for("windows" if os.name == "nt" else "linux")
         if not exe.is_file():
             raise InstallFailed(f"{plan.requirement} installed no {exe.name} executable")
+        capabilities = None
         if smoke:
-            await smoke_check(exe, plan.manifest.version_args)
+            said = await smoke_check(exe, plan.manifest.version_args)
+            capabilities = await probe_build(exe, version_text=said)
         python_version, packages = await anyio.to_thread.run_sync(_describe, staged)
         if plan.pins:
             check_locked_packages(packages, plan.pins)
@@ -226,6 +229,7 @@ async def install_venv(
             installed_at=datetime.now(UTC),
             size_bytes=folder_size(staging),
             backendmgr_version=__version__,
+            capabilities=capabilities,
             python=python_version,
             packages=packages,
             tool_parsers=parsers,

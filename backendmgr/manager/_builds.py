@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..catalog.capabilities import Capabilities, missing_gpu
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, unknown
 from ..install.events import EventSink, ProgressEvent
@@ -344,7 +345,7 @@ class BuildsMixin(ManagerBase):
         )
         if any(a.verified_by == "none" for a in entry.receipt.assets) and not already:
             warning = "no checksum was published for this build; recorded its SHA-256 only"
-            return Outcome(outcome.message, outcome.data, warnings=(warning,))
+            outcome = Outcome(outcome.message, outcome.data, warnings=(*outcome.warnings, warning))
         return outcome
 
     async def _pypi_versions(self, manifest: Manifest, *, prereleases: bool) -> list[Any]:
@@ -503,8 +504,10 @@ class BuildsMixin(ManagerBase):
             "activated": activated,
             "already_installed": already,
             "assets": [a.model_dump() for a in receipt.assets],
+            "capabilities": _caps_json(receipt.capabilities),
         }
-        return Outcome(message, data)
+        gpu = missing_gpu(entry.id, receipt.variant, receipt.capabilities)
+        return Outcome(message, data, warnings=(gpu,) if gpu and not already else ())
 
     @staticmethod
     def _on_lock_wait(build_id: str, emit: EventSink) -> Callable[[int | None], None]:
@@ -622,9 +625,21 @@ class BuildsMixin(ManagerBase):
                     "pinned_by": sorted(
                         m for m, ov in settings.models.items() if ov.backend == e.id
                     ),
+                    "capabilities": _caps_json(r.capabilities),
                 }
             )
         return out
+
+    async def backend_capabilities(self) -> dict[str, dict[str, Any] | None]:
+        """Per registry row: its build's receipt capabilities, or a manual llama row's probe
+        (run on first use, then cached by path, size and mtime)."""
+        from ._capabilities import capability_index
+
+        settings = await self.settings()
+        index = await anyio.to_thread.run_sync(
+            capability_index, settings, self.builds, self.paths.cache
+        )
+        return {row.id: _caps_json(index.of(row.path)) for row in settings.backends}
 
     async def doctor(self, *, fix: bool = False) -> dict[str, Any]:
         """Registry against disk, stale pins, missing executables, leftover folders."""
@@ -664,6 +679,11 @@ class BuildsMixin(ManagerBase):
             else:
                 problems.append(f"leftover folder {folder} (doctor --fix removes it)")
         notes += [f"finished an interrupted install: {path} is complete" for path in restored]
+        notes += [
+            w
+            for e in installed.values()
+            if (w := missing_gpu(e.id, e.receipt.variant, e.receipt.capabilities))
+        ]
         notes += _part_notes(self.builds.part_files())
         output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)
         problems += output_problem
@@ -674,6 +694,10 @@ class BuildsMixin(ManagerBase):
             "notes": notes,
             "fixed": [str(p) for p in removed],
         }
+
+
+def _caps_json(caps: Capabilities | None) -> dict[str, Any] | None:
+    return caps.model_dump(mode="json") if caps is not None else None
 
 
 def _dry_run_head(build_id: str, target: Path, installed: bool) -> str:

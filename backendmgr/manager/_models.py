@@ -33,14 +33,19 @@ def _written_problems(target: Path, entries: list[Any]) -> list[str]:
 
 
 def _plan_one(
-    plan_model: Any, settings: Settings, model: Any, card_gb: float | None, parsers: Any = None
+    plan_model: Any,
+    settings: Settings,
+    model: Any,
+    card_gb: float | None,
+    parsers: Any = None,
+    caps: Any = None,
 ) -> Any:
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them)."""
     from ..emit.plan import Skip
 
     try:
-        return plan_model(settings, model, card_gb, parsers)
+        return plan_model(settings, model, card_gb, parsers, caps)
     except (ArithmeticError, ValueError) as exc:
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
 
@@ -51,14 +56,19 @@ class ModelsMixin(ManagerBase):
         from ..discovery.walk import discover, scan_folders
         from ..emit.plan import plan_model
         from ..emit.regen import inputs_hash
+        from ._capabilities import capability_index
 
         scan = scan_folders(settings.models_dirs)
         installed = self.builds.installed()
         receipts = [e.receipt.model_dump_json() for e in installed]
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
+        caps = capability_index(settings, self.builds, self.paths.cache)
+        receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
-        plans = [_plan_one(plan_model, settings, m, self.card_gb, parsers) for m in found.models]
+        plans = [
+            _plan_one(plan_model, settings, m, self.card_gb, parsers, caps) for m in found.models
+        ]
         return found, plans, digest
 
     async def plan(self) -> tuple[Settings, Any, list[Any], str]:

@@ -100,8 +100,10 @@ def test_backends_json_keys_and_order(cli: Cli, config_path: Path) -> None:
         "version",
         "variant",
         "classes",
+        "capabilities",
     }
     assert rows[1]["classes"] == ["llm"]
+    assert rows[0]["capabilities"] is None  # its executable does not exist here
 
 
 def test_backends_table(cli: Cli, config_path: Path) -> None:

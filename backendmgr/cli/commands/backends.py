@@ -45,7 +45,8 @@ async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -
 
     rows = [row_json(r) for r in await mgr.backends()]
     if out.json_mode:
-        out.document(rows)
+        caps = await mgr.backend_capabilities()
+        out.document([{**r, "capabilities": caps.get(r["id"])} for r in rows])
         return 0
     out.table(
         ["", "id", "kind", "classes", "managed", "path"],

@@ -65,6 +65,10 @@ def _health_path(passthrough: dict[str, Any]) -> str | None:
     return "/" + value.strip().lstrip("/")
 
 
+REASON_SHOWN = 100
+"""Characters of a failure's reason that ``models`` shows beside the entry."""
+
+
 def verified_text(record: dict[str, Any] | None, now: datetime | None = None) -> str:
     """``verified today: ok in 1.0 s, 6.31 GiB`` or ``not verified``."""
     if not record:
@@ -80,7 +84,10 @@ def verified_text(record: dict[str, Any] | None, now: datetime | None = None) ->
         if isinstance(record.get("gpu_gib"), (int, float)):
             parts.append(f"{record['gpu_gib']:.2f} GiB")
         return f"verified {ago}: " + ", ".join(parts)
-    return f"verified {ago}: failed ({record.get('reason') or 'unknown reason'})"
+    reason = str(record.get("reason") or "unknown reason").split(" | ")[0]
+    if len(reason) > REASON_SHOWN:  # the whole output is in verify's own report, not here
+        reason = reason[: REASON_SHOWN - 1] + "…"
+    return f"verified {ago}: failed ({reason})"
 
 
 def _build_identity(mgr: ManagerBase, entry: Entry) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import backends, builds, completion, maintenance, models, overrides, pin
+from . import backends, builds, completion, maintenance, models, overrides, pin, serve
 
 __all__ = ["register"]
 
@@ -15,3 +15,4 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         module.register(sub)
     for extra in (maintenance, completion):
         extra.register(sub)
+    serve.register(sub)

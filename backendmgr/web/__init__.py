@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Refused
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
     from ..manager import Manager
 
-__all__ = ["bind", "make_guard", "serve"]
+__all__ = ["Prepared", "bind", "make_guard", "prepare", "serve"]
 
 
 def make_guard(host: str, port: int, token: str | None) -> Guard:
@@ -52,15 +53,20 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(
-    manager: Manager,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8577,
-    token: str | None = None,
-    on_ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first."""
+@dataclass
+class Prepared:
+    """A bound, not yet running server: ``await server.serve(sockets=[sock])`` runs it."""
+
+    server: Any
+    sock: socket.socket
+    guard: Guard
+    app: Starlette
+
+
+def prepare(
+    manager: Manager, *, host: str = "127.0.0.1", port: int = 8577, token: str | None = None
+) -> Prepared:
+    """Check the rules, bind, and build the app and the uvicorn server around it."""
     import uvicorn
 
     from .app import create_app
@@ -76,10 +82,22 @@ async def serve(
         timeout_graceful_shutdown=3,
         lifespan="off",
     )
-    server = _Server(config, app)
+    return Prepared(_Server(config, app), sock, guard, app)
+
+
+async def serve(
+    manager: Manager,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8577,
+    token: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first."""
+    prepared = prepare(manager, host=host, port=port, token=token)
     if on_ready is not None:
-        on_ready(guard.url())
-    await server.serve(sockets=[sock])
+        on_ready(prepared.guard.url())
+    await prepared.server.serve(sockets=[prepared.sock])
 
 
 def _make_server_class() -> type[Any]:

@@ -123,7 +123,7 @@ def _shape(model: type[BaseModel], data: Any, *, many: bool = False) -> Any:
     """Validate the Manager's data into its model and serialise it with the same keys."""
 
     def one(item: Any) -> Any:
-        return model.model_validate(item).model_dump(mode="json", by_alias=True)
+        return model.model_validate(item).model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     return [one(item) for item in data] if many else one(data)
 
@@ -136,7 +136,9 @@ def _outcome(model: type[BaseModel], outcome: Outcome) -> dict[str, Any]:
     }
     if outcome.warnings:
         data["warnings"] = list(outcome.warnings)
-    shaped: dict[str, Any] = model.model_validate(data).model_dump(mode="json", by_alias=True)
+    shaped: dict[str, Any] = model.model_validate(data).model_dump(
+        mode="json", by_alias=True, exclude_unset=True
+    )
     return shaped
 
 

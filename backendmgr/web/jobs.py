@@ -175,7 +175,7 @@ class Jobs:
             if outcome.warnings:
                 data["warnings"] = list(outcome.warnings)
             job.result = InstallResult.model_validate(data).model_dump(
-                mode="json", by_alias=True, exclude_none=True
+                mode="json", by_alias=True, exclude_unset=True
             )
             job.state = "done"
             job.add({**event_json(ProgressEvent("done", message=outcome.message)), **job.result})

@@ -154,6 +154,10 @@ class ConfigInfo(_Result):
     config_exists: bool
     output: str
     home: str
+    builds: str
+    downloads: str
+    cache: str
+    manifests: str
     settings: dict[str, Any] | None = None
 
 

@@ -187,7 +187,7 @@ function renderBackends(rows) {
       el("td", {}, r.kind),
       el("td", {}, r.classes.join(", ") || "-"),
       el("td", {}, r.build ? "build" : r.managed ? "yes" : ""),
-      el("td", {}, r.path),
+      el("td", { class: "path" }, r.path),
       el("td", {}, r.default ? "" : el("button", { type: "button",
         onclick: () => act(note, () => api("POST", `/api/backends/${encodeURIComponent(r.id)}/default`, {})) }, "Make ★"), note));
   });
@@ -208,7 +208,7 @@ function renderModels(models) {
         : api("POST", `${path}/unpin`, {})) },
       el("option", { value: "" }, "(class default)"),
       state.rows.map((r) => el("option", { value: r.id, selected: current.backend === r.id }, r.id)));
-    const settings = Object.entries(current).filter(([k]) => k !== "backend").map(([k, v]) =>
+    const settings = Object.entries(current).filter(([k, v]) => k !== "backend" && v !== null).map(([k, v]) =>
       el("span", { class: "inline" }, `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`,
         el("button", { type: "button", title: `unset ${k}`,
           onclick: () => act(note, () => api("POST", `${path}/unset`, { keys: [k] })) }, "×")));

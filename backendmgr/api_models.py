@@ -17,6 +17,7 @@ __all__ = [
     "BackendRowInfo",
     "BackendRowResult",
     "BuildInfo",
+    "CacheCleanResult",
     "CatalogEntry",
     "CmdResult",
     "ConfigInfo",
@@ -30,10 +31,13 @@ __all__ = [
     "ModelInfo",
     "ModelSettingsResult",
     "PinResult",
+    "PruneResult",
     "ReleaseInfo",
     "RemovedRow",
     "SkippedModel",
     "UninstallResult",
+    "UpdateEntry",
+    "UpdateResult",
     "VariantHere",
     "WhichResult",
     "extra_keys",
@@ -234,6 +238,34 @@ class GenerateResult(_Mutation):
     backup: str | None = None
 
 
+class UpdateEntry(_Result):
+    component: str
+    variant: str
+    from_: str | None = Field(alias="from")
+    to: str
+    action: str
+
+
+class UpdateResult(_Mutation):
+    updates: list[UpdateEntry]
+    dry_run: bool
+
+
+class PruneResult(_Mutation):
+    removed: list[str]
+    freed_bytes: int
+    dry_run: bool
+
+
+class CacheCleanResult(_Mutation):
+    freed_bytes: int
+    release_listings: list[str]
+    partial_downloads: list[str]
+    leftovers: list[str]
+    skipped_partial_downloads: bool
+    dry_run: bool
+
+
 class GeneratedText(_Result):
     """The llama-swap config as it is on disk, and whether it is valid and up to date."""
 
@@ -252,7 +284,7 @@ class JobInfo(_Result):
     request: dict[str, Any]
     state: str
     events: int
-    result: InstallResult | None = None
+    result: dict[str, Any] | None = None
     error: ErrorBody | None = None
 
 

@@ -92,6 +92,23 @@ class GenerateRequest(_Body):
     check: bool = False
 
 
+class UpdateRequest(_Body):
+    components: list[str] = Field(default_factory=list, max_length=100)
+    dry_run: bool = False
+    generate: bool = True
+
+
+class PruneRequest(_Body):
+    component: str | None = Field(default=None, max_length=200)
+    keep: int = Field(default=1, ge=0, le=1000)
+    dry_run: bool = False
+    generate: bool = True
+
+
+class CacheCleanRequest(_Body):
+    dry_run: bool = False
+
+
 class DoctorRequest(_Body):
     fix: bool = False
 
@@ -279,7 +296,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                 generate=req.generate,
             )
 
-        job = jobs.start_install(req.model_dump(), run)
+        job = jobs.start("install", req.model_dump(), run, am.InstallResult)
         return _json(job.summary(), 202)
 
     @api(
@@ -315,6 +332,53 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         req: UninstallRequest = await _body(request, UninstallRequest)
         outcome = await manager.uninstall(req.builds, force=req.force, generate=req.generate)
         return _json(_outcome(am.UninstallResult, outcome))
+
+    @api(
+        "POST",
+        "/api/update",
+        "install and activate the newest release of installed components: a job, as install is",
+        am.JobInfo,
+        body=UpdateRequest,
+        status=202,
+    )
+    async def update(request: Request) -> Response:
+        req: UpdateRequest = await _body(request, UpdateRequest)
+        for component in req.components:
+            manager.manifest(component)
+
+        def run(on_event: Any) -> Awaitable[Outcome]:
+            return manager.update(
+                req.components, dry_run=req.dry_run, on_event=on_event, generate=req.generate
+            )
+
+        job = jobs.start("update", req.model_dump(), run, am.UpdateResult)
+        return _json(job.summary(), 202)
+
+    @api(
+        "POST",
+        "/api/prune",
+        "remove builds neither activated nor pinned",
+        am.PruneResult,
+        body=PruneRequest,
+    )
+    async def prune(request: Request) -> Response:
+        req: PruneRequest = await _body(request, PruneRequest)
+        outcome = await manager.prune(
+            req.component, keep=req.keep, dry_run=req.dry_run, generate=req.generate
+        )
+        return _json(_outcome(am.PruneResult, outcome))
+
+    @api(
+        "POST",
+        "/api/cache/clean",
+        "remove release listings, partial downloads, leftovers",
+        am.CacheCleanResult,
+        body=CacheCleanRequest,
+    )
+    async def cache_clean(request: Request) -> Response:
+        req: CacheCleanRequest = await _body(request, CacheCleanRequest)
+        outcome = await manager.cache_clean(dry_run=req.dry_run)
+        return _json(_outcome(am.CacheCleanResult, outcome))
 
     # --- jobs ---------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""Install jobs: each runs the Manager's ``install`` as a task; its events are kept for the
-page's progress stream, and cancelling the task is the same as Ctrl-C in the CLI."""
+"""Install and update jobs: each runs the Manager's ``install`` (or ``update``) as a task; its
+events are kept for the page's progress stream, and cancelling the task is Ctrl-C's cancel."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
 
 from ..errors import BackendmgrError
 from ..install.events import ProgressEvent
@@ -138,14 +140,17 @@ class Jobs:
     def all(self) -> list[Job]:
         return list(self._jobs.values())
 
-    def start_install(
+    def start(
         self,
+        kind: str,
         request: dict[str, Any],
         run: Callable[[Callable[[ProgressEvent], None]], Awaitable[Outcome]],
+        result: type[BaseModel],
     ) -> Job:
-        """Start ``run(on_event)`` as a task and return its job at once."""
+        """Start ``run(on_event)`` as a task and return its job at once; the outcome's data is
+        validated into ``result`` when it ends."""
         self._forget_old()
-        job = Job(id=secrets.token_hex(8), kind="install", request=request)
+        job = Job(id=secrets.token_hex(8), kind=kind, request=request)
 
         def on_event(event: ProgressEvent) -> None:
             data = event_json(event)
@@ -169,18 +174,16 @@ class Jobs:
                 job.state, job.error = "failed", body
                 job.add({**event_json(ProgressEvent("failed", message=body["error"])), **body})
                 return
-            from ..api_models import InstallResult
-
             data = {**outcome.data, "message": outcome.message, "changed": outcome.changed}
             if outcome.warnings:
                 data["warnings"] = list(outcome.warnings)
-            job.result = InstallResult.model_validate(data).model_dump(
+            job.result = result.model_validate(data).model_dump(
                 mode="json", by_alias=True, exclude_unset=True
             )
             job.state = "done"
             job.add({**event_json(ProgressEvent("done", message=outcome.message)), **job.result})
 
-        job.task = asyncio.get_running_loop().create_task(body(), name=f"install {job.id}")
+        job.task = asyncio.get_running_loop().create_task(body(), name=f"{kind} {job.id}")
         job.task.add_done_callback(_quiet)
         self._jobs[job.id] = job
         return job

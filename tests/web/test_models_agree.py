@@ -137,3 +137,57 @@ async def test_every_command_json_validates_against_the_api_model(
     checked(am.BackendRowResult, cli_json(*add))
     checked(am.RemovedRow, cli_json("backends", "remove", "o2"))
     checked(am.UninstallResult, cli_json("uninstall", "llama-server@b90-vulkan", "--force"))
+
+
+async def job_result(client: httpx.AsyncClient, job: httpx.Response) -> dict[str, Any]:
+    assert job.status_code == 202, job.text
+    job_id = job.json()["id"]
+    for _ in range(1200):
+        state = (await client.get(f"/api/jobs/{job_id}")).json()
+        if state["state"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert state["state"] == "done", state
+    result: dict[str, Any] = state["result"]
+    return result
+
+
+@pytest.mark.asyncio
+async def test_update_prune_and_cache_clean_agree_too(
+    mirror: MirrorServer, mirror_root: Path, client: httpx.AsyncClient, setup: Setup
+) -> None:
+    publish_llama(mirror_root, "b90", published_at="2026-11-01T00:00:00Z")
+    assert cli_json("install", "llama-server", "b90")["id"] == "llama-server@b90-vulkan"
+    publish_llama(mirror_root, "b100", published_at="2026-11-20T00:00:00Z")
+    dry = cli_json("update", "--dry-run")
+    checked(am.UpdateResult, dry)
+    api_dry = await job_result(client, await client.post("/api/update", json={"dry_run": True}))
+    checked(am.UpdateResult, api_dry)
+    same(dry, api_dry)
+    assert api_dry["updates"][0]["from"] == "llama-server@b90-vulkan"
+    done = await job_result(client, await client.post("/api/update", json={}))
+    checked(am.UpdateResult, done)
+    assert done["updates"][0]["action"] == "installed"
+    assert (await client.post("/api/update", json={"components": ["nope"]})).status_code == 404
+
+    pruned_dry = cli_json("prune", "--dry-run")
+    checked(am.PruneResult, pruned_dry)
+    api_pruned = (await client.post("/api/prune", json={"dry_run": True})).json()
+    checked(am.PruneResult, api_pruned)
+    same(pruned_dry, api_pruned)
+    assert api_pruned["removed"] == ["llama-server@b90-vulkan"]
+    pruned = (await client.post("/api/prune", json={})).json()
+    assert pruned["removed"] == ["llama-server@b90-vulkan"] and pruned["dry_run"] is False
+    assert [b["id"] for b in (await client.get("/api/builds")).json()] == [
+        "llama-server@b100-vulkan"
+    ]
+    bad = await client.post("/api/prune", json={"keep": -1})
+    assert bad.status_code == 422 and bad.json()["exit"] == 2
+
+    cleaned_dry = cli_json("cache", "clean", "--dry-run")
+    checked(am.CacheCleanResult, cleaned_dry)
+    api_cleaned = (await client.post("/api/cache/clean", json={"dry_run": True})).json()
+    checked(am.CacheCleanResult, api_cleaned)
+    same(cleaned_dry, api_cleaned)
+    cleaned = (await client.post("/api/cache/clean", json={})).json()
+    assert cleaned["dry_run"] is False and cleaned["release_listings"]

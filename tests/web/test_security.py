@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from backendmgr.cli.commands.serve import NEEDS_EXTRA
+from backendmgr.mirror import MirrorServer
 from tests.web.conftest import Running, Setup
 
 PIN = "/api/models/qwen3-8b-q4_k_m/pin"
@@ -187,3 +188,54 @@ def test_without_the_web_extra_serve_says_how_to_get_it(tmp_path: Path) -> None:
         check=False,
     )
     assert listing.returncode == 0, listing.stderr
+
+
+def test_ctrl_c_stops_a_running_install_cleanly(
+    mirror: MirrorServer, mirror_root: Path, setup: Setup
+) -> None:
+    """Stopping the server cancels its jobs as Ctrl-C cancels the CLI's install: the
+    download's .part stays for a resume, nothing half-installed, and the server exits 0."""
+    from tests.web.test_api import big_release
+
+    big_release(mirror_root, "b100")
+    mirror.throttle = 256 << 10
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[3]
+        with httpx.Client(base_url=url, timeout=10, headers={"origin": url.rstrip("/")}) as c:
+            c.get("/")
+            job = c.post("/api/builds", json={"component": "llama-server", "version": "b100"})
+            assert job.status_code == 202, job.text
+            deadline = time.monotonic() + 20
+            while not list((setup.home / "downloads").glob("*.part")):
+                assert time.monotonic() < deadline, "the download did not start"
+                time.sleep(0.05)
+            time.sleep(0.3)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert time.monotonic() - started < 10
+        assert out.strip().endswith("stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    (part,) = (setup.home / "downloads").glob("*.part")
+    assert part.stat().st_size > 0
+    builds = setup.home / "builds"
+    assert not builds.exists() or not [
+        p for p in builds.rglob("*") if not p.name.endswith(".lock") and p.is_file()
+    ]
+    doctor = subprocess.run(
+        [sys.executable, "-m", "backendmgr", "doctor"], capture_output=True, text=True, check=False
+    )
+    assert doctor.returncode == 0, doctor.stderr

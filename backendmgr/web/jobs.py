@@ -19,7 +19,7 @@ from ..install.events import ProgressEvent
 if TYPE_CHECKING:
     from ..results import Outcome
 
-__all__ = ["Job", "Jobs", "error_body", "event_json"]
+__all__ = ["Job", "Jobs", "error_body", "event_json", "one_line"]
 
 State = Literal["running", "done", "failed", "cancelled"]
 MAX_EVENTS = 500  # a job's kept events; progress ticks replace each other, so few are needed
@@ -36,6 +36,14 @@ def event_json(event: ProgressEvent) -> dict[str, Any]:
         "rate": round(event.bytes_per_s, 1),
         "message": event.message,
     }
+
+
+def one_line(message: str) -> str:
+    """The message with control characters (an id's newline or NUL) shown escaped, so an
+    error stays one line wherever the page or a log shows it."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in message[:2000]
+    )
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
@@ -58,10 +66,10 @@ def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
             if isinstance(exc, kind):
                 status = code
                 break
-        return status, {"error": str(exc), "exit": exc.exit_code}
+        return status, {"error": one_line(str(exc)), "exit": exc.exit_code}
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
-        return 500, {"error": f"{exc.strerror or exc}{where}", "exit": 1}
+        return 500, {"error": one_line(f"{exc.strerror or exc}{where}"), "exit": 1}
     return 500, {"error": f"internal error: {type(exc).__name__}", "exit": 1}
 
 

@@ -360,3 +360,26 @@ async def test_the_cli_and_the_server_side_by_side(
     gone = await client.request("DELETE", "/api/builds/llama-server@b90-vulkan")
     assert gone.status_code == 200 and gone.json()["ids"] == ["llama-server@b90-vulkan"]
     assert "b90" not in cli("list").stdout
+
+
+@pytest.mark.asyncio
+async def test_hostile_ids_in_the_path_are_names_never_paths(
+    client: httpx.AsyncClient, setup: Setup, tmp_path: Path
+) -> None:
+    """An id is looked up or stored as a name, as the CLI does; nothing is read or written
+    outside the configured files, and a control character never reaches an error line."""
+    outside = sorted(p for p in tmp_path.rglob("*") if "home" not in p.parts)
+    for model in ("..%2F..%2Fetc%2Fpasswd", "a%00b", "x" * 600):
+        got = await client.get(f"/api/models/{model}/cmd")
+        assert got.status_code == 404, (model, got.text)
+        assert "\n" not in got.json()["error"] and "\x00" not in got.json()["error"]
+    for build in ("..%2F..%2Fetc", "llama-server@..%2F..%2Fx", "llama-server@%0A"):
+        got = await client.request("DELETE", f"/api/builds/{build}")
+        assert got.status_code in (404, 422), got.text
+        got = await client.post(f"/api/builds/{build}/activate", json={})
+        assert got.status_code in (404, 422), got.text
+    got = await client.get("/api/releases/..%2F..%2Fetc")
+    assert got.status_code == 404
+    assert (await client.get("/api/jobs/..%2F..")).status_code == 404
+    assert (await client.get("/api/which/..%2F..%2Fetc%2Fpasswd")).status_code == 404
+    assert sorted(p for p in tmp_path.rglob("*") if "home" not in p.parts) == outside

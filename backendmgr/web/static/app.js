@@ -81,7 +81,9 @@ function renderComponents(catalog) {
     const here = c.variants.filter((v) => v.available).map((v) => v.id);
     const variant = el("select", { name: "variant", "aria-label": `variant of ${c.id}` },
       here.map((v) => el("option", { value: v, selected: v === c.suggested }, v)));
-    const version = el("input", { name: "version", placeholder: "latest", size: 10, "aria-label": `version of ${c.id}` });
+    const versions = el("datalist", { id: `versions-${c.id}` });
+    const version = el("input", { name: "version", placeholder: "latest", size: 10, list: versions.id, "aria-label": `version of ${c.id}` });
+    version.addEventListener("focus", () => loadVersions(c.id, variant.value, versions), { once: true });
     const note = el("span", { class: "muted" });
     const button = el("button", {
       type: "button", "data-install": c.id,
@@ -92,10 +94,22 @@ function renderComponents(catalog) {
       el("td", {}, here.join(", ") || "-"),
       el("td", {}, c.suggested || "-", el("div", { class: "muted" }, c.why)),
       el("td", {}, c.activated || "-"),
-      el("td", {}, el("span", { class: "inline" }, version, variant, button), note));
+      el("td", {}, el("span", { class: "inline" }, version, versions, variant, button), note));
   });
   fill("components", jobsBox,
     table(["component", "variants here", "suggested", "activated", "install"], rows, "no components"));
+}
+
+// The recent releases that ship this variant here, offered as the version field's choices.
+async function loadVersions(component, variant, list) {
+  try {
+    const query = variant ? `?variant=${encodeURIComponent(variant)}` : "";
+    const releases = await api("GET", `/api/releases/${encodeURIComponent(component)}${query}`);
+    list.replaceChildren(...releases.map((r) => el("option", { value: r.tag },
+      r.installed.length ? `${r.tag} (installed: ${r.installed.join(", ")})` : r.tag)));
+  } catch (err) {
+    list.replaceChildren();  // offline or no listing: the field still takes a typed version
+  }
 }
 
 async function startInstall(component, version, variant, note) {
@@ -297,8 +311,17 @@ async function refresh() {
   if (again) { again = false; await refresh(); }
 }
 
-document.addEventListener("DOMContentLoaded", () => {
+document.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("refresh").addEventListener("click", () => refresh());
   window.addEventListener("focus", () => refresh());
-  refresh();
+  await refresh();
+  // a reloaded page picks up the jobs still running (started here, or before the reload)
+  try {
+    for (const job of await api("GET", "/api/jobs")) {
+      if (job.state === "running" && !state.jobs.has(job.id)) {
+        const r = job.request;
+        watchJob(job, `${r.component || "update"} ${r.version || "latest"} ${r.variant || ""}`.trim());
+      }
+    }
+  } catch (err) { /* shown by the next refresh */ }
 });

@@ -250,6 +250,9 @@ def main() -> int:
             mirror.terminate()
             mirror.wait(timeout=10)
     say("Done: the mirror is stopped and the temporary folders are gone.")
+    say("The same from a web page (needs backendmgr[web]): serve a mirror folder, then the UI")
+    print("  python scripts/mirror.py MIRROR_DIR --port 8765 &")
+    print("  BACKENDMGR_GITHUB_API=http://127.0.0.1:8765 backendmgr serve --open")
     return 0
 
 

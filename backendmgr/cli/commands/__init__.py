@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import backends, builds, completion, lock, maintenance, models, overrides, pin, verify
+from . import (
+    backends,
+    builds,
+    completion,
+    lock,
+    maintenance,
+    models,
+    overrides,
+    pin,
+    serve,
+    verify,
+)
 
 __all__ = ["register"]
 
@@ -15,3 +26,4 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         module.register(sub)
     for extra in (maintenance, lock, completion, verify):
         extra.register(sub)
+    serve.register(sub)

@@ -1,0 +1,311 @@
+"""Typed shapes of what the CLI's ``--json`` prints and the HTTP API returns.
+
+The Manager still builds plain dicts; the web API validates them into these models at its
+boundary, and a test holds the CLI's ``--json`` to the same models, so the two cannot drift
+apart. The keys are SPEC §13's; a model allows more keys (``extra="allow"``) so a key added
+later does not break a running server, and the test refuses any key a model does not name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ActivateResult",
+    "BackendRowInfo",
+    "BackendRowResult",
+    "BuildInfo",
+    "CacheCleanResult",
+    "CatalogEntry",
+    "CmdResult",
+    "ConfigInfo",
+    "DoctorReport",
+    "ErrorBody",
+    "GenerateResult",
+    "GeneratedText",
+    "InstallResult",
+    "JobInfo",
+    "ModelBackend",
+    "ModelInfo",
+    "ModelSettingsResult",
+    "PinResult",
+    "PruneResult",
+    "ReleaseInfo",
+    "RemovedRow",
+    "SkippedModel",
+    "UninstallResult",
+    "UpdateEntry",
+    "UpdateResult",
+    "VariantHere",
+    "WhichResult",
+    "extra_keys",
+]
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class _Mutation(_Result):
+    """A mutation's data; the API adds the human ``message`` and ``changed``, and both add
+    ``warnings`` when there are any (the CLI prints them on stderr as well)."""
+
+    warnings: list[str] = Field(default_factory=list)
+    message: str | None = None
+    changed: bool | None = None
+
+
+class VariantHere(_Result):
+    id: str
+    available: bool
+
+
+class CatalogEntry(_Result):
+    id: str
+    name: str
+    kind: str
+    source: str
+    variants: list[VariantHere]
+    suggested: str | None
+    why: str
+    installed: list[str]
+    activated: str | None
+
+
+class ReleaseInfo(_Result):
+    tag: str
+    published_at: str | None
+    prerelease: bool
+    variants: list[str]
+    installed: list[str]
+    activated: str | None
+
+
+class BuildInfo(_Result):
+    id: str
+    component: str
+    version: str
+    variant: str
+    activated: bool
+    path: str
+    dir: str
+    size_bytes: int | None
+    installed_at: str
+    sha256: str | None
+    verified_by: str | None
+    pinned_by: list[str]
+
+
+class BackendRowInfo(_Result):
+    id: str
+    kind: str
+    name: str
+    path: str
+    default: bool
+    managed: bool
+    component: str
+    version: str
+    variant: str
+    build: bool
+    classes: list[str]
+
+
+class ModelBackend(_Result):
+    id: str | None
+    kind: str
+    path: str | None
+    reason: str
+
+
+class ModelInfo(_Result):
+    id: str
+    path: str
+    format: str
+    class_: str | None = Field(alias="class")
+    role: str | None
+    size_gb: float | None
+    backend: ModelBackend | None
+    skipped: str | None
+    notes: list[str]
+
+
+class CmdResult(_Result):
+    id: str
+    argv: list[str]
+
+
+class DoctorReport(_Result):
+    ok: bool
+    problems: list[str]
+    notes: list[str]
+    fixed: list[str]
+
+
+class WhichResult(_Result):
+    target: str
+    type: str
+    row: str | None
+    path: str | None
+    exists: bool
+    reason: str
+    notes: list[str]
+
+
+class ConfigInfo(_Result):
+    config: str
+    config_exists: bool
+    output: str
+    home: str
+    builds: str
+    downloads: str
+    cache: str
+    manifests: str
+    settings: dict[str, Any] | None = None
+
+
+class InstallResult(_Mutation):
+    id: str
+    component: str
+    version: str
+    variant: str
+    path: str
+    activated: bool
+    already_installed: bool
+    assets: list[dict[str, Any]]
+    python: str | None = None
+    packages: list[Any] | None = None
+
+
+class ActivateResult(_Mutation):
+    id: str
+    component: str
+    version: str
+    variant: str
+    path: str
+    activated: bool
+
+
+class UninstallResult(_Mutation):
+    id: str | None
+    ids: list[str]
+    removed: bool
+    rows_removed: list[str]
+    models_fall_back: list[str]
+
+
+class RemovedRow(_Mutation):
+    id: str
+    removed: bool
+
+
+class BackendRowResult(_Mutation, BackendRowInfo):
+    """``backends add`` and ``default``: the row as it now stands."""
+
+
+class PinResult(_Mutation):
+    model: str
+    backend: str | None
+
+
+class ModelSettingsResult(_Mutation):
+    """``set``/``unset``: the model id and its overrides as stored (only those set)."""
+
+    model: str
+    backend: str | None = None
+    ctx: int | None = None
+    vram_target_gb: float | None = None
+    vllm_gpu_util: float | None = None
+    vllm_tensor_parallel: int | None = None
+    vllm_tokenizer: str | None = None
+    vllm_tool_parser: str | None = None
+    extra_args: str | None = None
+    unlisted: bool | None = None
+    llama_swap: dict[str, Any] | None = None
+
+
+class SkippedModel(_Result):
+    id: str
+    reason: str
+
+
+class GenerateResult(_Mutation):
+    output: str
+    written: bool
+    models: int
+    skipped: list[SkippedModel]
+    backup: str | None = None
+
+
+class UpdateEntry(_Result):
+    component: str
+    variant: str
+    from_: str | None = Field(alias="from")
+    to: str
+    action: str
+
+
+class UpdateResult(_Mutation):
+    updates: list[UpdateEntry]
+    dry_run: bool
+
+
+class PruneResult(_Mutation):
+    removed: list[str]
+    freed_bytes: int
+    dry_run: bool
+
+
+class CacheCleanResult(_Mutation):
+    freed_bytes: int
+    release_listings: list[str]
+    partial_downloads: list[str]
+    leftovers: list[str]
+    skipped_partial_downloads: bool
+    dry_run: bool
+
+
+class GeneratedText(_Result):
+    """The llama-swap config as it is on disk, and whether it is valid and up to date."""
+
+    output: str
+    exists: bool
+    text: str
+    valid: bool
+    problems: list[str]
+    up_to_date: bool
+    status: str
+
+
+class JobInfo(_Result):
+    id: str
+    kind: str
+    request: dict[str, Any]
+    state: str
+    events: int
+    result: dict[str, Any] | None = None
+    error: ErrorBody | None = None
+
+
+class ErrorBody(_Result):
+    """Every error response: the CLI's one-line message and the exit status it would give."""
+
+    error: str
+    exit: int
+
+
+JobInfo.model_rebuild()
+
+
+def extra_keys(model: BaseModel, where: str = "") -> list[str]:
+    """Keys a document carried that its model does not name, searched through nested models:
+    the test uses it to keep the models and the CLI's ``--json`` in step."""
+    found = [f"{where}{key}" for key in sorted(model.model_extra or {})]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, BaseModel):
+                found += extra_keys(item, f"{where}{name}.")
+    return found

@@ -1,0 +1,128 @@
+"""``backendmgr serve``: the HTTP API and the page, on Starlette served by uvicorn.
+
+Needs the ``web`` extra; the CLI imports this package only for ``serve``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Refused
+from .security import Guard, is_loopback
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ..manager import Manager
+
+__all__ = ["Prepared", "bind", "make_guard", "prepare", "serve"]
+
+
+def make_guard(host: str, port: int, token: str | None) -> Guard:
+    """The server's rules; binding beyond loopback without a token is refused."""
+    if not is_loopback(host) and not token:
+        raise Refused(
+            f"binding to {host} would let other machines drive installs; give --token "
+            "(or BACKENDMGR_TOKEN), or keep the default 127.0.0.1"
+        )
+    return Guard(host, port, token or secrets.token_urlsafe(32), token_required=bool(token))
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind first, so that port 0 gets a free port and the Host check knows the real one."""
+    from ..errors import InvalidInput
+
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise InvalidInput(f'cannot bind to "{host}": {exc.strerror}') from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise Refused(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+@dataclass
+class Prepared:
+    """A bound, not yet running server: ``await server.serve(sockets=[sock])`` runs it."""
+
+    server: Any
+    sock: socket.socket
+    guard: Guard
+    app: Starlette
+
+
+def prepare(
+    manager: Manager, *, host: str = "127.0.0.1", port: int = 8577, token: str | None = None
+) -> Prepared:
+    """Check the rules, bind, and build the app and the uvicorn server around it."""
+    import uvicorn
+
+    from .app import create_app
+
+    make_guard(host, port, token)  # refuse before binding anything
+    sock = bind(host, port)
+    guard = make_guard(host, sock.getsockname()[1], token)
+    app = create_app(manager, guard)
+    config = uvicorn.Config(
+        guard.middleware(app),
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        lifespan="off",
+    )
+    return Prepared(_Server(config, app), sock, guard, app)
+
+
+async def serve(
+    manager: Manager,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8577,
+    token: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first."""
+    prepared = prepare(manager, host=host, port=port, token=token)
+    if on_ready is not None:
+        on_ready(prepared.guard.url())
+    await prepared.server.serve(sockets=[prepared.sock])
+
+
+def _make_server_class() -> type[Any]:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but cancelling jobs before it waits for connections (their
+        progress streams end then), and not re-raising Ctrl-C once stopped cleanly."""
+
+        def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
+            super().__init__(config)
+            self.app = app
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            with self.capture_signals():
+                await self._serve(sockets)
+                self._captured_signals.clear()
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await self.app.state.jobs.close()
+            await super().shutdown(sockets)
+
+    return Server
+
+
+def _Server(config: Any, app: Starlette) -> Any:
+    """uvicorn is imported only when serving, so the class is made on first use."""
+    return _make_server_class()(config, app)

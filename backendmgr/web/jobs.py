@@ -1,0 +1,223 @@
+"""Install and update jobs: each runs the Manager's ``install`` (or ``update``) as a task; its
+events are kept for the page's progress stream, and cancelling the task is Ctrl-C's cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from ..errors import BackendmgrError
+from ..install.events import ProgressEvent
+
+if TYPE_CHECKING:
+    from ..results import Outcome
+
+__all__ = ["Job", "Jobs", "error_body", "event_json", "one_line"]
+
+State = Literal["running", "done", "failed", "cancelled"]
+MAX_EVENTS = 500  # a job's kept events; progress ticks replace each other, so few are needed
+MAX_FINISHED = 100  # finished jobs kept for the page to look at
+
+
+def event_json(event: ProgressEvent) -> dict[str, Any]:
+    """One progress event as the stream sends it (SPEC §7's fields under short names)."""
+    return {
+        "phase": event.phase,
+        "asset": event.asset,
+        "bytes": event.bytes_done,
+        "total": event.bytes_total,
+        "rate": round(event.bytes_per_s, 1),
+        "message": event.message,
+    }
+
+
+def one_line(message: str) -> str:
+    """The message with control characters (an id's newline or NUL) shown escaped, so an
+    error stays one line wherever the page or a log shows it."""
+    return "".join(
+        ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in message[:2000]
+    )
+
+
+def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and ``{"error", "exit"}`` body for an error, in the CLI's words."""
+    from .. import errors as e
+
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    if isinstance(exc, BackendmgrError):
+        status = 500
+        for kind, code in (
+            (e.InvalidInput, 422),
+            (e.NotFound, 404),
+            (e.Refused, 409),
+            (e.NetworkError, 502),
+            (e.VerificationError, 502),
+            (e.UnsafeArchive, 502),
+            (e.Cancelled, 409),
+        ):
+            if isinstance(exc, kind):
+                status = code
+                break
+        return status, {"error": one_line(str(exc)), "exit": exc.exit_code}
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return 500, {"error": one_line(f"{exc.strerror or exc}{where}"), "exit": 1}
+    return 500, {"error": f"internal error: {type(exc).__name__}", "exit": 1}
+
+
+@dataclass(eq=False)
+class Job:
+    """One install: its request, its events in order, and how it ended."""
+
+    id: str
+    kind: str
+    request: dict[str, Any]
+    state: State = "running"
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    started: float = field(default_factory=time.monotonic)
+    # (sequence number, event); a progress tick that follows one of the same phase and asset
+    # replaces it under a new number, so a slow reader gets the latest, not every tick
+    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def add(self, data: dict[str, Any]) -> None:
+        seq = next(self._seq)
+        last = self.events[-1][1] if self.events else None
+        tick = not data["message"] and data["phase"] == "downloading"
+        if (
+            last is not None
+            and tick
+            and not last["message"]
+            and (last["phase"], last["asset"]) == (data["phase"], data["asset"])
+        ):
+            self.events[-1] = (seq, data)
+        elif len(self.events) < MAX_EVENTS or data["phase"] in ("done", "failed", "cancelled"):
+            self.events.append((seq, data))
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "request": self.request,
+            "state": self.state,
+            "events": len(self.events),
+            "last": self.events[-1][1] if self.events else None,
+            "result": self.result,
+            "error": self.error,
+        }
+
+    async def stream(self, after: int = 0) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        """Every event after sequence number ``after``, as they come, until the job ends."""
+        while True:
+            changed = self._changed
+            fresh = [(seq, data) for seq, data in self.events if seq > after]
+            for seq, data in fresh:
+                after = seq
+                yield seq, data
+            if self.state != "running" and not [s for s, _ in self.events if s > after]:
+                return
+            await changed.wait()
+
+
+class Jobs:
+    """The server's jobs. Several run at once; the file locks order them against each other
+    and against a CLI on the same data home."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+
+    def get(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def all(self) -> list[Job]:
+        return list(self._jobs.values())
+
+    def start(
+        self,
+        kind: str,
+        request: dict[str, Any],
+        run: Callable[[Callable[[ProgressEvent], None]], Awaitable[Outcome]],
+        result: type[BaseModel],
+    ) -> Job:
+        """Start ``run(on_event)`` as a task and return its job at once; the outcome's data is
+        validated into ``result`` when it ends."""
+        self._forget_old()
+        job = Job(id=secrets.token_hex(8), kind=kind, request=request)
+
+        def on_event(event: ProgressEvent) -> None:
+            data = event_json(event)
+            if event.phase == "done":
+                return  # sent below, with the result
+            if event.phase == "failed":
+                return  # sent below, with the error's body
+            job.add(data)
+
+        async def body() -> None:
+            try:
+                outcome = await run(on_event)
+            except asyncio.CancelledError:
+                job.state = "cancelled"
+                job.error = {"error": "cancelled", "exit": 130}
+                if not job.events or job.events[-1][1]["phase"] != "cancelled":
+                    job.add(event_json(ProgressEvent("cancelled")))
+                raise
+            except Exception as exc:
+                _, body = error_body(exc)
+                job.state, job.error = "failed", body
+                job.add({**event_json(ProgressEvent("failed", message=body["error"])), **body})
+                return
+            data = {**outcome.data, "message": outcome.message, "changed": outcome.changed}
+            if outcome.warnings:
+                data["warnings"] = list(outcome.warnings)
+            job.result = result.model_validate(data).model_dump(
+                mode="json", by_alias=True, exclude_unset=True
+            )
+            job.state = "done"
+            job.add({**event_json(ProgressEvent("done", message=outcome.message)), **job.result})
+
+        job.task = asyncio.get_running_loop().create_task(body(), name=f"{kind} {job.id}")
+        job.task.add_done_callback(_quiet)
+        self._jobs[job.id] = job
+        return job
+
+    def cancel(self, job: Job) -> bool:
+        """Cancel a running job (the Manager cleans up as for Ctrl-C); False when it ended."""
+        if job.task is None or job.task.done():
+            return False
+        job.task.cancel()
+        return True
+
+    async def close(self) -> None:
+        """Cancel every running job and wait for each to finish cleaning up."""
+        running = [j.task for j in self._jobs.values() if j.task and not j.task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+
+    def _forget_old(self) -> None:
+        done = [j for j in self._jobs.values() if j.state != "running"]
+        for job in done[: max(0, len(done) - MAX_FINISHED)]:
+            del self._jobs[job.id]
+
+
+def _quiet(task: asyncio.Task[None]) -> None:
+    """Retrieve a job task's outcome so asyncio does not log a cancelled one."""
+    if not task.cancelled():
+        task.exception()

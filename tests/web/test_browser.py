@@ -1,0 +1,199 @@
+"""The page in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``):
+install a build from the mirror and watch its bar reach 100 %, activate another build, pin
+a model and see the generated config change. The screenshot is kept as a test artifact
+(``BACKENDMGR_SCREENSHOT=path`` to choose where; docs/serve.png was taken so)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backendmgr.mirror import MirrorServer
+from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
+from tests.web.conftest import Running, Setup
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
+SCREENSHOT = os.environ.get("BACKENDMGR_SCREENSHOT")  # read before the fixtures clear it
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER),
+    reason="headless Chromium is not installed (Debian: apt-get install chromium chromium-driver;"
+    " scripts/test does this when run as root)",
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # root in a container has no user namespace for the sandbox
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1500,1500",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+        "--disable-component-update",
+    ):
+        options.add_argument(arg)
+    # the driver named explicitly: Selenium must not look for (or fetch) one of its own
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
+    driver.set_page_load_timeout(20)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait(driver: Any, check: Callable[[Any], Any], what: str, timeout: float = 20) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(check, message=what)
+
+
+def text_of(driver: Any, css: str) -> str:
+    """Read in one step in the page: a refresh may replace the element between two."""
+    text = driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : '';", css
+    )
+    return str(text)
+
+
+def retry(action: Callable[[], Any]) -> Any:
+    """Run a click or a choice again when a refresh replaced the element under it."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for _ in range(20):
+        try:
+            return action()
+        except StaleElementReferenceException:
+            continue
+    return action()
+
+
+def test_the_page_installs_activates_pins_and_shows_the_config(
+    mirror: MirrorServer,
+    mirror_root: Path,
+    setup: Setup,
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    blob = Entry("build/bin/blob.bin", os.urandom(2 << 20))
+    publish(
+        mirror_root,
+        "ggml-org/llama.cpp",
+        "b100",
+        {VULKAN.format(tag="b100"): make_tar([*llama_entries("b100"), blob])},
+        published_at="2026-11-20T00:00:00Z",
+    )
+    publish_llama(mirror_root, "b90", published_at="2026-11-01T00:00:00Z")
+    installed = subprocess.run(
+        [sys.executable, "-m", "backendmgr", "install", "llama-server", "b90"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr
+    mirror.throttle = 2 << 20  # about a second: the bar moves
+    running = Running().start()
+    try:
+        browser.get(running.url + "/")
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "body[data-loaded]"), "the page")
+        assert "llama-server@b90-vulkan" in text_of(browser, "#builds")
+        assert "qwen3-8b-q4_k_m" in text_of(browser, "#models")
+
+        # install b100 (the suggested variant for this GPU is vulkan) and watch the bar
+        def start() -> None:
+            row = browser.find_element(By.CSS_SELECTOR, 'tr[data-component="llama-server"]')
+            variant = Select(row.find_element(By.NAME, "variant"))
+            assert variant.first_selected_option.text == "vulkan"
+            version = row.find_element(By.NAME, "version")
+            version.clear()
+            version.send_keys("b100")
+            row.find_element(By.CSS_SELECTOR, "button[data-install]").click()
+
+        retry(start)
+        bar = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "progress[data-job]"), "bar")
+        seen: list[int] = []
+
+        def finished(d: Any) -> bool:
+            seen.append(int(float(bar[0].get_attribute("value") or 0)))
+            return "installed llama-server@b100-vulkan" in text_of(d, "#jobs")
+
+        wait(browser, finished, "the install to finish", timeout=40)
+        assert int(float(bar[0].get_attribute("value"))) == 100
+        assert "100 %" in text_of(browser, "#jobs")
+        assert any(0 < v < 100 for v in seen), seen  # it moved on the way, not only at the end
+        new_row = 'tr[data-build="llama-server@b100-vulkan"]'
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, new_row), "the new build")
+
+        # activate the new build (b90 stayed activated)
+        retry(
+            lambda: browser.find_element(
+                By.CSS_SELECTOR, 'tr[data-build="llama-server@b100-vulkan"] button[data-activate]'
+            ).click()
+        )
+        wait(
+            browser,
+            lambda d: (
+                text_of(d, 'tr[data-build="llama-server@b100-vulkan"] td:nth-child(2)') == "yes"
+            ),
+            "b100 shown as activated",
+        )
+        assert text_of(browser, 'tr[data-build="llama-server@b90-vulkan"] td:nth-child(2)') == ""
+
+        # pin the model to the old build: the generated config follows
+        before = text_of(browser, "#generated-text")
+        retry(
+            lambda: Select(
+                browser.find_element(By.CSS_SELECTOR, 'select[data-pin="qwen3-8b-q4_k_m"]')
+            ).select_by_value("llama-server@b90-vulkan")
+        )
+        assert 'pinned to "llama-server@b90-vulkan"' not in before
+        wait(
+            browser,
+            lambda d: 'pinned to "llama-server@b90-vulkan"' in text_of(d, "#generated-text"),
+            "the config to follow the pin",
+        )
+        after = text_of(browser, "#generated-text")
+        assert "b90-vulkan/build/bin/llama-server" in after
+        assert "llama-server@b90-vulkan" in text_of(browser, '[data-backend="qwen3-8b-q4_k_m"]')
+        assert "valid" in text_of(browser, "#generated")
+
+        # an error shows where the action was taken, in the CLI's words
+        def set_bad() -> None:
+            box = browser.find_element(By.CSS_SELECTOR, 'input[data-set="qwen3-8b-q4_k_m"]')
+            box.clear()
+            box.send_keys("ctz=5")
+            box.find_element(By.XPATH, "following-sibling::button").click()
+
+        retry(set_bad)
+        model_row = '[data-model="qwen3-8b-q4_k_m"]'
+        wait(browser, lambda d: "error: unknown key" in text_of(d, model_row), "the error")
+        assert "ctx" in text_of(browser, model_row)
+
+        shot = Path(SCREENSHOT or tmp_path / "serve.png")
+        browser.execute_script("window.scrollTo(0, 0)")
+        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    finally:
+        running.stop()

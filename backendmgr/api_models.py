@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .catalog.capabilities import Capabilities
+
 __all__ = [
     "ActivateResult",
     "BackendRowInfo",
@@ -96,6 +98,7 @@ class BuildInfo(_Result):
     sha256: str | None
     verified_by: str | None
     pinned_by: list[str]
+    capabilities: Capabilities | None = None  # what its --help listed at install
 
 
 class BackendRowInfo(_Result):
@@ -110,6 +113,7 @@ class BackendRowInfo(_Result):
     variant: str
     build: bool
     classes: list[str]
+    capabilities: Capabilities | None = None  # the row's build, or a manual row's probe
 
 
 class ModelBackend(_Result):
@@ -129,6 +133,9 @@ class ModelInfo(_Result):
     backend: ModelBackend | None
     skipped: str | None
     notes: list[str]
+    est_vram_gb: float | None = None
+    verified: dict[str, Any] | None = None  # the last `verify` result for this exact command
+    verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
 
 
 class CmdResult(_Result):
@@ -176,6 +183,7 @@ class InstallResult(_Mutation):
     assets: list[dict[str, Any]]
     python: str | None = None
     packages: list[Any] | None = None
+    capabilities: Capabilities | None = None  # what its --help listed (archive and venv builds)
 
 
 class ActivateResult(_Mutation):

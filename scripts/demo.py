@@ -64,8 +64,40 @@ def server_program(tag: str, variant: str, help_text: str) -> bytes:
         '[ -e "$here/libggml.so.0" ] || { echo "libggml.so.0 missing" >&2; exit 127; }\n'
         f'if [ "$1" = "--help" ]; then cat <<\'END\'\n{help_text}END\nexit 0; fi\n'
         f'if [ "$1" = "--list-devices" ]; then cat <<\'END\'\n{devices}END\nexit 0; fi\n'
-        f'echo "version: {tag[1:]} ({tag}) demo build"\n'
+        f'if [ "$1" = "--version" ]; then echo "version: {tag[1:]} ({tag}) demo build"; exit 0; fi\n'
+        f'exec "{sys.executable}" "$here/demo-server.py" "$@"\n'  # serving: see DEMO_SERVER
     ).encode()
+
+
+# What the stand-in runs when llama-swap (or `backendmgr verify`) starts it: an OpenAI-shaped
+# server on --port that is healthy at once and answers every completion with "hello".
+DEMO_SERVER = b"""\
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def answer(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.answer({"status": "ok"})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        reply = {"role": "assistant", "content": "hello"}
+        self.answer({"object": "chat.completion", "choices": [{"index": 0, "message": reply}]})
+
+port = int(sys.argv[sys.argv.index("--port") + 1])
+HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
 
 
 def tarball(tag: str, variant: str, help_text: str) -> bytes:
@@ -85,6 +117,7 @@ def tarball(tag: str, variant: str, help_text: str) -> bytes:
         add("libggml.so.0", link="libggml.so.0.9.4")  # the link comes before its target
         add("llama-server", server_program(tag, variant, help_text), mode=0o755)
         add("libggml.so.0.9.4", b"\x7fELF demo library\n")
+        add("demo-server.py", DEMO_SERVER)
     return buf.getvalue()
 
 
@@ -245,6 +278,11 @@ def main() -> int:
                 "llama-server@b11211-cpu",
             )
             step("Every installed build, which one is active and who pins it", "list")
+            step(
+                "Prove every entry starts: verify runs each model's command on a free port, waits "
+                "for /health, sends one chat request, and stops it",
+                "verify",
+            )
             step("Consistency check", "doctor")
         finally:
             mirror.terminate()

@@ -25,6 +25,8 @@ def test_demo_runs_offline_and_cleans_up() -> None:
     )
     assert "-      --jinja" in pin_step
     assert "activated llama-server@b11211-cpu" in out
+    verify_step = out.split("$ backendmgr verify")[1].split("\n== ")[0]
+    assert "llama-3.2-3b-q8_0: ok in " in verify_step and "qwen3-8b-q4_k_m: ok in " in verify_step
     assert "everything is consistent" in out
     tmp = out.split("/home/builds/")[0].rsplit(" ", 1)[-1].strip()
     assert "backendmgr-demo-" in tmp

@@ -630,6 +630,15 @@ class BuildsMixin(ManagerBase):
             )
         return out
 
+    async def backends_info(self) -> list[dict[str, Any]]:
+        """The registry in order as ``backends --json`` and the HTTP API show it: each row
+        with its classes and capabilities (a manual llama row is probed on first use)."""
+        from ._registry import row_json
+
+        rows = [row_json(r) for r in await self.backends()]
+        caps = await self.backend_capabilities()
+        return [{**r, "capabilities": caps.get(r["id"])} for r in rows]
+
     async def backend_capabilities(self) -> dict[str, dict[str, Any] | None]:
         """Per registry row: its build's receipt capabilities, or a manual llama row's probe
         (run on first use, then cached by path, size and mtime)."""

@@ -437,10 +437,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         "GET", "/api/backends", "the registry in order (★ is default)", am.BackendRowInfo, many=True
     )
     async def backends(request: Request) -> Response:
-        from ..manager import row_json
-
-        rows = [row_json(r) for r in await manager.backends()]
-        return _json(_shape(am.BackendRowInfo, rows, many=True))
+        return _json(_shape(am.BackendRowInfo, await manager.backends_info(), many=True))
 
     @api(
         "POST", "/api/backends", "append a manual row", am.BackendRowResult, body=AddBackendRequest

@@ -43,11 +43,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...manager import row_json
 
-    rows = [row_json(r) for r in await mgr.backends()]
     if out.json_mode:
-        caps = await mgr.backend_capabilities()
-        out.document([{**r, "capabilities": caps.get(r["id"])} for r in rows])
+        out.document(await mgr.backends_info())
         return 0
+    rows = [row_json(r) for r in await mgr.backends()]  # the table probes nothing
     out.table(
         ["", "id", "kind", "classes", "managed", "path"],
         [

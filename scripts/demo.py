@@ -64,7 +64,8 @@ def server_program(tag: str, variant: str, help_text: str) -> bytes:
         '[ -e "$here/libggml.so.0" ] || { echo "libggml.so.0 missing" >&2; exit 127; }\n'
         f'if [ "$1" = "--help" ]; then cat <<\'END\'\n{help_text}END\nexit 0; fi\n'
         f'if [ "$1" = "--list-devices" ]; then cat <<\'END\'\n{devices}END\nexit 0; fi\n'
-        f'if [ "$1" = "--version" ]; then echo "version: {tag[1:]} ({tag}) demo build"; exit 0; fi\n'
+        f'if [ "$1" = "--version" ]; then echo "version: {tag[1:]} ({tag}) demo build"\n'
+        "exit 0; fi\n"
         f'exec "{sys.executable}" "$here/demo-server.py" "$@"\n'  # serving: see DEMO_SERVER
     ).encode()
 

@@ -317,3 +317,27 @@ def extra_keys(model: BaseModel, where: str = "") -> list[str]:
             if isinstance(item, BaseModel):
                 found += extra_keys(item, f"{where}{name}.")
     return found
+
+
+class LockResult(_Mutation):
+    path: str
+    builds: list[str]
+    activated: dict[str, str]
+    changed: bool | None = None
+    fetch: dict[str, Any] | None = None
+
+
+class SyncResult(_Mutation):
+    lock: str
+    install: list[str]
+    reinstall: list[str]
+    activate: list[str]
+    remove: list[str]
+    kept: list[str]
+    dry_run: bool
+    failed: dict[str, str] | None = None
+
+
+class VerifyReport(_Result):
+    results: list[dict[str, Any]]  # one per model run: ok, reason, ready_s, gpu_gib, …
+    failed: int

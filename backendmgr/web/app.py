@@ -98,6 +98,19 @@ class UpdateRequest(_Body):
     generate: bool = True
 
 
+class SyncRequest(_Body):
+    locked: bool = False
+    prune: bool = False
+    force: bool = False
+    dry_run: bool = False
+
+
+class VerifyRequest(_Body):
+    models: list[str] = Field(default_factory=list, max_length=1000)
+    timeout: float | None = Field(default=None, gt=0, le=3600)
+    keep_going: bool = False
+
+
 class PruneRequest(_Body):
     component: str | None = Field(default=None, max_length=200)
     keep: int = Field(default=1, ge=0, le=1000)
@@ -565,6 +578,53 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         req: GenerateRequest = await _body(request, GenerateRequest)
         outcome = await manager.generate(force=req.force, check=req.check)
         return _json(_outcome(am.GenerateResult, outcome))
+
+    @api(
+        "POST",
+        "/api/lock",
+        "write backendmgr.lock beside the config file: every build, asset and SHA-256",
+        am.LockResult,
+    )
+    async def lock(request: Request) -> Response:
+        return _json(_outcome(am.LockResult, await manager.lock()))
+
+    @api(
+        "POST",
+        "/api/sync",
+        "make this machine's builds the lock's: starts a job and answers its id at once",
+        am.JobInfo,
+        body=SyncRequest,
+        status=202,
+    )
+    async def sync(request: Request) -> Response:
+        req: SyncRequest = await _body(request, SyncRequest)
+
+        def run(on_event: Any) -> Awaitable[Outcome]:
+            return manager.sync(
+                locked=req.locked,
+                prune=req.prune,
+                force=req.force,
+                dry_run=req.dry_run,
+                on_event=on_event,
+            )
+
+        job = jobs.start("sync", req.model_dump(), run, am.SyncResult)
+        return _json(job.summary(), 202)
+
+    @api(
+        "POST",
+        "/api/verify",
+        "start each model's entry, wait for health, send one request, stop it",
+        am.VerifyReport,
+        body=VerifyRequest,
+    )
+    async def verify(request: Request) -> Response:
+        req: VerifyRequest = await _body(request, VerifyRequest)
+        results = await manager.verify(
+            req.models or None, timeout=req.timeout, keep_going=req.keep_going
+        )
+        failed = sum(1 for r in results if not r["ok"])
+        return _json(_shape(am.VerifyReport, {"results": results, "failed": failed}))
 
     @api("GET", "/api/doctor", "registry vs disk, stale pins, leftovers", am.DoctorReport)
     async def doctor(request: Request) -> Response:

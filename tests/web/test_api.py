@@ -383,3 +383,31 @@ async def test_hostile_ids_in_the_path_are_names_never_paths(
     assert (await client.get("/api/jobs/..%2F..")).status_code == 404
     assert (await client.get("/api/which/..%2F..%2Fetc%2Fpasswd")).status_code == 404
     assert sorted(p for p in tmp_path.rglob("*") if "home" not in p.parts) == outside
+
+
+@pytest.mark.asyncio
+async def test_lock_sync_and_verify_over_the_api(
+    mirror: MirrorServer, mirror_root: Path, client: httpx.AsyncClient, setup: Setup
+) -> None:
+    """The commands added after the first API round answer over HTTP too, as the CLI does."""
+    big_release(mirror_root, "b100")
+    await sse(client, (await install(client, version="b100"))["id"])
+    locked = await client.post("/api/lock")
+    assert locked.status_code == 200, locked.text
+    body = locked.json()
+    assert body["builds"] == ["llama-server@b100-vulkan"] and body["changed"] is True
+    assert Path(body["path"]) == setup.config.parent / "backendmgr.lock"
+    assert (await client.post("/api/lock")).json()["changed"] is False  # same builds, same bytes
+    job = await client.post("/api/sync", json={"locked": True})
+    assert job.status_code == 202, job.text
+    end = (await sse(client, job.json()["id"]))[-1]
+    assert end["phase"] == "done" and "nothing to do" in end["message"], end
+    # the manual row's stand-in prints a version and exits: verify says why it failed
+    report = await client.post("/api/verify", json={"models": ["qwen3-8b-q4_k_m"], "timeout": 5})
+    assert report.status_code == 200, report.text
+    (result,) = report.json()["results"]
+    assert report.json()["failed"] == 1
+    assert result["id"] == "qwen3-8b-q4_k_m" and result["backend"] == "llama-src"
+    assert result["ok"] is False and result["reason"] == "exited with status 0: version: 1 (b1)"
+    bad = await client.post("/api/verify", json={"models": ["qwen3-8b"], "timeout": 5})
+    assert bad.status_code == 404 and "did you mean qwen3-8b-q4_k_m" in bad.json()["error"]

@@ -212,3 +212,27 @@ def tree(root: Path) -> list[str]:
             rel = p.relative_to(root).as_posix()
             out.append(f"{rel} -> {os.readlink(p)}" if p.is_symlink() else rel)
     return sorted(out)
+
+
+def user_setup(tmp_path: Path, config_path: Path) -> tuple[Path, Path]:
+    """A user's config as the API tests start from: a commented file with one hand-made llama
+    row (a stand-in that prints a version) and a models folder holding one real GGUF header.
+    Returns (models folder, the row's executable)."""
+    from tests.ggufs import write_gguf
+
+    models = tmp_path / "models"
+    write_gguf(models / "qwen3-8b-q4_k_m.gguf", "qwen3", layers=36, ctx=40960)
+    manual = tmp_path / "opt" / "llama-server"
+    manual.parent.mkdir(parents=True)
+    manual.write_text("#!/bin/sh\necho 'version: 1 (b1)'\n")
+    manual.chmod(0o755)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        "# my setup\n"
+        f"models_dirs: [{models}]\n"
+        "backends:\n"
+        "  - id: llama-src   # built from source\n"
+        "    kind: llama\n"
+        f"    path: {manual}\n"
+    )
+    return models, manual

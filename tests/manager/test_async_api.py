@@ -25,8 +25,15 @@ from backendmgr.install.events import ProgressEvent
 from backendmgr.manager import Manager
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from tests.conftest import CliResult
-from tests.ggufs import write_gguf
-from tests.support import Entry, llama_entries, make_tar, publish, publish_llama, tree
+from tests.support import (
+    Entry,
+    llama_entries,
+    make_tar,
+    publish,
+    publish_llama,
+    tree,
+    user_setup,
+)
 
 ORDER = [
     "resolving",
@@ -57,21 +64,7 @@ class Setup:
 def setup(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
     """A user's config with a hand-made row and a models folder, and its generated output."""
     monkeypatch.setenv("BACKENDMGR_VRAM_GB", "24")
-    models = tmp_path / "models"
-    write_gguf(models / "qwen3-8b-q4_k_m.gguf", "qwen3", layers=36, ctx=40960)
-    manual = tmp_path / "opt" / "llama-server"
-    manual.parent.mkdir(parents=True)
-    manual.write_text("#!/bin/sh\necho 'version: 1 (b1)'\n")
-    manual.chmod(0o755)
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(
-        "# my setup\n"
-        f"models_dirs: [{models}]\n"
-        "backends:\n"
-        "  - id: llama-src   # built from source\n"
-        "    kind: llama\n"
-        f"    path: {manual}\n"
-    )
+    models, manual = user_setup(tmp_path, config_path)
     home = tmp_path / "home"
     return Setup(home, config_path, home / "llama-swap.yaml", models, manual)
 

@@ -21,7 +21,7 @@ pytest.importorskip("uvicorn", reason="the web extra is not installed")
 
 from backendmgr.manager import Manager
 from backendmgr.web import Prepared, prepare
-from tests.ggufs import write_gguf
+from tests.support import user_setup
 
 
 @dataclass
@@ -35,21 +35,7 @@ class Setup:
 @pytest.fixture
 def setup(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
     monkeypatch.setenv("BACKENDMGR_VRAM_GB", "24")
-    models = tmp_path / "models"
-    write_gguf(models / "qwen3-8b-q4_k_m.gguf", "qwen3", layers=36, ctx=40960)
-    manual = tmp_path / "opt" / "llama-server"
-    manual.parent.mkdir(parents=True)
-    manual.write_text("#!/bin/sh\necho 'version: 1 (b1)'\n")
-    manual.chmod(0o755)
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(
-        "# my setup\n"
-        f"models_dirs: [{models}]\n"
-        "backends:\n"
-        "  - id: llama-src   # built from source\n"
-        "    kind: llama\n"
-        f"    path: {manual}\n"
-    )
+    models, manual = user_setup(tmp_path, config_path)
     return Setup(tmp_path / "home", config_path, models, manual)
 
 

@@ -129,3 +129,39 @@ def test_a_tampered_stream_is_unpacked_then_thrown_away(
         or tree(home / "builds" / "llama-server") == []
     )
     assert list((home / "downloads").glob("*.part")) == []
+
+
+def test_a_write_failure_in_the_writer_thread_fails_cleanly(
+    mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    """Files over 2 MiB cannot be written (RLIMIT_FSIZE, as on a full disk): one error line,
+    and neither the part file nor a staging folder is left behind."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    release(mirror_root)
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, 2 << 20))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "backendmgr", "install", "llama-server"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=limited,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert done.returncode == 1, done
+    assert done.stderr.splitlines()[-1].startswith("error: File too large"), done.stderr
+    assert "Traceback" not in done.stderr
+    home = tmp_path / "home"
+    assert staged(home) == [] and list((home / "downloads").glob("*.part")) == []
+    assert (
+        not (home / "builds" / "llama-server").exists()
+        or tree(home / "builds" / "llama-server") == []
+    )

@@ -288,7 +288,7 @@ class MirrorProcess:
         self.proc.wait()
 
 
-def bench_install(tmp: Path, size: int, runs: int, connections: int | None) -> list[dict[str, Any]]:
+def bench_install(tmp: Path, size: int, runs: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     mirror_root = tmp / "mirror"
     mirror_root.mkdir()
@@ -333,8 +333,6 @@ def bench_install(tmp: Path, size: int, runs: int, connections: int | None) -> l
                 }
                 env.pop("BACKENDMGR_OFFLINE", None)
                 argv = [PY, "-m", "backendmgr", "-q", "install", "bigtool", "--no-generate"]
-                if connections is not None:
-                    argv += ["--connections", str(connections)]
                 try:
                     return run_measured(argv, env)
                 finally:
@@ -604,7 +602,8 @@ def bench_startup(runs: int, models_env: dict[str, str]) -> list[dict[str, Any]]
         (["list"], 8, None),
         (["backends"], 8, None),
         (["models"], 8, models_env),  # warm: the discovery cache is filled
-        (["__complete", "--", "install", ""], 4, None),
+        (["__complete", "--", "ins"], 4, None),  # a command name: no Manager
+        (["__complete", "--", "install", ""], 4, None),  # component ids: the catalog
     ]
     out = []
     for args, limit, env in cases:
@@ -613,7 +612,8 @@ def bench_startup(runs: int, models_env: dict[str, str]) -> list[dict[str, Any]]
             lambda: run_measured(base),
             runs,
         )
-        name = f"backendmgr {' '.join(a for a in args if a not in ('--', ''))}"
+        shown = " ".join(a for a in args if a != "--")
+        name = f"backendmgr {shown + '<TAB>' if args[0] == '__complete' else shown}"
         out.append(
             row(
                 f"{name} (vs python -c pass)",
@@ -671,9 +671,6 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None, help="runs per side (default 5)")
     parser.add_argument("--size-mib", type=int, default=None, help="install asset size")
     parser.add_argument(
-        "--connections", type=int, default=None, help="pass --connections N to our install"
-    )
-    parser.add_argument(
         "--only",
         default="startup,gguf,generate,concurrent,install",
         help="comma-separated sections to run",
@@ -714,7 +711,7 @@ def main() -> int:
             )
         if "install" in only:
             size = (args.size_mib or (8 if q else 1024)) << 20
-            rows += bench_install(tmp, size, runs, args.connections)
+            rows += bench_install(tmp, size, runs)
     info["bench_seconds"] = round(time.perf_counter() - began, 1)
     if args.json:
         print(json.dumps({"machine": info, "rows": rows}, indent=2))

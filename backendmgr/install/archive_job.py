@@ -151,6 +151,18 @@ class _Follower:
             self._cond.notify()
 
     def read(self, n: int = -1) -> bytes:
+        """``n`` bytes (fewer only at the end), as a buffered file would give them: tarfile
+        sniffs the compression from its first read."""
+        if n < 0:
+            n = 1 << 62
+        pieces: list[bytes] = []
+        got = 0
+        while got < n and (piece := self._read_some(n - got)):
+            pieces.append(piece)
+            got += len(piece)
+        return b"".join(pieces)
+
+    def _read_some(self, n: int) -> bytes:
         while True:
             with self._cond:
                 while not (self.broken or self._done or self._available > self._pos):
@@ -163,7 +175,7 @@ class _Follower:
             if self._fh is None:
                 self._fh = self._part.open("rb", buffering=0)
             self._fh.seek(self._pos)
-            data = self._fh.read(want if n < 0 else min(n, want))
+            data = self._fh.read(min(n, want))
             if data:
                 self._pos += len(data)
                 return data

@@ -10,9 +10,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import queue
 import random
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,8 +29,6 @@ from .events import EventSink, ProgressEvent
 __all__ = ["DataSink", "Downloaded", "download", "part_path"]
 
 CHUNK = 1 << 20
-BATCH = 1 << 20  # bytes handed to the writer thread at a time
-QUEUED = 8  # batches waiting for the writer at most
 MAX_RETRIES = 5
 # An attempt that added at least this much (or finished) was progress: the retry count restarts,
 # so a long download over a link that drops every few hundred KB still completes.
@@ -225,12 +221,13 @@ async def _attempt(
         last_emit = 0.0
         # unbuffered: every piece is in the file when on_data hears of it
         with part.open(mode, buffering=0) as fh:
-            writer = _Writer(fh, digest, on_data, have)
             try:
-                # no re-chunking: every piece goes to the writer as it arrives, and the writer
-                # is drained before anything is raised, so a cut loses nothing
+                # no re-chunking: every piece is written as it arrives, so a cut loses nothing
                 async for chunk in response.aiter_raw():
-                    await writer.add(chunk)
+                    _write_all(fh, chunk)
+                    digest.update(chunk)
+                    if on_data is not None:
+                        on_data(have, len(chunk))
                     have += len(chunk)
                     now = time.monotonic()
                     if emit is not None and now - last_emit >= 0.1:
@@ -238,11 +235,8 @@ async def _attempt(
                         rate = (have - done_at_start) / max(now - started, 1e-6)
                         emit(ProgressEvent("downloading", asset.name, have, total, rate))
             except (httpx.TransportError, httpx.StreamError) as exc:
-                await writer.close()
                 reason = describe_network_failure(exc, final_url, net)
                 raise _Retry(f"connection lost after {have} bytes: {reason}") from exc
-            finally:
-                await writer.close()
         if total is not None and have < total:
             raise _Retry(f"connection closed after {have} of {total} bytes")
         if emit is not None:
@@ -291,71 +285,6 @@ async def download(
                 ) from exc
             wait = exc.wait if exc.wait is not None else backoff * 2 ** (attempt - 1)
             await sleep(wait * (1 + random.random() * 0.25))
-
-
-class _Writer:
-    """Writes and hashes the received pieces in a thread, in order, so that the event loop
-    only receives: pieces go over in batches of about :data:`BATCH`, at most :data:`QUEUED`
-    batches in flight (memory stays bounded when the disk is slower than the link)."""
-
-    def __init__(
-        self, fh: IO[bytes], digest: _Hashes, on_data: DataSink | None, offset: int
-    ) -> None:
-        self._fh = fh
-        self._digest = digest
-        self._on_data = on_data
-        self._offset = offset
-        self._queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=QUEUED)
-        self._batch: list[bytes] = []
-        self._size = 0
-        self._error: BaseException | None = None
-        self._closed = False
-        self._thread = threading.Thread(target=self._run, name="download-writer", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (batch := self._queue.get()) is not None:
-            if self._error is not None:
-                continue  # keep taking batches so that close() never waits on a full queue
-            try:
-                for chunk in batch:
-                    _write_all(self._fh, chunk)
-                    self._digest.update(chunk)
-                    if self._on_data is not None:
-                        self._on_data(self._offset, len(chunk))
-                    self._offset += len(chunk)
-            except BaseException as exc:  # a full disk: raised on the event loop
-                self._error = exc
-
-    async def add(self, chunk: bytes) -> None:
-        self._batch.append(chunk)
-        self._size += len(chunk)
-        if self._size >= BATCH:
-            await self._hand_over()
-        if self._error is not None:
-            raise self._error
-
-    async def _hand_over(self) -> None:
-        batch, self._batch, self._size = self._batch, [], 0
-        while True:
-            try:
-                self._queue.put_nowait(batch)
-                return
-            except queue.Full:
-                await anyio.sleep(0.002)  # the disk is behind: let it catch up
-
-    async def close(self) -> None:
-        """Write everything received so far, then stop; raises what the writer met."""
-        if not self._closed:
-            self._closed = True
-            # shielded: on a cancel too, what was received reaches the file (a bounded wait)
-            with anyio.CancelScope(shield=True):
-                if self._batch:
-                    await self._hand_over()
-                self._queue.put(None)  # never blocks for long: the writer keeps taking
-                await anyio.to_thread.run_sync(self._thread.join)
-        if self._error is not None:
-            raise self._error
 
 
 def _write_all(fh: IO[bytes], data: bytes) -> None:

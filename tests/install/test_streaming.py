@@ -131,7 +131,7 @@ def test_a_tampered_stream_is_unpacked_then_thrown_away(
     assert list((home / "downloads").glob("*.part")) == []
 
 
-def test_a_write_failure_in_the_writer_thread_fails_cleanly(
+def test_a_write_failure_while_streaming_fails_cleanly(
     mirror: MirrorServer, mirror_root: Path, tmp_path: Path
 ) -> None:
     """Files over 2 MiB cannot be written (RLIMIT_FSIZE, as on a full disk): one error line,

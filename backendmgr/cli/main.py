@@ -116,6 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    if args.command == "__complete":  # at every <TAB>: no event loop, no renderer
+        from .commands.completion import complete_now
+
+        return complete_now(args, sys.stdout)
     from .render import Renderer
 
     out = Renderer(json_mode=args.json, quiet=args.quiet)

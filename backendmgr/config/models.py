@@ -14,7 +14,7 @@ __all__ = ["BackendRow", "ModelOverride", "Settings"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=False)
 
 
 class BackendRow(_Frozen):

@@ -15,7 +15,7 @@ __all__ = ["ModelMeta", "hf_quant_label", "meta_from_gguf", "meta_from_hf"]
 
 
 class ModelMeta(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     architecture: str = ""
     type: str = ""

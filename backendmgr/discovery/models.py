@@ -46,7 +46,7 @@ Role = Literal["chat", "embedding", "reranker"]
 
 
 class DiscoveredModel(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     path: str
@@ -64,7 +64,7 @@ class DiscoveredModel(BaseModel):
 
 
 class SkippedModel(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str
     path: str

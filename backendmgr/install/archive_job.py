@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 import httpx
@@ -21,9 +23,16 @@ from ..catalog.matching import AssetChoice, checksum_assets
 from ..errors import InstallFailed, NetworkError
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
-from .download import Downloaded, discard, download, part_path
+from .download import DataSink, Downloaded, discard, download, part_path
 from .events import EventSink, ProgressEvent
-from .extract import MAX_TOTAL, extract, find_executable
+from .extract import (
+    MAX_TOTAL,
+    ExtractReport,
+    extract,
+    extract_stream,
+    find_executable,
+    streamable,
+)
 from .locked import check_locked_assets, verify_locked
 from .probe import probe_build
 from .smoke import smoke_check
@@ -111,9 +120,125 @@ async def _holding(store: BuildStore, parts: list[Path]) -> AsyncIterator[None]:
             lock.release()
 
 
+class _Aborted(Exception):
+    """The download behind a streamed unpack failed or started over."""
+
+
+class _Follower:
+    """A file object over a ``.part`` file that is still being written: reads wait for the
+    downloader's next piece. Started over (a server that ignored ``Range``) or failed, it
+    raises, and the streamed unpack is thrown away."""
+
+    def __init__(self, part: Path, have: int) -> None:
+        self._part = part
+        self._fh: BinaryIO | None = None
+        self._cond = threading.Condition()
+        self._available = have  # bytes on disk the downloader vouches for, in order
+        self._pos = 0
+        self._done = False
+        self.broken = False
+
+    def on_data(self, offset: int, n: int) -> None:
+        """From the downloader, on the event loop: ``n`` bytes at ``offset`` are written."""
+        with self._cond:
+            if offset != self._available:
+                self.broken = True
+            self._available = offset + n
+            self._cond.notify()
+
+    def finish(self, ok: bool) -> None:
+        with self._cond:
+            self._done = True
+            self.broken = self.broken or not ok
+            self._cond.notify()
+
+    def read(self, n: int = -1) -> bytes:
+        """``n`` bytes (fewer only at the end), as a buffered file would give them: tarfile
+        sniffs the compression from its first read."""
+        if n < 0:
+            n = 1 << 62
+        pieces: list[bytes] = []
+        got = 0
+        while got < n and (piece := self._read_some(n - got)):
+            pieces.append(piece)
+            got += len(piece)
+        return b"".join(pieces)
+
+    def _read_some(self, n: int) -> bytes:
+        while True:
+            with self._cond:
+                while not (self.broken or self._done or self._available > self._pos):
+                    self._cond.wait()
+                if self.broken:
+                    raise _Aborted("the download started over")
+                want = self._available - self._pos
+                if want <= 0:
+                    return b""  # done, and everything read
+            if self._fh is None:
+                self._fh = self._part.open("rb", buffering=0)
+            self._fh.seek(self._pos)
+            data = self._fh.read(min(n, want))
+            if data:
+                self._pos += len(data)
+                return data
+            with self._cond:  # truncated under us: only a restart does that
+                self.broken = True
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
 def _discard_all(parts: list[Path]) -> None:
     for part in parts:
         discard(part)
+
+
+async def _download_streaming(
+    fetch: Callable[[ReleaseAsset, DataSink | None], Awaitable[None]],
+    asset: ReleaseAsset,
+    staging: Path,
+    downloads: Path,
+    max_unpacked: int,
+    exe_name: str,
+) -> ExtractReport | None:
+    """Download ``asset`` and unpack it into ``staging`` at the same time, in a thread that
+    follows the part file. The unpack's report, or None when it must be redone from the
+    finished file (it failed, or the download started over)."""
+    part = part_path(downloads, asset)
+    follower = _Follower(part, _size_on_disk(part))
+    outcome: list[ExtractReport | None] = [None]
+
+    def unpack() -> None:
+        try:
+            assert asset.size is not None
+            outcome[0] = extract_stream(
+                follower, asset.name, staging, compressed=asset.size, max_total=max_unpacked
+            )
+        except Exception:  # redone after verification, where it is reported (or not needed)
+            outcome[0] = None
+        finally:
+            follower.close()
+
+    async def download_then_finish() -> None:
+        ok = False
+        try:
+            await fetch(asset, follower.on_data)
+            ok = True
+        finally:
+            follower.finish(ok)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(download_then_finish)
+        tg.start_soon(partial(anyio.to_thread.run_sync, unpack))
+    return None if follower.broken else outcome[0]
+
+
+def _size_on_disk(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 async def install_archive(
@@ -175,7 +300,7 @@ async def _install(
     results: dict[str, Downloaded] = {}
     published = await _published(client, net, plan, downloads)
 
-    async def fetch(asset: ReleaseAsset) -> None:
+    async def fetch(asset: ReleaseAsset, on_data: DataSink | None = None) -> None:
         results[asset.name] = await download(
             client,
             net,
@@ -184,20 +309,37 @@ async def _install(
             emit=emit,
             backoff=backoff,
             algorithms=algorithms_for(asset, published[asset.name]),
+            on_data=on_data,
         )
 
     _emit(emit, ProgressEvent("downloading", plan.choice.primary.name, 0, plan.choice.primary.size))
+    staging: Path | None = None
+    streamed: ExtractReport | None = None
+    primary = plan.choice.primary
     try:
-        async with anyio.create_task_group() as tg:
-            for asset in plan.choice.assets:
-                tg.start_soon(fetch, asset)
+        if len(plan.choice.assets) == 1 and primary.size is not None and streamable(primary.name):
+            # Unpack while downloading into a staging folder that is committed only after
+            # verification, and discarded if anything about the download goes wrong.
+            staging = store.new_staging(plan.target)
+            streamed = await _download_streaming(
+                fetch, primary, staging, downloads, max_unpacked, plan.exe_name
+            )
+        else:
+            async with anyio.create_task_group() as tg:
+                for asset in plan.choice.assets:
+                    tg.start_soon(fetch, asset)
     except BaseExceptionGroup as group:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
         first = first_error(group)
         if isinstance(first, Exception) and not isinstance(first, NetworkError):
             _discard_all(parts)  # refused bytes or a full disk: keep nothing (a cut resumes)
         raise first from None
+    except BaseException:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
 
-    staging: Path | None = None
     try:
         _emit(emit, ProgressEvent("verifying"))
         verified: dict[str, VerifiedBy] = {}
@@ -211,9 +353,14 @@ async def _install(
             if expected_sha256 is not None:
                 verify_locked(asset, results[asset.name], expected_sha256[asset.name])
         _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
-        staging = store.new_staging(plan.target)
-        used = 0
-        for asset in plan.choice.assets:
+        if streamed is None and staging is not None:
+            # the streamed unpack failed: redo it from the verified file, for its own error
+            shutil.rmtree(staging, ignore_errors=True)
+            staging = None
+        if staging is None:
+            staging = store.new_staging(plan.target)
+        used = streamed.bytes if streamed is not None else 0
+        for asset in plan.choice.assets if streamed is None else ():
             report = await anyio.to_thread.run_sync(
                 partial(
                     extract,

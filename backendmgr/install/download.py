@@ -7,6 +7,7 @@ digest, so a later attempt (after Ctrl-C, a dropped connection or a crash) resum
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import random
@@ -14,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import anyio
 import httpx
@@ -24,7 +26,7 @@ from ..net import NetSettings, describe_network_failure
 from ..sources.models import ReleaseAsset
 from .events import EventSink, ProgressEvent
 
-__all__ = ["Downloaded", "download", "part_path"]
+__all__ = ["DataSink", "Downloaded", "download", "part_path"]
 
 CHUNK = 1 << 20
 MAX_RETRIES = 5
@@ -32,6 +34,7 @@ MAX_RETRIES = 5
 # so a long download over a link that drops every few hundred KB still completes.
 PROGRESS_MIN = 64 << 10
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+DataSink = Callable[[int, int], None]  # (offset in the file, bytes just written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +166,7 @@ async def _attempt(
     part: Path,
     emit: EventSink | None,
     algorithms: Iterable[str] = (),
+    on_data: DataSink | None = None,
 ) -> Downloaded:
     have, digest = _hash_existing(part, algorithms)
     total = asset.size
@@ -215,12 +219,15 @@ async def _attempt(
             total = int(response.headers["content-length"])
         started, done_at_start = time.monotonic(), have
         last_emit = 0.0
-        with part.open(mode) as fh:
+        # unbuffered: every piece is in the file when on_data hears of it
+        with part.open(mode, buffering=0) as fh:
             try:
                 # no re-chunking: every piece is written as it arrives, so a cut loses nothing
                 async for chunk in response.aiter_raw():
-                    fh.write(chunk)
+                    _write_all(fh, chunk)
                     digest.update(chunk)
+                    if on_data is not None:
+                        on_data(have, len(chunk))
                     have += len(chunk)
                     now = time.monotonic()
                     if emit is not None and now - last_emit >= 0.1:
@@ -228,7 +235,6 @@ async def _attempt(
                         rate = (have - done_at_start) / max(now - started, 1e-6)
                         emit(ProgressEvent("downloading", asset.name, have, total, rate))
             except (httpx.TransportError, httpx.StreamError) as exc:
-                fh.flush()
                 reason = describe_network_failure(exc, final_url, net)
                 raise _Retry(f"connection lost after {have} bytes: {reason}") from exc
         if total is not None and have < total:
@@ -252,10 +258,12 @@ async def download(
     backoff: float = 0.5,
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     algorithms: Iterable[str] = (),
+    on_data: DataSink | None = None,
 ) -> Downloaded:
     """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time.
 
-    ``algorithms`` are hashed in the same pass as SHA-256 (a release may publish SHA-512)."""
+    ``algorithms`` are hashed in the same pass as SHA-256 (a release may publish SHA-512).
+    ``on_data(offset, n)`` hears of every piece once it is in the file (a reader may follow)."""
     net.require_online(f"downloading {asset.name}")
     downloads.mkdir(parents=True, exist_ok=True)
     part = part_path(downloads, asset)
@@ -263,7 +271,7 @@ async def download(
     while True:
         before = _size_on_disk(part)
         try:
-            return await _attempt(client, net, asset, part, emit, algorithms)
+            return await _attempt(client, net, asset, part, emit, algorithms, on_data)
         except _Retry as exc:
             if _size_on_disk(part) - before >= PROGRESS_MIN:
                 attempt = 0  # the link works, it only drops: resume at once
@@ -277,6 +285,16 @@ async def download(
                 ) from exc
             wait = exc.wait if exc.wait is not None else backoff * 2 ** (attempt - 1)
             await sleep(wait * (1 + random.random() * 0.25))
+
+
+def _write_all(fh: IO[bytes], data: bytes) -> None:
+    """A raw write may take part of the buffer; write the rest."""
+    view = memoryview(data)
+    while view:
+        n = fh.write(view)
+        if not n:
+            raise OSError(errno.EIO, "the download could not be written")
+        view = view[n:]
 
 
 def _size_on_disk(part: Path) -> int:

@@ -6,6 +6,7 @@ exists, because llama.cpp's tarballs list ``libggml.so -> libggml.so.0`` before 
 
 from __future__ import annotations
 
+import contextlib
 import lzma
 import os
 import shutil
@@ -16,11 +17,19 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, Protocol, cast
 
 from ..errors import UnsafeArchive
 
-__all__ = ["MAX_TOTAL", "ExtractReport", "archive_format", "extract", "find_executable"]
+__all__ = [
+    "MAX_TOTAL",
+    "ExtractReport",
+    "archive_format",
+    "extract",
+    "extract_stream",
+    "find_executable",
+    "streamable",
+]
 
 MAX_ENTRIES = 100_000
 MAX_TOTAL = 32 << 30
@@ -28,6 +37,9 @@ MAX_RATIO = 200
 RATIO_FLOOR = 1 << 20
 COPY_CHUNK = 1 << 20
 MAX_LINK_TARGET = 4096
+# tarfile's stream mode reads (and decompresses) this much at a time; its default is 10 KiB
+STREAM_BUFFER = 1 << 20
+STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz")
 
 # What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
 # unknown-method zip member, a NUL byte in a path): one place turns them into UnsafeArchive.
@@ -339,7 +351,7 @@ def _tar_stream(path: Path, kind: str) -> Iterator[tuple[tarfile.TarFile, int | 
             with tarfile.open(fileobj=reader, mode="r|") as tf:
                 yield tf, None
         return
-    with tarfile.open(path, mode="r|*") as tf:
+    with tarfile.open(path, mode="r|*", bufsize=STREAM_BUFFER) as tf:
         yield tf, None
 
 
@@ -347,8 +359,18 @@ def _extract_tar(
     path: Path, root: Path, name: str, kind: str, report: ExtractReport, limit: int
 ) -> None:
     budget = _Budget(name, path.stat().st_size, limit)
+    _extract_members(_tar_stream(path, kind), root, name, report, budget)
+
+
+def _extract_members(
+    stream: Iterator[tuple[tarfile.TarFile, int | None]],
+    root: Path,
+    name: str,
+    report: ExtractReport,
+    budget: _Budget,
+) -> None:
     links: list[_Link] = []
-    for tf, fd in _tar_stream(path, kind):
+    for tf, fd in stream:
         for member in tf:
             budget.entry()
             rel = _safe_relpath(member.name, name)
@@ -401,7 +423,7 @@ def extract(
     about malformed input becomes one UnsafeArchive line here, for every format."""
     report = ExtractReport()
     kind = archive_format(asset_name)
-    try:
+    with _readable(asset_name):
         if kind == "zip":
             _extract_zip(path, root, asset_name, report, max_total)
         elif kind in ("tar", "tar.zst"):
@@ -415,6 +437,43 @@ def extract(
             os.chmod(dest, 0o755)
             report.files += 1
             report.bytes += size
+    return report
+
+
+def streamable(asset_name: str) -> bool:
+    """A compressed tar: read front to back, so it can be unpacked while it downloads."""
+    return asset_name.lower().endswith(STREAMABLE)
+
+
+class Reader(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+def extract_stream(
+    src: Reader, asset_name: str, root: Path, *, compressed: int, max_total: int = MAX_TOTAL
+) -> ExtractReport:
+    """Unpack a compressed tar read from ``src`` as it arrives, with the same checks and
+    limits as :func:`extract`; ``compressed`` (the size the release states) bounds the
+    expansion ratio, since the file is still growing."""
+    report = ExtractReport()
+
+    def members() -> Iterator[tuple[tarfile.TarFile, int | None]]:
+        fileobj = cast(IO[bytes], src)  # stream mode calls read() only
+        with tarfile.open(fileobj=fileobj, mode="r|*", bufsize=STREAM_BUFFER) as tf:
+            yield tf, None
+
+    with _readable(asset_name):
+        _extract_members(
+            members(), root, asset_name, report, _Budget(asset_name, compressed, max_total)
+        )
+    return report
+
+
+@contextlib.contextmanager
+def _readable(asset_name: str) -> Iterator[None]:
+    """Whatever the archive library raises about malformed input becomes one line."""
+    try:
+        yield
     except UnsafeArchive:
         raise
     except Exception as exc:
@@ -423,7 +482,6 @@ def extract(
         text = str(exc).strip()
         reason = text.splitlines()[0][:200] if text else type(exc).__name__
         raise UnsafeArchive(f"{asset_name} is not a readable archive: {reason}") from exc
-    return report
 
 
 def find_executable(root: Path, exe_name: str) -> Path | None:

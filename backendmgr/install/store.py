@@ -38,7 +38,7 @@ RECEIPT_VERSION = 1
 
 
 class AssetRecord(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     url: str
@@ -50,7 +50,7 @@ class AssetRecord(BaseModel):
 class Receipt(BaseModel):
     """The only "installed" signal. ``format`` lets a later backendmgr convert old receipts."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     format: int = RECEIPT_VERSION
     component: str

@@ -34,7 +34,7 @@ __all__ = [
 class InstalledBuild(BaseModel):
     """What the build store knows about one committed build, as the registry needs it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     component: str
     version: str

@@ -12,7 +12,7 @@ __all__ = ["Release", "ReleaseAsset", "newest_releases_first"]
 
 
 class ReleaseAsset(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     url: str
@@ -27,7 +27,7 @@ class ReleaseAsset(BaseModel):
 
 
 class Release(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     tag: str
     name: str = ""

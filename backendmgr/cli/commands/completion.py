@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -165,6 +165,13 @@ def _clean(name: str) -> bool:
 
 async def complete_words(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     """Never fails loudly: a completion that errors prints nothing."""
+    return complete_now(args, out.stdout, mgr)
+
+
+def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None = None) -> int:
+    """The candidates for the last word, one per line. Called straight from ``main`` (no event
+    loop, no renderer), so that completing a command or an option costs about what ``--help``
+    does; the Manager (pydantic, the catalog) is loaded only when ids are asked for."""
     words = list(args.words)
     if words and words[0] == "--":
         words = words[1:]
@@ -174,25 +181,27 @@ async def complete_words(mgr: Manager, args: argparse.Namespace, out: Renderer) 
         from ..main import build_parser
 
         found, seen = analyse(build_parser(), words)
-        if seen:
-            from ...config.paths import Paths
-            from ...manager import Manager as _Manager
-
-            mgr = _Manager(
-                Paths.resolve(
-                    config=seen.get("config") or args.config, home=seen.get("home") or args.home
-                )
-            )
         names: list[str] = []
         for item in found:
-            if item.startswith("kind:"):
-                names += mgr.local_names(item[5:])
-            else:
+            if not item.startswith("kind:"):
                 names.append(item)
+                continue
+            if mgr is None or seen:
+                from ...config.paths import Paths
+                from ...manager import Manager as _Manager
+
+                mgr = _Manager(
+                    Paths.resolve(
+                        config=seen.get("config") or args.config,
+                        home=seen.get("home") or args.home,
+                    )
+                )
+                seen = {}
+            names += mgr.local_names(item[5:])
     except Exception:  # completion must never print a traceback into a prompt
         return 0
     cur = words[-1]
     for name in dict.fromkeys(names):
         if name.startswith(cur) and _clean(name):
-            out.stdout.write(name + "\n")
+            stdout.write(name + "\n")
     return 0

@@ -1,13 +1,16 @@
 """Typed shapes of what the CLI's ``--json`` prints and the HTTP API returns.
 
-The Manager still builds plain dicts; the web API validates them into these models at its
-boundary, and a test holds the CLI's ``--json`` to the same models, so the two cannot drift
-apart. The keys are SPEC §13's; a model allows more keys (``extra="allow"``) so a key added
-later does not break a running server, and the test refuses any key a model does not name.
+The Manager's read operations return these models; the CLI's ``--json``, its tables and the
+HTTP API all serialise them with :func:`dump`, and a test holds the CLI's ``--json`` to the
+same models, so the two cannot drift apart. (Mutations still carry dicts in their
+``Outcome``; the web API validates those into the models at its boundary.) The keys are
+SPEC §13's; a model allows more keys (``extra="allow"``) so a key added later does not break
+a running server, and the test refuses any key a model does not name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,6 +45,7 @@ __all__ = [
     "UpdateResult",
     "VariantHere",
     "WhichResult",
+    "dump",
     "extra_keys",
 ]
 
@@ -304,6 +308,15 @@ class ErrorBody(_Result):
 
 
 JobInfo.model_rebuild()
+
+
+def dump(value: BaseModel | Sequence[BaseModel]) -> Any:
+    """The one way a result becomes JSON, for the CLI's ``--json`` and the HTTP API alike:
+    aliases (``class``, ``from``) as SPEC §13 spells them, and only the keys the Manager set,
+    so a key added with a default stays out of documents that never carried it."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return [dump(item) for item in value]
 
 
 def extra_keys(model: BaseModel, where: str = "") -> list[str]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..api_models import BackendRowInfo, BuildInfo, CatalogEntry, DoctorReport, ReleaseInfo
 from ..catalog.capabilities import Capabilities, missing_gpu
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, unknown
@@ -33,7 +34,7 @@ __all__ = ["BuildsMixin"]
 
 
 class BuildsMixin(ManagerBase):
-    async def catalog_info(self) -> list[dict[str, Any]]:
+    async def catalog_info(self) -> list[CatalogEntry]:
         from ..catalog.manifest import GithubSource
         from ..catalog.matching import suggest_variant
 
@@ -50,22 +51,24 @@ class BuildsMixin(ManagerBase):
             )
             source = m.source
             out.append(
-                {
-                    "id": m.id,
-                    "name": m.name,
-                    "kind": m.kind,
-                    "source": f"github:{source.repo}"
-                    if isinstance(source, GithubSource)
-                    else f"pypi:{source.package}",
-                    "variants": [
-                        {"id": v.id, "available": v.available_on(self.host.platform)}
-                        for v in m.variants
-                    ],
-                    "suggested": suggested,
-                    "why": why,
-                    "installed": [e.id for e in installed if e.receipt.component == m.id],
-                    "activated": activated,
-                }
+                CatalogEntry.model_validate(
+                    {
+                        "id": m.id,
+                        "name": m.name,
+                        "kind": m.kind,
+                        "source": f"github:{source.repo}"
+                        if isinstance(source, GithubSource)
+                        else f"pypi:{source.package}",
+                        "variants": [
+                            {"id": v.id, "available": v.available_on(self.host.platform)}
+                            for v in m.variants
+                        ],
+                        "suggested": suggested,
+                        "why": why,
+                        "installed": [e.id for e in installed if e.receipt.component == m.id],
+                        "activated": activated,
+                    }
+                )
             )
         return out
 
@@ -77,7 +80,7 @@ class BuildsMixin(ManagerBase):
         refresh: bool = False,
         limit: int = 10,
         platform: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ReleaseInfo]:
         from ..catalog.manifest import GithubSource
         from ..catalog.matching import unknown_variant, variants_in_release
 
@@ -94,13 +97,15 @@ class BuildsMixin(ManagerBase):
             if variant is not None and variant not in here:
                 return []
             return [
-                {
-                    "tag": str(v),
-                    "published_at": None,
-                    "prerelease": v.is_prerelease,
-                    "variants": here,
-                    **marks(str(v)),
-                }
+                ReleaseInfo.model_validate(
+                    {
+                        "tag": str(v),
+                        "published_at": None,
+                        "prerelease": v.is_prerelease,
+                        "variants": here,
+                        **marks(str(v)),
+                    }
+                )
                 for v in versions[:limit]
             ]
         async with self._github() as gh:
@@ -111,13 +116,15 @@ class BuildsMixin(ManagerBase):
             if variant is not None and variant not in ships:
                 continue
             out.append(
-                {
-                    "tag": rel.tag,
-                    "published_at": rel.published_at.isoformat() if rel.published_at else None,
-                    "prerelease": rel.prerelease,
-                    "variants": ships,
-                    **marks(rel.tag),
-                }
+                ReleaseInfo.model_validate(
+                    {
+                        "tag": rel.tag,
+                        "published_at": rel.published_at.isoformat() if rel.published_at else None,
+                        "prerelease": rel.prerelease,
+                        "variants": ships,
+                        **marks(rel.tag),
+                    }
+                )
             )
             if len(out) >= limit:
                 break
@@ -595,7 +602,7 @@ class BuildsMixin(ManagerBase):
             },
         )
 
-    async def list_builds(self, component: str | None = None) -> list[dict[str, Any]]:
+    async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
         if component is not None:
             self.manifest(component)
         settings = await self.settings()
@@ -605,39 +612,43 @@ class BuildsMixin(ManagerBase):
             managed = settings.row(r.component)
             primary = r.assets[0] if r.assets else None
             out.append(
-                {
-                    "id": e.id,
-                    "component": r.component,
-                    "version": r.version,
-                    "variant": r.variant,
-                    "activated": bool(
-                        managed
-                        and managed.managed
-                        and managed.version == r.version
-                        and managed.variant == r.variant
-                    ),
-                    "path": str(e.exe_path),
-                    "dir": str(e.dir),
-                    "size_bytes": r.size_bytes,
-                    "installed_at": r.installed_at.isoformat(),
-                    "sha256": primary.sha256 if primary else None,
-                    "verified_by": primary.verified_by if primary else None,
-                    "pinned_by": sorted(
-                        m for m, ov in settings.models.items() if ov.backend == e.id
-                    ),
-                    "capabilities": _caps_json(r.capabilities),
-                }
+                BuildInfo.model_validate(
+                    {
+                        "id": e.id,
+                        "component": r.component,
+                        "version": r.version,
+                        "variant": r.variant,
+                        "activated": bool(
+                            managed
+                            and managed.managed
+                            and managed.version == r.version
+                            and managed.variant == r.variant
+                        ),
+                        "path": str(e.exe_path),
+                        "dir": str(e.dir),
+                        "size_bytes": r.size_bytes,
+                        "installed_at": r.installed_at.isoformat(),
+                        "sha256": primary.sha256 if primary else None,
+                        "verified_by": primary.verified_by if primary else None,
+                        "pinned_by": sorted(
+                            m for m, ov in settings.models.items() if ov.backend == e.id
+                        ),
+                        "capabilities": _caps_json(r.capabilities),
+                    }
+                )
             )
         return out
 
-    async def backends_info(self) -> list[dict[str, Any]]:
+    async def backends_info(self) -> list[BackendRowInfo]:
         """The registry in order as ``backends --json`` and the HTTP API show it: each row
         with its classes and capabilities (a manual llama row is probed on first use)."""
         from ._registry import row_json
 
         rows = [row_json(r) for r in await self.backends()]
         caps = await self.backend_capabilities()
-        return [{**r, "capabilities": caps.get(r["id"])} for r in rows]
+        return [
+            BackendRowInfo.model_validate({**r, "capabilities": caps.get(r["id"])}) for r in rows
+        ]
 
     async def backend_capabilities(self) -> dict[str, dict[str, Any] | None]:
         """Per registry row: its build's receipt capabilities, or a manual llama row's probe
@@ -650,7 +661,7 @@ class BuildsMixin(ManagerBase):
         )
         return {row.id: _caps_json(index.of(row.path)) for row in settings.backends}
 
-    async def doctor(self, *, fix: bool = False) -> dict[str, Any]:
+    async def doctor(self, *, fix: bool = False) -> DoctorReport:
         """Registry against disk, stale pins, missing executables, leftover folders."""
         import shutil as _shutil
 
@@ -697,12 +708,9 @@ class BuildsMixin(ManagerBase):
         output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)
         problems += output_problem
         notes += output_note
-        return {
-            "ok": not problems,
-            "problems": problems,
-            "notes": notes,
-            "fixed": [str(p) for p in removed],
-        }
+        return DoctorReport(
+            ok=not problems, problems=problems, notes=notes, fixed=[str(p) for p in removed]
+        )
 
 
 def _caps_json(caps: Capabilities | None) -> dict[str, Any] | None:

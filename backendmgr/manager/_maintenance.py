@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from filelock import FileLock, Timeout
 
+from ..api_models import ConfigInfo, WhichResult
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, Refused
 from ..install.events import EventSink
@@ -144,9 +145,9 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
     async def _models_losing(self, row_ids: set[str]) -> list[str]:
         """Discovered models whose backend is one of ``row_ids`` (managed or build rows)."""
         return sorted(
-            m["id"]
+            m.id
             for m in await self.models_info()
-            if m["backend"] is not None and m["backend"]["id"] in row_ids
+            if m.backend is not None and m.backend.id in row_ids
         )
 
     # --- update ---------------------------------------------------------------------------
@@ -322,7 +323,7 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
 
     # --- which and config -----------------------------------------------------------------
 
-    async def which(self, target: str) -> dict[str, Any]:
+    async def which(self, target: str) -> WhichResult:
         """The executable that would run for a model, component, build or row, and why."""
         settings = await self.settings()
         row = settings.row(target)
@@ -333,26 +334,26 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
         if target in self.catalog.ids():
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
         for model in await self.models_info():
-            if model["id"] != target:
+            if model.id != target:
                 continue
-            if model["skipped"] or model["backend"] is None:
-                raise Refused(f"{target} is skipped: {model['skipped'] or 'no backend'}")
-            backend = model["backend"]
-            return {
-                "target": target,
-                "type": "model",
-                "row": backend["id"],
-                "path": backend["path"],
-                "exists": _exists(backend["path"]),
-                "reason": backend["reason"],
-                "notes": model["notes"],
-            }
+            if model.skipped or model.backend is None:
+                raise Refused(f"{target} is skipped: {model.skipped or 'no backend'}")
+            backend = model.backend
+            return WhichResult(
+                target=target,
+                type="model",
+                row=backend.id,
+                path=backend.path,
+                exists=_exists(backend.path),
+                reason=backend.reason,
+                notes=model.notes,
+            )
         raise NotFound(
             f'no model, component, build or row "{target}"; see "backendmgr models", '
             '"backendmgr list" and "backendmgr backends"'
         )
 
-    def _which_row(self, settings: Settings, target: str, row_id: str) -> dict[str, Any]:
+    def _which_row(self, settings: Settings, target: str, row_id: str) -> WhichResult:
         row = settings.row(row_id)
         assert row is not None
         if row.build:
@@ -374,15 +375,15 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
         pinned = _pinned_to(settings, row.id)
         if pinned:
             why.append(f"pinned by {', '.join(pinned)}")
-        return {
-            "target": target,
-            "type": kind,
-            "row": row.id,
-            "path": row.path,
-            "exists": _exists(row.path),
-            "reason": "; ".join(why),
-            "notes": [],
-        }
+        return WhichResult(
+            target=target,
+            type=kind,
+            row=row.id,
+            path=row.path,
+            exists=_exists(row.path),
+            reason="; ".join(why),
+            notes=[],
+        )
 
     def local_names(self, kind: str) -> list[str]:
         """Ids from local state only (no network), for shell completion: ``components``,
@@ -403,21 +404,21 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
             return sorted(ids | set(settings.models))
         raise InvalidInput(f'unknown kind of name "{kind}"')
 
-    async def config_info(self) -> dict[str, Any]:
+    async def config_info(self) -> ConfigInfo:
         """Where every file lives, and the settings with their defaults filled in."""
         settings = await self.settings()
         p = self.paths
-        return {
-            "config": str(p.config_file),
-            "config_exists": p.config_file.is_file(),
-            "output": str(self.output_path(settings)),
-            "home": str(p.home),
-            "builds": str(p.builds),
-            "downloads": str(p.downloads),
-            "cache": str(p.cache),
-            "manifests": str(p.user_manifests),
-            "settings": settings.model_dump(mode="json"),
-        }
+        return ConfigInfo(
+            config=str(p.config_file),
+            config_exists=p.config_file.is_file(),
+            output=str(self.output_path(settings)),
+            home=str(p.home),
+            builds=str(p.builds),
+            downloads=str(p.downloads),
+            cache=str(p.cache),
+            manifests=str(p.user_manifests),
+            settings=settings.model_dump(mode="json"),
+        )
 
 
 def _exists(path: str | None) -> bool:

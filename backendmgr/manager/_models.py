@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._locks import hold
+from ..api_models import CmdResult, ModelInfo
 from ..config.models import Settings
 from ..errors import Refused, VerificationError, unknown
 from ..results import Outcome
@@ -76,7 +77,7 @@ class ModelsMixin(ManagerBase):
         found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
         return settings, found, plans, digest
 
-    async def models_info(self) -> list[dict[str, Any]]:
+    async def models_info(self) -> list[ModelInfo]:
         from ..emit.plan import Entry
         from ._verify import cached_result, read_results, verified_text
 
@@ -129,14 +130,14 @@ class ModelsMixin(ManagerBase):
                     "verification": None,
                 }
             )
-        return sorted(out, key=lambda m: m["id"])
+        return sorted((ModelInfo.model_validate(m) for m in out), key=lambda m: m.id)
 
     async def folder_problems(self) -> list[str]:
         """Which ``models_dirs`` entries cannot be scanned, and why (discovery skips them)."""
         settings = await self.settings()
         return await anyio.to_thread.run_sync(_folder_problems, settings.models_dirs)
 
-    async def cmd(self, model_id: str) -> dict[str, Any]:
+    async def cmd(self, model_id: str) -> CmdResult:
         from ..emit.plan import Entry
 
         _, found, plans, _ = await self.plan()
@@ -144,7 +145,7 @@ class ModelsMixin(ManagerBase):
             if model.id == model_id:
                 if not isinstance(planned, Entry):
                     raise Refused(f"{model_id}: {planned.reason}")
-                return {"id": model_id, "argv": planned.argv}
+                return CmdResult(id=model_id, argv=planned.argv)
         skipped = next((s for s in found.skipped if s.id == model_id), None)
         if skipped is not None:
             raise Refused(f"{model_id} is skipped: {skipped.reason}")

@@ -149,13 +149,10 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
-def _shape(model: type[BaseModel], data: Any, *, many: bool = False) -> Any:
-    """Validate the Manager's data into its model and serialise it with the same keys."""
-
-    def one(item: Any) -> Any:
-        return model.model_validate(item).model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-    return [one(item) for item in data] if many else one(data)
+def _shape(model: type[BaseModel], data: Any) -> Any:
+    """Validate what is still a dict (a mutation's data, the generated text) into its model and
+    serialise it as every typed read is serialised."""
+    return am.dump(model.model_validate(data))
 
 
 def _outcome(model: type[BaseModel], outcome: Outcome) -> dict[str, Any]:
@@ -166,9 +163,7 @@ def _outcome(model: type[BaseModel], outcome: Outcome) -> dict[str, Any]:
     }
     if outcome.warnings:
         data["warnings"] = list(outcome.warnings)
-    shaped: dict[str, Any] = model.model_validate(data).model_dump(
-        mode="json", by_alias=True, exclude_unset=True
-    )
+    shaped: dict[str, Any] = _shape(model, data)
     return shaped
 
 
@@ -247,7 +242,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         many=True,
     )
     async def catalog(request: Request) -> Response:
-        return _json(_shape(am.CatalogEntry, await manager.catalog_info(), many=True))
+        return _json(am.dump(await manager.catalog_info()))
 
     @api(
         "GET",
@@ -270,7 +265,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
             refresh=_flag(request, "refresh"),
             limit=limit,
         )
-        return _json(_shape(am.ReleaseInfo, rows, many=True))
+        return _json(am.dump(rows))
 
     @api(
         "GET",
@@ -281,7 +276,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     )
     async def list_builds(request: Request) -> Response:
         rows = await manager.list_builds(request.query_params.get("component") or None)
-        return _json(_shape(am.BuildInfo, rows, many=True))
+        return _json(am.dump(rows))
 
     @api(
         "POST",
@@ -450,7 +445,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         "GET", "/api/backends", "the registry in order (★ is default)", am.BackendRowInfo, many=True
     )
     async def backends(request: Request) -> Response:
-        return _json(_shape(am.BackendRowInfo, await manager.backends_info(), many=True))
+        return _json(am.dump(await manager.backends_info()))
 
     @api(
         "POST", "/api/backends", "append a manual row", am.BackendRowResult, body=AddBackendRequest
@@ -495,14 +490,14 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         many=True,
     )
     async def models(request: Request) -> Response:
-        rows = _shape(am.ModelInfo, await manager.models_info(), many=True)
+        rows = am.dump(await manager.models_info())
         problems = await manager.folder_problems()
         headers = {"x-backendmgr-warnings": json.dumps(problems)} if problems else None
         return JSONResponse(rows, headers=headers)
 
     @api("GET", "/api/models/{model:path}/cmd", "the command line a model gets", am.CmdResult)
     async def cmd(request: Request) -> Response:
-        return _json(_shape(am.CmdResult, await manager.cmd(_param(request, "model"))))
+        return _json(am.dump(await manager.cmd(_param(request, "model"))))
 
     @api(
         "POST",
@@ -628,7 +623,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
 
     @api("GET", "/api/doctor", "registry vs disk, stale pins, leftovers", am.DoctorReport)
     async def doctor(request: Request) -> Response:
-        return _json(_shape(am.DoctorReport, await manager.doctor()))
+        return _json(am.dump(await manager.doctor()))
 
     @api(
         "POST",
@@ -639,17 +634,17 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     )
     async def doctor_fix(request: Request) -> Response:
         req: DoctorRequest = await _body(request, DoctorRequest)
-        return _json(_shape(am.DoctorReport, await manager.doctor(fix=req.fix)))
+        return _json(am.dump(await manager.doctor(fix=req.fix)))
 
     @api(
         "GET", "/api/which/{target:path}", "the executable that would run, and why", am.WhichResult
     )
     async def which(request: Request) -> Response:
-        return _json(_shape(am.WhichResult, await manager.which(_param(request, "target"))))
+        return _json(am.dump(await manager.which(_param(request, "target"))))
 
     @api("GET", "/api/config", "where the files are; the effective settings", am.ConfigInfo)
     async def config(request: Request) -> Response:
-        return _json(_shape(am.ConfigInfo, await manager.config_info()))
+        return _json(am.dump(await manager.config_info()))
 
     # --- the document, the page ---------------------------------------------------------
 

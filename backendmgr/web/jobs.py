@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ..api_models import dump
 from ..errors import BackendmgrError
 from ..install.events import ProgressEvent
 
@@ -185,9 +186,7 @@ class Jobs:
             data = {**outcome.data, "message": outcome.message, "changed": outcome.changed}
             if outcome.warnings:
                 data["warnings"] = list(outcome.warnings)
-            job.result = result.model_validate(data).model_dump(
-                mode="json", by_alias=True, exclude_unset=True
-            )
+            job.result = dump(result.model_validate(data))
             job.state = "done"
             job.add({**event_json(ProgressEvent("done", message=outcome.message)), **job.result})
 

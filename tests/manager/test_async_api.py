@@ -114,7 +114,7 @@ async def assert_old_state(mgr: Manager, setup: Setup, before: tuple[bytes, byte
     assert mgr.builds.leftovers() == []
     assert setup.snapshot() == before
     report = await mgr.doctor()
-    assert report["ok"], report
+    assert report.ok, report
 
 
 async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = True) -> None:
@@ -123,11 +123,11 @@ async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = Tru
     assert outcome.data["id"] == "llama-server@b100-vulkan"
     assert outcome.data["already_installed"] is False
     (build,) = await mgr.list_builds()
-    assert Path(build["path"]).is_file() and build["activated"]
+    assert Path(build.path).is_file() and build.activated
     assert downloads_left(setup.home) == []
     assert mgr.builds.leftovers() == []
     report = await mgr.doctor()
-    assert report["ok"], report
+    assert report.ok, report
 
 
 class Stall:
@@ -246,7 +246,7 @@ async def test_cancel_the_task_mid_download_keeps_the_part_and_resumes(
     (headers,) = [h for p, h in mirror.requests if p.startswith("/download/")]
     assert int(headers["Range"].removeprefix("bytes=").rstrip("-")) >= kept
     (build,) = await mgr.list_builds()
-    assert build["sha256"] == hashlib.sha256(data).hexdigest()
+    assert build.sha256 == hashlib.sha256(data).hexdigest()
 
 
 @pytest.mark.asyncio
@@ -314,8 +314,8 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
     events = await install_cancelled_when(mgr, lambda e: e.phase == phase)
     assert_one_terminal(events, "cancelled")
     (build,) = await mgr.list_builds()
-    assert build["id"] == "llama-server@b100-vulkan" and build["activated"]
-    assert Path(build["path"]).is_file()
+    assert build.id == "llama-server@b100-vulkan" and build.activated
+    assert Path(build.path).is_file()
     assert mgr.builds.leftovers() == []
     assert downloads_left(setup.home) == []
     rows = {r.id: r for r in await mgr.backends()}
@@ -324,7 +324,7 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
     assert setup.config.read_text().startswith("# my setup\n")
     await mgr.generate()
     report = await mgr.doctor()
-    assert report["ok"], report
+    assert report.ok, report
     again = await mgr.install("llama-server", "b100")
     assert again.data["already_installed"] is True
 
@@ -370,7 +370,7 @@ async def test_two_installs_of_different_builds_run_concurrently(
         assert phases(events[tag]) == ORDER
         assert_one_terminal(events[tag], "done")
         assert outcomes[tag].data["id"] == f"llama-server@{tag}-vulkan"
-    assert sorted(b["id"] for b in await mgr.list_builds()) == [
+    assert sorted(b.id for b in await mgr.list_builds()) == [
         "llama-server@b100-vulkan",
         "llama-server@b200-vulkan",
     ]
@@ -384,7 +384,7 @@ async def test_two_installs_of_different_builds_run_concurrently(
     activated = [tag for tag in ("b100", "b200") if outcomes[tag].data["activated"]]
     assert len(activated) == 1  # the first to register; the other stays beside it
     assert rows["llama-server"].version == activated[0]
-    assert (await mgr.doctor())["ok"]
+    assert (await mgr.doctor()).ok
     assert not (await mgr.generate(check=True)).changed
 
 
@@ -411,9 +411,9 @@ async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
     assert sorted(phases(e) for e in events) == [ORDER, ["resolving", "registering", "done"]]
     for e in events:
         assert_one_terminal(e, "done")
-    assert [b["id"] for b in await mgr.list_builds()] == ["llama-server@b100-vulkan"]
+    assert [b.id for b in await mgr.list_builds()] == ["llama-server@b100-vulkan"]
     assert mgr.builds.leftovers() == [] and downloads_left(setup.home) == []
-    assert (await mgr.doctor())["ok"]
+    assert (await mgr.doctor()).ok
 
 
 @pytest.mark.asyncio
@@ -463,7 +463,7 @@ async def test_install_while_pin_and_generate_run(
     document = YAML(typ="safe").load(setup.output.read_text())
     (entry,) = document["models"].values()
     assert str(setup.manual_exe) in entry["cmd"]
-    assert (await mgr.doctor())["ok"]
+    assert (await mgr.doctor()).ok
 
 
 # --- progress events -----------------------------------------------------------------------

@@ -41,10 +41,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
     from ...manager import row_json
 
     if out.json_mode:
-        out.document(await mgr.backends_info())
+        out.document(dump(await mgr.backends_info()))
         return 0
     rows = [row_json(r) for r in await mgr.backends()]  # the table probes nothing
     out.table(

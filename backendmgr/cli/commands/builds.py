@@ -78,20 +78,22 @@ def _positive(text: str) -> int:
 
 
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     rows = await mgr.catalog_info()
     if out.json_mode:
-        out.document(rows)
+        out.document(dump(rows))
         return 0
     out.table(
         ["component", "source", "variants here", "suggested", "why", "activated"],
         [
             [
-                r["id"],
-                r["source"],
-                ",".join(v["id"] for v in r["variants"] if v["available"]),
-                r["suggested"],
-                r["why"],
-                r["activated"] or "-",
+                r.id,
+                r.source,
+                ",".join(v.id for v in r.variants if v.available),
+                r.suggested,
+                r.why,
+                r.activated or "-",
             ]
             for r in rows
         ],
@@ -101,21 +103,23 @@ async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     rows = await mgr.releases(
         args.component, variant=args.variant, refresh=args.refresh, limit=args.limit
     )
     if out.json_mode:
-        out.document(rows)
+        out.document(dump(rows))
         return 0
     out.table(
         ["tag", "published", "pre", "variants here", "installed"],
         [
             [
-                r["tag"],
-                (r["published_at"] or "")[:10],
-                "yes" if r["prerelease"] else "",
-                ",".join(r["variants"]) or "-",
-                ",".join(v + " (activated)" if v == r["activated"] else v for v in r["installed"]),
+                r.tag,
+                (r.published_at or "")[:10],
+                "yes" if r.prerelease else "",
+                ",".join(r.variants) or "-",
+                ",".join(v + " (activated)" if v == r.activated else v for v in r.installed),
             ]
             for r in rows
         ],
@@ -162,21 +166,23 @@ async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
 
 
 async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     rows = await mgr.list_builds(args.component)
     if out.json_mode:
-        out.document(rows)
+        out.document(dump(rows))
         return 0
     out.table(
         ["build", "version", "variant", "activated", "pinned by", "size", "path"],
         [
             [
-                r["id"],
-                r["version"],
-                r["variant"],
-                "yes" if r["activated"] else "",
-                ", ".join(r["pinned_by"]),
-                format_size(r["size_bytes"]),
-                r["path"],
+                r.id,
+                r.version,
+                r.variant,
+                "yes" if r.activated else "",
+                ", ".join(r.pinned_by),
+                "-" if r.size_bytes is None else format_size(r.size_bytes),
+                r.path,
             ]
             for r in rows
         ],
@@ -186,16 +192,18 @@ async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
 
 
 async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     result = await mgr.doctor(fix=args.fix)
     if out.json_mode:
-        out.document(result)
+        out.document(dump(result))
     else:
-        for path in result["fixed"]:
+        for path in result.fixed:
             out.info(f"removed {path}")
-        for note in result["notes"]:
+        for note in result.notes:
             out.warning(note)
-        for problem in result["problems"]:
+        for problem in result.problems:
             out.error(problem)
-        if result["ok"]:
+        if result.ok:
             out.info("everything is consistent")
-    return 0 if result["ok"] else 1
+    return 0 if result.ok else 1

@@ -89,35 +89,41 @@ async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
 
 
 async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     found = await mgr.which(args.target)
     if out.json_mode:
-        out.document(found)
+        out.document(dump(found))
         return 0
-    out.info(found["path"])
-    out.info(f"  {found['type']} → row {found['row']}: {found['reason']}")
-    for note in found["notes"]:
+    out.info(found.path or "")
+    out.info(f"  {found.type} → row {found.row}: {found.reason}")
+    for note in found.notes:
         out.info(f"  note: {note}")
-    if not found["exists"]:
-        out.warning(f"{found['path']} does not exist or is not on PATH")
+    if not found.exists:
+        out.warning(f"{found.path} does not exist or is not on PATH")
     return 0
 
 
 async def config_path(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     info = await mgr.config_info()
     if out.json_mode:
-        out.document({k: v for k, v in info.items() if k != "settings"})
+        out.document({k: v for k, v in dump(info).items() if k != "settings"})
         return 0
-    missing = "" if info["config_exists"] else " (not created yet; defaults apply)"
-    out.info(f"config:    {info['config']}{missing}")
-    out.info(f"generated: {info['output']}")
-    out.info(f"home:      {info['home']}")
+    missing = "" if info.config_exists else " (not created yet; defaults apply)"
+    out.info(f"config:    {info.config}{missing}")
+    out.info(f"generated: {info.output}")
+    out.info(f"home:      {info.home}")
     return 0
 
 
 async def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     info = await mgr.config_info()
     if out.json_mode:
-        out.document(info)
+        out.document(dump(info))
         return 0
     import io
 
@@ -126,7 +132,7 @@ async def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     buf = io.StringIO()
-    yaml.dump(info["settings"], buf)
-    out.info(f"# {info['config']} (defaults filled in); generated file: {info['output']}")
+    yaml.dump(info.settings, buf)
+    out.info(f"# {info.config} (defaults filled in); generated file: {info.output}")
     out.info(buf.getvalue().rstrip("\n"))
     return 0

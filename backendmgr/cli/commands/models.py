@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .common import report
 
 if TYPE_CHECKING:
+    from ...api_models import ModelInfo
     from ...manager import Manager
     from ..render import Renderer
 
@@ -26,21 +27,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
     rows = await mgr.models_info()
     problems = await mgr.folder_problems()
     for problem in problems:
         out.warning(problem)
     if out.json_mode:
-        out.document(rows)
+        out.document(dump(rows))
         return 0
     out.table(
         ["model", "format", "class", "GiB", "backend", "why"],
         [
             [
-                r["id"],
-                r["format"],
-                r["role"] or "-",
-                "" if r["size_gb"] is None else f"{r['size_gb']:.2f}",
+                r.id,
+                r.format,
+                r.role or "-",
+                "" if r.size_gb is None else f"{r.size_gb:.2f}",
                 *_backend_cells(r),
             ]
             for r in rows
@@ -50,35 +53,36 @@ async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return 0
 
 
-def _backend_cells(row: dict[str, Any]) -> list[str]:
-    if row["skipped"]:
-        return ["-", f"skipped: {row['skipped']}"]
-    backend = row["backend"] or {}
+def _backend_cells(row: ModelInfo) -> list[str]:
+    if row.skipped:
+        return ["-", f"skipped: {row.skipped}"]
+    backend = row.backend
     return [
-        backend.get("id") or backend.get("path") or "-",
-        "; ".join([backend.get("reason", ""), *row["notes"], *_checked(row)]),
+        (backend.id or backend.path or "-") if backend else "-",
+        "; ".join([backend.reason if backend else "", *row.notes, *_checked(row)]),
     ]
 
 
-def _checked(row: dict[str, Any]) -> list[str]:
+def _checked(row: ModelInfo) -> list[str]:
     """``verified today: ok in 1.0 s, 6.31 GiB (est 6.42 GiB)`` or ``not verified``."""
-    text = row.get("verification")
+    text = row.verification
     if not text:
         return []
-    measured = (row.get("verified") or {}).get("gpu_gib")
-    if measured is not None and row.get("est_vram_gb") is not None:
-        text += f" (est {row['est_vram_gb']:.2f} GiB)"
+    measured = (row.verified or {}).get("gpu_gib")
+    if measured is not None and row.est_vram_gb is not None:
+        text += f" (est {row.est_vram_gb:.2f} GiB)"
     return [text]
 
 
 async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
     from ...emit.plan import render_token
 
     result = await mgr.cmd(args.model)
     if out.json_mode:
-        out.document(result)
+        out.document(dump(result))
     else:
-        out.stdout.write(" ".join(render_token(t) for t in result["argv"]) + "\n")
+        out.stdout.write(" ".join(render_token(t) for t in result.argv) + "\n")
     return 0
 
 

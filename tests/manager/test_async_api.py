@@ -20,6 +20,7 @@ import anyio
 import pytest
 from ruamel.yaml import YAML
 
+from backendmgr.api_models import BuildInfo, DoctorReport, dump
 from backendmgr.errors import InstallFailed
 from backendmgr.install.events import ProgressEvent
 from backendmgr.manager import Manager
@@ -123,11 +124,13 @@ async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = Tru
     assert outcome.data["id"] == "llama-server@b100-vulkan"
     assert outcome.data["already_installed"] is False
     (build,) = await mgr.list_builds()
+    assert isinstance(build, BuildInfo)  # typed, and dumped with SPEC §13's keys
     assert Path(build.path).is_file() and build.activated
+    assert set(dump(build)) >= {"id", "activated", "path", "installed_at", "pinned_by"}
     assert downloads_left(setup.home) == []
     assert mgr.builds.leftovers() == []
     report = await mgr.doctor()
-    assert report.ok, report
+    assert isinstance(report, DoctorReport) and report.ok, report
 
 
 class Stall:

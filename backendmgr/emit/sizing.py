@@ -292,10 +292,8 @@ def vllm_sizing(
             notes.append("weights exceed the VRAM budget")
         elif kv is None or avail is None:
             ctx = DEFAULT_CTX
-            notes.append(
-                f"max-model-len {DEFAULT_CTX}: "
-                + ("no KV cost model" if kv is None else "no VRAM budget")
-            )
+            why = "no KV cost model" if kv is None else "no VRAM budget"
+            notes.append(f"max-model-len {DEFAULT_CTX}: {why}")
         else:
             ctx = rounded_ctx(max_ctx_for_budget(kv, avail))
         ctx = _cap(ctx, meta)

@@ -23,7 +23,7 @@ from ..catalog.matching import AssetChoice, checksum_assets
 from ..errors import InstallFailed, NetworkError
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
-from .download import DataSink, Downloaded, discard, download, part_path
+from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
 from .events import EventSink, ProgressEvent
 from .extract import (
     MAX_TOTAL,
@@ -206,7 +206,7 @@ async def _download_streaming(
     follows the part file. The unpack's report, or None when it must be redone from the
     finished file (it failed, or the download started over)."""
     part = part_path(downloads, asset)
-    follower = _Follower(part, _size_on_disk(part))
+    follower = _Follower(part, size_on_disk(part))
     outcome: list[ExtractReport | None] = [None]
 
     def unpack() -> None:
@@ -232,13 +232,6 @@ async def _download_streaming(
         tg.start_soon(download_then_finish)
         tg.start_soon(partial(anyio.to_thread.run_sync, unpack))
     return None if follower.broken else outcome[0]
-
-
-def _size_on_disk(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
 
 
 async def install_archive(

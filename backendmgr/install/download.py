@@ -24,6 +24,7 @@ from .._fs import sanitize_segment
 from ..errors import NetworkError, VerificationError
 from ..net import NetSettings, describe_network_failure
 from ..sources.models import ReleaseAsset
+from ..units import format_size
 from .events import EventSink, ProgressEvent
 
 __all__ = ["DataSink", "Downloaded", "download", "part_path"]
@@ -116,15 +117,6 @@ def _count(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
 
 
-def _mib(n: int) -> str:
-    """Sizes in the units ``list`` uses (KiB, MiB, GiB)."""
-    if n < 1 << 20:
-        return f"{n / 1024:.1f} KiB"
-    if n < 1 << 30:
-        return f"{n / (1 << 20):.1f} MiB"
-    return f"{n / (1 << 30):.1f} GiB"
-
-
 def _served_size(response: httpx.Response) -> int | None:
     """The whole file's size as the server states it (Content-Length or Content-Range)."""
     if response.status_code == 206:
@@ -202,8 +194,8 @@ async def _attempt(
             if start != str(have):
                 mode, have, digest = "wb", 0, _Hashes(algorithms)
             elif emit is not None:
-                of = f" of {_mib(total)}" if total is not None else ""
-                message = f"resuming {asset.name} at {_mib(have)}{of}"
+                of = f" of {format_size(total)}" if total is not None else ""
+                message = f"resuming {asset.name} at {format_size(have)}{of}"
                 emit(ProgressEvent("downloading", asset.name, have, total, 0.0, message))
         else:
             mode, have, digest = "wb", 0, _Hashes(algorithms)
@@ -269,11 +261,11 @@ async def download(
     part = part_path(downloads, asset)
     attempt = 0  # attempts in a row that made no progress
     while True:
-        before = _size_on_disk(part)
+        before = size_on_disk(part)
         try:
             return await _attempt(client, net, asset, part, emit, algorithms, on_data)
         except _Retry as exc:
-            if _size_on_disk(part) - before >= PROGRESS_MIN:
+            if size_on_disk(part) - before >= PROGRESS_MIN:
                 attempt = 0  # the link works, it only drops: resume at once
                 if exc.wait is None:
                     continue
@@ -297,7 +289,7 @@ def _write_all(fh: IO[bytes], data: bytes) -> None:
         view = view[n:]
 
 
-def _size_on_disk(part: Path) -> int:
+def size_on_disk(part: Path) -> int:
     try:
         return part.stat().st_size
     except FileNotFoundError:

@@ -21,10 +21,11 @@ from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..results import Outcome
+from ..units import format_size
 from ._builds import BuildsMixin
 from ._models import ModelsMixin
 
-__all__ = ["MaintenanceMixin", "activated_id", "format_size"]
+__all__ = ["MaintenanceMixin", "activated_id"]
 
 
 def activated_id(settings: Settings, component: str) -> str | None:
@@ -425,13 +426,3 @@ def _exists(path: str | None) -> bool:
     if not path:
         return False
     return Path(path).exists() or ("/" not in path and shutil.which(path) is not None)
-
-
-def format_size(n: int) -> str:
-    """Bytes in the units ``list`` shows (B, KiB, MiB, GiB)."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"

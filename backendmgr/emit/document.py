@@ -21,7 +21,7 @@ from ruamel.yaml.tokens import CommentToken
 
 from .plan import Entry, Skip, render_token
 
-__all__ = ["HASH_PREFIX", "build_document", "dump", "entry_cmd", "render_document", "single_line"]
+__all__ = ["HASH_PREFIX", "build_document", "dump", "entry_cmd", "single_line"]
 
 HASH_PREFIX = "# inputs: sha256:"
 _INDENT = 2  # models are keys of the top-level `models:` mapping
@@ -86,11 +86,6 @@ def _skip_lines(skip: Skip) -> list[str]:
         f"SKIPPED {single_line(json.dumps(skip.id))}: {single_line(skip.reason)}",
         *(f"NOTE {single_line(n)}" for n in skip.notes),
     ]
-
-
-def render_document(**kwargs: Any) -> str:
-    """The document's text: :func:`build_document` through the emitter."""
-    return dump(build_document(**kwargs))
 
 
 def build_document(

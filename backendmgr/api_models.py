@@ -2,8 +2,8 @@
 
 The Manager's read operations return these models; the CLI's ``--json``, its tables and the
 HTTP API all serialise them with :func:`dump`, and a test holds the CLI's ``--json`` to the
-same models, so the two cannot drift apart. (Mutations still carry dicts in their
-``Outcome``; the web API validates those into the models at its boundary.) The keys are
+same models, so the two cannot drift apart. Mutations return an :class:`Outcome` subclass,
+which carries the human ``message`` beside the data. The keys are
 SPEC §13's; a model allows more keys (``extra="allow"``) so a key added later does not break
 a running server, and the test refuses any key a model does not name.
 """
@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from .catalog.capabilities import Capabilities
+from .config.models import Settings
+from .results import Outcome
 
 __all__ = [
     "ActivateResult",
+    "AssetInfo",
     "BackendRowInfo",
     "BackendRowResult",
     "BuildInfo",
@@ -28,10 +31,12 @@ __all__ = [
     "ConfigInfo",
     "DoctorReport",
     "ErrorBody",
+    "FetchResult",
     "GenerateResult",
     "GeneratedText",
     "InstallResult",
     "JobInfo",
+    "LockResult",
     "ModelBackend",
     "ModelInfo",
     "ModelSettingsResult",
@@ -40,10 +45,13 @@ __all__ = [
     "ReleaseInfo",
     "RemovedRow",
     "SkippedModel",
+    "SyncResult",
     "UninstallResult",
     "UpdateEntry",
     "UpdateResult",
     "VariantHere",
+    "VerifyReport",
+    "VerifyResult",
     "WhichResult",
     "dump",
     "extra_keys",
@@ -52,15 +60,6 @@ __all__ = [
 
 class _Result(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-
-class _Mutation(_Result):
-    """A mutation's data; the API adds the human ``message`` and ``changed``, and both add
-    ``warnings`` when there are any (the CLI prints them on stderr as well)."""
-
-    warnings: list[str] = Field(default_factory=list)
-    message: str | None = None
-    changed: bool | None = None
 
 
 class VariantHere(_Result):
@@ -127,6 +126,19 @@ class ModelBackend(_Result):
     reason: str
 
 
+class VerifyResult(_Result):
+    """One model's run: whether it served, why not, how long it took and what it used."""
+
+    id: str
+    ok: bool
+    reason: str | None
+    ready_s: float | None
+    gpu_gib: float | None
+    est_vram_gb: float | None
+    backend: str | None = None
+    verified_at: str | None = None
+
+
 class ModelInfo(_Result):
     id: str
     path: str
@@ -138,7 +150,7 @@ class ModelInfo(_Result):
     skipped: str | None
     notes: list[str]
     est_vram_gb: float | None = None
-    verified: dict[str, Any] | None = None  # the last `verify` result for this exact command
+    verified: VerifyResult | None = None  # the last `verify` result for this exact command
     verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
 
 
@@ -173,10 +185,25 @@ class ConfigInfo(_Result):
     downloads: str
     cache: str
     manifests: str
-    settings: dict[str, Any] | None = None
+    settings: Settings | None = None  # the config with every default filled in
+
+    @field_serializer("settings")
+    def _every_setting(self, settings: Settings | None) -> dict[str, Any] | None:
+        # all of them, defaults included: the dump's exclude_unset is for results, not this
+        return None if settings is None else settings.model_dump(mode="json")
 
 
-class InstallResult(_Mutation):
+class AssetInfo(_Result):
+    """One downloaded (or, in a dry run, chosen) asset and how its bytes were checked."""
+
+    name: str
+    url: str
+    size: int | None
+    sha256: str | None
+    verified_by: str | None
+
+
+class InstallResult(Outcome):
     id: str
     component: str
     version: str
@@ -184,13 +211,20 @@ class InstallResult(_Mutation):
     path: str
     activated: bool
     already_installed: bool
-    assets: list[dict[str, Any]]
+    assets: list[AssetInfo]
     python: str | None = None
-    packages: list[Any] | None = None
+    packages: dict[str, str] | None = None  # a venv build's distributions, name -> version
     capabilities: Capabilities | None = None  # what its --help listed (archive and venv builds)
+    # a dry run says where and what it would install
+    dry_run: bool | None = None
+    dir: str | None = None
+    release: str | None = None
+    installer: str | None = None
+    requirement: str | None = None
+    pip_args: list[str] | None = None
 
 
-class ActivateResult(_Mutation):
+class ActivateResult(Outcome):
     id: str
     component: str
     version: str
@@ -199,7 +233,7 @@ class ActivateResult(_Mutation):
     activated: bool
 
 
-class UninstallResult(_Mutation):
+class UninstallResult(Outcome):
     id: str | None
     ids: list[str]
     removed: bool
@@ -207,21 +241,21 @@ class UninstallResult(_Mutation):
     models_fall_back: list[str]
 
 
-class RemovedRow(_Mutation):
+class RemovedRow(Outcome):
     id: str
     removed: bool
 
 
-class BackendRowResult(_Mutation, BackendRowInfo):
+class BackendRowResult(Outcome, BackendRowInfo):
     """``backends add`` and ``default``: the row as it now stands."""
 
 
-class PinResult(_Mutation):
+class PinResult(Outcome):
     model: str
     backend: str | None
 
 
-class ModelSettingsResult(_Mutation):
+class ModelSettingsResult(Outcome):
     """``set``/``unset``: the model id and its overrides as stored (only those set)."""
 
     model: str
@@ -234,7 +268,7 @@ class ModelSettingsResult(_Mutation):
     vllm_tool_parser: str | None = None
     extra_args: str | None = None
     unlisted: bool | None = None
-    llama_swap: dict[str, Any] | None = None
+    llama_swap: dict[str, Any] | None = None  # passed through to llama-swap as the user wrote it
 
 
 class SkippedModel(_Result):
@@ -242,7 +276,7 @@ class SkippedModel(_Result):
     reason: str
 
 
-class GenerateResult(_Mutation):
+class GenerateResult(Outcome):
     output: str
     written: bool
     models: int
@@ -258,18 +292,18 @@ class UpdateEntry(_Result):
     action: str
 
 
-class UpdateResult(_Mutation):
+class UpdateResult(Outcome):
     updates: list[UpdateEntry]
     dry_run: bool
 
 
-class PruneResult(_Mutation):
+class PruneResult(Outcome):
     removed: list[str]
     freed_bytes: int
     dry_run: bool
 
 
-class CacheCleanResult(_Mutation):
+class CacheCleanResult(Outcome):
     freed_bytes: int
     release_listings: list[str]
     partial_downloads: list[str]
@@ -332,15 +366,20 @@ def extra_keys(model: BaseModel, where: str = "") -> list[str]:
     return found
 
 
-class LockResult(_Mutation):
+class FetchResult(Outcome):
+    dir: str
+    fetched: list[str]
+    present: list[str]
+
+
+class LockResult(Outcome):
     path: str
     builds: list[str]
     activated: dict[str, str]
-    changed: bool | None = None
-    fetch: dict[str, Any] | None = None
+    fetch: FetchResult | None = None
 
 
-class SyncResult(_Mutation):
+class SyncResult(Outcome):
     lock: str
     install: list[str]
     reinstall: list[str]
@@ -352,5 +391,5 @@ class SyncResult(_Mutation):
 
 
 class VerifyReport(_Result):
-    results: list[dict[str, Any]]  # one per model run: ok, reason, ready_s, gpu_gib, …
+    results: list[VerifyResult]
     failed: int

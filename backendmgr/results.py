@@ -1,18 +1,43 @@
-"""What an operation returns: data for ``--json`` and a sentence for people (pipx-style)."""
+"""What a mutation returns: one typed document that carries the sentence for people too.
+
+Every mutation of the Manager returns a subclass of :class:`Outcome` (see
+:mod:`backendmgr.api_models`); the CLI prints ``message`` (or, with ``--json``, the whole
+document) and the HTTP API sends the same document, so the two cannot disagree.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = ["Outcome"]
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """The result of one mutation: ``data`` is the JSON document, ``message`` the human line."""
+class Outcome(BaseModel):
+    """The result of one mutation: the data under SPEC §13's keys, plus ``message`` (the human
+    line), ``changed`` (False for a dry run or a no-op) and ``warnings`` (also printed on
+    stderr by the CLI)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     message: str
-    data: dict[str, Any]
     changed: bool = True
-    warnings: tuple[str, ...] = field(default=())
+    warnings: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _shown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # ``changed`` always, ``warnings`` only when there are any: documents are dumped with
+        # exclude_unset, which would otherwise drop a default True and keep an empty list.
+        data: dict[str, Any] = handler(self)
+        data["changed"] = self.changed
+        data.pop("warnings", None)
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
+        return data
+
+    def warn(self, *warnings: str) -> None:
+        """Add warnings found after the result was built (a missing checksum, a GPU build that
+        sees no GPU)."""
+        if warnings:
+            self.warnings = [*self.warnings, *warnings]

@@ -45,14 +45,6 @@ class CheckResult:
     gpu_gib: float | None  # the process group's GPU memory, where nvidia-smi reports it
     pid: int | None  # the child, for callers that check it is gone
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "reason": self.reason,
-            "ready_s": self.ready_s,
-            "gpu_gib": self.gpu_gib,
-        }
-
 
 def free_port() -> int:
     """A port nothing listens on now; the child binds it a moment later."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..units import format_duration, format_size
+
+if TYPE_CHECKING:
+    from ..api_models import InstallResult
 
 __all__ = ["ProgressView", "Renderer", "format_duration", "format_size", "json_error"]
 
@@ -186,14 +189,14 @@ def _speed_column() -> Any:
     return SpeedColumn()
 
 
-def install_summary(data: dict[str, Any], seconds: float) -> str | None:
+def install_summary(result: InstallResult, seconds: float) -> str | None:
     """One line after a finished install: size, time, average speed and how it was verified."""
-    if data.get("dry_run") or data.get("already_installed"):
+    if result.dry_run or result.already_installed:
         return None
-    assets = data.get("assets") or []
-    total = sum(int(a.get("size") or 0) for a in assets)
-    checks = sorted({_VERIFIED.get(str(a.get("verified_by")), "?") for a in assets})
+    assets = result.assets
+    total = sum(a.size or 0 for a in assets)
+    checks = sorted({_VERIFIED.get(str(a.verified_by), "?") for a in assets})
     verified = ", ".join(checks) if checks else "its installer"
     speed = f", {format_size(total / seconds)}/s" if total and seconds > 0 else ""
     size = format_size(total) if assets else "a virtual environment"
-    return f"{data['id']}: {size} in {format_duration(seconds)}{speed}; verified by {verified}"
+    return f"{result.id}: {size} in {format_duration(seconds)}{speed}; verified by {verified}"

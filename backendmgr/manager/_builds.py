@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..api_models import BackendRowInfo, BuildInfo, CatalogEntry, DoctorReport, ReleaseInfo
+from ..api_models import (
+    ActivateResult,
+    AssetInfo,
+    BackendRowInfo,
+    BuildInfo,
+    CatalogEntry,
+    DoctorReport,
+    InstallResult,
+    ReleaseInfo,
+)
 from ..catalog.capabilities import Capabilities, missing_gpu
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, unknown
@@ -20,7 +29,6 @@ from ..install.store import InstalledEntry
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
-from ..results import Outcome
 from ..units import format_size
 
 if TYPE_CHECKING:
@@ -198,7 +206,7 @@ class BuildsMixin(ManagerBase):
         generate: bool = True,
         expected_sha256: Mapping[str, str] | None = None,
         locked_packages: Mapping[str, str] | None = None,
-    ) -> Outcome:
+    ) -> InstallResult:
         """Install one build (SPEC §7); the newest release with this variant when no version.
 
         ``expected_sha256`` and ``locked_packages`` hold it to a lock file (``sync``): the
@@ -253,7 +261,7 @@ class BuildsMixin(ManagerBase):
         generate: bool,
         expected_sha256: Mapping[str, str] | None = None,
         locked_packages: Mapping[str, str] | None = None,
-    ) -> Outcome:
+    ) -> InstallResult:
         from ..catalog.manifest import GithubSource
         from ..catalog.matching import suggest_variant
         from ..install.archive_job import ArchivePlan, install_archive
@@ -288,38 +296,38 @@ class BuildsMixin(ManagerBase):
             target = self.builds.build_dir(component, choice.release.tag, variant)
             plan = ArchivePlan(manifest, choice, os_name, target)
             build_id = registry.build_row_id(component, plan.version, variant)
-            assets = [
-                {
-                    "name": a.name,
-                    "url": a.url,
-                    "size": a.size,
-                    "sha256": a.sha256,
-                    "verified_by": "digest" if a.sha256 else None,
-                }
-                for a in choice.assets
-            ]
             if dry_run:
                 exe = target / manifest.exe_for(os_name)
                 installed = self.builds.get(component, plan.version, variant) is not None
-                data = {
-                    "id": build_id,
-                    "component": component,
-                    "version": plan.version,
-                    "variant": variant,
-                    "path": str(exe),
-                    "dir": str(target),
-                    "release": choice.release.tag,
-                    "activated": False,
-                    "already_installed": installed,
-                    "assets": assets,
-                    "dry_run": True,
-                }
                 lines = [_dry_run_head(build_id, target, installed)]
                 lines += [
                     f"  {a.name}  {_shown_size(a.size)}  {a.url}  sha256:{a.sha256}"
                     for a in choice.assets
                 ]
-                return Outcome("\n".join(lines), data, changed=False)
+                return InstallResult(
+                    message="\n".join(lines),
+                    changed=False,
+                    id=build_id,
+                    component=component,
+                    version=plan.version,
+                    variant=variant,
+                    path=str(exe),
+                    dir=str(target),
+                    release=choice.release.tag,
+                    activated=False,
+                    already_installed=installed,
+                    assets=[
+                        AssetInfo(
+                            name=a.name,
+                            url=a.url,
+                            size=a.size,
+                            sha256=a.sha256,
+                            verified_by="digest" if a.sha256 else None,
+                        )
+                        for a in choice.assets
+                    ],
+                    dry_run=True,
+                )
             present = self.builds.get(component, plan.version, variant) is not None
             waiting = self._on_lock_wait(build_id, emit)
             async with self._build_lock(component, plan.version, variant, waiting) as waited:
@@ -351,8 +359,7 @@ class BuildsMixin(ManagerBase):
             emit=emit,
         )
         if any(a.verified_by == "none" for a in entry.receipt.assets) and not already:
-            warning = "no checksum was published for this build; recorded its SHA-256 only"
-            outcome = Outcome(outcome.message, outcome.data, warnings=(*outcome.warnings, warning))
+            outcome.warn("no checksum was published for this build; recorded its SHA-256 only")
         return outcome
 
     async def _pypi_versions(self, manifest: Manifest, *, prereleases: bool) -> list[Any]:
@@ -385,7 +392,7 @@ class BuildsMixin(ManagerBase):
         emit: EventSink,
         generate: bool,
         locked_packages: Mapping[str, str] | None = None,
-    ) -> Outcome:
+    ) -> InstallResult:
         """A Python-packaged backend: one virtual environment per version and variant."""
         from packaging.version import InvalidVersion, Version
 
@@ -424,27 +431,24 @@ class BuildsMixin(ManagerBase):
         if dry_run:
             installer = "uv" if uv else "pip"
             installed = self.builds.get(manifest.id, ver, variant) is not None
-            data = {
-                "id": build_id,
-                "component": manifest.id,
-                "version": ver,
-                "variant": variant,
-                "path": str(exe),
-                "dir": str(target),
-                "activated": False,
-                "already_installed": installed,
-                "assets": [],
-                "dry_run": True,
-                "installer": installer,
-                "requirement": plan.requirement,
-                "python": manifest.python,
-                "pip_args": [*pip_options(self.environ), *plan.pip_args],
-            }
-            return Outcome(
-                f"{_dry_run_head(build_id, target, installed)}: a virtual "
+            return InstallResult(
+                message=f"{_dry_run_head(build_id, target, installed)}: a virtual "
                 f"environment with {plan.requirement} ({installer})",
-                data,
                 changed=False,
+                id=build_id,
+                component=manifest.id,
+                version=ver,
+                variant=variant,
+                path=str(exe),
+                dir=str(target),
+                activated=False,
+                already_installed=installed,
+                assets=[],
+                dry_run=True,
+                installer=installer,
+                requirement=plan.requirement,
+                python=manifest.python,
+                pip_args=[*pip_options(self.environ), *plan.pip_args],
             )
         present = self.builds.get(manifest.id, ver, variant) is not None
         waiting = self._on_lock_wait(build_id, emit)
@@ -465,7 +469,8 @@ class BuildsMixin(ManagerBase):
             generate=generate,
             emit=emit,
         )
-        outcome.data.update(python=entry.receipt.python, packages=entry.receipt.packages)
+        outcome.python = entry.receipt.python
+        outcome.packages = entry.receipt.packages
         return outcome
 
     async def _finish_install(
@@ -478,7 +483,7 @@ class BuildsMixin(ManagerBase):
         activate: bool,
         generate: bool,
         emit: EventSink,
-    ) -> Outcome:
+    ) -> InstallResult:
         """Register a committed build (archive or venv), regenerate, and say what happened."""
         emit(ProgressEvent("registering"))
         with anyio.CancelScope(shield=True):  # committed: a cancel must not leave it unrecorded
@@ -502,19 +507,20 @@ class BuildsMixin(ManagerBase):
                 f"{head}; {manifest.id} stays on its activated build; switch with "
                 f'"backendmgr activate {entry.id}"'
             )
-        data = {
-            "id": entry.id,
-            "component": manifest.id,
-            "version": receipt.version,
-            "variant": receipt.variant,
-            "path": str(entry.exe_path),
-            "activated": activated,
-            "already_installed": already,
-            "assets": [a.model_dump() for a in receipt.assets],
-            "capabilities": _caps_json(receipt.capabilities),
-        }
         gpu = missing_gpu(entry.id, receipt.variant, receipt.capabilities)
-        return Outcome(message, data, warnings=(gpu,) if gpu and not already else ())
+        return InstallResult(
+            message=message,
+            warnings=[gpu] if gpu and not already else [],
+            id=entry.id,
+            component=manifest.id,
+            version=receipt.version,
+            variant=receipt.variant,
+            path=str(entry.exe_path),
+            activated=activated,
+            already_installed=already,
+            assets=[AssetInfo.model_validate(a.model_dump()) for a in receipt.assets],
+            capabilities=receipt.capabilities,
+        )
 
     @staticmethod
     def _on_lock_wait(build_id: str, emit: EventSink) -> Callable[[int | None], None]:
@@ -584,22 +590,20 @@ class BuildsMixin(ManagerBase):
             hint='see "backendmgr list"',
         )
 
-    async def activate(self, ref: str, *, generate: bool = True) -> Outcome:
+    async def activate(self, ref: str, *, generate: bool = True) -> ActivateResult:
         entry = self._find_build(ref)
         build = entry.as_build()
         await self._register(entry, activate=True)
         if generate:
             await self.regenerate()
-        return Outcome(
-            f"activated {entry.id}; every model not pinned to a build now runs it",
-            {
-                "id": entry.id,
-                "component": build.component,
-                "version": build.version,
-                "variant": build.variant,
-                "path": build.exe,
-                "activated": True,
-            },
+        return ActivateResult(
+            message=f"activated {entry.id}; every model not pinned to a build now runs it",
+            id=entry.id,
+            component=build.component,
+            version=build.version,
+            variant=build.variant,
+            path=build.exe,
+            activated=True,
         )
 
     async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
@@ -633,7 +637,7 @@ class BuildsMixin(ManagerBase):
                         "pinned_by": sorted(
                             m for m, ov in settings.models.items() if ov.backend == e.id
                         ),
-                        "capabilities": _caps_json(r.capabilities),
+                        "capabilities": r.capabilities,
                     }
                 )
             )
@@ -650,7 +654,7 @@ class BuildsMixin(ManagerBase):
             BackendRowInfo.model_validate({**r, "capabilities": caps.get(r["id"])}) for r in rows
         ]
 
-    async def backend_capabilities(self) -> dict[str, dict[str, Any] | None]:
+    async def backend_capabilities(self) -> dict[str, Capabilities | None]:
         """Per registry row: its build's receipt capabilities, or a manual llama row's probe
         (run on first use, then cached by path, size and mtime)."""
         from ._capabilities import capability_index
@@ -659,7 +663,7 @@ class BuildsMixin(ManagerBase):
         index = await anyio.to_thread.run_sync(
             capability_index, settings, self.builds, self.paths.cache
         )
-        return {row.id: _caps_json(index.of(row.path)) for row in settings.backends}
+        return {row.id: index.of(row.path) for row in settings.backends}
 
     async def doctor(self, *, fix: bool = False) -> DoctorReport:
         """Registry against disk, stale pins, missing executables, leftover folders."""
@@ -711,10 +715,6 @@ class BuildsMixin(ManagerBase):
         return DoctorReport(
             ok=not problems, problems=problems, notes=notes, fixed=[str(p) for p in removed]
         )
-
-
-def _caps_json(caps: Capabilities | None) -> dict[str, Any] | None:
-    return caps.model_dump(mode="json") if caps is not None else None
 
 
 def _dry_run_head(build_id: str, target: Path, installed: bool) -> str:

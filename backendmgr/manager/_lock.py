@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from .._fs import atomic_write_bytes
+from ..api_models import FetchResult, LockResult, SyncResult
 from ..config.models import Settings
 from ..errors import BackendmgrError, ConfigError, NetworkError, Refused
 from ..install.events import EventSink
@@ -37,7 +38,6 @@ from ..lockfile import (
     same_build,
     write_lock,
 )
-from ..results import Outcome
 from ._maintenance import MaintenanceMixin, activated_id
 
 __all__ = ["LockMixin"]
@@ -95,7 +95,7 @@ class LockMixin(MaintenanceMixin):
 
     async def lock(
         self, output: str | os.PathLike[str] | None = None, *, fetch: str | None = None
-    ) -> Outcome:
+    ) -> LockResult:
         """Write the lock of this machine's builds; with ``fetch``, download its assets too."""
         path = self.lock_path(output)
         lock = await self.current_lock()
@@ -106,30 +106,30 @@ class LockMixin(MaintenanceMixin):
             if changed
             else f"{path} is up to date ({_plural(len(ids), 'build')})"
         )
-        warnings = () if ids else ("no builds are installed; the lock lists none",)
-        data: dict[str, Any] = {
-            "path": str(path),
-            "builds": ids,
-            "activated": dict(lock.activated),
-            "changed": changed,
-        }
+        result = LockResult(
+            message=head,
+            changed=changed,
+            warnings=[] if ids else ["no builds are installed; the lock lists none"],
+            path=str(path),
+            builds=ids,
+            activated=dict(lock.activated),
+        )
         if fetch is not None:
-            fetched = await self._fetch_lock(lock, Path(fetch).expanduser().absolute())
-            data["fetch"] = fetched.data
-            head += f"; {fetched.message}"
-        return Outcome(head, data, changed=changed, warnings=warnings)
+            result.fetch = await self._fetch_lock(lock, Path(fetch).expanduser().absolute())
+            result.message += f"; {result.fetch.message}"
+        return result
 
     # --- fetch ----------------------------------------------------------------------------
 
     async def fetch(
         self, dest: str | os.PathLike[str], lock: str | os.PathLike[str] | None = None
-    ) -> Outcome:
+    ) -> FetchResult:
         """Download every archive asset of a lock into ``dest``, laid out for the mirror."""
         path = self.lock_path(lock)
         parsed = await anyio.to_thread.run_sync(read_lock, path)
         return await self._fetch_lock(parsed, Path(dest).expanduser().absolute())
 
-    async def _fetch_lock(self, lock: LockFile, dest: Path) -> Outcome:
+    async def _fetch_lock(self, lock: LockFile, dest: Path) -> FetchResult:
         from ..install.download import discard, download
         from ..install.locked import verify_locked
         from ..install.verify import verify
@@ -209,10 +209,12 @@ class LockMixin(MaintenanceMixin):
         )
         if not wanted:
             message = "the lock lists no archive builds; nothing to fetch"
-        return Outcome(
-            message,
-            {"dir": str(dest), "fetched": sorted(fetched), "present": sorted(present)},
+        return FetchResult(
+            message=message,
             changed=bool(fetched),
+            dir=str(dest),
+            fetched=sorted(fetched),
+            present=sorted(present),
         )
 
     # --- sync -----------------------------------------------------------------------------
@@ -278,7 +280,7 @@ class LockMixin(MaintenanceMixin):
         force: bool = False,
         dry_run: bool = False,
         on_event: EventSink | None = None,
-    ) -> Outcome:
+    ) -> SyncResult:
         """Make this machine's builds the lock's (see the module docstring)."""
         path = self.lock_path(lock)
         parsed = await anyio.to_thread.run_sync(read_lock, path)
@@ -301,30 +303,27 @@ class LockMixin(MaintenanceMixin):
         kept = [] if force else [e for e in extras if self._pinned(settings, e.id)]
         remove = [e for e in extras if e not in kept]
         activate = self._to_activate(parsed, settings)
-        plan: dict[str, Any] = {
-            "lock": str(path),
-            "install": [b.id for b in install],
-            "reinstall": [b.id for b in replace],
-            "activate": sorted(activate.values()),
-            "remove": [e.id for e in remove],
-            "kept": [e.id for e in kept],
-            "dry_run": dry_run,
-        }
+        plan = SyncResult(
+            message=f"this machine already matches {path}; nothing to do",
+            changed=False,
+            lock=str(path),
+            install=[b.id for b in install],
+            reinstall=[b.id for b in replace],
+            activate=sorted(activate.values()),
+            remove=[e.id for e in remove],
+            kept=[e.id for e in kept],
+            dry_run=dry_run,
+        )
         warnings = [
             f"kept {e.id}: pinned by {', '.join(self._pinned(settings, e.id))} (--force removes it)"
             for e in kept
         ]
         if not (install or replace or activate or remove):
-            plan["changed"] = False
-            return Outcome(
-                f"this machine already matches {path}; nothing to do",
-                plan,
-                changed=False,
-                warnings=tuple(warnings),
-            )
+            plan.warn(*warnings)
+            return plan
         if dry_run:
-            plan["changed"] = False
-            return Outcome(_describe_plan(plan, would=True), plan, changed=False)
+            plan.message = _describe_plan(plan, would=True)
+            return plan
         failures: dict[str, BackendmgrError] = {}
 
         async def one(build: LockedBuild, reinstall: bool) -> None:
@@ -365,18 +364,18 @@ class LockMixin(MaintenanceMixin):
         finally:
             with anyio.CancelScope(shield=True):
                 await self.regenerate()
-        plan.update(
-            install=[b.id for b in install if b.id not in failures],
-            reinstall=[b.id for b in replace if b.id not in failures],
-            remove=removed,
-            failed={k: str(v) for k, v in sorted(failures.items())},
-            changed=True,
-        )
         if failures:
             build_id, first = sorted(failures.items())[0]
             more = f" ({len(failures) - 1} more failed)" if len(failures) > 1 else ""
             raise type(first)(f"{build_id}: {first}{more}")
-        return Outcome(_describe_plan(plan, would=False), plan, warnings=tuple(warnings))
+        plan.install = [b.id for b in install]
+        plan.reinstall = [b.id for b in replace]
+        plan.remove = removed
+        plan.failed = {}
+        plan.changed = True
+        plan.message = _describe_plan(plan, would=False)
+        plan.warn(*warnings)
+        return plan
 
     @staticmethod
     def _pinned(settings: Settings, build_id: str) -> list[str]:
@@ -397,13 +396,13 @@ def _split(lock: LockFile, build_id: str) -> tuple[str, str, str]:
     return build.component, build.version, build.variant
 
 
-def _describe_plan(plan: dict[str, Any], *, would: bool) -> str:
+def _describe_plan(plan: SyncResult, *, would: bool) -> str:
     verbs = (
         ("install", "would install" if would else "installed"),
         ("reinstall", "would reinstall" if would else "reinstalled"),
         ("activate", "would activate" if would else "activated"),
         ("remove", "would remove" if would else "removed"),
     )
-    parts = [f"{verb} {', '.join(plan[key])}" for key, verb in verbs if plan[key]]
-    head = f"synced with {plan['lock']}" if not would else f"sync with {plan['lock']}"
+    parts = [f"{verb} {', '.join(getattr(plan, key))}" for key, verb in verbs if getattr(plan, key)]
+    head = f"synced with {plan.lock}" if not would else f"sync with {plan.lock}"
     return f"{head}: {'; '.join(parts) or 'nothing changed'}"

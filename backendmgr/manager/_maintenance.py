@@ -7,12 +7,19 @@ import contextlib
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 from filelock import FileLock, Timeout
 
-from ..api_models import ConfigInfo, WhichResult
+from ..api_models import (
+    CacheCleanResult,
+    ConfigInfo,
+    PruneResult,
+    UninstallResult,
+    UpdateEntry,
+    UpdateResult,
+    WhichResult,
+)
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, Refused
 from ..install.events import EventSink
@@ -20,7 +27,6 @@ from ..install.store import InstalledEntry, folder_size
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
-from ..results import Outcome
 from ..units import format_size
 from ._builds import BuildsMixin
 from ._models import ModelsMixin
@@ -77,7 +83,7 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
 
     async def uninstall(
         self, ref: str | Sequence[str], *, force: bool = False, generate: bool = True
-    ) -> Outcome:
+    ) -> UninstallResult:
         """Remove one or more builds; every one is checked first, so none or all go (§9)."""
         refs = [ref] if isinstance(ref, str) else list(ref)
         if not refs:
@@ -131,16 +137,14 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
                 f"these models lose their backend and fall back (SPEC §4): {', '.join(losing)}"
             )
         ids = sorted(entries)
-        return Outcome(
-            f"uninstalled {', '.join(ids)}",
-            {
-                "id": ids[0] if len(ids) == 1 else None,
-                "ids": ids,
-                "removed": True,
-                "rows_removed": gone,
-                "models_fall_back": losing,
-            },
-            warnings=tuple(warnings),
+        return UninstallResult(
+            message=f"uninstalled {', '.join(ids)}",
+            warnings=warnings,
+            id=ids[0] if len(ids) == 1 else None,
+            ids=ids,
+            removed=True,
+            rows_removed=gone,
+            models_fall_back=losing,
         )
 
     async def _models_losing(self, row_ids: set[str]) -> list[str]:
@@ -160,7 +164,7 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
         dry_run: bool = False,
         on_event: EventSink | None = None,
         generate: bool = True,
-    ) -> Outcome:
+    ) -> UpdateResult:
         """Newest release of each installed component, in its activated build's variant.
 
         The release listing is always revalidated (an ETag request), as ``rustup update`` does.
@@ -180,42 +184,42 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
             row = settings.row(component)
             variant = row.variant if current and row else own[0].receipt.variant
             plan.append((component, variant, current))
-        updates: list[dict[str, Any]] = []
+        updates: list[UpdateEntry] = []
         lines: list[str] = []
         for component, variant, current in plan:
             probe = await self.install(component, variant=variant, dry_run=True, refresh=True)
-            newest = probe.data["id"]
-            entry: dict[str, Any] = {
-                "component": component,
-                "variant": variant,
-                "from": current,
-                "to": newest,
-            }
+            newest = probe.id
             if newest == current:
-                entry["action"] = "up-to-date"
+                action = "up-to-date"
                 lines.append(f"{component}: {newest} is the newest {variant} build")
             elif dry_run:
-                entry["action"] = "activate" if probe.data["already_installed"] else "install"
-                verb = "activate" if entry["action"] == "activate" else "install and activate"
+                action = "activate" if probe.already_installed else "install"
+                verb = "activate" if action == "activate" else "install and activate"
                 lines.append(f"{component}: would {verb} {newest} (now {current or 'none'})")
             else:
                 done = await self.install(
                     component,
-                    probe.data["version"],
+                    probe.version,
                     variant=variant,
                     activate=True,
                     on_event=on_event,
                     generate=False,
                 )
-                entry["action"] = "activated" if done.data["already_installed"] else "installed"
+                action = "activated" if done.already_installed else "installed"
                 lines.append(f"{component}: {current or 'none'} -> {newest}")
-            updates.append(entry)
-        if generate and not dry_run and any(u["action"] != "up-to-date" for u in updates):
+            updates.append(
+                UpdateEntry(
+                    component=component, variant=variant, from_=current, to=newest, action=action
+                )
+            )
+        changed = not dry_run and any(u.action != "up-to-date" for u in updates)
+        if generate and changed:
             await self.regenerate()
         if not updates:
             lines.append('nothing is installed; try "backendmgr install llama-server"')
-        changed = not dry_run and any(u["action"] != "up-to-date" for u in updates)
-        return Outcome("\n".join(lines), {"updates": updates, "dry_run": dry_run}, changed=changed)
+        return UpdateResult(
+            message="\n".join(lines), changed=changed, updates=updates, dry_run=dry_run
+        )
 
     # --- prune and cache clean ------------------------------------------------------------
 
@@ -226,7 +230,7 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
         keep: int = 1,
         dry_run: bool = False,
         generate: bool = True,
-    ) -> Outcome:
+    ) -> PruneResult:
         """Remove builds that are neither activated nor pinned, beyond the ``keep`` newest."""
         if keep < 0:
             raise InvalidInput(f"--keep must be 0 or more, not {keep}")
@@ -244,13 +248,18 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
             doomed.append(entry)
         ids = [e.id for e in doomed]
         freed = sum(e.receipt.size_bytes or folder_size(e.dir) for e in doomed)
-        data = {"removed": ids, "freed_bytes": freed, "dry_run": dry_run}
+        result = PruneResult(
+            message=f"{'would remove' if dry_run else 'removed'} {', '.join(ids)}",
+            changed=bool(doomed) and not dry_run,
+            removed=ids,
+            freed_bytes=freed,
+            dry_run=dry_run,
+        )
         if not doomed:
-            return Outcome("nothing to prune", data, changed=False)
-        if dry_run:
-            return Outcome(f"would remove {', '.join(ids)}", data, changed=False)
-        await self.uninstall(ids, generate=generate)
-        return Outcome(f"removed {', '.join(ids)}", data)
+            result.message = "nothing to prune"
+        elif not dry_run:
+            await self.uninstall(ids, generate=generate)
+        return result
 
     def _hold_build_locks(self, stack: contextlib.ExitStack) -> bool:
         """Take every build lock that exists, for as long as ``stack`` lives; False when one
@@ -280,10 +289,10 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
             )
         return listing_files, parts, not free
 
-    async def cache_clean(self, *, dry_run: bool = False) -> Outcome:
+    async def cache_clean(self, *, dry_run: bool = False) -> CacheCleanResult:
         """Release listings, partial downloads and leftover folders; says what it freed."""
 
-        def work() -> dict[str, Any]:
+        def work() -> CacheCleanResult:
             with contextlib.ExitStack() as stack:  # the build locks, while parts are removed
                 listings, parts, busy = self._cache_targets(stack)
                 freed = sum(_size_of(p) for p in (*listings, *parts))
@@ -294,33 +303,24 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
             sizes = {p: _size_of(p) for p in self.builds.leftovers()}
             removed = list(sizes) if dry_run else self.builds.remove_leftovers()
             freed += sum(sizes.get(p, 0) for p in removed)
-            return {
-                "freed_bytes": freed,
-                "release_listings": [str(p) for p in listings],
-                "partial_downloads": [str(p) for p in parts if p.name.endswith(".part")],
-                "leftovers": [str(p) for p in removed],
-                "skipped_partial_downloads": busy,
-                "dry_run": dry_run,
-            }
+            shown_parts = [str(p) for p in parts if p.name.endswith(".part")]
+            counts = (
+                f"{len(listings)} release listing(s), {len(shown_parts)} partial download(s), "
+                f"{len(removed)} leftover folder(s)"
+            )
+            return CacheCleanResult(
+                message=f"{'would free' if dry_run else 'freed'} {format_size(freed)}: {counts}",
+                changed=not dry_run and freed > 0,
+                warnings=["an install is running; its partial downloads were kept"] if busy else [],
+                freed_bytes=freed,
+                release_listings=[str(p) for p in listings],
+                partial_downloads=shown_parts,
+                leftovers=[str(p) for p in removed],
+                skipped_partial_downloads=busy,
+                dry_run=dry_run,
+            )
 
-        data = await anyio.to_thread.run_sync(work)
-        counts = (
-            f"{len(data['release_listings'])} release listing(s), "
-            f"{len(data['partial_downloads'])} partial download(s), "
-            f"{len(data['leftovers'])} leftover folder(s)"
-        )
-        verb = "would free" if dry_run else "freed"
-        warnings = (
-            ("an install is running; its partial downloads were kept",)
-            if data["skipped_partial_downloads"]
-            else ()
-        )
-        return Outcome(
-            f"{verb} {format_size(data['freed_bytes'])}: {counts}",
-            data,
-            changed=not dry_run and data["freed_bytes"] > 0,
-            warnings=warnings,
-        )
+        return await anyio.to_thread.run_sync(work)
 
     # --- which and config -----------------------------------------------------------------
 
@@ -418,7 +418,7 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
             downloads=str(p.downloads),
             cache=str(p.cache),
             manifests=str(p.user_manifests),
-            settings=settings.model_dump(mode="json"),
+            settings=settings,
         )
 
 

@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._locks import hold
-from ..api_models import CmdResult, ModelInfo
+from ..api_models import CmdResult, GeneratedText, GenerateResult, ModelInfo, SkippedModel
 from ..config.models import Settings
 from ..errors import Refused, VerificationError, unknown
-from ..results import Outcome
 
 if TYPE_CHECKING:
     pass
@@ -20,6 +19,8 @@ if TYPE_CHECKING:
 from ._base import ManagerBase
 
 __all__ = ["ModelsMixin"]
+
+MAX_SHOWN = 4 << 20  # bytes of the generated config that ``generated`` returns
 
 
 def _written_problems(target: Path, entries: list[Any]) -> list[str]:
@@ -109,7 +110,7 @@ class ModelsMixin(ManagerBase):
                     "est_vram_gb": (
                         planned.metadata.get("est_vram_gb") if isinstance(planned, Entry) else None
                     ),
-                    "verified": None if checked is None else _public(checked),
+                    "verified": checked,
                     "verification": verified_text(checked) if isinstance(planned, Entry) else None,
                 }
             )
@@ -158,7 +159,7 @@ class ModelsMixin(ManagerBase):
 
     async def generate(
         self, *, output: str | None = None, force: bool = False, check: bool = False
-    ) -> Outcome:
+    ) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
         from filelock import FileLock
 
@@ -187,14 +188,17 @@ class ModelsMixin(ManagerBase):
             current = output_hash(target) if target.exists() else None
             record = written_record(self.paths.home, target)
             edited = await anyio.to_thread.run_sync(edited_by_hand, record, target)
-            data = {
-                "output": str(target),
-                "written": False,
-                "models": len(entries),
-                "skipped": [
-                    {"id": s.id, "reason": s.reason} for s in sorted(skipped, key=lambda s: s.id)
+            result = GenerateResult(
+                message=f"{target} is up to date",
+                changed=False,
+                output=str(target),
+                written=False,
+                models=len(entries),
+                skipped=[
+                    SkippedModel(id=s.id, reason=s.reason)
+                    for s in sorted(skipped, key=lambda s: s.id)
                 ],
-            }
+            )
             if check:
                 if edited:
                     raise Refused(
@@ -211,9 +215,9 @@ class ModelsMixin(ManagerBase):
                         f"{target} does not match its plan: {drift[0]}; "
                         'run "backendmgr generate --force"'
                     )
-                return Outcome(f"{target} is up to date", data, changed=False)
+                return result
             if current == digest and not force and not edited:
-                return Outcome(f"{target} is up to date", data, changed=False)
+                return result
             document = build_document(
                 version=__version__,
                 inputs_hash=digest,
@@ -225,20 +229,61 @@ class ModelsMixin(ManagerBase):
             wrong = check_shape(document)  # e.g. a passthrough value of the wrong type
             if wrong:
                 raise VerificationError(f"the llama-swap config would be invalid: {wrong[0]}")
-            warnings: tuple[str, ...] = ()
             if edited and target.is_file():
                 backup = await anyio.to_thread.run_sync(keep_copy, target)
-                data["backup"] = str(backup)
-                warnings = (f"{target} was modified by hand; kept that copy as {backup}",)
+                result.backup = str(backup)
+                result.warn(f"{target} was modified by hand; kept that copy as {backup}")
             body = dump(document).encode()
             await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
             await anyio.to_thread.run_sync(record_written, record, body)
-            data["written"] = True
-            return Outcome(
-                f"wrote {target}: {len(entries)} models, {len(skipped)} skipped",
-                data,
-                warnings=warnings,
+            result.written = True
+            result.changed = True
+            result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
+            return result
+
+    async def generated(self) -> GeneratedText:
+        """The configured llama-swap file's text, whether it has the shape llama-swap needs,
+        and whether it is what ``generate`` would write now (``generate --check``)."""
+        from ..emit.verify import check_config
+        from ..errors import BackendmgrError, InvalidInput
+
+        target = self.output_path(await self.settings())
+
+        def read() -> str | None:
+            try:
+                with target.open("rb") as f:
+                    raw = f.read(MAX_SHOWN + 1)
+            except FileNotFoundError:
+                return None
+            if len(raw) > MAX_SHOWN:
+                raise InvalidInput(f"{target} is larger than {MAX_SHOWN >> 20} MiB")
+            return raw.decode("utf-8", errors="replace")
+
+        text = await anyio.to_thread.run_sync(read)
+        if text is None:
+            return GeneratedText(
+                output=str(target),
+                exists=False,
+                text="",
+                valid=False,
+                problems=[],
+                up_to_date=False,
+                status=f'{target} does not exist; run "backendmgr generate"',
             )
+        problems = await anyio.to_thread.run_sync(check_config, text, None)
+        try:
+            status, fresh = (await self.generate(check=True)).message, True
+        except BackendmgrError as exc:
+            status, fresh = str(exc), False
+        return GeneratedText(
+            output=str(target),
+            exists=True,
+            text=text,
+            valid=not problems,
+            problems=list(problems),
+            up_to_date=fresh,
+            status=status,
+        )
 
     def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
         """``doctor``: the written config must parse, have the shape llama-swap needs, and,
@@ -275,11 +320,6 @@ class ModelsMixin(ManagerBase):
         """Bring the registry in line with the disk, then rewrite the llama-swap config."""
         await self.sync_registry()
         await self.generate()
-
-
-def _public(record: dict[str, Any]) -> dict[str, Any]:
-    """A cached verify result as ``models --json`` shows it (without the cache key)."""
-    return {k: v for k, v in record.items() if k != "key"}
 
 
 def _folder_problems(dirs: list[str]) -> list[str]:

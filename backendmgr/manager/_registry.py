@@ -6,19 +6,15 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
+from ..api_models import BackendRowResult, ModelSettingsResult, PinResult, RemovedRow
 from ..config.models import BackendRow, ModelOverride, Settings
 from ..errors import InvalidInput, Refused, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
-from ..results import Outcome
-
-if TYPE_CHECKING:
-    pass
-
 from ._base import ManagerBase
 
 __all__ = ["SETTABLE_KEYS", "RegistryMixin", "row_json"]
@@ -46,7 +42,7 @@ class RegistryMixin(ManagerBase):
         default: bool = False,
         force: bool = False,
         generate: bool = True,
-    ) -> Outcome:
+    ) -> BackendRowResult:
         """Append a manual row; a path that is missing or not executable needs ``force``."""
         try:
             new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
@@ -66,37 +62,41 @@ class RegistryMixin(ManagerBase):
 
         added = await self._mutate(change, generate=generate)
         star = " (★)" if added.default else ""
-        warnings = (problem,) if problem else ()
-        return Outcome(f'added backend row "{row_id}"{star}', row_json(added), warnings=warnings)
+        return BackendRowResult(
+            message=f'added backend row "{row_id}"{star}',
+            warnings=[problem] if problem else [],
+            **row_json(added),
+        )
 
-    async def remove_backend(self, row_id: str, *, generate: bool = True) -> Outcome:
+    async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
         def change(s: Settings) -> tuple[Settings, list[str]]:
             rows = registry.remove_manual(s.backends, row_id)
             pinned = [m for m, ov in s.models.items() if ov.backend == row_id]
             return s.model_copy(update={"backends": rows}), pinned
 
         pinned = await self._mutate(change, generate=generate)
-        warnings: tuple[str, ...] = ()
-        if pinned:
-            warnings = (
-                f'pins to "{row_id}" are now stale and fall back: {", ".join(sorted(pinned))}',
-            )
-        return Outcome(
-            f'removed backend row "{row_id}"', {"id": row_id, "removed": True}, warnings=warnings
+        stale = f'pins to "{row_id}" are now stale and fall back: {", ".join(sorted(pinned))}'
+        return RemovedRow(
+            message=f'removed backend row "{row_id}"',
+            warnings=[stale] if pinned else [],
+            id=row_id,
+            removed=True,
         )
 
-    async def set_default(self, row_id: str, *, generate: bool = True) -> Outcome:
+    async def set_default(self, row_id: str, *, generate: bool = True) -> BackendRowResult:
         def change(s: Settings) -> tuple[Settings, BackendRow]:
             rows = registry.set_default(s.backends, row_id)
             return s.model_copy(update={"backends": rows}), next(r for r in rows if r.id == row_id)
 
         row = await self._mutate(change, generate=generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
-        return Outcome(f'"{row_id}" is now the default (★) for {classes}', row_json(row))
+        return BackendRowResult(
+            message=f'"{row_id}" is now the default (★) for {classes}', **row_json(row)
+        )
 
     # --- per-model overrides --------------------------------------------------------------
 
-    async def pin(self, model: str, row_id: str, *, generate: bool = True) -> Outcome:
+    async def pin(self, model: str, row_id: str, *, generate: bool = True) -> PinResult:
         model = _check_model_id(model)
         settings = await self.settings()
         if settings.row(row_id) is None:
@@ -111,16 +111,17 @@ class RegistryMixin(ManagerBase):
             return _with_override(s, model, updated), current.backend != row_id
 
         changed = await self._mutate(change, generate=generate)
-        return Outcome(
-            f'pinned "{model}" to "{row_id}"'
+        return PinResult(
+            message=f'pinned "{model}" to "{row_id}"'
             if changed
             else f'"{model}" was already pinned to "{row_id}"',
-            {"model": model, "backend": row_id},
             changed=changed,
-            warnings=warnings,
+            warnings=list(warnings),
+            model=model,
+            backend=row_id,
         )
 
-    async def unpin(self, model: str, *, generate: bool = True) -> Outcome:
+    async def unpin(self, model: str, *, generate: bool = True) -> PinResult:
         model = _check_model_id(model)
 
         def change(s: Settings) -> tuple[Settings, str | None]:
@@ -129,15 +130,18 @@ class RegistryMixin(ManagerBase):
             return _with_override(s, model, updated), current.backend
 
         previous = await self._mutate(change, generate=generate)
-        if previous is None:
-            return Outcome(
-                f'"{model}" has no pin', {"model": model, "backend": None}, changed=False
-            )
-        return Outcome(f'unpinned "{model}" (was "{previous}")', {"model": model, "backend": None})
+        return PinResult(
+            message=f'unpinned "{model}" (was "{previous}")'
+            if previous
+            else f'"{model}" has no pin',
+            changed=previous is not None,
+            model=model,
+            backend=None,
+        )
 
     async def set_overrides(
         self, model: str, values: Mapping[str, str], *, generate: bool = True
-    ) -> Outcome:
+    ) -> ModelSettingsResult:
         """Validate ``KEY=VALUE`` strings against the override model, then store them."""
         model = _check_model_id(model)
         if not values:
@@ -163,8 +167,11 @@ class RegistryMixin(ManagerBase):
         if "vllm_tool_parser" in parsed:
             warnings += await self._tool_parser_warnings(model)
         shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
-        return Outcome(
-            f'set {shown} for "{model}"', {"model": model, **updated.to_yaml()}, warnings=warnings
+        return ModelSettingsResult(
+            message=f'set {shown} for "{model}"',
+            warnings=list(warnings),
+            model=model,
+            **updated.to_yaml(),
         )
 
     async def _model_warnings(
@@ -207,7 +214,7 @@ class RegistryMixin(ManagerBase):
 
     async def unset_overrides(
         self, model: str, keys: Sequence[str], *, generate: bool = True
-    ) -> Outcome:
+    ) -> ModelSettingsResult:
         model = _check_model_id(model)
         if not keys:
             raise InvalidInput("give at least one KEY to unset")
@@ -220,8 +227,8 @@ class RegistryMixin(ManagerBase):
             return _with_override(s, model, updated), updated
 
         updated = await self._mutate(change, generate=generate)
-        return Outcome(
-            f'unset {", ".join(keys)} for "{model}"', {"model": model, **updated.to_yaml()}
+        return ModelSettingsResult(
+            message=f'unset {", ".join(keys)} for "{model}"', model=model, **updated.to_yaml()
         )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ..api_models import VerifyResult
 from ..errors import InvalidInput, unknown
 from ._base import ManagerBase
 from ._models import ModelsMixin
@@ -69,22 +70,24 @@ REASON_SHOWN = 100
 """Characters of a failure's reason that ``models`` shows beside the entry."""
 
 
-def verified_text(record: dict[str, Any] | None, now: datetime | None = None) -> str:
+def verified_text(record: VerifyResult | None, now: datetime | None = None) -> str:
     """``verified today: ok in 1.0 s, 6.31 GiB`` or ``not verified``."""
-    if not record:
+    if record is None:
         return "not verified"
     try:
-        when = datetime.fromisoformat(str(record.get("verified_at")))
+        when = datetime.fromisoformat(str(record.verified_at))
     except ValueError:
         return "not verified"
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
     days = ((now or datetime.now(UTC)).date() - when.astimezone(UTC).date()).days
     ago = {0: "today", 1: "yesterday"}.get(days, f"{days} days ago")
-    if record.get("ok"):
-        parts = [f"ok in {record.get('ready_s', 0):.1f} s"]
-        if isinstance(record.get("gpu_gib"), (int, float)):
-            parts.append(f"{record['gpu_gib']:.2f} GiB")
+    if record.ok:
+        parts = [f"ok in {record.ready_s or 0:.1f} s"]
+        if record.gpu_gib is not None:
+            parts.append(f"{record.gpu_gib:.2f} GiB")
         return f"verified {ago}: " + ", ".join(parts)
-    reason = str(record.get("reason") or "unknown reason").split(" | ")[0]
+    reason = (record.reason or "unknown reason").split(" | ")[0]
     if len(reason) > REASON_SHOWN:  # the whole output is in verify's own report, not here
         reason = reason[: REASON_SHOWN - 1] + "…"
     return f"verified {ago}: failed ({reason})"
@@ -116,12 +119,18 @@ def read_results(mgr: ManagerBase) -> dict[str, Any]:
     return _read_cache(mgr.paths.home / CACHE_NAME)
 
 
-def cached_result(mgr: ManagerBase, entry: Entry, cache: dict[str, Any]) -> dict[str, Any] | None:
-    """The cached result for ``entry`` when its command and build are unchanged."""
+def cached_result(mgr: ManagerBase, entry: Entry, cache: dict[str, Any]) -> VerifyResult | None:
+    """The cached result for ``entry`` when its command and build are unchanged (a record
+    of the wrong shape reads as not verified)."""
+    from pydantic import ValidationError
+
     record = cache.get(entry.model.id)
     if not isinstance(record, dict) or record.get("key") != verify_key(mgr, entry):
         return None
-    return dict(record)
+    try:
+        return VerifyResult.model_validate({k: v for k, v in record.items() if k != "key"})
+    except ValidationError:
+        return None
 
 
 def _bind(
@@ -156,9 +165,9 @@ class VerifyMixin(ModelsMixin):
         *,
         timeout: float | None = None,
         keep_going: bool = False,
-        on_result: Callable[[dict[str, Any]], None] | None = None,
+        on_result: Callable[[VerifyResult], None] | None = None,
         on_start: Callable[[str, int], None] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[VerifyResult]:
         """Check each named model (all emitted ones when none): one result per model run.
 
         Without ``keep_going`` the first failure ends the run. ``on_start`` hears each child's
@@ -188,18 +197,18 @@ class VerifyMixin(ModelsMixin):
         if not model_ids:
             chosen = sorted((i, p) for i, p in by_id.items() if isinstance(p, Entry))
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
-        results: list[dict[str, Any]] = []
+        results: list[VerifyResult] = []
         for model_id, planned in chosen:
             if not isinstance(planned, Entry):
                 reason = planned if isinstance(planned, str) else planned.reason
-                result: dict[str, Any] = {
-                    "id": model_id,
-                    "ok": False,
-                    "reason": f"skipped: {reason}",
-                    "ready_s": None,
-                    "gpu_gib": None,
-                    "est_vram_gb": None,
-                }
+                result = VerifyResult(
+                    id=model_id,
+                    ok=False,
+                    reason=f"skipped: {reason}",
+                    ready_s=None,
+                    gpu_gib=None,
+                    est_vram_gb=None,
+                )
             else:
                 check = await check_command(
                     planned.argv,
@@ -210,18 +219,21 @@ class VerifyMixin(ModelsMixin):
                     env=self.environ,
                     on_start=_bind(on_start, model_id),
                 )
-                result = {
-                    "id": model_id,
-                    **check.as_dict(),
-                    "est_vram_gb": planned.metadata.get("est_vram_gb"),
-                    "backend": planned.resolution.row.id if planned.resolution.row else None,
-                    "verified_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-                record = {**result, "key": verify_key(self, planned)}
+                result = VerifyResult(
+                    id=model_id,
+                    ok=check.ok,
+                    reason=check.reason,
+                    ready_s=check.ready_s,
+                    gpu_gib=check.gpu_gib,
+                    est_vram_gb=planned.metadata.get("est_vram_gb"),
+                    backend=planned.resolution.row.id if planned.resolution.row else None,
+                    verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                )
+                record = {**result.model_dump(mode="json"), "key": verify_key(self, planned)}
                 await anyio.to_thread.run_sync(self._record, model_id, record)
             results.append(result)
             if on_result is not None:
                 on_result(result)
-            if not result["ok"] and not keep_going:
+            if not result.ok and not keep_going:
                 break
         return results

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["create_app", "openapi_document"]
 
 MAX_BODY = 64 << 10  # a request body: a few ids and settings, never more
-MAX_SHOWN = 4 << 20  # the generated config shown on the page
 
 
 # --- request bodies ---------------------------------------------------------------------
@@ -147,24 +146,6 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
-
-
-def _shape(model: type[BaseModel], data: Any) -> Any:
-    """Validate what is still a dict (a mutation's data, the generated text) into its model and
-    serialise it as every typed read is serialised."""
-    return am.dump(model.model_validate(data))
-
-
-def _outcome(model: type[BaseModel], outcome: Outcome) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        **outcome.data,
-        "message": outcome.message,
-        "changed": outcome.changed,
-    }
-    if outcome.warnings:
-        data["warnings"] = list(outcome.warnings)
-    shaped: dict[str, Any] = _shape(model, data)
-    return shaped
 
 
 async def _body(request: Request, model: type[_Body]) -> Any:
@@ -304,7 +285,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                 generate=req.generate,
             )
 
-        job = jobs.start("install", req.model_dump(), run, am.InstallResult)
+        job = jobs.start("install", req.model_dump(), run)
         return _json(job.summary(), 202)
 
     @api(
@@ -317,7 +298,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def activate(request: Request) -> Response:
         req: GenerateFlag = await _body(request, GenerateFlag)
         outcome = await manager.activate(_param(request, "build"), generate=req.generate)
-        return _json(_outcome(am.ActivateResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "DELETE",
@@ -327,7 +308,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     )
     async def uninstall_one(request: Request) -> Response:
         outcome = await manager.uninstall([_param(request, "build")], force=_flag(request, "force"))
-        return _json(_outcome(am.UninstallResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -339,7 +320,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def uninstall(request: Request) -> Response:
         req: UninstallRequest = await _body(request, UninstallRequest)
         outcome = await manager.uninstall(req.builds, force=req.force, generate=req.generate)
-        return _json(_outcome(am.UninstallResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -359,7 +340,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                 req.components, dry_run=req.dry_run, on_event=on_event, generate=req.generate
             )
 
-        job = jobs.start("update", req.model_dump(), run, am.UpdateResult)
+        job = jobs.start("update", req.model_dump(), run)
         return _json(job.summary(), 202)
 
     @api(
@@ -374,7 +355,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         outcome = await manager.prune(
             req.component, keep=req.keep, dry_run=req.dry_run, generate=req.generate
         )
-        return _json(_outcome(am.PruneResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -386,7 +367,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def cache_clean(request: Request) -> Response:
         req: CacheCleanRequest = await _body(request, CacheCleanRequest)
         outcome = await manager.cache_clean(dry_run=req.dry_run)
-        return _json(_outcome(am.CacheCleanResult, outcome))
+        return _json(am.dump(outcome))
 
     # --- jobs ---------------------------------------------------------------------------
 
@@ -461,12 +442,12 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
             force=req.force,
             generate=req.generate,
         )
-        return _json(_outcome(am.BackendRowResult, outcome))
+        return _json(am.dump(outcome))
 
     @api("DELETE", "/api/backends/{row}", "remove a manual row", am.RemovedRow)
     async def remove_backend(request: Request) -> Response:
         outcome = await manager.remove_backend(_param(request, "row"))
-        return _json(_outcome(am.RemovedRow, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -478,7 +459,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def set_default(request: Request) -> Response:
         req: GenerateFlag = await _body(request, GenerateFlag)
         outcome = await manager.set_default(_param(request, "row"), generate=req.generate)
-        return _json(_outcome(am.BackendRowResult, outcome))
+        return _json(am.dump(outcome))
 
     # --- models -------------------------------------------------------------------------
 
@@ -509,7 +490,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def pin(request: Request) -> Response:
         req: PinRequest = await _body(request, PinRequest)
         outcome = await manager.pin(_param(request, "model"), req.row, generate=req.generate)
-        return _json(_outcome(am.PinResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -521,7 +502,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def unpin(request: Request) -> Response:
         req: GenerateFlag = await _body(request, GenerateFlag)
         outcome = await manager.unpin(_param(request, "model"), generate=req.generate)
-        return _json(_outcome(am.PinResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -535,7 +516,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         outcome = await manager.set_overrides(
             _param(request, "model"), req.values, generate=req.generate
         )
-        return _json(_outcome(am.ModelSettingsResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -549,7 +530,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         outcome = await manager.unset_overrides(
             _param(request, "model"), req.keys, generate=req.generate
         )
-        return _json(_outcome(am.ModelSettingsResult, outcome))
+        return _json(am.dump(outcome))
 
     # --- generated config, doctor, config -----------------------------------------------
 
@@ -560,7 +541,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         am.GeneratedText,
     )
     async def generated(request: Request) -> Response:
-        return _json(_shape(am.GeneratedText, await _generated(manager)))
+        return _json(am.dump(await manager.generated()))
 
     @api(
         "POST",
@@ -572,7 +553,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def generate(request: Request) -> Response:
         req: GenerateRequest = await _body(request, GenerateRequest)
         outcome = await manager.generate(force=req.force, check=req.check)
-        return _json(_outcome(am.GenerateResult, outcome))
+        return _json(am.dump(outcome))
 
     @api(
         "POST",
@@ -581,7 +562,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         am.LockResult,
     )
     async def lock(request: Request) -> Response:
-        return _json(_outcome(am.LockResult, await manager.lock()))
+        return _json(am.dump(await manager.lock()))
 
     @api(
         "POST",
@@ -603,7 +584,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                 on_event=on_event,
             )
 
-        job = jobs.start("sync", req.model_dump(), run, am.SyncResult)
+        job = jobs.start("sync", req.model_dump(), run)
         return _json(job.summary(), 202)
 
     @api(
@@ -618,8 +599,8 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         results = await manager.verify(
             req.models or None, timeout=req.timeout, keep_going=req.keep_going
         )
-        failed = sum(1 for r in results if not r["ok"])
-        return _json(_shape(am.VerifyReport, {"results": results, "failed": failed}))
+        failed = sum(1 for r in results if not r.ok)
+        return _json(am.dump(am.VerifyReport(results=results, failed=failed)))
 
     @api("GET", "/api/doctor", "registry vs disk, stale pins, leftovers", am.DoctorReport)
     async def doctor(request: Request) -> Response:
@@ -695,55 +676,6 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
 def _static(name: str) -> bytes:
     """A file shipped in the package (``backendmgr/web/static``): the page works offline."""
     return (resources.files("backendmgr.web") / "static" / name).read_bytes()
-
-
-async def _generated(manager: Manager) -> dict[str, Any]:
-    """The configured llama-swap file's text, whether it has the shape llama-swap needs, and
-    whether it is what ``generate`` would write now (``generate --check``)."""
-    import anyio
-
-    from ..emit.verify import check_config
-    from ..errors import BackendmgrError
-
-    settings = await manager.settings()
-    target = manager.output_path(settings)
-
-    def read() -> str | None:
-        try:
-            with target.open("rb") as f:
-                raw = f.read(MAX_SHOWN + 1)
-        except FileNotFoundError:
-            return None
-        if len(raw) > MAX_SHOWN:
-            raise InvalidInput(f"{target} is larger than {MAX_SHOWN >> 20} MiB")
-        return raw.decode("utf-8", errors="replace")
-
-    text = await anyio.to_thread.run_sync(read)
-    if text is None:
-        return {
-            "output": str(target),
-            "exists": False,
-            "text": "",
-            "valid": False,
-            "problems": [],
-            "up_to_date": False,
-            "status": f'{target} does not exist; run "backendmgr generate"',
-        }
-    problems = await anyio.to_thread.run_sync(check_config, text, None)
-    try:
-        status = (await manager.generate(check=True)).message
-        fresh = True
-    except BackendmgrError as exc:
-        status, fresh = str(exc), False
-    return {
-        "output": str(target),
-        "exists": True,
-        "text": text,
-        "valid": not problems,
-        "problems": list(problems),
-        "up_to_date": fresh,
-        "status": status,
-    }
 
 
 def openapi_document(table: list[Api]) -> dict[str, Any]:

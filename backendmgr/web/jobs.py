@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
-
 from ..api_models import dump
 from ..errors import BackendmgrError
 from ..install.events import ProgressEvent
@@ -154,10 +152,9 @@ class Jobs:
         kind: str,
         request: dict[str, Any],
         run: Callable[[Callable[[ProgressEvent], None]], Awaitable[Outcome]],
-        result: type[BaseModel],
     ) -> Job:
-        """Start ``run(on_event)`` as a task and return its job at once; the outcome's data is
-        validated into ``result`` when it ends."""
+        """Start ``run(on_event)`` as a task and return its job at once; its typed outcome
+        becomes the job's result, dumped as the CLI's ``--json`` dumps it."""
         self._forget_old()
         job = Job(id=secrets.token_hex(8), kind=kind, request=request)
 
@@ -183,10 +180,7 @@ class Jobs:
                 job.state, job.error = "failed", body
                 job.add({**event_json(ProgressEvent("failed", message=body["error"])), **body})
                 return
-            data = {**outcome.data, "message": outcome.message, "changed": outcome.changed}
-            if outcome.warnings:
-                data["warnings"] = list(outcome.warnings)
-            job.result = dump(result.model_validate(data))
+            job.result = dump(outcome)
             job.state = "done"
             job.add({**event_json(ProgressEvent("done", message=outcome.message)), **job.result})
 

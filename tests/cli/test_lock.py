@@ -176,6 +176,8 @@ def test_sync_activates_the_locked_build_and_dry_run_changes_nothing(
         "kept": [],
         "dry_run": True,
         "changed": False,
+        "message": f"sync with {a.lock}: would install llama-server@b100-vulkan; would activate "
+        "llama-server@b100-vulkan",
     }
     assert b.state() == before
     done = b.ok("sync", str(a.lock))

@@ -78,7 +78,7 @@ def manager() -> Manager:
 async def generated(setup: Setup) -> Manager:
     mgr = manager()
     outcome = await mgr.generate()
-    setup.output = Path(outcome.data["output"])
+    setup.output = Path(outcome.output)
     assert setup.output.is_file()
     return mgr
 
@@ -121,8 +121,8 @@ async def assert_old_state(mgr: Manager, setup: Setup, before: tuple[bytes, byte
 async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = True) -> None:
     """A cancelled install is no obstacle: the next one succeeds and leaves a sound state."""
     outcome = await mgr.install("llama-server", "b100", smoke=smoke)
-    assert outcome.data["id"] == "llama-server@b100-vulkan"
-    assert outcome.data["already_installed"] is False
+    assert outcome.id == "llama-server@b100-vulkan"
+    assert outcome.already_installed is False
     (build,) = await mgr.list_builds()
     assert isinstance(build, BuildInfo)  # typed, and dumped with SPEC §13's keys
     assert Path(build.path).is_file() and build.activated
@@ -329,7 +329,7 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
     report = await mgr.doctor()
     assert report.ok, report
     again = await mgr.install("llama-server", "b100")
-    assert again.data["already_installed"] is True
+    assert again.already_installed is True
 
 
 # --- concurrency ---------------------------------------------------------------------------
@@ -372,7 +372,7 @@ async def test_two_installs_of_different_builds_run_concurrently(
     for tag in ("b100", "b200"):
         assert phases(events[tag]) == ORDER
         assert_one_terminal(events[tag], "done")
-        assert outcomes[tag].data["id"] == f"llama-server@{tag}-vulkan"
+        assert outcomes[tag].id == f"llama-server@{tag}-vulkan"
     assert sorted(b.id for b in await mgr.list_builds()) == [
         "llama-server@b100-vulkan",
         "llama-server@b200-vulkan",
@@ -384,7 +384,7 @@ async def test_two_installs_of_different_builds_run_concurrently(
         "llama-server@b100-vulkan",
         "llama-server@b200-vulkan",
     }
-    activated = [tag for tag in ("b100", "b200") if outcomes[tag].data["activated"]]
+    activated = [tag for tag in ("b100", "b200") if outcomes[tag].activated]
     assert len(activated) == 1  # the first to register; the other stays beside it
     assert rows["llama-server"].version == activated[0]
     assert (await mgr.doctor()).ok
@@ -409,7 +409,7 @@ async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
             tg.start_soon(install, 0)
             tg.start_soon(install, 1)
 
-    assert sorted(o.data["already_installed"] for o in outcomes) == [False, True]
+    assert sorted(o.already_installed for o in outcomes) == [False, True]
     assert len([p for p, _ in mirror.requests if p.startswith("/download/")]) == 1
     assert sorted(phases(e) for e in events) == [ORDER, ["resolving", "registering", "done"]]
     for e in events:
@@ -538,7 +538,7 @@ async def test_a_dry_run_ends_with_done(
     before = setup.snapshot()
     events: list[ProgressEvent] = []
     outcome = await mgr.install("llama-server", "b100", dry_run=True, on_event=events.append)
-    assert outcome.data["dry_run"] is True
+    assert outcome.dry_run is True
     assert phases(events) == ["resolving", "done"]
     await assert_old_state(mgr, setup, before)
 

@@ -17,12 +17,12 @@ def add_no_generate(parser: argparse.ArgumentParser) -> None:
 
 
 def report(out: Renderer, outcome: Outcome) -> int:
-    for warning in outcome.warnings:
+    from ...api_models import dump
+
+    for warning in outcome.warnings:  # on stderr, and in the --json document for scripts
         out.warning(warning)
     if out.json_mode:
-        # the warnings printed on stderr, also in the document for scripts (only when any)
-        extra = {"warnings": list(outcome.warnings)} if outcome.warnings else {}
-        out.document({**outcome.data, **extra})
+        out.document(dump(outcome))
     else:
         out.info(outcome.message)
     return 0

@@ -122,8 +122,9 @@ async def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
     from ...api_models import dump
 
     info = await mgr.config_info()
+    document = dump(info)
     if out.json_mode:
-        out.document(dump(info))
+        out.document(document)
         return 0
     import io
 
@@ -132,7 +133,7 @@ async def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     buf = io.StringIO()
-    yaml.dump(info.settings, buf)
+    yaml.dump(document["settings"], buf)
     out.info(f"# {info.config} (defaults filled in); generated file: {info.output}")
     out.info(buf.getvalue().rstrip("\n"))
     return 0

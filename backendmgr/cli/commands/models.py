@@ -68,7 +68,7 @@ def _checked(row: ModelInfo) -> list[str]:
     text = row.verification
     if not text:
         return []
-    measured = (row.verified or {}).get("gpu_gib")
+    measured = row.verified.gpu_gib if row.verified else None
     if measured is not None and row.est_vram_gb is not None:
         text += f" (est {row.est_vram_gb:.2f} GiB)"
     return [text]

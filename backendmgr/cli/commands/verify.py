@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ...api_models import VerifyResult
     from ...manager import Manager
     from ..render import Renderer
 
@@ -33,15 +34,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     v.set_defaults(handler=verify)
 
 
-def _line(result: dict[str, Any]) -> str:
-    if not result["ok"]:
-        return f"{result['id']}: failed: {result['reason']}"
-    parts = [f"ok in {result['ready_s']:.1f} s"]
-    if result.get("gpu_gib") is not None:
-        parts.append(f"{result['gpu_gib']:.2f} GiB used")
-    if result.get("est_vram_gb") is not None:
-        parts.append(f"{result['est_vram_gb']:.2f} GiB estimated")
-    return f"{result['id']}: " + ", ".join(parts)
+def _line(result: VerifyResult) -> str:
+    if not result.ok:
+        return f"{result.id}: failed: {result.reason}"
+    parts = [f"ok in {result.ready_s or 0:.1f} s"]
+    if result.gpu_gib is not None:
+        parts.append(f"{result.gpu_gib:.2f} GiB used")
+    if result.est_vram_gb is not None:
+        parts.append(f"{result.est_vram_gb:.2f} GiB estimated")
+    return f"{result.id}: " + ", ".join(parts)
 
 
 async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -51,12 +52,14 @@ async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         keep_going=args.keep_going,
         on_result=lambda r: out.info(_line(r)),
     )
-    failed = [r for r in results if not r["ok"]]
+    from ...api_models import VerifyReport, dump
+
+    failed = [r for r in results if not r.ok]
     if out.json_mode:
-        out.document({"results": results, "failed": len(failed)})
+        out.document(dump(VerifyReport(results=results, failed=len(failed))))
     elif not results:
         out.info("no models to verify")
     if failed and not out.json_mode:
-        names = ", ".join(r["id"] for r in failed)
+        names = ", ".join(r.id for r in failed)
         out.error(f"{len(failed)} of {len(results)} models failed verification: {names}")
     return 1 if failed else 0

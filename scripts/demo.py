@@ -12,16 +12,22 @@ and is stopped at the end.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import io
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = "ggml-org/llama.cpp"
@@ -179,7 +185,24 @@ def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}", flush=True)
 
 
-def main() -> int:
+@dataclass
+class World:
+    """The demo's temporary world: its folder, the config, and the environment that points
+    backendmgr at the loopback mirror, a fresh home and the demo's stated GPU."""
+
+    tmp: Path
+    config: Path
+    env: dict[str, str]
+
+    @property
+    def output(self) -> Path:
+        return self.config.parent / "llama-swap.yaml"
+
+
+@contextmanager
+def demo_world() -> Iterator[World]:
+    """Build the mirror (two llama.cpp releases), two models and a config in a temporary folder,
+    serve the mirror on 127.0.0.1, and on the way out stop it and remove everything."""
     with tempfile.TemporaryDirectory(prefix="backendmgr-demo-") as tmp_name:
         tmp = Path(tmp_name)
         mirror_root = tmp / "mirror"
@@ -220,79 +243,200 @@ def main() -> int:
                 "BACKENDMGR_VRAM_GB": "24",
             }
             env.pop("BACKENDMGR_OFFLINE", None)
-            output = config.parent / "llama-swap.yaml"
-
-            def step(title: str, *args: str) -> None:
-                """One line saying what the step does and why, the command, its output, and
-                what it changed in the llama-swap config (the whole file only the first time)."""
-                say(title)
-                print(f"$ backendmgr {' '.join(args)}", flush=True)
-                before = output.read_text() if output.exists() else None
-                done = subprocess.run(
-                    [sys.executable, "-m", "backendmgr", *args],
-                    env=env,
-                    text=True,
-                    capture_output=True,
-                    check=False,
-                )
-                sys.stdout.write(done.stderr)  # progress first, then the result: as it happened
-                sys.stdout.write(done.stdout)
-                if done.returncode != 0:
-                    raise SystemExit(f"demo step failed with exit status {done.returncode}")
-                show_change(before, output.read_text() if output.exists() else None)
-
-            step(
-                "The catalog: what can be installed here, and the suggested variant",
-                "catalog",
-            )
-            step(
-                "Journey 1: install the newest llama.cpp build (b11211, vulkan for this AMD "
-                "GPU); both models now run it",
-                "install",
-                "llama-server",
-            )
-            step(
-                "Install an older build beside it: b11100 stays inactive, nothing moves",
-                "install",
-                "llama-server",
-                "b11100",
-            )
-            step(
-                "Journey 2: pin qwen3-8b to the older build; only that model changes, and "
-                "b11100's --help does not list --jinja, so that flag is left out with a note",
-                "pin",
-                "qwen3-8b-q4_k_m",
-                "llama-server@b11100-vulkan",
-            )
-            step(
-                "Install the newest CPU build too (inactive)",
-                "install",
-                "llama-server",
-                "b11211",
-                "--variant",
-                "cpu",
-            )
-            step(
-                "Journey 3: activate the CPU build; llama-3.2-3b follows, the pinned qwen3-8b "
-                "stays on b11100",
-                "activate",
-                "llama-server@b11211-cpu",
-            )
-            step("Every installed build, which one is active and who pins it", "list")
-            step(
-                "Prove every entry starts: verify runs each model's command on a free port, waits "
-                "for /health, sends one chat request, and stops it",
-                "verify",
-            )
-            step("Consistency check", "doctor")
+            yield World(tmp, config, env)
         finally:
             mirror.terminate()
             mirror.wait(timeout=10)
-    say("Done: the mirror is stopped and the temporary folders are gone.")
-    say("The same from a web page (needs backendmgr[web]): serve a mirror folder, then the UI")
-    print("  python scripts/mirror.py MIRROR_DIR --port 8765 &")
-    print("  BACKENDMGR_GITHUB_API=http://127.0.0.1:8765 backendmgr serve --open")
-    return 0
+
+
+def backendmgr(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run one backendmgr command in the demo's world, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "backendmgr", *args],
+        env=world.env,
+        text=True,
+        capture_output=True,
+        check=False,
+    )
+
+
+def journey(world: World) -> None:
+    """The three journeys, each step with its output and what it changed in the config."""
+    output = world.output
+
+    def step(title: str, *args: str) -> None:
+        """One line saying what the step does and why, the command, its output, and
+        what it changed in the llama-swap config (the whole file only the first time)."""
+        say(title)
+        print(f"$ backendmgr {' '.join(args)}", flush=True)
+        before = output.read_text() if output.exists() else None
+        done = backendmgr(world, *args)
+        sys.stdout.write(done.stderr)  # progress first, then the result: as it happened
+        sys.stdout.write(done.stdout)
+        if done.returncode != 0:
+            raise SystemExit(f"demo step failed with exit status {done.returncode}")
+        show_change(before, output.read_text() if output.exists() else None)
+
+    step(
+        "The catalog: what can be installed here, and the suggested variant",
+        "catalog",
+    )
+    step(
+        "Journey 1: install the newest llama.cpp build (b11211, vulkan for this AMD "
+        "GPU); both models now run it",
+        "install",
+        "llama-server",
+    )
+    step(
+        "Install an older build beside it: b11100 stays inactive, nothing moves",
+        "install",
+        "llama-server",
+        "b11100",
+    )
+    step(
+        "Journey 2: pin qwen3-8b to the older build; only that model changes, and "
+        "b11100's --help does not list --jinja, so that flag is left out with a note",
+        "pin",
+        "qwen3-8b-q4_k_m",
+        "llama-server@b11100-vulkan",
+    )
+    step(
+        "Install the newest CPU build too (inactive)",
+        "install",
+        "llama-server",
+        "b11211",
+        "--variant",
+        "cpu",
+    )
+    step(
+        "Journey 3: activate the CPU build; llama-3.2-3b follows, the pinned qwen3-8b "
+        "stays on b11100",
+        "activate",
+        "llama-server@b11211-cpu",
+    )
+    step("Every installed build, which one is active and who pins it", "list")
+    step(
+        "Prove every entry starts: verify runs each model's command on a free port, waits "
+        "for /health, sends one chat request, and stops it",
+        "verify",
+    )
+    step("Consistency check", "doctor")
+
+
+UI_PORT = 8577
+UI_HINT = (
+    "See the same on a web page: scripts/demo --ui (serves this demo's mirror and a fresh home "
+    f"at http://127.0.0.1:{UI_PORT} until Ctrl-C)"
+)
+# What --ui installs before serving: the newest build (active) and an older one beside it, so the
+# page has builds to activate and uninstall, while the CPU variant stays on the mirror for the
+# page's own install control and its live progress bar.
+UI_INSTALLS = (("install", "llama-server"), ("install", "llama-server", "b11100"))
+
+
+class Stop:
+    """SIGINT and SIGTERM while serving: remember them and pass one SIGTERM on to the server,
+    which then stops its jobs and exits; the demo cleans up after it. Ctrl-C in a terminal
+    reaches the server too, as SIGINT; uvicorn takes a later SIGTERM as the same request."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.server: subprocess.Popen[str] | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        if self.server is not None and self.server.poll() is None:
+            self.server.send_signal(signal.SIGTERM)
+
+
+def serve_ui(world: World, port: int, open_page: bool, stop: Stop) -> int:
+    """Install two builds, then run ``backendmgr serve`` in the demo's world until stopped."""
+    for args in UI_INSTALLS:
+        if stop.requested:
+            return 0
+        done = backendmgr(world, *args)
+        if done.returncode != 0:
+            if stop.requested:
+                return 0
+            sys.stdout.write(done.stderr + done.stdout)
+            print(f"error: demo step failed with exit status {done.returncode}", file=sys.stderr)
+            return 1
+        result = done.stdout.strip().splitlines()
+        print(f"$ backendmgr {' '.join(args)}: {result[-1] if result else 'done'}", flush=True)
+    if stop.requested:
+        return 0
+    command = [sys.executable, "-m", "backendmgr", "serve", "--port", str(port)]
+    if open_page:
+        command.append("--open")
+    # Unbuffered, so the line with the address arrives as soon as the server has bound.
+    server = subprocess.Popen(
+        command, env={**world.env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, text=True
+    )
+    stop.server = server
+    if stop.requested:  # a signal between the installs and here
+        server.send_signal(signal.SIGTERM)
+    assert server.stdout is not None
+    ready = server.stdout.readline()
+    sys.stdout.write(ready)
+    url = next((word for word in ready.split() if word.startswith("http://")), None)
+    if url is not None:
+        print(f"page: {url}", flush=True)
+        print("Ctrl-C stops the server and the mirror and removes the demo folder", flush=True)
+    for line in server.stdout:  # "stopped", once it has
+        sys.stdout.write(line)
+    code = server.wait()
+    if stop.requested:
+        return 0
+    if url is None:
+        print(f"error: backendmgr serve did not start (exit status {code})", file=sys.stderr)
+    return code or (1 if url is None else 0)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="scripts/demo",
+        description="The whole journey offline, against a release mirror on 127.0.0.1; "
+        "nothing is left behind.",
+    )
+    parser.add_argument(
+        "--ui",
+        action="store_true",
+        help="instead of the journey: install two builds, then serve the web page on this "
+        "demo's mirror and a fresh home until Ctrl-C (needs the web extra)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=None, help=f"the page's port with --ui ({UI_PORT}; 0 picks one)"
+    )
+    parser.add_argument("--open", action="store_true", help="with --ui: open the page in a browser")
+    args = parser.parse_args(argv)
+    if not args.ui and (args.port is not None or args.open):
+        parser.error("--port and --open go with --ui")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0 to 65535, not {args.port}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.ui:
+        with demo_world() as world:
+            print(f"demo folder: {world.tmp} (removed at the end)", flush=True)
+            journey(world)
+        say("Done: the mirror is stopped and the temporary folders are gone.")
+        print(UI_HINT, flush=True)
+        return 0
+    stop = Stop()
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with demo_world() as world:
+            print(f"demo folder: {world.tmp} (removed on Ctrl-C)", flush=True)
+            code = serve_ui(world, UI_PORT if args.port is None else args.port, args.open, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if code == 0:
+        print("stopped; the mirror is stopped and the demo folder is removed", flush=True)
+    return code
 
 
 if __name__ == "__main__":

@@ -1,14 +1,25 @@
 from __future__ import annotations
 
+import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import httpx
+import pytest
 
 from tests.conftest import ROOT
+
+DEMO = str(ROOT / "scripts" / "demo.py")
 
 
 def test_demo_runs_offline_and_cleans_up() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "demo.py")],
+        [sys.executable, DEMO],
         capture_output=True,
         text=True,
         timeout=300,
@@ -30,6 +41,93 @@ def test_demo_runs_offline_and_cleans_up() -> None:
     assert "everything is consistent" in out
     tmp = out.split("/home/builds/")[0].rsplit(" ", 1)[-1].strip()
     assert "backendmgr-demo-" in tmp
-    from pathlib import Path
-
     assert not Path(tmp).exists()
+    # it ends with a way to see the same on the page that works as written: no folder to make up
+    assert out.rstrip().splitlines()[-1] == (
+        "See the same on a web page: scripts/demo --ui (serves this demo's mirror and a fresh "
+        "home at http://127.0.0.1:8577 until Ctrl-C)"
+    )
+    assert "MIRROR_DIR" not in out
+
+
+def _lines(stream: Iterable[str], into: queue.Queue[str]) -> None:
+    """Each line the demo prints, then "" at its end: a reader that a timeout can wait on."""
+    for line in stream:
+        into.put(line)
+    into.put("")  # the end
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_demo_ui_serves_the_demo_and_stops_clean(tmp_path: Path, stop: signal.Signals) -> None:
+    """``--ui`` installs into the demo's own home and serves it; a signal stops the server and
+    the mirror, removes the temporary folder and exits 0 without a traceback."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    demo = subprocess.Popen(
+        [sys.executable, DEMO, "--ui", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,  # its own group: a failed test can stop the server and mirror
+    )
+    seen: list[str] = []
+    try:
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=_lines, args=(demo.stdout, lines), daemon=True).start()
+        url = None
+        while url is None:
+            line = lines.get(timeout=120)
+            assert line, "the demo ended before serving:\n" + "".join(seen)
+            seen.append(line)
+            if line.startswith("page: "):
+                url = line.split()[1]
+        folder = Path(next(s for s in seen if s.startswith("demo folder: ")).split()[2])
+        assert folder.parent == tmp_path and folder.is_dir()
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":8577/")
+
+        with httpx.Client(trust_env=False, timeout=30) as client:
+            page = client.get(url)
+            assert page.status_code == 200 and "<html" in page.text.lower()
+            builds = client.get(url + "api/builds")
+            assert builds.status_code == 200
+            listed = {b["id"]: b for b in builds.json()}
+        assert listed["llama-server@b11211-vulkan"]["activated"] is True
+        assert listed["llama-server@b11100-vulkan"]["activated"] is False
+        assert listed["llama-server@b11211-vulkan"]["dir"].startswith(str(folder / "home"))
+
+        demo.send_signal(stop)
+        assert demo.wait(timeout=60) == 0
+        while line := lines.get(timeout=10):
+            seen.append(line)
+    finally:
+        try:  # whatever is left of the demo's process group: none of it should be
+            os.killpg(demo.pid, signal.SIGKILL)
+            left = True
+        except ProcessLookupError:
+            left = False
+        demo.wait()
+    out = "".join(seen)
+    assert "Traceback" not in out, out
+    assert not left, "the server or the mirror outlived the demo"
+    assert out.rstrip().endswith("the demo folder is removed"), out
+    assert not folder.exists()
+    assert not list(tmp_path.glob("backendmgr-demo-*"))
+    with pytest.raises(httpx.TransportError):  # the server is gone too
+        httpx.get(url, timeout=5, trust_env=False)
+
+
+def test_demo_port_without_ui_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, DEMO, "--port", "9000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == "scripts/demo: error: --port and --open go with --ui"
+    )
+    assert done.stdout == "" and not list(tmp_path.iterdir())

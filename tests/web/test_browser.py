@@ -320,6 +320,10 @@ def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
         "the bad path refused",
     )
     assert setup.config.read_text() == before
+    for field in ("id", "path"):  # the refused text stays in the form until the user clears it
+        box = driver.find_element(By.CSS_SELECTOR, f'#add-row [name="{field}"]')
+        assert box.get_attribute("value")
+        box.clear()
     assert not driver.find_elements(By.CSS_SELECTOR, 'tr[data-row="llama-bad"]')
 
     # ★ moves to the new row
@@ -346,7 +350,7 @@ def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
         ).select_by_value("llama-local")
     )
     wait(driver, lambda d: text_of(d, f'[data-backend="{model}"]') == "llama-local", "pinned")
-    assert str(exe) in text_of(driver, "#generated-text")
+    wait(driver, lambda d: str(exe) in text_of(d, "#generated-text"), "the config to follow")
     click(f'button[data-verify="{model}"]')
     wait(driver, lambda d: text_of(d, said).startswith("ok in "), "verify to pass", timeout=40)
     wait(

@@ -1,7 +1,9 @@
 """The page in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``):
 install a build from the mirror and watch its bar reach 100 %, activate another build, pin
-a model and see the generated config change. The screenshot is kept as a test artifact
-(``BACKENDMGR_SCREENSHOT=path`` to choose where; docs/serve.png was taken so)."""
+a model and see the generated config change; add a registry row through the form, move ★ to
+it, verify the model on it (a real server program the test writes) and remove the row. The
+screenshot is kept as a test artifact (``BACKENDMGR_SCREENSHOT=path`` to choose where;
+docs/serve.png was taken so)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,47 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
 SCREENSHOT = os.environ.get("BACKENDMGR_SCREENSHOT")  # read before the fixtures clear it
+
+# A llama-server stand-in that serves: answers --help and --version as the probe asks, then
+# /health and one chat request on the --port it is given, as ``verify`` needs.
+FAKE_SERVER = r"""
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+args = sys.argv[1:]
+if args[:1] == ["--help"]:
+    print("usage: llama-server [options]\n  --jinja\n  -fa, --flash-attn")
+    sys.exit(0)
+if args[:1] == ["--version"]:
+    print("version: 7 (b7)")
+    sys.exit(0)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, data):
+        body = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.send(200, {"status": "ok"}) if self.path == "/health" else self.send(404, {})
+
+    def do_POST(self):
+        self.rfile.read(min(int(self.headers.get("Content-Length") or 0), 1 << 16))
+        if self.path == "/v1/chat/completions":
+            self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        else:
+            self.send(404, {})
+
+
+HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Handler).serve_forever()
+"""
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and DRIVER),
@@ -192,8 +235,148 @@ def test_the_page_installs_activates_pins_and_shows_the_config(
         wait(browser, lambda d: "error: unknown key" in text_of(d, model_row), "the error")
         assert "ctx" in text_of(browser, model_row)
 
-        shot = Path(SCREENSHOT or tmp_path / "serve.png")
-        browser.execute_script("window.scrollTo(0, 0)")
-        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        registry_and_verify(browser, setup, tmp_path)
     finally:
         running.stop()
+
+
+FORM_SAID = '[data-note="add-row"]'  # what the add-a-row form said, beside it
+
+
+def stars(driver: Any) -> list[str]:
+    """The rows that show ★, read in one step."""
+    found = driver.execute_script(
+        "return [...document.querySelectorAll('#backends tr[data-row]')]"
+        ".filter((r) => r.querySelector('td.star').textContent === '★')"
+        ".map((r) => r.dataset.row);"
+    )
+    return list(found)
+
+
+def add_row(driver: Any, row_id: str, path: Path, name: str = "") -> None:
+    """Fill the add-a-row form and submit it (the form is not rebuilt by a refresh)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    form = driver.find_element(By.CSS_SELECTOR, "form#add-row")
+    for field, value in (("id", row_id), ("path", str(path)), ("name", name)):
+        box = form.find_element(By.NAME, field)
+        box.clear()
+        box.send_keys(value)
+    Select(form.find_element(By.NAME, "kind")).select_by_value("llama")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+
+
+def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    def click(css: str) -> None:
+        retry(lambda: driver.find_element(By.CSS_SELECTOR, css).click())
+
+    # build rows are never ★ nor removable here; the installer's row is not removable either
+    assert not driver.find_elements(By.CSS_SELECTOR, '[data-default="llama-server@b90-vulkan"]')
+    assert not driver.find_elements(By.CSS_SELECTOR, '[data-remove="llama-server@b90-vulkan"]')
+    assert not driver.find_elements(By.CSS_SELECTOR, '[data-remove="llama-server"]')
+    kinds = driver.execute_script(
+        "return [...document.querySelectorAll('#add-row select[name=kind] option')]"
+        ".map((o) => o.value);"
+    )
+    assert "llama" in kinds and "custom" in kinds, kinds
+
+    # ★ the hand-made row of the user's config
+    click('button[data-default="llama-src"]')
+    wait(driver, lambda d: stars(d) == ["llama-src"], "★ on llama-src")
+
+    # a new row through the form, pointing at a real executable
+    exe = tmp_path / "local" / "llama-server"
+    exe.parent.mkdir()
+    exe.write_text(f"#!{sys.executable}\n{FAKE_SERVER}")
+    exe.chmod(0o755)
+    add_row(driver, "llama-local", exe, "my local build")
+    wait(driver, lambda d: 'added backend row "llama-local"' in text_of(d, FORM_SAID), "add")
+    wait(driver, lambda d: str(exe) in text_of(d, 'tr[data-row="llama-local"]'), "the new row")
+    assert "my local build" in text_of(driver, 'tr[data-row="llama-local"]')
+    assert stars(driver) == ["llama-src"]  # a new row takes ★ only when asked to
+    assert "id: llama-local" in setup.config.read_text()
+
+    # errors beside the form, in the CLI's words, and nothing changes
+    before = setup.config.read_text()
+    add_row(driver, "llama-local", exe)
+    wait(
+        driver,
+        lambda d: 'error: a backend row "llama-local" already exists' in text_of(d, FORM_SAID),
+        "the duplicate refused",
+    )
+    plain = tmp_path / "local" / "notes.txt"
+    plain.write_text("not a program\n")
+    add_row(driver, "llama-bad", plain)
+    wait(
+        driver,
+        lambda d: (
+            f"error: {plain} is not executable; give the executable, or add --force"
+            in text_of(d, FORM_SAID)
+        ),
+        "the bad path refused",
+    )
+    assert setup.config.read_text() == before
+    for field in ("id", "path"):  # the refused text stays in the form until the user clears it
+        box = driver.find_element(By.CSS_SELECTOR, f'#add-row [name="{field}"]')
+        assert box.get_attribute("value")
+        box.clear()
+    assert not driver.find_elements(By.CSS_SELECTOR, 'tr[data-row="llama-bad"]')
+
+    # ★ moves to the new row
+    click('button[data-default="llama-local"]')
+    wait(driver, lambda d: stars(d) == ["llama-local"], "★ to move to llama-local")
+    assert not driver.find_elements(By.CSS_SELECTOR, '[data-default="llama-local"]')
+
+    # verify the model where it is pinned (b90's stand-in prints its version and exits)
+    model = "qwen3-8b-q4_k_m"
+    assert text_of(driver, f'[data-verification="{model}"]') == "not verified"
+    click(f'button[data-verify="{model}"]')
+    said = f'[data-note="verify:{model}"]'
+    wait(driver, lambda d: text_of(d, said).startswith("failed: "), "verify to fail", timeout=40)
+    wait(
+        driver,
+        lambda d: "verified today: failed" in text_of(d, f'[data-verification="{model}"]'),
+        "the failure kept",
+    )
+
+    # pinned to the new row it serves: ok, and the row says so
+    retry(
+        lambda: Select(
+            driver.find_element(By.CSS_SELECTOR, f'select[data-pin="{model}"]')
+        ).select_by_value("llama-local")
+    )
+    wait(driver, lambda d: text_of(d, f'[data-backend="{model}"]') == "llama-local", "pinned")
+    wait(driver, lambda d: str(exe) in text_of(d, "#generated-text"), "the config to follow")
+    click(f'button[data-verify="{model}"]')
+    wait(driver, lambda d: text_of(d, said).startswith("ok in "), "verify to pass", timeout=40)
+    wait(
+        driver,
+        lambda d: "verified today: ok in" in text_of(d, f'[data-verification="{model}"]'),
+        "the result kept",
+    )
+
+    # the screenshot: builds, ★, a pinned and verified model, the generated config
+    shot = Path(SCREENSHOT or tmp_path / "serve.png")
+    driver.execute_script("window.scrollTo(0, 0)")
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    frame = driver.execute_script("return window.outerHeight - window.innerHeight")
+    driver.set_window_size(1500, min(int(height), 2400) + int(frame))  # the whole page
+    assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+    # remove the row: it goes, ★ with it, and the stale pin is named
+    click('button[data-remove="llama-local"]')
+    wait(
+        driver,
+        lambda d: not d.find_elements(By.CSS_SELECTOR, 'tr[data-row="llama-local"]'),
+        "the row to go",
+    )
+    wait(driver, lambda d: 'removed backend row "llama-local"' in text_of(d, "#backends"), "said")
+    assert f'pins to "llama-local" are now stale and fall back: {model}' in text_of(
+        driver, '[data-note="registry"]'
+    )
+    assert stars(driver) == []
+    assert "id: llama-local" not in setup.config.read_text()

@@ -1,7 +1,7 @@
 // backendmgr's page: plain DOM, text set with textContent only (never markup from the server).
 "use strict";
 
-const state = { rows: [], settings: {}, jobs: new Map() };
+const state = { rows: [], kinds: new Set(["custom"]), settings: {}, jobs: new Map(), said: new Map() };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -41,19 +41,68 @@ function table(headers, rows, empty) {
     el("tbody", {}, rows));
 }
 
+// What an action said, by the key of the place it was taken: a refresh rebuilds the rows, and
+// the rebuilt place shows the message again.
+function note(key, tag = "div") {
+  const node = el(tag, { class: "muted", "data-note": key });
+  const said = state.said.get(key);
+  if (said) show(node, said);
+  return node;
+}
+
+function show(node, said) {
+  node.textContent = said.text;
+  node.className = said.cls;
+  for (const w of said.warnings || []) node.append(el("div", { class: "warn" }, "warning: " + w));
+}
+
+function busy(key) {
+  const said = state.said.get(key);
+  return Boolean(said && said.busy);
+}
+
+// Put `said` where `where` is now (a refresh may have replaced it) and keep it under its key.
+function say(where, said) {
+  const key = where.dataset.note;
+  if (key) state.said.set(key, said);
+  const now = key ? document.querySelector(`[data-note="${CSS.escape(key)}"]`) : null;
+  show(now || where, said);
+}
+
+// One action's message at a time: what earlier actions said is cleared when another starts
+// (a check still running keeps its "…").
+function forgetOthers(key) {
+  for (const [k, said] of [...state.said]) {
+    if (k === key || said.busy) continue;
+    state.said.delete(k);
+    const node = document.querySelector(`[data-note="${CSS.escape(k)}"]`);
+    if (node) show(node, { text: "", cls: "muted" });
+  }
+}
+
 // Run an action; its message or error is shown in `where` (the place the action was taken).
-async function act(where, action, after) {
-  where.textContent = "…";
-  where.className = "muted";
+// opts.done: where a success is shown instead (a removed row's own place goes with it);
+// opts.refresh: false to leave the page as it is. The action may answer {message, warnings,
+// failed}: failed shows the message as an error (a check that ran and said no).
+async function act(where, action, opts = {}) {
+  forgetOthers(where.dataset.note);
+  say(where, { text: "…", cls: "muted", busy: true });
   try {
     const result = await action();
-    where.textContent = (result && result.message) || "done";
-    where.className = "ok";
-    for (const w of (result && result.warnings) || []) where.append(el("div", { class: "warn" }, "warning: " + w));
-    if (after !== false) await refresh();
+    const said = {
+      text: (result && result.message) || "done",
+      cls: result && result.failed ? "error" : "ok",
+      warnings: (result && result.warnings) || [],
+    };
+    if (opts.done) {
+      say(where, { text: "", cls: "muted" });
+      say(opts.done, said);
+    } else {
+      say(where, said);
+    }
+    if (opts.refresh !== false) await refresh();
   } catch (err) {
-    where.textContent = "error: " + err.message;
-    where.className = "error";
+    say(where, { text: "error: " + err.message, cls: "error" });
   }
 }
 
@@ -78,23 +127,24 @@ function formatSize(n) {
 function renderComponents(catalog) {
   const jobsBox = document.getElementById("jobs") || el("div", { id: "jobs" });
   const rows = catalog.map((c) => {
+    state.kinds.add(c.kind);
     const here = c.variants.filter((v) => v.available).map((v) => v.id);
     const variant = el("select", { name: "variant", "aria-label": `variant of ${c.id}` },
       here.map((v) => el("option", { value: v, selected: v === c.suggested }, v)));
     const versions = el("datalist", { id: `versions-${c.id}` });
     const version = el("input", { name: "version", placeholder: "latest", size: 10, list: versions.id, "aria-label": `version of ${c.id}` });
     version.addEventListener("focus", () => loadVersions(c.id, variant.value, versions), { once: true });
-    const note = el("span", { class: "muted" });
+    const said = note(`install:${c.id}`);
     const button = el("button", {
       type: "button", "data-install": c.id,
-      onclick: () => startInstall(c.id, version.value.trim() || null, variant.value || null, note),
+      onclick: () => startInstall(c.id, version.value.trim() || null, variant.value || null, said),
     }, "Install");
     return el("tr", { "data-component": c.id },
       el("td", {}, c.id, el("div", { class: "muted" }, c.source)),
       el("td", {}, here.join(", ") || "-"),
       el("td", {}, c.suggested || "-", el("div", { class: "muted" }, c.why)),
       el("td", {}, c.activated || "-"),
-      el("td", {}, el("span", { class: "inline" }, version, versions, variant, button), note));
+      el("td", {}, el("span", { class: "inline" }, version, versions, variant, button), said));
   });
   fill("components", jobsBox,
     table(["component", "variants here", "suggested", "activated", "install"], rows, "no components"));
@@ -112,15 +162,13 @@ async function loadVersions(component, variant, list) {
   }
 }
 
-async function startInstall(component, version, variant, note) {
-  note.textContent = "";
-  note.className = "muted";
+async function startInstall(component, version, variant, where) {
+  say(where, { text: "", cls: "muted" });
   let job;
   try {
     job = await api("POST", "/api/builds", { component, version, variant });
   } catch (err) {
-    note.textContent = "error: " + err.message;
-    note.className = "error";
+    say(where, { text: "error: " + err.message, cls: "error" });
     return;
   }
   watchJob(job, `${component} ${version || "latest"} ${variant || ""}`.trim());
@@ -173,51 +221,107 @@ function watchJob(job, label) {
 
 function renderBuilds(builds) {
   const rows = builds.map((b) => {
-    const note = el("div", { class: "muted" });
+    const here = note(`build:${b.id}`);
+    const path = `/api/builds/${encodeURIComponent(b.id)}`;
     return el("tr", { "data-build": b.id },
       el("td", {}, b.id),
       el("td", {}, b.activated ? "yes" : ""),
       el("td", {}, b.pinned_by.join(", ")),
-      el("td", {}, formatSize(b.size_bytes)),
-      el("td", {},
+      el("td", { class: "num" }, formatSize(b.size_bytes)),
+      el("td", { class: "actions" },
         el("span", { class: "inline" },
           el("button", { type: "button", disabled: b.activated, "data-activate": b.id,
-            onclick: () => act(note, () => api("POST", `/api/builds/${encodeURIComponent(b.id)}/activate`, {})) }, "Activate"),
+            onclick: () => act(here, () => api("POST", `${path}/activate`, {})) }, "Activate"),
           el("button", { type: "button", "data-uninstall": b.id,
-            onclick: () => act(note, () => api("DELETE", `/api/builds/${encodeURIComponent(b.id)}`)) }, "Uninstall")),
-        note));
+            onclick: () => act(here, () => api("DELETE", path), { done: document.querySelector('[data-note="builds"]') }) }, "Uninstall")),
+        here));
   });
   fill("builds", table(["build", "activated", "pinned by", "size", ""], rows,
-    'no builds installed; install one above'));
+    "no builds installed; install one above"), note("builds"));
 }
 
 function renderBackends(rows) {
   state.rows = rows;
+  for (const r of rows) state.kinds.add(r.kind);
   const body = rows.map((r) => {
-    const note = el("div", { class: "muted" });
+    const here = note(`row:${r.id}`);
+    const path = `/api/backends/${encodeURIComponent(r.id)}`;
+    // ★ is for rows whose kind serves a class; builds are activated or pinned, never ★
+    const star = r.default || r.build || !r.classes.length ? null : el("button", {
+      type: "button", "data-default": r.id,
+      onclick: () => act(here, () => api("POST", `${path}/default`, {})) }, "Make ★");
+    const remove = r.build || r.managed ? null : el("button", {
+      type: "button", "data-remove": r.id,
+      onclick: () => act(here, () => api("DELETE", path), { done: document.querySelector('[data-note="registry"]') }) }, "Remove");
     return el("tr", { "data-row": r.id },
-      el("td", { class: "star" }, r.default ? "★" : ""),
-      el("td", {}, r.id),
+      el("td", { class: "star", title: r.default ? "default for its classes" : null }, r.default ? "★" : ""),
+      el("td", {}, r.id, r.name ? el("div", { class: "muted" }, r.name) : null),
       el("td", {}, r.kind),
       el("td", {}, r.classes.join(", ") || "-"),
-      el("td", {}, r.build ? "build" : r.managed ? "yes" : ""),
+      el("td", {}, r.build ? "build" : r.managed ? "managed" : "manual"),
       el("td", { class: "path" }, r.path),
-      el("td", {}, r.default ? "" : el("button", { type: "button",
-        onclick: () => act(note, () => api("POST", `/api/backends/${encodeURIComponent(r.id)}/default`, {})) }, "Make ★"), note));
+      el("td", { class: "actions" }, el("span", { class: "inline" }, star, remove), here));
   });
-  fill("backends", table(["", "id", "kind", "classes", "managed", "path", ""], body,
-    "the registry is empty"));
+  fill("backends", table(["★", "id", "kind", "classes", "row", "path", ""], body,
+    "the registry is empty"), note("registry"));
+}
+
+// The form that appends a manual row: built once, so a refresh keeps what is typed in it.
+function addRowForm() {
+  const field = (label, input) => el("label", {}, el("span", { class: "muted" }, label), input);
+  const id = el("input", { name: "id", required: true, size: 14, placeholder: "my-llama", autocomplete: "off" });
+  const kind = el("select", { name: "kind" });
+  const path = el("input", { name: "path", required: true, size: 40, placeholder: "/path/to/llama-server", autocomplete: "off" });
+  const name = el("input", { name: "name", size: 14, placeholder: "optional", autocomplete: "off" });
+  const star = el("input", { type: "checkbox", name: "default" });
+  const force = el("input", { type: "checkbox", name: "force" });
+  const said = note("add-row");
+  const form = el("form", { id: "add-row", class: "add-row" },
+    el("span", { class: "label" }, "Add a row"),
+    field("id", id), field("kind", kind), field("path", path), field("name", name),
+    el("label", { class: "check" }, star, "make ★"),
+    el("label", { class: "check", title: "keep a path that is missing or not executable" }, force, "--force"),
+    el("button", { type: "submit" }, "Add"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    act(said, async () => {
+      const result = await api("POST", "/api/backends", {
+        id: id.value.trim(), kind: kind.value, path: path.value.trim(), name: name.value.trim(),
+        default: star.checked, force: force.checked,
+      });
+      for (const input of [id, path, name]) input.value = "";
+      star.checked = force.checked = false;
+      return result;
+    });
+  });
+  return el("div", { class: "add" }, form, said);
+}
+
+// The kinds offered: those of the catalog's components and of the rows, and "custom".
+function renderKinds() {
+  const select = document.querySelector('#add-row select[name="kind"]');
+  const chosen = select.value || (state.kinds.has("llama") ? "llama" : "");
+  select.replaceChildren(...[...state.kinds].sort().map((k) => el("option", { value: k, selected: k === chosen }, k)));
 }
 
 // --- models --------------------------------------------------------------------------------
 
+function verifyLine(r) {
+  if (!r.ok) return { message: `failed: ${r.reason}`, failed: true };
+  const parts = [`ok in ${r.ready_s.toFixed(1)} s`];
+  if (r.gpu_gib !== null && r.gpu_gib !== undefined) parts.push(`${r.gpu_gib.toFixed(2)} GiB used`);
+  if (r.est_vram_gb !== null && r.est_vram_gb !== undefined) parts.push(`${r.est_vram_gb.toFixed(2)} GiB estimated`);
+  return { message: parts.join(", ") };
+}
+
 function renderModels(models) {
   const rows = models.map((m) => {
-    const note = el("div", { class: "muted" });
+    const here = note(`model:${m.id}`);
+    const checked = note(`verify:${m.id}`);
     const path = `/api/models/${encodeURIComponent(m.id)}`;
     const current = (state.settings[m.id] || {});
     const pin = el("select", { "data-pin": m.id, "aria-label": `pin ${m.id}`,
-      onchange: () => act(note, () => pin.value
+      onchange: () => act(here, () => pin.value
         ? api("POST", `${path}/pin`, { row: pin.value })
         : api("POST", `${path}/unpin`, {})) },
       el("option", { value: "" }, "(class default)"),
@@ -225,53 +329,66 @@ function renderModels(models) {
     const settings = Object.entries(current).filter(([k, v]) => k !== "backend" && v !== null).map(([k, v]) =>
       el("span", { class: "inline" }, `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`,
         el("button", { type: "button", title: `unset ${k}`,
-          onclick: () => act(note, () => api("POST", `${path}/unset`, { keys: [k] })) }, "×")));
-    const input = el("input", { placeholder: "ctx=8192", size: 12, "data-set": m.id, "aria-label": `setting for ${m.id}` });
+          onclick: () => act(here, () => api("POST", `${path}/unset`, { keys: [k] })) }, "×")));
+    const input = el("input", { placeholder: "ctx=8192", size: 10, "data-set": m.id, "aria-label": `setting for ${m.id}` });
     const set = el("button", { type: "button", onclick: () => {
       const [key, ...rest] = input.value.split("=");
-      act(note, () => {
+      act(here, () => {
         if (!rest.length) return Promise.reject(new Error(`"${input.value}" is not KEY=VALUE`));
         return api("POST", `${path}/set`, { values: { [key.trim()]: rest.join("=") } });
       });
     } }, "Set");
+    const verify = m.skipped ? null : el("button", { type: "button", "data-verify": m.id,
+      disabled: busy(`verify:${m.id}`),
+      title: "start the model's command once, send one request, stop it",
+      onclick: (ev) => {
+        ev.target.disabled = true;
+        act(checked, async () => verifyLine((await api("POST", "/api/verify", { models: [m.id] })).results[0]));
+      } }, "Verify");
+    const last = m.verified;
+    const verification = el("span", { "data-verification": m.id,
+      class: !last ? "muted" : last.ok ? "ok" : "error" }, m.verification || "not verified");
     const backend = m.skipped ? "-" : (m.backend && (m.backend.id || m.backend.path)) || "-";
     const why = m.skipped ? `skipped: ${m.skipped}` : [m.backend ? m.backend.reason : "", ...m.notes].filter(Boolean).join("; ");
+    const size = m.size_gb !== null ? `, ${m.size_gb.toFixed(2)} GiB` : "";
     return el("tr", { "data-model": m.id },
-      el("td", {}, m.id, el("div", { class: "muted" }, `${m.format}${m.size_gb !== null ? ", " + m.size_gb.toFixed(2) + " GiB" : ""}`)),
+      el("td", { class: "id" }, m.id, el("div", { class: "muted" }, `${m.format}${size}`)),
       el("td", {}, m.class || "-"),
       el("td", { "data-backend": m.id }, backend),
       el("td", {}, why),
       el("td", {}, pin),
-      el("td", {}, settings, el("span", { class: "inline" }, input, set), note));
+      el("td", {}, settings, el("span", { class: "inline" }, input, set), here),
+      el("td", {}, el("span", { class: "inline" }, verify, verification), checked));
   });
-  fill("models", table(["model", "class", "backend", "why", "pin", "settings"], rows, "no models found in models_dirs"));
+  fill("models", table(["model", "class", "backend", "why", "pin", "settings", "verified"], rows,
+    "no models found in models_dirs"));
 }
 
 // --- generated config, doctor ----------------------------------------------------------------
 
 function renderGenerated(g) {
-  const note = el("span", { class: "muted" });
+  const here = note("generate", "span");
   const verdict = !g.exists ? el("span", { class: "warn" }, g.status)
     : el("span", { class: g.valid && g.up_to_date ? "ok" : "error", "data-valid": String(g.valid) },
       g.valid ? "valid" : "invalid: " + g.problems.join("; "), " — ", g.status);
   fill("generated",
     el("div", {}, el("span", { class: "muted" }, g.output), " ", verdict, " ",
-      el("button", { type: "button", onclick: () => act(note, () => api("POST", "/api/generate", { force: true })) }, "Regenerate"), " ", note),
+      el("button", { type: "button", onclick: () => act(here, () => api("POST", "/api/generate", { force: true })) }, "Regenerate"), " ", here),
     el("pre", { id: "generated-text" }, g.text));
 }
 
 function renderDoctor(d) {
-  const note = el("span", { class: "muted" });
+  const here = note("doctor", "span");
   const lines = [
     ...d.problems.map((p) => el("li", { class: "error" }, p)),
     ...d.notes.map((n) => el("li", { class: "warn" }, n)),
   ];
   fill("doctor",
     el("div", {}, el("span", { class: d.ok ? "ok" : "error" }, d.ok ? "everything is consistent" : `${d.problems.length} problem(s)`), " ",
-      el("button", { type: "button", onclick: () => act(note, async () => {
+      el("button", { type: "button", onclick: () => act(here, async () => {
         const r = await api("POST", "/api/doctor", { fix: true });
         return { message: r.fixed.length ? `removed ${r.fixed.join(", ")}` : "nothing to fix" };
-      }) }, "Fix"), " ", note),
+      }) }, "Fix"), " ", here),
     el("ul", {}, lines));
 }
 
@@ -304,6 +421,7 @@ async function refresh() {
       load("generated", "/api/generate", renderGenerated),
       load("doctor", "/api/doctor", renderDoctor),
     ]);
+    renderKinds();
     status.textContent = "updated " + new Date().toLocaleTimeString();
     document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
   })();
@@ -313,6 +431,7 @@ async function refresh() {
 
 document.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("refresh").addEventListener("click", () => refresh());
+  document.getElementById("backends").append(addRowForm());
   window.addEventListener("focus", () => refresh());
   await refresh();
   // a reloaded page picks up the jobs still running (started here, or before the reload)

@@ -25,6 +25,7 @@ __all__ = [
     "ConfigError",
     "InstallFailed",
     "InvalidInput",
+    "MalformedId",
     "NetworkError",
     "NotFound",
     "Refused",
@@ -113,3 +114,10 @@ def unknown(
     if close:
         return error(message + close + (f" ({hint})" if always_hint and hint else ""))
     return error(message + (f"; {hint}" if hint else ""))
+
+
+class MalformedId(InvalidInput):
+    """An id whose shape is wrong whatever the registry holds (a control character, a ``/``,
+    far too long): a usage error, so exit status 2 (SPEC §13)."""
+
+    exit_code = 2

@@ -8,9 +8,61 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["BackendRow", "ModelOverride", "Settings"]
+from ..discovery.models import unsafe_char
+
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_ROW_ID_CHARS",
+    "BackendRow",
+    "ModelOverride",
+    "Settings",
+    "id_problem",
+    "row_id_problem",
+    "shown",
+]
+
+MAX_ID_CHARS = 1024
+"""Longest model id or row id kept. Discovery builds a model id from a file name (at most 255),
+``-``, the parent folder's name (at most 255) and a ``-N`` counter; a build row id is a
+component, a release tag and a variant. 1024 holds all of those and still bounds the file."""
+
+MAX_ROW_ID_CHARS = 128
+"""Longest id of a row typed in by hand (``backends add``): a name to read, type and pin."""
+
+
+def shown(value: str, limit: int = 60) -> str:
+    """``value`` quoted for a one-line message: unprintable characters escaped, long text cut."""
+    body = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value[:limit])
+    return f'"{body}{"…" if len(value) > limit else ""}"'
+
+
+def id_problem(value: str, what: str, limit: int = MAX_ID_CHARS) -> str | None:
+    """Why ``value`` cannot be any id, or None: blank, too long, or a character (control,
+    format, line separator) that could break the YAML, a terminal line or a command line.
+    The character test is discovery's, so a model id it would skip is refused here too."""
+    if not value.strip():
+        return f"{what} must not be blank"
+    if len(value) > limit:
+        return f"{what} {shown(value, 40)} is {len(value)} characters long; the most is {limit}"
+    bad = unsafe_char(value)
+    if bad is not None:
+        return f"{what} {shown(value)} holds control character {bad}; use printable characters"
+    return None
+
+
+def row_id_problem(value: str, limit: int = MAX_ROW_ID_CHARS) -> str | None:
+    """Why ``value`` cannot name a manual or managed row: :func:`id_problem`, and no ``/``,
+    ``\\``, ``.`` or ``..``, because the web API puts a row id in one path segment."""
+    problem = id_problem(value, "row id", limit)
+    if problem is not None:
+        return problem
+    if "/" in value or "\\" in value:
+        return f'row id {shown(value)} may not contain "/" or "\\"; use letters, digits, "-", "_"'
+    if value.strip() in (".", ".."):
+        return f'row id {shown(value)} is not a name; use letters, digits, "-", "_"'
+    return None
 
 
 class _Frozen(BaseModel):
@@ -33,10 +85,21 @@ class BackendRow(_Frozen):
 
     @field_validator("id")
     @classmethod
-    def _id_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("id must not be blank")
+    def _id_is_safe(cls, value: str) -> str:
+        problem = id_problem(value, "row id")
+        if problem is not None:
+            raise ValueError(problem)
         return value
+
+    @model_validator(mode="after")
+    def _manual_id_is_a_name(self) -> BackendRow:
+        """A hand-made row's id meets the ``backends add`` rule; installer rows are named by
+        their component and release tag, which the installer checks."""
+        if not self.managed and not self.build:
+            problem = row_id_problem(self.id)
+            if problem is not None:
+                raise ValueError(problem)
+        return self
 
     @field_validator("path")
     @classmethod
@@ -120,6 +183,17 @@ class Settings(_Frozen):
     llama_swap: dict[str, Any] = Field(default_factory=dict)
     backends: list[BackendRow] = Field(default_factory=list)
     models: dict[str, ModelOverride] = Field(default_factory=dict)
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _model_ids_are_safe(cls, value: Any) -> Any:
+        """Checked before the overrides, so no error message quotes a raw hostile key."""
+        if isinstance(value, dict):
+            for key in value:
+                problem = id_problem(str(key), "model id")
+                if problem is not None:
+                    raise ValueError(problem)
+        return value
 
     @field_validator("models_dirs", mode="before")
     @classmethod

@@ -11,8 +11,15 @@ from typing import Any
 import anyio
 
 from ..api_models import BackendRowResult, ModelSettingsResult, PinResult, RemovedRow
-from ..config.models import BackendRow, ModelOverride, Settings
-from ..errors import InvalidInput, Refused, did_you_mean, unknown
+from ..config.models import (
+    MAX_ID_CHARS,
+    BackendRow,
+    ModelOverride,
+    Settings,
+    id_problem,
+    row_id_problem,
+)
+from ..errors import InvalidInput, MalformedId, Refused, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ._base import ManagerBase
@@ -44,6 +51,7 @@ class RegistryMixin(ManagerBase):
         generate: bool = True,
     ) -> BackendRowResult:
         """Append a manual row; a path that is missing or not executable needs ``force``."""
+        _refuse(row_id_problem(row_id))
         try:
             new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
         except ValueError as exc:
@@ -69,6 +77,8 @@ class RegistryMixin(ManagerBase):
         )
 
     async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
+        _refuse(row_id_problem(row_id))  # only manual rows can be removed
+
         def change(s: Settings) -> tuple[Settings, list[str]]:
             rows = registry.remove_manual(s.backends, row_id)
             pinned = [m for m, ov in s.models.items() if ov.backend == row_id]
@@ -84,6 +94,9 @@ class RegistryMixin(ManagerBase):
         )
 
     async def set_default(self, row_id: str, *, generate: bool = True) -> BackendRowResult:
+        # a manual or managed row (component ids can be long); build rows are never ★
+        _refuse(row_id_problem(row_id, MAX_ID_CHARS))
+
         def change(s: Settings) -> tuple[Settings, BackendRow]:
             rows = registry.set_default(s.backends, row_id)
             return s.model_copy(update={"backends": rows}), next(r for r in rows if r.id == row_id)
@@ -98,6 +111,7 @@ class RegistryMixin(ManagerBase):
 
     async def pin(self, model: str, row_id: str, *, generate: bool = True) -> PinResult:
         model = _check_model_id(model)
+        _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.settings()
         if settings.row(row_id) is None:
             raise registry.unknown_row(settings.backends, row_id)
@@ -241,11 +255,15 @@ def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings
     return s.model_copy(update={"models": models})
 
 
+def _refuse(problem: str | None) -> None:
+    if problem is not None:
+        raise MalformedId(problem)
+
+
 def _check_model_id(model: str) -> str:
-    model = model.strip()
-    if not model:
-        raise InvalidInput("the model id must not be blank")
-    return model
+    """The model id as stored. Checked before stripping, so "x\\n" is refused, not cut to "x"."""
+    _refuse(id_problem(model, "model id"))
+    return model.strip()
 
 
 def _check_key(key: str) -> None:

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from ..config.models import BackendRow
-from ..errors import BackendmgrError, InvalidInput, Refused, unknown
+from ..config.models import BackendRow, row_id_problem
+from ..errors import BackendmgrError, InvalidInput, MalformedId, Refused, unknown
 from ..versioning import VersionKey, version_key
 from .kinds import KNOWN_KINDS, class_taken, classes_of, normalize_kind
 
@@ -85,6 +85,9 @@ def add_manual(
     make_default: bool = False,
 ) -> list[BackendRow]:
     """Append a row the user typed in; it takes ★ only when asked to."""
+    problem = row_id_problem(row.id)  # again here: a copy made with model_copy skips validation
+    if problem is not None:
+        raise MalformedId(problem)
     if "@" in row.id:
         raise InvalidInput(f'row id "{row.id}" may not contain "@" (that names an installed build)')
     if row.id in set(catalog_ids):

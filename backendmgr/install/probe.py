@@ -93,16 +93,16 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 
 async def _stop(process: Process, grace: float) -> None:
-    """SIGTERM the whole group, give it ``grace`` seconds, then SIGKILL what is left, and reap
-    the program: shielded, so a cancel or Ctrl-C cannot leave its helpers running."""
+    """SIGTERM the whole group, give the program ``grace`` seconds to exit, then SIGKILL what
+    is left of the group, and reap the program: shielded, so a cancel or Ctrl-C cannot leave
+    its helpers running."""
     with anyio.CancelScope(shield=True):
         pgid = process.pid
         if os.name == "posix" and _signal_group(pgid, signal.SIGTERM):
-            with anyio.move_on_after(grace):
-                if process.returncode is None:
+            if process.returncode is None:
+                with anyio.move_on_after(grace):
                     await process.wait()
-                while _signal_group(pgid, 0):  # its helpers may outlive it
-                    await anyio.sleep(0.02)
+            # helpers that ignore SIGTERM or outlive it; a probe has no state for them to save
             _signal_group(pgid, signal.SIGKILL)
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):

@@ -4,6 +4,8 @@ is recorded as "capabilities unknown", with the reason.
 
 Output is read through a bounded buffer (:data:`MAX_OUTPUT`) and the program is killed at the
 timeout or when the buffer is full, so a hostile or broken executable costs at most that.
+:func:`run_in_group` is the one way the installer runs a build's executable (the smoke check
+uses it too): own process group, bounded output, the whole group stopped on every way out.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+from anyio.abc import ByteReceiveStream, Process
 from pydantic import ValidationError
 
 from .._fs import atomic_write_bytes
@@ -27,9 +32,12 @@ __all__ = [
     "MAX_OUTPUT",
     "TIMEOUT_S",
     "CapabilityCache",
+    "Finished",
+    "ProbeError",
     "probe_build",
     "probe_build_sync",
     "run_bounded",
+    "run_in_group",
 ]
 
 TIMEOUT_S = 10.0
@@ -37,60 +45,155 @@ MAX_OUTPUT = 1 << 20
 LIST_DEVICES = "--list-devices"
 
 
+KILL_GRACE_S = 1.0
+"""How long a program has between SIGTERM and SIGKILL: a cancel takes effect within this."""
+TAIL_BYTES = 4096
+
+
 class ProbeError(Exception):
     """Why a run gave no usable output (shown in ``capabilities.error``)."""
 
 
-def _kill_group(pid: int) -> None:
-    """Kill what the program started in its session too (a shell script's children), so no
-    probe leaves a process behind or holds the output pipe open."""
-    if os.name == "posix":
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+@dataclass(frozen=True)
+class Finished:
+    """How a run ended: exit status (None when stopped for printing too much), the first
+    ``limit`` bytes of each stream and its last :data:`TAIL_BYTES` (where errors are)."""
+
+    code: int | None
+    out: bytes
+    err: bytes
+    out_tail: bytes
+    err_tail: bytes
+    overflowed: bool
+
+
+class _Kept:
+    """One output stream, bounded: its head up to a limit and a short tail."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.overflowed = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.head)
+        self.head += chunk[: max(room, 0)]
+        self.overflowed = self.overflowed or len(chunk) > room
+        self.tail = (self.tail + chunk)[-TAIL_BYTES:]
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the program's process group; False when the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+    except OSError:  # ESRCH: nobody left; EPERM: not ours to signal
+        return False
+    return True
+
+
+async def _stop(process: Process, grace: float) -> None:
+    """SIGTERM the whole group, give the program ``grace`` seconds to exit, then SIGKILL what
+    is left of the group, and reap the program: shielded, so a cancel or Ctrl-C cannot leave
+    its helpers running."""
+    with anyio.CancelScope(shield=True):
+        pgid = process.pid
+        if os.name == "posix" and _signal_group(pgid, signal.SIGTERM):
+            if process.returncode is None:
+                with anyio.move_on_after(grace):
+                    await process.wait()
+            # helpers that ignore SIGTERM or outlive it; a probe has no state for them to save
+            _signal_group(pgid, signal.SIGKILL)
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        with anyio.move_on_after(5):
+            await process.wait()
+        await process.aclose()
+
+
+async def run_in_group(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    limit: int = MAX_OUTPUT,
+    merge: bool = True,
+    stop_when_full: bool = True,
+    grace: float = KILL_GRACE_S,
+) -> Finished:
+    """Run a program we do not trust (a build's executable) in its own process group, reading
+    at most ``limit`` bytes per stream (stderr joins stdout when ``merge``); with
+    ``stop_when_full`` the first byte past ``limit`` ends the run, otherwise the rest is drained
+    and dropped. Raise :class:`OSError` when it cannot start and :class:`TimeoutError` after
+    ``timeout``. On every way out (exit, timeout, overflow, cancel, KeyboardInterrupt) the
+    group gets SIGTERM, then SIGKILL after ``grace`` seconds."""
+    with anyio.CancelScope(shield=True):  # a cancel here would leave a started group unowned
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+            start_new_session=os.name == "posix",  # its helpers are stopped with it
+        )
+    streams = [(process.stdout, _Kept(limit))]
+    if not merge:
+        streams.append((process.stderr, _Kept(limit)))
+    code: int | None = None
+    try:
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tg:
+
+                async def drain(stream: ByteReceiveStream | None, kept: _Kept) -> None:
+                    assert stream is not None
+                    while True:
+                        try:
+                            chunk = await stream.receive(65536)
+                        except (
+                            anyio.EndOfStream,
+                            anyio.ClosedResourceError,
+                            anyio.BrokenResourceError,
+                        ):
+                            return
+                        kept.add(chunk)
+                        if kept.overflowed and stop_when_full:
+                            tg.cancel_scope.cancel()
+                            return
+
+                for stream, kept in streams:
+                    tg.start_soon(drain, stream, kept)
+            if not any(kept.overflowed for _, kept in streams) or not stop_when_full:
+                code = await process.wait()
+    finally:
+        await _stop(process, grace)
+    out = streams[0][1]
+    err = streams[1][1] if len(streams) > 1 else _Kept(0)
+    return Finished(
+        code,
+        bytes(out.head),
+        bytes(err.head),
+        bytes(out.tail),
+        bytes(err.tail),
+        out.overflowed or err.overflowed,
+    )
 
 
 async def run_bounded(
     argv: list[str], *, timeout: float = TIMEOUT_S, limit: int = MAX_OUTPUT
 ) -> str:
     """stdout and stderr of one run, at most ``limit`` bytes; raise :class:`ProbeError` on a
-    timeout, a start failure or a non-zero exit. The child is killed on every way out."""
+    timeout, a start failure, too much output or a non-zero exit. The program and what it
+    started are stopped on every way out (:func:`run_in_group`)."""
     try:
-        process = await anyio.open_process(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=os.name == "posix",  # its helpers are killed with it
-        )
+        done = await run_in_group(argv, timeout=timeout, limit=limit)
+    except TimeoutError as exc:  # before OSError, whose subclass it is
+        raise ProbeError(f"did not finish within {timeout:.0f} s") from exc
     except OSError as exc:
         raise ProbeError(f"cannot run ({exc.strerror or exc})") from exc
-    buf = bytearray()
-    try:
-        with anyio.move_on_after(timeout) as scope:
-            assert process.stdout is not None
-            while len(buf) < limit:
-                try:
-                    chunk = await process.stdout.receive(65536)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    break
-                buf += chunk[: limit - len(buf)]
-            if len(buf) >= limit:
-                raise ProbeError(f"printed more than {limit >> 20} MiB")
-            code = await process.wait()
-        if scope.cancelled_caught:
-            raise ProbeError(f"did not finish within {timeout:.0f} s")
-    finally:
-        _kill_group(process.pid)
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await process.wait()
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-    if code != 0:
-        raise ProbeError(f"exit status {code}")
-    return buf.decode("utf-8", "replace")
+    if done.overflowed:
+        raise ProbeError(f"printed more than {limit >> 20} MiB")
+    if done.code != 0:
+        raise ProbeError(f"exit status {done.code}")
+    return done.out.decode("utf-8", "replace")
 
 
 async def probe_build(

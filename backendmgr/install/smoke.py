@@ -1,15 +1,17 @@
 """Run a fresh build once before registering it (SPEC §7.5): a missing shared library or a
-wrong instruction set shows up here, with the program's own words, not at model load time."""
+wrong instruction set shows up here, with the program's own words, not at model load time.
+
+The program runs through :func:`~backendmgr.install.probe.run_in_group`: in its own process
+group, output bounded, and the whole group stopped at the timeout, on a cancel or Ctrl-C, so a
+build that hangs or leaves a child behind costs the timeout at most and leaves no process."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-import anyio
-
 from ..errors import InstallFailed
+from .probe import run_in_group
 
 __all__ = ["smoke_check"]
 
@@ -23,17 +25,20 @@ def _tail(data: bytes, lines: int = 5) -> str:
 
 
 async def smoke_check(
-    exe: Path, args: Sequence[str] = ("--version",), *, timeout: float = TIMEOUT_S
+    exe: Path, args: Sequence[str] = ("--version",), *, timeout: float | None = None
 ) -> str:
     """Return what the program printed (stdout, then stderr: llama-server writes its version
-    line to stderr after its device lines); raise :class:`InstallFailed` otherwise."""
+    line to stderr after its device lines); raise :class:`InstallFailed` otherwise.
+    ``timeout`` defaults to :data:`TIMEOUT_S`, read at call time."""
+    limit = TIMEOUT_S if timeout is None else timeout
     argv = [str(exe), *args]
     try:
-        with anyio.fail_after(timeout):
-            done = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
+        done = await run_in_group(
+            argv, timeout=limit, limit=MAX_KEPT, merge=False, stop_when_full=False
+        )
     except TimeoutError as exc:
         raise InstallFailed(
-            f"{exe.name} {' '.join(args)} did not finish within {timeout:.0f} s; "
+            f"{exe.name} {' '.join(args)} did not finish within {limit:.0f} s; "
             "use --no-smoke to skip the check"
         ) from exc
     except OSError as exc:
@@ -41,10 +46,10 @@ async def smoke_check(
             f"{exe.name} cannot run here ({exc.strerror or exc}); "
             "use --no-smoke for a build meant for another machine"
         ) from exc
-    if done.returncode != 0:
+    if done.code != 0:
         raise InstallFailed(
-            f"{exe.name} {' '.join(args)} failed with exit status {done.returncode}: "
-            f"{_tail(done.stderr or done.stdout)}"
+            f"{exe.name} {' '.join(args)} failed with exit status {done.code}: "
+            f"{_tail(done.err_tail or done.out_tail)}"
         )
-    text = (done.stdout or b"") + b"\n" + (done.stderr or b"")
+    text = done.out + b"\n" + done.err
     return text[:MAX_KEPT].decode("utf-8", "replace").strip()

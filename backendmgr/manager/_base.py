@@ -114,11 +114,11 @@ class ManagerBase(abc.ABC):
 
     async def _mutate(
         self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
-    ) -> T:
+    ) -> tuple[T, list[str]]:
+        """Apply ``change`` under the config lock, then regenerate: what ``change`` returned,
+        and the regeneration's warnings (a hand-edited config kept as .bak) for the result."""
         result = await anyio.to_thread.run_sync(self.store.update, change)
-        if generate:
-            await self.regenerate()
-        return result
+        return result, (await self.regenerate() if generate else [])
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output
@@ -155,5 +155,5 @@ class ManagerBase(abc.ABC):
         """``doctor``'s check of the written llama-swap config: (problems, notes)."""
 
     @abc.abstractmethod
-    async def regenerate(self) -> None:
-        """Adopt builds into the registry, then rewrite the llama-swap config."""
+    async def regenerate(self) -> list[str]:
+        """Adopt builds into the registry, then rewrite the llama-swap config; its warnings."""

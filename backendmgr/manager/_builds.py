@@ -488,8 +488,7 @@ class BuildsMixin(ManagerBase):
         emit(ProgressEvent("registering"))
         with anyio.CancelScope(shield=True):  # committed: a cancel must not leave it unrecorded
             activated, star, other_star = await self._register(entry, activate=activate)
-        if generate:
-            await self.regenerate()
+        regen = await self.regenerate() if generate else []
         receipt = entry.receipt
         if by_other:
             head = f"{entry.id} was installed by another backendmgr while this one waited"
@@ -510,7 +509,7 @@ class BuildsMixin(ManagerBase):
         gpu = missing_gpu(entry.id, receipt.variant, receipt.capabilities)
         return InstallResult(
             message=message,
-            warnings=[gpu] if gpu and not already else [],
+            warnings=[gpu, *regen] if gpu and not already else regen,
             id=entry.id,
             component=manifest.id,
             version=receipt.version,
@@ -594,10 +593,10 @@ class BuildsMixin(ManagerBase):
         entry = self._find_build(ref)
         build = entry.as_build()
         await self._register(entry, activate=True)
-        if generate:
-            await self.regenerate()
+        regen = await self.regenerate() if generate else []
         return ActivateResult(
             message=f"activated {entry.id}; every model not pinned to a build now runs it",
+            warnings=regen,
             id=entry.id,
             component=build.component,
             version=build.version,

@@ -363,7 +363,7 @@ class LockMixin(MaintenanceMixin):
                     warnings.append(f"kept {', '.join(ids)}: {exc}")
         finally:
             with anyio.CancelScope(shield=True):
-                await self.regenerate()
+                warnings += await self.regenerate()
         if failures:
             build_id, first = sorted(failures.items())[0]
             more = f" ({len(failures) - 1} more failed)" if len(failures) > 1 else ""

@@ -124,9 +124,7 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
                 return s.model_copy(update={"backends": rows}), None
 
             await anyio.to_thread.run_sync(self.store.update, change)
-        if generate:
-            await self.regenerate()
-        warnings: list[str] = []
+        warnings: list[str] = await self.regenerate() if generate else []
         if pins:
             warnings.append(f"stale pins now fall back: {', '.join(sorted(set(pins)))}")
         if gone:
@@ -213,12 +211,15 @@ class MaintenanceMixin(ModelsMixin, BuildsMixin):
                 )
             )
         changed = not dry_run and any(u.action != "up-to-date" for u in updates)
-        if generate and changed:
-            await self.regenerate()
+        regen = await self.regenerate() if generate and changed else []
         if not updates:
             lines.append('nothing is installed; try "backendmgr install llama-server"')
         return UpdateResult(
-            message="\n".join(lines), changed=changed, updates=updates, dry_run=dry_run
+            message="\n".join(lines),
+            changed=changed,
+            warnings=regen,
+            updates=updates,
+            dry_run=dry_run,
         )
 
     # --- prune and cache clean ------------------------------------------------------------

@@ -316,10 +316,11 @@ class ModelsMixin(ManagerBase):
         ]
         return problems, notes
 
-    async def regenerate(self) -> None:
-        """Bring the registry in line with the disk, then rewrite the llama-swap config."""
+    async def regenerate(self) -> list[str]:
+        """Bring the registry in line with the disk, then rewrite the llama-swap config; the
+        rewrite's warnings go into the result of the change that caused it."""
         await self.sync_registry()
-        await self.generate()
+        return (await self.generate()).warnings
 
 
 def _folder_problems(dirs: list[str]) -> list[str]:

@@ -68,11 +68,11 @@ class RegistryMixin(ManagerBase):
             added = next(r for r in rows if r.id == row_id)
             return s.model_copy(update={"backends": rows}), added
 
-        added = await self._mutate(change, generate=generate)
+        added, regen = await self._mutate(change, generate=generate)
         star = " (★)" if added.default else ""
         return BackendRowResult(
             message=f'added backend row "{row_id}"{star}',
-            warnings=[problem] if problem else [],
+            warnings=[problem, *regen] if problem else regen,
             **row_json(added),
         )
 
@@ -84,11 +84,11 @@ class RegistryMixin(ManagerBase):
             pinned = [m for m, ov in s.models.items() if ov.backend == row_id]
             return s.model_copy(update={"backends": rows}), pinned
 
-        pinned = await self._mutate(change, generate=generate)
+        pinned, regen = await self._mutate(change, generate=generate)
         stale = f'pins to "{row_id}" are now stale and fall back: {", ".join(sorted(pinned))}'
         return RemovedRow(
             message=f'removed backend row "{row_id}"',
-            warnings=[stale] if pinned else [],
+            warnings=[stale, *regen] if pinned else regen,
             id=row_id,
             removed=True,
         )
@@ -101,10 +101,12 @@ class RegistryMixin(ManagerBase):
             rows = registry.set_default(s.backends, row_id)
             return s.model_copy(update={"backends": rows}), next(r for r in rows if r.id == row_id)
 
-        row = await self._mutate(change, generate=generate)
+        row, regen = await self._mutate(change, generate=generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
         return BackendRowResult(
-            message=f'"{row_id}" is now the default (★) for {classes}', **row_json(row)
+            message=f'"{row_id}" is now the default (★) for {classes}',
+            warnings=regen,
+            **row_json(row),
         )
 
     # --- per-model overrides --------------------------------------------------------------
@@ -124,13 +126,13 @@ class RegistryMixin(ManagerBase):
             updated = current.model_copy(update={"backend": row_id})
             return _with_override(s, model, updated), current.backend != row_id
 
-        changed = await self._mutate(change, generate=generate)
+        changed, regen = await self._mutate(change, generate=generate)
         return PinResult(
             message=f'pinned "{model}" to "{row_id}"'
             if changed
             else f'"{model}" was already pinned to "{row_id}"',
             changed=changed,
-            warnings=list(warnings),
+            warnings=[*warnings, *regen],
             model=model,
             backend=row_id,
         )
@@ -143,8 +145,9 @@ class RegistryMixin(ManagerBase):
             updated = current.model_copy(update={"backend": None})
             return _with_override(s, model, updated), current.backend
 
-        previous = await self._mutate(change, generate=generate)
+        previous, regen = await self._mutate(change, generate=generate)
         return PinResult(
+            warnings=regen,
             message=f'unpinned "{model}" (was "{previous}")'
             if previous
             else f'"{model}" has no pin',
@@ -177,13 +180,13 @@ class RegistryMixin(ManagerBase):
                 raise InvalidInput(_first_error(exc)) from exc
             return _with_override(s, model, updated), updated
 
-        updated = await self._mutate(change, generate=generate)
+        updated, regen = await self._mutate(change, generate=generate)
         if "vllm_tool_parser" in parsed:
             warnings += await self._tool_parser_warnings(model)
         shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
         return ModelSettingsResult(
             message=f'set {shown} for "{model}"',
-            warnings=list(warnings),
+            warnings=[*warnings, *regen],
             model=model,
             **updated.to_yaml(),
         )
@@ -240,9 +243,12 @@ class RegistryMixin(ManagerBase):
             updated = current.model_copy(update=dict.fromkeys(keys))
             return _with_override(s, model, updated), updated
 
-        updated = await self._mutate(change, generate=generate)
+        updated, regen = await self._mutate(change, generate=generate)
         return ModelSettingsResult(
-            message=f'unset {", ".join(keys)} for "{model}"', model=model, **updated.to_yaml()
+            message=f'unset {", ".join(keys)} for "{model}"',
+            warnings=regen,
+            model=model,
+            **updated.to_yaml(),
         )
 
 

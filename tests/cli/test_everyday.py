@@ -363,6 +363,26 @@ def test_hand_edited_output_is_kept_and_reported(models: Path, config_path: Path
     assert ok(bm("generate")).err == ""  # unchanged now: no copy, no warning
 
 
+def test_a_change_that_rewrites_a_hand_edited_output_says_so(
+    models: Path, config_path: Path
+) -> None:
+    """``set`` (like every change) regenerates: the hand-edited copy is kept, and the change's
+    own result says so, on stderr and in its --json document."""
+    output = config_path.parent / "llama-swap.yaml"
+    ok(bm("generate"))
+    model = json.loads(ok(bm("models", "--json")).out)[0]["id"]
+    output.write_text(output.read_text() + "# my note\n")
+    backup = output.with_name("llama-swap.yaml.bak")
+    result = ok(bm("set", model, "ctx=4096"))
+    assert warnings(result) == [
+        f"warning: {output} was modified by hand; kept that copy as {backup}"
+    ]
+    assert "# my note" in backup.read_text() and "# my note" not in output.read_text()
+    output.write_text(output.read_text() + "# again\n")
+    document = json.loads(ok(bm("unset", model, "ctx", "--json")).out)
+    assert any("modified by hand" in w for w in document["warnings"]), document
+
+
 def test_a_file_backendmgr_did_not_write_is_kept(models: Path, config_path: Path) -> None:
     output = config_path.parent / "llama-swap.yaml"
     output.write_text("models: {}\n# written by a person\n")

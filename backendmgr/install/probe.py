@@ -92,7 +92,7 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-async def _stop(process: Process, grace: float) -> None:
+async def stop_group(process: Process, grace: float = KILL_GRACE_S) -> None:
     """SIGTERM the whole group, give the program ``grace`` seconds to exit, then SIGKILL what
     is left of the group, and reap the program: shielded, so a cancel or Ctrl-C cannot leave
     its helpers running."""
@@ -164,7 +164,7 @@ async def run_in_group(
             if not any(kept.overflowed for _, kept in streams) or not stop_when_full:
                 code = await process.wait()
     finally:
-        await _stop(process, grace)
+        await stop_group(process, grace)
     out = streams[0][1]
     err = streams[1][1] if len(streams) > 1 else _Kept(0)
     return Finished(

@@ -104,9 +104,17 @@ async def _run(
 ) -> None:
     """Run an installer step, streaming its lines as events; fail with its last lines."""
     tail: collections.deque[str] = collections.deque(maxlen=8)
-    process = await anyio.open_process(
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env)
-    )
+    from .probe import stop_group
+
+    with anyio.CancelScope(shield=True):  # a cancel here would leave a started group unowned
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=os.name == "posix",  # a build backend's helpers stop with it
+        )
     try:
         assert process.stdout is not None
         buffer = b""
@@ -121,9 +129,7 @@ async def _run(
                         emit(ProgressEvent("downloading", message=line))
         code = await process.wait()
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            process.kill()
-            await process.wait()
+        await stop_group(process)
         raise
     if code != 0:
         raise InstallFailed(f"{what} failed with exit status {code}: {' | '.join(tail)}")
@@ -314,9 +320,8 @@ async def probe_tool_parsers(python: Path) -> list[str] | None:
     "unknown" (None), never a failed install: the emitter then trusts its table.
     """
     try:
-        with anyio.fail_after(PROBE_TIMEOUT_S):
-            out = await _bounded_output([str(python), "-I", "-c", _PROBE], PROBE_OUTPUT_LIMIT)
-    except (OSError, TimeoutError):
+        out = await _bounded_output([str(python), "-I", "-c", _PROBE], PROBE_OUTPUT_LIMIT)
+    except OSError:  # TimeoutError is one
         return None
     if out is None:
         return None
@@ -340,22 +345,10 @@ def _parser_names(text: str) -> list[str] | None:
 
 
 async def _bounded_output(argv: list[str], limit: int) -> bytes | None:
-    """The command's stdout if it exits 0 within ``limit`` bytes; the process is killed when
-    it writes more or is cancelled (the caller's timeout)."""
-    process = await anyio.open_process(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    try:
-        assert process.stdout is not None
-        out = bytearray()
-        async for chunk in process.stdout:
-            out += chunk
-            if len(out) > limit:
-                return None
-        code = await process.wait()
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.kill()
-            await process.wait()
-    return bytes(out) if code == 0 else None
+    """The command's stdout if it exits 0 within ``limit`` bytes and the probe's time; the
+    process and anything it started are stopped on every way out (one mechanism:
+    :func:`~backendmgr.install.probe.run_in_group`)."""
+    from .probe import run_in_group
+
+    done = await run_in_group(argv, timeout=PROBE_TIMEOUT_S, limit=limit, merge=False)
+    return done.out if done.code == 0 and not done.overflowed else None

@@ -162,3 +162,26 @@ def test_ctrl_c_during_the_smoke_check_exits_130_and_leaves_no_process(
     assert_none_left(found)
     no_build(tmp_path / "home")
     assert not config_path.exists()
+
+
+@pytest.mark.parametrize("step", ["installer", "tool-parser probe"])
+def test_a_cancelled_venv_step_stops_its_whole_group(tmp_path: Path, step: str) -> None:
+    """pip (or uv) and the tool-parser probe run in their own group too: a cancel while a
+    build backend's helper hangs stops both at once."""
+    from backendmgr.install import venv_job
+
+    pids = tmp_path / "pids"
+    argv = ["sh", "-c", hanging_server(pids).decode().split("\n", 1)[1]]
+
+    async def main() -> float:
+        started = time.monotonic()
+        with anyio.move_on_after(1):
+            if step == "installer":
+                await venv_job._run(argv, None, dict(os.environ), "pip install")
+            else:
+                await venv_job._bounded_output(argv, 1 << 20)
+        return time.monotonic() - started
+
+    took = anyio.run(main)
+    assert took < 3, took
+    assert_none_left(recorded(pids))

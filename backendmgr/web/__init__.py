@@ -5,14 +5,13 @@ Needs the ``web`` extra; the CLI imports this package only for ``serve``.
 
 from __future__ import annotations
 
-import secrets
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Refused
-from .security import Guard, is_loopback
+from .security import Guard, check_token, is_loopback, load_secret
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -22,14 +21,17 @@ if TYPE_CHECKING:
 __all__ = ["Prepared", "bind", "make_guard", "prepare", "serve"]
 
 
-def make_guard(host: str, port: int, token: str | None) -> Guard:
-    """The server's rules; binding beyond loopback without a token is refused."""
+def make_guard(host: str, port: int, token: str | None, secret: str = "") -> Guard:
+    """The server's rules; binding beyond loopback without a token is refused. Without a
+    token the secret is ``secret`` (the data home's, see ``load_secret``)."""
     if not is_loopback(host) and not token:
         raise Refused(
             f"binding to {host} would let other machines drive installs; give --token "
             "(or BACKENDMGR_TOKEN), or keep the default 127.0.0.1"
         )
-    return Guard(host, port, token or secrets.token_urlsafe(32), token_required=bool(token))
+    if token:
+        return Guard(host, port, check_token(token), token_required=True)
+    return Guard(host, port, secret)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -71,9 +73,10 @@ def prepare(
 
     from .app import create_app
 
-    make_guard(host, port, token)  # refuse before binding anything
+    make_guard(host, port, token, "x" * 16)  # refuse before binding anything
+    secret = "" if token else load_secret(manager.paths.home)
     sock = bind(host, port)
-    guard = make_guard(host, sock.getsockname()[1], token)
+    guard = make_guard(host, sock.getsockname()[1], token, secret)
     app = create_app(manager, guard)
     config = uvicorn.Config(
         guard.middleware(app),
@@ -81,6 +84,8 @@ def prepare(
         access_log=False,
         timeout_graceful_shutdown=3,
         lifespan="off",
+        proxy_headers=False,  # no proxy in front: a client's X-Forwarded-For is not believed
+        server_header=False,
     )
     return Prepared(_Server(config, app), sock, guard, app)
 
@@ -93,10 +98,11 @@ async def serve(
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first."""
+    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first.
+    ``on_ready`` gets the page's address with its token (for the user who started it)."""
     prepared = prepare(manager, host=host, port=port, token=token)
     if on_ready is not None:
-        on_ready(prepared.guard.url())
+        on_ready(prepared.guard.page_url())
     await prepared.server.serve(sockets=[prepared.sock])
 
 

@@ -5,13 +5,24 @@ Needs the ``web`` extra; the CLI imports this package only for ``serve``.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Refused
-from .security import Guard, check_token, is_loopback, load_secret
+from .security import (
+    ASGIApp,
+    Guard,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    check_token,
+    is_loopback,
+    load_secret,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -78,8 +89,9 @@ def prepare(
     sock = bind(host, port)
     guard = make_guard(host, sock.getsockname()[1], token, secret)
     app = create_app(manager, guard)
+    _quiet_shutdown_log()
     config = uvicorn.Config(
-        guard.middleware(app),
+        guard.middleware(stopping(app)),
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=3,
@@ -104,6 +116,52 @@ async def serve(
     if on_ready is not None:
         on_ready(prepared.guard.page_url())
     await prepared.server.serve(sockets=[prepared.sock])
+
+
+def stopping(app: ASGIApp) -> ASGIApp:
+    """Wrap ``app``: a request still running when Ctrl-C's grace period ends is cancelled by
+    uvicorn; it answers 503 (when nothing was sent yet) instead of a traceback and a 500."""
+    import asyncio
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, watched)
+        except asyncio.CancelledError:
+            if scope["type"] != "http" or started:
+                return
+            body = b'{"error": "the server is stopping", "exit": 1}'
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.start", "status": 503, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+
+    return wrapped
+
+
+def _quiet_shutdown_log() -> None:
+    """uvicorn says ERROR when it cancels requests after the grace period; that is Ctrl-C
+    working as asked (the requests answer 503), not an error for the user's terminal."""
+    import logging
+
+    log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _GraceFilter) for f in log.filters):
+        log.addFilter(_GraceFilter())
+
+
+class _GraceFilter:
+    def filter(self, record: Any) -> bool:
+        return "timeout graceful shutdown exceeded" not in str(record.msg)
 
 
 def _make_server_class() -> type[Any]:

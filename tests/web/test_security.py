@@ -393,3 +393,70 @@ def test_ctrl_c_stops_a_running_install_cleanly(
         [sys.executable, "-m", "backendmgr", "doctor"], capture_output=True, text=True, check=False
     )
     assert doctor.returncode == 0, doctor.stderr
+
+
+BROWSER = """
+import json, os, stat, sys
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+page = url2pathname(urlparse(sys.argv[1]).path)
+record = {
+    "argv": sys.argv[1:],
+    "mode": stat.S_IMODE(os.stat(page).st_mode),
+    "dir_mode": stat.S_IMODE(os.stat(os.path.dirname(page)).st_mode),
+    "page": page,
+    "text": open(page).read(),
+}
+with open(os.environ["RECORD"] + ".tmp", "w") as fh:
+    json.dump(record, fh)
+os.replace(os.environ["RECORD"] + ".tmp", os.environ["RECORD"])
+"""
+
+
+def test_open_never_puts_the_token_on_a_command_line(setup: Setup, tmp_path: Path) -> None:
+    """--open starts the browser on a private 0600 file that forwards to the address (what
+    Jupyter does): other users can read a command line, not that file."""
+    import json
+
+    browser = tmp_path / "browser"
+    browser.write_text(f"#!{sys.executable}\n{BROWSER}")
+    browser.chmod(0o755)
+    record = tmp_path / "opened.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "serve", "--port", "0", "--open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "BROWSER": str(browser),
+            "RECORD": str(record),
+            "DISPLAY": "",
+            "WAYLAND_DISPLAY": "",
+        },
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[3]
+        secret = (setup.home / "serve-secret").read_text().strip()
+        deadline = time.monotonic() + 20
+        while not record.exists():
+            assert time.monotonic() < deadline, "the browser was not started"
+            time.sleep(0.05)
+        opened = json.loads(record.read_text())
+        page = Path(opened["page"])
+        assert page.is_file()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert len(opened["argv"]) == 1 and opened["argv"][0].startswith("file://")
+    assert secret not in " ".join(opened["argv"])
+    assert opened["mode"] == 0o600 and opened["dir_mode"] == 0o700
+    assert f'<meta http-equiv="refresh" content="0;url={url}">' in opened["text"]
+    assert f'location.replace("{url}")' in opened["text"]
+    assert not page.parent.exists()  # removed when the server stops

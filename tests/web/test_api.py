@@ -162,6 +162,7 @@ async def test_unknown_routes_and_methods_answer_json(client: httpx.AsyncClient)
         assert got.status_code == status, (method, path, got.text)
         assert got.headers["content-type"] == "application/json"
         assert set(got.json()) == {"error", "exit"} and got.json()["exit"] == 1
+        assert "server" not in got.headers  # uvicorn does not name itself
     assert "PUT is not allowed" in (await client.put("/api/backends")).json()["error"]
 
 

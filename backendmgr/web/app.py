@@ -38,6 +38,11 @@ LOCKED = (
     "<code>backendmgr serve</code> printed (it ends in <code>?token=…</code>).</p>\n"
 )
 
+ONWARD = (
+    '<!doctype html><meta charset=utf-8><meta http-equiv="refresh" content="0;url=/">'
+    '<title>backendmgr</title><p><a href="/">Open backendmgr</a></p>\n'
+)
+
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     """Unknown routes and methods answer JSON like every other error."""
@@ -709,7 +714,18 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         if token is not None and guard.matches(token[:600]):
             # the address serve printed: hand over the cookie, then drop the token from the
             # address bar and the history
-            moved = Response(status_code=303, headers={"location": "/", **_PLAIN})
+            if request.headers.get("sec-fetch-site", "none") in ("none", "same-origin"):
+                moved = Response(status_code=303, headers={"location": "/", **_PLAIN})
+            else:
+                # Opened from another site or a file (--open's page): a redirect would still
+                # count as that site's navigation and the browser would keep the Strict
+                # cookie from it; a navigation this page starts itself is same-origin.
+                moved = Response(
+                    ONWARD,
+                    200,
+                    media_type="text/html; charset=utf-8",
+                    headers={**_PLAIN, "content-security-policy": "default-src 'none'"},
+                )
             name, value = guard.cookie_header()
             moved.raw_headers.append((name, value))
             return moved

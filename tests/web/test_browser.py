@@ -391,3 +391,23 @@ def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
     )
     assert stars(driver) == []
     assert "id: llama-local" not in setup.config.read_text()
+
+
+def test_the_page_opened_by_open_loads_with_its_cookie(setup: Setup, browser: Any) -> None:
+    """``--open`` starts the browser on a local file that forwards to the printed address:
+    a navigation begun by a file is cross-site, and the Strict cookie it sets must still
+    reach the page (a plain redirect would land on the "needs the secret" note)."""
+    from selenium.webdriver.common.by import By
+
+    from backendmgr.cli.commands.serve import redirect_file
+
+    running = Running().start()
+    try:
+        page = redirect_file(running.page_url)
+        browser.get(page.as_uri())
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "body[data-loaded]"), "the page")
+        assert browser.current_url == running.url + "/"
+        assert "qwen3-8b-q4_k_m" in text_of(browser, "#models")
+    finally:
+        running.stop()
+        shutil.rmtree(page.parent)

@@ -59,6 +59,15 @@ async def test_only_the_printed_address_hands_out_the_secret(server: Running) ->
             assert part in cookie.split("; "), cookie
         page = await c.get("/")
         assert page.status_code == 200 and "/static/app.js" in page.text
+        # opened from another site or a file: the page moves on by itself (same-origin), as
+        # a redirect would keep counting as the other site's and lose the Strict cookie
+        c.cookies.clear()
+        onward = await c.get(server.page_url, headers={"sec-fetch-site": "cross-site"})
+        assert onward.status_code == 200
+        assert '<meta http-equiv="refresh" content="0;url=/">' in onward.text
+        assert server.secret not in onward.text
+        assert cookie_of(onward, server.cookie).startswith(f"{server.cookie}={server.secret};")
+        assert (await c.get("/")).status_code == 200
         assert (await c.get("/api/backends")).status_code == 200
         bearer = {"authorization": f"Bearer {server.secret}"}
         c.cookies.clear()

@@ -83,12 +83,16 @@ def test_demo_ui_serves_the_demo_and_stops_clean(tmp_path: Path, stop: signal.Si
                 url = line.split()[1]
         folder = Path(next(s for s in seen if s.startswith("demo folder: ")).split()[2])
         assert folder.parent == tmp_path and folder.is_dir()
-        assert url.startswith("http://127.0.0.1:") and not url.endswith(":8577/")
+        base, _, token = url.partition("/?token=")
+        assert base.startswith("http://127.0.0.1:") and not base.endswith(":8577")
+        assert len(token) >= 40  # the demo's home's secret, as serve printed it
 
         with httpx.Client(trust_env=False, timeout=30) as client:
-            page = client.get(url)
+            assert client.get(base + "/api/builds").status_code == 401  # not without it
+            page = client.get(url, follow_redirects=True)
             assert page.status_code == 200 and "<html" in page.text.lower()
-            builds = client.get(url + "api/builds")
+            assert str(page.url) == base + "/"
+            builds = client.get(base + "/api/builds")
             assert builds.status_code == 200
             listed = {b["id"]: b for b in builds.json()}
         assert listed["llama-server@b11211-vulkan"]["activated"] is True

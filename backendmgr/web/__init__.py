@@ -5,14 +5,24 @@ Needs the ``web`` extra; the CLI imports this package only for ``serve``.
 
 from __future__ import annotations
 
-import secrets
+import contextlib
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Refused
-from .security import Guard, is_loopback
+from .security import (
+    ASGIApp,
+    Guard,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    check_token,
+    is_loopback,
+    load_secret,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -22,14 +32,17 @@ if TYPE_CHECKING:
 __all__ = ["Prepared", "bind", "make_guard", "prepare", "serve"]
 
 
-def make_guard(host: str, port: int, token: str | None) -> Guard:
-    """The server's rules; binding beyond loopback without a token is refused."""
+def make_guard(host: str, port: int, token: str | None, secret: str = "") -> Guard:
+    """The server's rules; binding beyond loopback without a token is refused. Without a
+    token the secret is ``secret`` (the data home's, see ``load_secret``)."""
     if not is_loopback(host) and not token:
         raise Refused(
             f"binding to {host} would let other machines drive installs; give --token "
             "(or BACKENDMGR_TOKEN), or keep the default 127.0.0.1"
         )
-    return Guard(host, port, token or secrets.token_urlsafe(32), token_required=bool(token))
+    if token:
+        return Guard(host, port, check_token(token), token_required=True)
+    return Guard(host, port, secret)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -71,16 +84,20 @@ def prepare(
 
     from .app import create_app
 
-    make_guard(host, port, token)  # refuse before binding anything
+    make_guard(host, port, token, "x" * 16)  # refuse before binding anything
+    secret = "" if token else load_secret(manager.paths.home)
     sock = bind(host, port)
-    guard = make_guard(host, sock.getsockname()[1], token)
+    guard = make_guard(host, sock.getsockname()[1], token, secret)
     app = create_app(manager, guard)
+    _quiet_shutdown_log()
     config = uvicorn.Config(
-        guard.middleware(app),
+        guard.middleware(stopping(app)),
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=3,
         lifespan="off",
+        proxy_headers=False,  # no proxy in front: a client's X-Forwarded-For is not believed
+        server_header=False,
     )
     return Prepared(_Server(config, app), sock, guard, app)
 
@@ -93,11 +110,58 @@ async def serve(
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first."""
+    """Serve until Ctrl-C (or SIGTERM); running jobs are cancelled and cleaned up first.
+    ``on_ready`` gets the page's address with its token (for the user who started it)."""
     prepared = prepare(manager, host=host, port=port, token=token)
     if on_ready is not None:
-        on_ready(prepared.guard.url())
+        on_ready(prepared.guard.page_url())
     await prepared.server.serve(sockets=[prepared.sock])
+
+
+def stopping(app: ASGIApp) -> ASGIApp:
+    """Wrap ``app``: a request still running when Ctrl-C's grace period ends is cancelled by
+    uvicorn; it answers 503 (when nothing was sent yet) instead of a traceback and a 500."""
+    import asyncio
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, watched)
+        except asyncio.CancelledError:
+            if scope["type"] != "http" or started:
+                return
+            body = b'{"error": "the server is stopping", "exit": 1}'
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.start", "status": 503, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+
+    return wrapped
+
+
+def _quiet_shutdown_log() -> None:
+    """uvicorn says ERROR when it cancels requests after the grace period; that is Ctrl-C
+    working as asked (the requests answer 503), not an error for the user's terminal."""
+    import logging
+
+    log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _GraceFilter) for f in log.filters):
+        log.addFilter(_GraceFilter())
+
+
+class _GraceFilter:
+    def filter(self, record: Any) -> bool:
+        return "timeout graceful shutdown exceeded" not in str(record.msg)
 
 
 def _make_server_class() -> type[Any]:

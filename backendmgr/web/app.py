@@ -4,6 +4,7 @@ command and answers with the same keys as its ``--json`` (validated by ``api_mod
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -17,8 +18,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import api_models as am
-from ..errors import InvalidInput, NotFound
-from .jobs import Jobs, error_body
+from ..errors import InvalidInput, NotFound, Refused
+from ..install.events import ProgressEvent
+from .jobs import Jobs, error_body, event_json, one_line
 from .security import Guard
 
 if TYPE_CHECKING:
@@ -28,6 +30,32 @@ if TYPE_CHECKING:
 __all__ = ["create_app", "openapi_document"]
 
 MAX_BODY = 64 << 10  # a request body: a few ids and settings, never more
+STATIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,60}\.[a-z]{1,4}")
+_PLAIN = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
+LOCKED = (
+    "<!doctype html><meta charset=utf-8><title>backendmgr</title>"
+    "<p>This page needs the server's secret. Open the address that "
+    "<code>backendmgr serve</code> printed (it ends in <code>?token=…</code>).</p>\n"
+)
+
+ONWARD = (
+    '<!doctype html><meta charset=utf-8><meta http-equiv="refresh" content="0;url=/">'
+    '<title>backendmgr</title><p><a href="/">Open backendmgr</a></p>\n'
+)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Unknown routes and methods answer JSON like every other error."""
+    from starlette.exceptions import HTTPException
+
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed on {one_line(request.url.path[:200])}"
+    else:
+        message = f"nothing at {one_line(request.url.path[:200])}"
+    return JSONResponse(
+        {"error": message, "exit": 1}, exc.status_code, headers=dict(exc.headers or {})
+    )
 
 
 # --- request bodies ---------------------------------------------------------------------
@@ -157,7 +185,7 @@ async def _body(request: Request, model: type[_Body]) -> Any:
             raise _Usage(f"the request body is larger than {MAX_BODY // 1024} KiB")
     try:
         data = json.loads(raw or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested past the stack
         raise _Usage("the request body is not JSON") from None
     try:
         return model.model_validate(data)
@@ -178,6 +206,22 @@ def _flag(request: Request, name: str) -> bool:
     if value not in ("1", "0", "true", "false", "yes", "no", ""):
         raise _Usage(f'{name}: "{value[:50]}" is not true or false')
     return value in ("1", "true", "yes")
+
+
+def _json_only(request: Request) -> None:
+    """A change with a body says it is JSON: a form or ``text/plain`` post (what another
+    page can send without asking) is refused before anything reads it."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    headers = request.headers
+    sized = headers.get("content-length", "0").strip() not in ("", "0")
+    if not sized and "transfer-encoding" not in headers:
+        return
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise _Usage(
+            f'the request body must be application/json, not "{one_line(kind[:60]) or "none"}"'
+        )
 
 
 def _param(request: Request, name: str) -> str:
@@ -203,6 +247,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         def add(handler: Handler) -> Handler:
             async def wrapped(request: Request) -> Response:
                 try:
+                    _json_only(request)
                     return await handler(request)
                 except Exception as exc:
                     code, err = error_body(exc)
@@ -269,7 +314,12 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     )
     async def install(request: Request) -> Response:
         req: InstallRequest = await _body(request, InstallRequest)
-        manager.manifest(req.component)  # an unknown component is a 404 now, not a failed job
+        # an unknown component or variant is the CLI's error now, not a failed job
+        manifest = manager.manifest(req.component)
+        if req.variant is not None and manifest.variant(req.variant) is None:
+            from ..catalog.matching import unknown_variant
+
+            raise unknown_variant(manifest, req.variant)
 
         def run(on_event: Any) -> Awaitable[Outcome]:
             return manager.install(
@@ -413,7 +463,8 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     @api("DELETE", "/api/jobs/{job}", "cancel a job: the same clean state as Ctrl-C", am.JobInfo)
     async def cancel_job(request: Request) -> Response:
         job = job_of(request)
-        jobs.cancel(job)
+        if not jobs.cancel(job):
+            raise Refused(f'job "{job.id}" already finished ({job.state})')
         if job.task is not None:
             import asyncio
 
@@ -590,17 +641,42 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     @api(
         "POST",
         "/api/verify",
-        "start each model's entry, wait for health, send one request, stop it",
-        am.VerifyReport,
+        "start each model's entry, wait for health, send one request, stop it: a job whose "
+        "events are verifying (a model started) and verified (its result); done carries the "
+        "report (VerifyReport)",
+        am.JobInfo,
         body=VerifyRequest,
+        status=202,
     )
     async def verify(request: Request) -> Response:
         req: VerifyRequest = await _body(request, VerifyRequest)
-        results = await manager.verify(
-            req.models or None, timeout=req.timeout, keep_going=req.keep_going
-        )
-        failed = sum(1 for r in results if not r.ok)
-        return _json(am.dump(am.VerifyReport(results=results, failed=failed)))
+
+        async def run(on_event: Any) -> am.VerifyReport:
+            def started(model_id: str, pid: int) -> None:
+                said = f"{model_id}: starting"
+                on_event(ProgressEvent("verifying", asset=model_id, message=said))
+
+            def finished(result: am.VerifyResult) -> None:
+                said = (
+                    f"{result.id}: ok in {result.ready_s or 0:.1f} s"
+                    if result.ok
+                    else f"{result.id}: failed: {result.reason}"
+                )
+                event = event_json(ProgressEvent("verifying", asset=result.id, message=said))
+                on_event({**event, "phase": "verified", "result": am.dump(result)})
+
+            results = await manager.verify(
+                req.models or None,
+                timeout=req.timeout,
+                keep_going=req.keep_going,
+                on_result=finished,
+                on_start=started,
+            )
+            failed = sum(1 for r in results if not r.ok)
+            return am.VerifyReport(results=results, failed=failed)
+
+        job = jobs.start("verify", req.model_dump(), run, message=_verify_message)
+        return _json(job.summary(), 202)
 
     @api("GET", "/api/doctor", "registry vs disk, stale pins, leftovers", am.DoctorReport)
     async def doctor(request: Request) -> Response:
@@ -634,8 +710,29 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         return _json(openapi_document([a for a, _ in table]))
 
     async def page(request: Request) -> Response:
+        token = request.query_params.get("token")
+        if token is not None and guard.matches(token[:600]):
+            # the address serve printed: hand over the cookie, then drop the token from the
+            # address bar and the history
+            if request.headers.get("sec-fetch-site", "none") in ("none", "same-origin"):
+                moved = Response(status_code=303, headers={"location": "/", **_PLAIN})
+            else:
+                # Opened from another site or a file (--open's page): a redirect would still
+                # count as that site's navigation and the browser would keep the Strict
+                # cookie from it; a navigation this page starts itself is same-origin.
+                moved = Response(
+                    ONWARD,
+                    200,
+                    media_type="text/html; charset=utf-8",
+                    headers={**_PLAIN, "content-security-policy": "default-src 'none'"},
+                )
+            name, value = guard.cookie_header()
+            moved.raw_headers.append((name, value))
+            return moved
+        if not guard.has_secret({k.lower(): v for k, v in request.headers.items()}):
+            return Response(LOCKED, 401, media_type="text/html; charset=utf-8", headers=_PLAIN)
         html = _static("index.html")
-        response = Response(
+        return Response(
             html,
             media_type="text/html; charset=utf-8",
             headers={
@@ -646,20 +743,18 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                 "referrer-policy": "no-referrer",
             },
         )
-        name, value = guard.cookie_header()
-        response.raw_headers.append((name, value))
-        return response
 
     async def static(request: Request) -> Response:
         name = _param(request, "name")
         kinds = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
-        kind = kinds.get(Path(name).suffix)
-        if kind is None or "/" in name or name.startswith("."):
-            return _json({"error": f'no file "{name[:60]}"', "exit": 1}, 404)
+        kind = kinds.get(Path(name).suffix) if STATIC_NAME.fullmatch(name) else None
+        missing = {"error": f'no file "{one_line(name[:60])}"', "exit": 1}
+        if kind is None:
+            return _json(missing, 404)
         try:
             data = _static(name)
-        except FileNotFoundError:
-            return _json({"error": f'no file "{name[:60]}"', "exit": 1}, 404)
+        except OSError:
+            return _json(missing, 404)
         return Response(data, media_type=kind, headers={"cache-control": "no-store"})
 
     routes = [Route(a.path, h, methods=[a.method]) for a, h in table]
@@ -667,10 +762,21 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         Route("/", page, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(
+        routes=routes,
+        exception_handlers={404: _http_error, 405: _http_error},
+    )
     app.state.jobs = jobs
     app.state.table = [a for a, _ in table]
     return app
+
+
+def _verify_message(report: BaseModel) -> str:
+    assert isinstance(report, am.VerifyReport)
+    total = len(report.results)
+    if not report.failed:
+        return f"{total} model(s) verified: all ok"
+    return f"{total} model(s) verified: {report.failed} failed"
 
 
 def _static(name: str) -> bytes:

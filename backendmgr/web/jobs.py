@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
 from ..api_models import dump
-from ..errors import BackendmgrError
+from ..errors import BackendmgrError, Refused
 from ..install.events import ProgressEvent
 
 if TYPE_CHECKING:
@@ -23,6 +25,10 @@ __all__ = ["Job", "Jobs", "error_body", "event_json", "one_line"]
 State = Literal["running", "done", "failed", "cancelled"]
 MAX_EVENTS = 500  # a job's kept events; progress ticks replace each other, so few are needed
 MAX_FINISHED = 100  # finished jobs kept for the page to look at
+MAX_RUNNING = 8  # jobs at once: each holds downloads, a child process or a lock
+CLOSE_WAIT_S = 10.0  # how long stopping the server waits for jobs to clean up
+
+OnEvent = Callable[[ProgressEvent | dict[str, Any]], None]
 
 
 def event_json(event: ProgressEvent) -> dict[str, Any]:
@@ -147,23 +153,33 @@ class Jobs:
     def all(self) -> list[Job]:
         return list(self._jobs.values())
 
+    def running(self) -> int:
+        return sum(1 for j in self._jobs.values() if j.state == "running")
+
     def start(
         self,
         kind: str,
         request: dict[str, Any],
-        run: Callable[[Callable[[ProgressEvent], None]], Awaitable[Outcome]],
+        run: Callable[[OnEvent], Awaitable[Outcome | BaseModel]],
+        *,
+        message: Callable[[BaseModel], str] | None = None,
     ) -> Job:
         """Start ``run(on_event)`` as a task and return its job at once; its typed outcome
-        becomes the job's result, dumped as the CLI's ``--json`` dumps it."""
+        becomes the job's result, dumped as the CLI's ``--json`` dumps it. ``message`` says
+        the result in a line when it has no ``message`` of its own. Refused beyond
+        ``MAX_RUNNING`` jobs at once."""
         self._forget_old()
+        if self.running() >= MAX_RUNNING:
+            raise Refused(
+                f"{MAX_RUNNING} jobs are running already; wait for one to finish or cancel one"
+            )
         job = Job(id=secrets.token_hex(8), kind=kind, request=request)
 
-        def on_event(event: ProgressEvent) -> None:
-            data = event_json(event)
-            if event.phase == "done":
-                return  # sent below, with the result
-            if event.phase == "failed":
-                return  # sent below, with the error's body
+        def on_event(event: ProgressEvent | dict[str, Any]) -> None:
+            """A progress event, or a ready event dict (a phase of the job's own)."""
+            data = event_json(event) if isinstance(event, ProgressEvent) else event
+            if data["phase"] in ("done", "failed"):
+                return  # sent below, with the result or the error's body
             job.add(data)
 
         async def body() -> None:
@@ -182,7 +198,8 @@ class Jobs:
                 return
             job.result = dump(outcome)
             job.state = "done"
-            job.add({**event_json(ProgressEvent("done", message=outcome.message)), **job.result})
+            said = message(outcome) if message else str(getattr(outcome, "message", ""))
+            job.add({**event_json(ProgressEvent("done", message=said)), **job.result})
 
         job.task = asyncio.get_running_loop().create_task(body(), name=f"{kind} {job.id}")
         job.task.add_done_callback(_quiet)
@@ -196,13 +213,24 @@ class Jobs:
         job.task.cancel()
         return True
 
-    async def close(self) -> None:
-        """Cancel every running job and wait for each to finish cleaning up."""
+    async def close(self, wait: float = CLOSE_WAIT_S) -> None:
+        """Cancel every running job and wait up to ``wait`` seconds for them to clean up
+        (a job stuck in a system call must not keep the server from stopping)."""
         running = [j.task for j in self._jobs.values() if j.task and not j.task.done()]
         for task in running:
             task.cancel()
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
+        if not running:
+            return
+        _, pending = await asyncio.wait(running, timeout=wait)
+        if pending:
+            import sys
+
+            print(
+                f"warning: {len(pending)} job(s) still cleaning up after {wait:g} s; "
+                "stopping anyway (doctor --fix tidies what they leave)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _forget_old(self) -> None:
         done = [j for j in self._jobs.values() if j.state != "running"]

@@ -48,6 +48,9 @@ class Running:
         )
         self.url = self.prepared.guard.url().rstrip("/")
         self.port = self.prepared.guard.port
+        self.secret = self.prepared.guard.secret
+        self.cookie = self.prepared.guard.cookie
+        self.page_url = self.prepared.guard.page_url()  # what ``serve`` prints
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -79,13 +82,13 @@ def server(setup: Setup) -> Iterator[Running]:
 
 @pytest_asyncio.fixture
 async def client(server: Running) -> AsyncIterator[httpx.AsyncClient]:
-    """A client that loaded the page (so it holds the secret cookie) and sends the page's
-    Origin on changes, as the browser does."""
+    """A client that opened the address ``serve`` printed (so it holds the secret cookie)
+    and sends the page's Origin on changes, as the browser does."""
     async with httpx.AsyncClient(
         base_url=server.url, timeout=30, headers={"origin": server.url}
     ) as c:
-        page = await c.get("/")
-        assert page.status_code == 200
+        page = await c.get(server.page_url, follow_redirects=True)
+        assert page.status_code == 200 and c.cookies[server.cookie] == server.secret
         yield c
 
 

@@ -160,8 +160,11 @@ def test_the_page_installs_activates_pins_and_shows_the_config(
     mirror.throttle = 2 << 20  # about a second: the bar moves
     running = Running().start()
     try:
-        browser.get(running.url + "/")
+        # the address serve prints: it sets the cookie and leaves the token out of the bar
+        browser.get(running.page_url)
         wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "body[data-loaded]"), "the page")
+        assert browser.current_url == running.url + "/"
+        assert running.secret not in browser.execute_script("return document.cookie")
         assert "llama-server@b90-vulkan" in text_of(browser, "#builds")
         assert "qwen3-8b-q4_k_m" in text_of(browser, "#models")
 
@@ -353,6 +356,14 @@ def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
     wait(driver, lambda d: str(exe) in text_of(d, "#generated-text"), "the config to follow")
     click(f'button[data-verify="{model}"]')
     wait(driver, lambda d: text_of(d, said).startswith("ok in "), "verify to pass", timeout=40)
+    # both checks ran as jobs, each followed to its end by the page
+    verifies = driver.execute_async_script(
+        "const done = arguments[0];"
+        "fetch('/api/jobs').then((r) => r.json())"
+        ".then((jobs) => done(jobs.filter((j) => j.kind === 'verify')"
+        ".map((j) => [j.state, j.result.results[0].ok])));"
+    )
+    assert verifies == [["done", False], ["done", True]], verifies
     wait(
         driver,
         lambda d: "verified today: ok in" in text_of(d, f'[data-verification="{model}"]'),
@@ -380,3 +391,23 @@ def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
     )
     assert stars(driver) == []
     assert "id: llama-local" not in setup.config.read_text()
+
+
+def test_the_page_opened_by_open_loads_with_its_cookie(setup: Setup, browser: Any) -> None:
+    """``--open`` starts the browser on a local file that forwards to the printed address:
+    a navigation begun by a file is cross-site, and the Strict cookie it sets must still
+    reach the page (a plain redirect would land on the "needs the secret" note)."""
+    from selenium.webdriver.common.by import By
+
+    from backendmgr.cli.commands.serve import redirect_file
+
+    running = Running().start()
+    try:
+        page = redirect_file(running.page_url)
+        browser.get(page.as_uri())
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "body[data-loaded]"), "the page")
+        assert browser.current_url == running.url + "/"
+        assert "qwen3-8b-q4_k_m" in text_of(browser, "#models")
+    finally:
+        running.stop()
+        shutil.rmtree(page.parent)

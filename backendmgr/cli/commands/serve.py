@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import html
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,8 +25,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     s.add_argument("--open", action="store_true", help="open the page in a browser")
     s.add_argument(
         "--token",
-        help="require this token on every request (env BACKENDMGR_TOKEN); "
-        "needed to listen beyond loopback",
+        help="use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
+        "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command line "
+        "is visible to other users",
     )
     s.set_defaults(handler=serve)
 
@@ -36,7 +43,7 @@ def _port(text: str) -> int:
 
 
 async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...errors import BackendmgrError, InvalidInput
+    from ...errors import BackendmgrError
 
     try:
         import starlette  # noqa: F401
@@ -44,19 +51,47 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     except ImportError:
         raise BackendmgrError(NEEDS_EXTRA) from None
     from ...web import serve as run_server
+    from ...web.security import check_token
 
     token = args.token or mgr.environ.get("BACKENDMGR_TOKEN") or None
-    if token is not None and len(token) < 16:
-        raise InvalidInput("the token must be at least 16 characters")
+    if token is not None:
+        check_token(token)
+    opened: list[Path] = []
 
     def ready(url: str) -> None:
-        shown = f"{url}?token=…" if token else url
-        out.info(f"backendmgr serving on {shown} (Ctrl-C stops)")
+        # the whole address, token and all: this is the terminal of whoever started it
+        out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
         if args.open:
             import webbrowser
 
-            webbrowser.open(url + (f"?token={token}" if token else ""))
+            opened.append(redirect_file(url))
+            webbrowser.open(opened[-1].as_uri())
 
-    await run_server(mgr, host=args.host, port=args.port, token=token, on_ready=ready)
+    try:
+        await run_server(mgr, host=args.host, port=args.port, token=token, on_ready=ready)
+    finally:
+        for page in opened:
+            shutil.rmtree(page.parent, ignore_errors=True)
     out.info("stopped")
     return 0
+
+
+def redirect_file(url: str) -> Path:
+    """A 0600 page in a private folder that sends the browser on to ``url``: the browser is
+    started with this file's name, so the token never shows on a command line (as Jupyter
+    does)."""
+    folder = Path(tempfile.mkdtemp(prefix="backendmgr-open-"))
+    page = folder / "open.html"
+    target = html.escape(url, quote=True)
+    text = (
+        '<!doctype html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={target}">'
+        "<title>backendmgr</title></head><body>"
+        f'<p><a href="{target}">Open backendmgr</a></p>'
+        f"<script>location.replace({json.dumps(url)});</script>"
+        "</body></html>\n"
+    )
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return page

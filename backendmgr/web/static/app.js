@@ -314,6 +314,43 @@ function verifyLine(r) {
   return { message: parts.join(", ") };
 }
 
+// Verify runs as a job: start it, then follow its events where the button is.
+async function startVerify(id, where) {
+  forgetOthers(where.dataset.note);
+  say(where, { text: "…", cls: "muted", busy: true });
+  let job;
+  try {
+    job = await api("POST", "/api/verify", { models: [id] });
+  } catch (err) {
+    say(where, { text: "error: " + err.message, cls: "error" });
+    refresh();
+    return;
+  }
+  watchVerify(job, id, where);
+}
+
+function watchVerify(job, id, where) {
+  const source = new EventSource(`/api/jobs/${job.id}/events`);
+  state.jobs.set(job.id, source);
+  const end = (said) => {
+    source.close();
+    state.jobs.delete(job.id);
+    say(where, said);
+    refresh();
+  };
+  source.addEventListener("verifying", (ev) => {
+    const e = JSON.parse(ev.data);
+    say(where, { text: `starting ${e.asset}…`, cls: "muted", busy: true });
+  });
+  source.addEventListener("done", (ev) => {
+    const r = JSON.parse(ev.data).results[0];
+    const line = r ? verifyLine(r) : { message: "nothing to verify" };
+    end({ text: line.message, cls: line.failed ? "error" : "ok" });
+  });
+  source.addEventListener("failed", (ev) => end({ text: "error: " + JSON.parse(ev.data).error, cls: "error" }));
+  source.addEventListener("cancelled", () => end({ text: "cancelled", cls: "warn" }));
+}
+
 function renderModels(models) {
   const rows = models.map((m) => {
     const here = note(`model:${m.id}`);
@@ -343,7 +380,7 @@ function renderModels(models) {
       title: "start the model's command once, send one request, stop it",
       onclick: (ev) => {
         ev.target.disabled = true;
-        act(checked, async () => verifyLine((await api("POST", "/api/verify", { models: [m.id] })).results[0]));
+        startVerify(m.id, checked);
       } }, "Verify");
     const last = m.verified;
     const verification = el("span", { "data-verification": m.id,
@@ -437,9 +474,14 @@ document.addEventListener("DOMContentLoaded", async () => {
   // a reloaded page picks up the jobs still running (started here, or before the reload)
   try {
     for (const job of await api("GET", "/api/jobs")) {
-      if (job.state === "running" && !state.jobs.has(job.id)) {
-        const r = job.request;
-        watchJob(job, `${r.component || "update"} ${r.version || "latest"} ${r.variant || ""}`.trim());
+      if (job.state !== "running" || state.jobs.has(job.id)) continue;
+      const r = job.request;
+      if (job.kind === "verify") {
+        const id = (r.models || [])[0];
+        const where = id && document.querySelector(`[data-note="verify:${CSS.escape(id)}"]`);
+        if (where) watchVerify(job, id, where);
+      } else {
+        watchJob(job, `${r.component || job.kind} ${r.version || "latest"} ${r.variant || ""}`.trim());
       }
     }
   } catch (err) { /* shown by the next refresh */ }

@@ -236,3 +236,87 @@ def user_setup(tmp_path: Path, config_path: Path) -> tuple[Path, Path]:
         f"    path: {manual}\n"
     )
     return models, manual
+
+
+# A llama-server stand-in that serves, for ``verify`` and the page's Verify button: answers
+# --help and --version as the capability probe and smoke check ask, then /health, chat,
+# embeddings and rerank on the --port it is given. Its own arguments (so a model's extra_args)
+# can make it crash at start (--fake-mode crash), never become healthy (never), answer 500,
+# ignore SIGTERM (stubborn), or start a child as vLLM does (--fake-child 1); with FAKE_DIR set
+# it notes its pids and the requests it got there.
+SERVER_STANDIN = r"""
+import json, os, signal, subprocess, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+args = sys.argv[1:]
+if args[:1] == ["--help"]:
+    print("usage: llama-server [options]\n  --jinja\n  --embedding\n  --reranking\n"
+          "  --pooling {none,mean,cls,last,rank}\n  --mmproj FNAME\n  -fa, --flash-attn")
+    sys.exit(0)
+if args[:1] == ["--version"]:
+    print("version: 11434 (abcdef0)")
+    sys.exit(0)
+if args[:1] == ["serve"]:  # vllm serve MODEL ...
+    args = args[2:]
+
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+piddir = os.environ.get("FAKE_DIR")
+def note(name, text):
+    if piddir:
+        with open(os.path.join(piddir, name), "a") as fh:
+            fh.write(text + "\n")
+
+note("pids", str(os.getpid()))
+if opt("--fake-child"):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    note("pids", str(child.pid))
+mode = opt("--fake-mode", "ok")
+print("llama_model_load: loading model", flush=True)
+if mode == "crash":
+    for i in range(40):
+        print(f"noise line {i} " + "x" * 500, flush=True)
+    print("error: failed to load model '/m/broken.gguf'", file=sys.stderr, flush=True)
+    sys.exit(3)
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, data):
+        body = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == opt("--fake-health", "/health"):
+            if mode == "never":
+                self.send(503, {"error": {"message": "Loading model"}})
+            else:
+                self.send(200, {"status": "ok"})
+        else:
+            self.send(404, {"error": "no " + self.path})
+
+    def do_POST(self):
+        n = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
+        req = json.loads(self.rfile.read(n) or b"{}")
+        note("requests", json.dumps([self.path, req]))
+        if mode == "500":
+            self.send(500, {"error": {"message": "CUDA error: out of memory"}})
+        elif self.path == "/v1/chat/completions":
+            self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        elif self.path == "/v1/embeddings":
+            self.send(200, {"data": [{"embedding": [0.1, 0.2]}]})
+        elif self.path == "/v1/rerank":
+            self.send(200, {"results": [{"index": 0, "relevance_score": 0.9}]})
+        else:
+            self.send(404, {"error": "no " + self.path})
+
+HTTPServer(("127.0.0.1", int(opt("--port"))), Handler).serve_forever()
+"""

@@ -206,6 +206,10 @@ def checksum_assets(
     return found
 
 
+NATIVE_API: dict[str, tuple[str, ...]] = {"amd": ("rocm",), "intel": ("sycl", "openvino")}
+"""Each vendor's own compute variants, tried when a component has no vulkan build."""
+
+
 def suggest_variant(manifest: Manifest, host: Host, platform: str | None = None) -> tuple[str, str]:
     """The variant to install when none is named, and why."""
     platform = platform or host.platform
@@ -229,4 +233,10 @@ def suggest_variant(manifest: Manifest, host: Host, platform: str | None = None)
         wanted, why = "cpu", "no GPU adapter found"
     if wanted in available:
         return wanted, why
+    # Without the wanted build, the adapter's own compute API, then the CPU: never another
+    # vendor's (a cuda build on an AMD card cannot use it).
+    vendor = host.adapters[0].vendor if host.adapters else ""
+    for fallback in (*NATIVE_API.get(vendor, ()), "cpu"):
+        if fallback in available:
+            return fallback, f"{why}; {manifest.id} has no {wanted} build, so {fallback}"
     return available[0], f"{why}; {manifest.id} has no {wanted} build, so {available[0]}"

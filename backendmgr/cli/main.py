@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         if choices is not None and value not in choices:
             from ..errors import did_you_mean
 
-            names = [str(c) for c in choices]
+            names = [str(c) for c in choices if not str(c).startswith("__")]  # hidden ones
             hint = did_you_mean(str(value), names) or f"; choose from {', '.join(names)}"
             if isinstance(action, argparse._SubParsersAction):
                 raise argparse.ArgumentError(None, f'unknown command "{value}"{hint}')
@@ -110,6 +110,14 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before the renderer exists (start-up, parsing): one line too
+        sys.stderr.write("error: cancelled\n")
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     try:

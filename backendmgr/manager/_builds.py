@@ -487,7 +487,7 @@ class BuildsMixin(ManagerBase):
         """Register a committed build (archive or venv), regenerate, and say what happened."""
         emit(ProgressEvent("registering"))
         with anyio.CancelScope(shield=True):  # committed: a cancel must not leave it unrecorded
-            activated, star, other_star = await self._register(entry, activate=activate)
+            activated, star, other_star, was_active = await self._register(entry, activate=activate)
         regen = await self.regenerate() if generate else []
         receipt = entry.receipt
         if by_other:
@@ -496,7 +496,11 @@ class BuildsMixin(ManagerBase):
             head = f"{entry.id} is already installed"
         else:
             head = f"installed {entry.id}"
-        if activated:
+        if activated and was_active:
+            message = (
+                f"{head}; it is the activated build" if not already else f"{head} and activated"
+            )
+        elif activated:
             message = f"{head} and activated it"
             if not star and other_star:
                 classes = ", ".join(sorted(classes_of(manifest.kind)))
@@ -509,6 +513,7 @@ class BuildsMixin(ManagerBase):
         gpu = missing_gpu(entry.id, receipt.variant, receipt.capabilities)
         return InstallResult(
             message=message,
+            changed=not (already and (was_active or not activated)),
             warnings=[gpu, *regen] if gpu and not already else regen,
             id=entry.id,
             component=manifest.id,
@@ -533,10 +538,12 @@ class BuildsMixin(ManagerBase):
 
     async def _register(
         self, entry: InstalledEntry, *, activate: bool
-    ) -> tuple[bool, bool, str | None]:
+    ) -> tuple[bool, bool, str | None, bool]:
+        """Record the build's rows: (activated, its row has the ★, the row that has it
+        otherwise, whether it was the activated build already)."""
         build = entry.as_build()
 
-        def change(s: Settings) -> tuple[Settings, tuple[bool, bool, str | None]]:
+        def change(s: Settings) -> tuple[Settings, tuple[bool, bool, str | None, bool]]:
             installed = self.builds.installed_builds().get(build.component, [])
             managed = s.row(build.component)
             has_active = managed is not None and managed.managed and Path(managed.path).exists()
@@ -557,7 +564,7 @@ class BuildsMixin(ManagerBase):
                 winner = resolve(updated, ModelOverride(), cls).row
                 if winner is not None and winner.id != build.component:
                     other = winner.id
-            return updated, (do_activate, star, other)
+            return updated, (do_activate, star, other, is_active and has_active)
 
         return await anyio.to_thread.run_sync(self.store.update, change)
 
@@ -592,10 +599,13 @@ class BuildsMixin(ManagerBase):
     async def activate(self, ref: str, *, generate: bool = True) -> ActivateResult:
         entry = self._find_build(ref)
         build = entry.as_build()
-        await self._register(entry, activate=True)
+        was_active = (await self._register(entry, activate=True))[3]
         regen = await self.regenerate() if generate else []
         return ActivateResult(
-            message=f"activated {entry.id}; every model not pinned to a build now runs it",
+            message=f"{entry.id} is already the activated build"
+            if was_active
+            else f"activated {entry.id}; every model not pinned to a build now runs it",
+            changed=not was_active,
             warnings=regen,
             id=entry.id,
             component=build.component,

@@ -179,7 +179,7 @@ class ModelsMixin(ManagerBase):
         settings = await self.settings()
         target = self.output_path(settings, output)
         target.parent.mkdir(parents=True, exist_ok=True)
-        async with hold(FileLock(target.with_name(target.name + ".lock"))):
+        async with hold(FileLock(self._output_lock(target))):
             settings = await self.settings()  # re-read under the lock: the newest wins
             found, plans, digest = await anyio.to_thread.run_sync(self._pipeline, settings)
             entries = [p for p in plans if isinstance(p, Entry)]
@@ -240,6 +240,15 @@ class ModelsMixin(ManagerBase):
             result.changed = True
             result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
             return result
+
+    def _output_lock(self, target: Path) -> Path:
+        """One lock per output file, kept under the data home: the folder that holds the
+        llama-swap config is the user's, and gets nothing but the file (and a .bak)."""
+        import hashlib
+
+        self.paths.locks.mkdir(parents=True, exist_ok=True)
+        key = hashlib.sha256(str(target).encode()).hexdigest()[:16]
+        return self.paths.locks / f"output-{key}.lock"
 
     async def generated(self) -> GeneratedText:
         """The configured llama-swap file's text, whether it has the shape llama-swap needs,

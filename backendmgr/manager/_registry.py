@@ -97,14 +97,17 @@ class RegistryMixin(ManagerBase):
         # a manual or managed row (component ids can be long); build rows are never ★
         _refuse(row_id_problem(row_id, MAX_ID_CHARS))
 
-        def change(s: Settings) -> tuple[Settings, BackendRow]:
+        def change(s: Settings) -> tuple[Settings, tuple[BackendRow, bool]]:
             rows = registry.set_default(s.backends, row_id)
-            return s.model_copy(update={"backends": rows}), next(r for r in rows if r.id == row_id)
+            row = next(r for r in rows if r.id == row_id)
+            return s.model_copy(update={"backends": rows}), (row, rows != s.backends)
 
-        row, regen = await self._mutate(change, generate=generate)
+        (row, changed), regen = await self._mutate(change, generate=generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
+        when = "now" if changed else "already"
         return BackendRowResult(
-            message=f'"{row_id}" is now the default (★) for {classes}',
+            message=f'"{row_id}" is {when} the default (★) for {classes}',
+            changed=changed,
             warnings=regen,
             **row_json(row),
         )
@@ -171,21 +174,22 @@ class RegistryMixin(ManagerBase):
         ctx = ModelOverride.model_validate(parsed).ctx
         warnings = await self._model_warnings(await self.settings(), model, ctx)
 
-        def change(s: Settings) -> tuple[Settings, ModelOverride]:
+        def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
             merged = {**current.model_dump(exclude_none=True), **parsed}
             try:
                 updated = ModelOverride.model_validate(merged)
             except ValueError as exc:
                 raise InvalidInput(_first_error(exc)) from exc
-            return _with_override(s, model, updated), updated
+            return _with_override(s, model, updated), (updated, updated != current)
 
-        updated, regen = await self._mutate(change, generate=generate)
+        (updated, changed), regen = await self._mutate(change, generate=generate)
         if "vllm_tool_parser" in parsed:
             warnings += await self._tool_parser_warnings(model)
-        shown = ", ".join(f"{k}={v}" for k, v in parsed.items())
+        shown = ", ".join(f"{k}={text}" for k, text in values.items())  # as typed
         return ModelSettingsResult(
-            message=f'set {shown} for "{model}"',
+            message=f'set {shown} for "{model}"' if changed else f'"{model}" already has {shown}',
+            changed=changed,
             warnings=[*warnings, *regen],
             model=model,
             **updated.to_yaml(),
@@ -238,14 +242,16 @@ class RegistryMixin(ManagerBase):
         for key in keys:
             _check_key(key)
 
-        def change(s: Settings) -> tuple[Settings, ModelOverride]:
+        def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
             updated = current.model_copy(update=dict.fromkeys(keys))
-            return _with_override(s, model, updated), updated
+            return _with_override(s, model, updated), (updated, updated != current)
 
-        updated, regen = await self._mutate(change, generate=generate)
+        (updated, changed), regen = await self._mutate(change, generate=generate)
+        named = ", ".join(keys)
         return ModelSettingsResult(
-            message=f'unset {", ".join(keys)} for "{model}"',
+            message=f'unset {named} for "{model}"' if changed else f'"{model}" has no {named} set',
+            changed=changed,
             warnings=regen,
             model=model,
             **updated.to_yaml(),

@@ -192,7 +192,8 @@ async def _body(request: Request, model: type[_Body]) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise _Usage(f"{where}: {first['msg'].lower()}") from None
+        msg = first["msg"]
+        raise _Usage(f"{where}: {msg[:1].lower()}{msg[1:]}") from None  # names keep their case
 
 
 class _Usage(InvalidInput):

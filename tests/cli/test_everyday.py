@@ -136,7 +136,9 @@ def test_mistyped_command_suggests(config_path: Path) -> None:
     line = error_line(bm("lst"), 2)
     assert line.startswith('error: unknown command "lst"; did you mean list')
     assert "did you mean" in error_line(bm("backends", "ad", "x"), 2)
-    assert "choose from" in error_line(bm("zzzzzz"), 2)
+    listed = error_line(bm("zzzzzz"), 2)
+    assert "choose from" in listed and "serve" in listed
+    assert "__complete" not in listed  # the completion scripts' hidden helper
 
 
 def test_mistyped_names_suggest(models: Path) -> None:
@@ -268,6 +270,40 @@ def test_dry_run_of_an_installed_build(mirror: MirrorServer, mirror_root: Path) 
     ]
 
 
+def test_repeating_a_change_is_a_no_op_and_says_so(
+    mirror: MirrorServer, mirror_root: Path, models: Path, config_path: Path
+) -> None:
+    """Each change run twice: the second reports changed: false in words that say so, and
+    leaves the config file as it was."""
+    publish_llama(mirror_root, "b100", ["vulkan"])
+    model = "qwen3-8b-q4_k_m"
+
+    def twice(*args: str) -> tuple[dict[str, object], dict[str, object]]:
+        first = json.loads(ok(bm(*args, "--json")).out)
+        before = config_path.read_bytes()
+        second = json.loads(ok(bm(*args, "--json")).out)
+        assert config_path.read_bytes() == before, args
+        return first, second
+
+    first, second = twice("install", "llama-server")
+    assert first["changed"] is True and second["changed"] is False
+    assert second["message"] == "llama-server@b100-vulkan is already installed and activated"
+    first, second = twice("activate", "llama-server@b100-vulkan")
+    assert first["changed"] is False  # installing it activated it
+    assert second["message"] == "llama-server@b100-vulkan is already the activated build"
+    first, second = twice("default", "llama-src")
+    assert (first["changed"], second["changed"]) == (True, False)
+    assert second["message"] == '"llama-src" is already the default (★) for llm'
+    first, second = twice("set", model, "ctx=4096", "extra_args=--seed 1")
+    assert (first["changed"], second["changed"]) == (True, False)
+    assert second["message"] == f'"{model}" already has ctx=4096, extra_args=--seed 1'
+    first, second = twice("unset", model, "ctx")
+    assert (first["changed"], second["changed"]) == (True, False)
+    assert second["message"] == f'"{model}" has no ctx set'
+    first, second = twice("pin", model, "llama-src")
+    assert (first["changed"], second["changed"]) == (True, False)
+
+
 def test_models_names_the_unusable_folder(tmp_path: Path, config_path: Path) -> None:
     config_path.parent.mkdir(parents=True)
     config_path.write_text("ttl: 600\n")
@@ -381,6 +417,12 @@ def test_a_change_that_rewrites_a_hand_edited_output_says_so(
     output.write_text(output.read_text() + "# again\n")
     document = json.loads(ok(bm("unset", model, "ctx", "--json")).out)
     assert any("modified by hand" in w for w in document["warnings"]), document
+
+
+def test_generate_leaves_only_its_file_in_the_output_folder(tmp_path: Path, models: Path) -> None:
+    out = tmp_path / "llama-swap-dir"
+    ok(bm("generate", "--output", str(out / "config.yaml")))
+    assert sorted(p.name for p in out.iterdir()) == ["config.yaml"]  # its lock is in the home
 
 
 def test_a_file_backendmgr_did_not_write_is_kept(models: Path, config_path: Path) -> None:

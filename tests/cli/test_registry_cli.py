@@ -229,7 +229,7 @@ def test_pin_unpin_set_unset_round_trip(cli: Cli, config_path: Path) -> None:
             'no discovered model "not-discovered-yet"; it is kept for when the model appears'
         ],
         "message": "set ctx=8192, vllm_gpu_util=0.5, unlisted=true, extra_args=--seed 7 --temp 0, "
-        "llama_swap={'aliases': ['nd']} for \"not-discovered-yet\"",
+        'llama_swap={aliases: [nd]} for "not-discovered-yet"',
         "changed": True,
     }
     assert (

@@ -227,6 +227,18 @@ def host(*adapters: Adapter, os: str = "linux", arch: str = "x64") -> Host:
             "so any",
         ),
         (host(Adapter("NVIDIA", "nvidia")), "vllm", "cuda", "NVIDIA adapter (NVIDIA)"),
+        (
+            host(Adapter("AMD Radeon RX 7900 XTX", "amd")),
+            "vllm",
+            "rocm",
+            "AMD adapter (AMD Radeon RX 7900 XTX); vllm has no vulkan build, so rocm",
+        ),
+        (
+            host(Adapter("Intel Arc", "intel")),
+            "vllm",
+            "cpu",  # no sycl or openvino vllm: the CPU, never another vendor's cuda
+            "INTEL adapter (Intel Arc); vllm has no vulkan build, so cpu",
+        ),
     ],
 )
 def test_suggest_variant(h: Host, component: str, variant: str, why: str) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -109,3 +112,17 @@ async def sse(client: httpx.AsyncClient, job_id: str, *, until: Any = None) -> l
                 if until is not None and until(data):
                     break
     return events
+
+
+def serve_process(*args: str, **env: str) -> tuple[subprocess.Popen[str], str]:
+    """``backendmgr serve --port 0 ARGS`` as a real process (for signals and the terminal):
+    the process and the first line it printed (``backendmgr serving on URL …``)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline()

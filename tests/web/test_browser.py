@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
+from tests.support import SERVER_STANDIN, Entry, llama_entries, make_tar, publish, publish_llama
 from tests.web.conftest import Running, Setup
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
@@ -27,47 +27,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
 SCREENSHOT = os.environ.get("BACKENDMGR_SCREENSHOT")  # read before the fixtures clear it
-
-# A llama-server stand-in that serves: answers --help and --version as the probe asks, then
-# /health and one chat request on the --port it is given, as ``verify`` needs.
-FAKE_SERVER = r"""
-import json, sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
-args = sys.argv[1:]
-if args[:1] == ["--help"]:
-    print("usage: llama-server [options]\n  --jinja\n  -fa, --flash-attn")
-    sys.exit(0)
-if args[:1] == ["--version"]:
-    print("version: 7 (b7)")
-    sys.exit(0)
-
-
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def send(self, code, data):
-        body = json.dumps(data).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self.send(200, {"status": "ok"}) if self.path == "/health" else self.send(404, {})
-
-    def do_POST(self):
-        self.rfile.read(min(int(self.headers.get("Content-Length") or 0), 1 << 16))
-        if self.path == "/v1/chat/completions":
-            self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
-        else:
-            self.send(404, {})
-
-
-HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Handler).serve_forever()
-"""
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and DRIVER),
@@ -294,7 +253,7 @@ def registry_and_verify(driver: Any, setup: Setup, tmp_path: Path) -> None:
     # a new row through the form, pointing at a real executable
     exe = tmp_path / "local" / "llama-server"
     exe.parent.mkdir()
-    exe.write_text(f"#!{sys.executable}\n{FAKE_SERVER}")
+    exe.write_text(f"#!{sys.executable}\n{SERVER_STANDIN}")
     exe.chmod(0o755)
     add_row(driver, "llama-local", exe, "my local build")
     wait(driver, lambda d: 'added backend row "llama-local"' in text_of(d, FORM_SAID), "add")

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +17,7 @@ import pytest
 from backendmgr.mirror import MirrorServer
 from backendmgr.results import Outcome
 from backendmgr.web.jobs import MAX_FINISHED, MAX_RUNNING, Jobs
-from tests.web.conftest import Setup, sse
+from tests.web.conftest import Setup, serve_process, sse
 
 MODEL = "qwen3-8b-q4_k_m"
 
@@ -159,17 +157,10 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
 
     big_release(mirror_root, "b100")
     mirror.throttle = 128 << 10
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backendmgr", "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc, line = serve_process()
     errors: list[BaseException] = []
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().split()[3]
+        url = line.split()[3]
         base = url.split("?")[0]
         client = httpx.Client(base_url=base, timeout=30, headers={"origin": base.rstrip("/")})
         client.get(url)

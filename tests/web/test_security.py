@@ -16,7 +16,7 @@ import pytest
 
 from backendmgr.cli.commands.serve import NEEDS_EXTRA
 from backendmgr.mirror import MirrorServer
-from tests.web.conftest import Running, Setup
+from tests.web.conftest import Running, Setup, serve_process
 
 PIN = "/api/models/qwen3-8b-q4_k_m/pin"
 
@@ -280,16 +280,8 @@ def test_beyond_loopback_without_a_token_is_refused_at_start(setup: Setup) -> No
 
 
 def test_serve_prints_its_url_serves_and_stops_on_ctrl_c(setup: Setup) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backendmgr", "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc, line = serve_process()
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
         assert line.startswith("backendmgr serving on http://127.0.0.1:"), line
         url = line.split()[3]
         secret = (setup.home / "serve-secret").read_text().strip()
@@ -361,16 +353,9 @@ def test_ctrl_c_stops_a_running_install_cleanly(
 
     big_release(mirror_root, "b100")
     mirror.throttle = 256 << 10
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backendmgr", "serve", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc, line = serve_process()
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().split()[3]
+        url = line.split()[3]
         base = url.split("?")[0]
         with httpx.Client(base_url=base, timeout=10, headers={"origin": base.rstrip("/")}) as c:
             c.get(url)
@@ -431,23 +416,11 @@ def test_open_never_puts_the_token_on_a_command_line(setup: Setup, tmp_path: Pat
     browser.write_text(f"#!{sys.executable}\n{BROWSER}")
     browser.chmod(0o755)
     record = tmp_path / "opened.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backendmgr", "serve", "--port", "0", "--open"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={
-            **os.environ,
-            "PYTHONUNBUFFERED": "1",
-            "BROWSER": str(browser),
-            "RECORD": str(record),
-            "DISPLAY": "",
-            "WAYLAND_DISPLAY": "",
-        },
+    proc, line = serve_process(
+        "--open", BROWSER=str(browser), RECORD=str(record), DISPLAY="", WAYLAND_DISPLAY=""
     )
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().split()[3]
+        url = line.split()[3]
         secret = (setup.home / "serve-secret").read_text().strip()
         deadline = time.monotonic() + 20
         while not record.exists():

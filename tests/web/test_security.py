@@ -442,3 +442,28 @@ def test_open_never_puts_the_token_on_a_command_line(setup: Setup, tmp_path: Pat
     assert f'<meta http-equiv="refresh" content="0;url={url}">' in opened["text"]
     assert f'location.replace("{url}")' in opened["text"]
     assert not page.parent.exists()  # removed when the server stops
+
+
+def test_on_every_address_it_names_one_other_machines_can_open(setup: Setup) -> None:
+    import socket
+
+    token = "t0ken-for-the-lan-0123456789"
+    proc, line = serve_process("--host", "0.0.0.0", BACKENDMGR_TOKEN=token)
+    try:
+        assert proc.stdout is not None
+        port = line.split()[3].split(":")[2].split("/")[0]
+        other = proc.stdout.readline().strip()
+        assert other == f"from other machines: http://{socket.gethostname()}:{port}/?token={token}"
+        with httpx.Client(timeout=10) as c:  # this machine is one of them
+            assert c.get(f"http://127.0.0.1:{port}/api/backends").status_code == 401
+            ok = c.get(
+                f"http://127.0.0.1:{port}/api/backends",
+                headers={"authorization": f"Bearer {token}"},
+            )
+            assert ok.status_code == 200
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -205,5 +205,7 @@ async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         for problem in result.problems:
             out.error(problem)
         if result.ok:
-            out.info("everything is consistent")
+            n = len(result.notes)
+            noted = f" ({n} note{'s' if n > 1 else ''} above)" if n else ""
+            out.info(f"everything is consistent{noted}")
     return 0 if result.ok else 1

@@ -37,11 +37,12 @@ async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         out.document(dump(rows))
         return 0
     out.table(
-        ["model", "format", "class", "GiB", "backend", "why"],
+        ["model", "format", "class", "role", "GiB", "backend", "why"],
         [
             [
                 r.id,
                 r.format,
+                r.class_ or "-",
                 r.role or "-",
                 "" if r.size_gb is None else f"{r.size_gb:.2f}",
                 *_backend_cells(r),

@@ -61,6 +61,13 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     def ready(url: str) -> None:
         # the whole address, token and all: this is the terminal of whoever started it
         out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
+        if args.host.strip("[]") in ("0.0.0.0", "::"):  # every address: name one that reaches it
+            import socket
+            from urllib.parse import urlsplit
+
+            where = urlsplit(url)
+            port = where.port
+            out.info(f"from other machines: http://{socket.gethostname()}:{port}/?{where.query}")
         if args.open:
             import webbrowser
 

@@ -167,6 +167,7 @@ class Api:
     many: bool = False
     body: type[BaseModel] | None = None
     status: int = 200
+    query: tuple[tuple[str, str], ...] = ()  # (name, JSON type) of each optional query parameter
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -244,6 +245,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         many: bool = False,
         body: type[BaseModel] | None = None,
         status: int = 200,
+        query: tuple[tuple[str, str], ...] = (),
     ) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
             async def wrapped(request: Request) -> Response:
@@ -254,7 +256,8 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                     code, err = error_body(exc)
                     return _json(err, code)
 
-            table.append((Api(method, path, summary, answer, many, body, status), wrapped))
+            route = Api(method, path, summary, answer, many, body, status, query)
+            table.append((route, wrapped))
             return handler
 
         return add
@@ -277,6 +280,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         "recent versions and the variants each ships",
         am.ReleaseInfo,
         many=True,
+        query=(("variant", "string"), ("refresh", "boolean"), ("limit", "integer")),
     )
     async def releases(request: Request) -> Response:
         q = request.query_params
@@ -300,6 +304,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         "installed builds (?component= for one component)",
         am.BuildInfo,
         many=True,
+        query=(("component", "string"),),
     )
     async def list_builds(request: Request) -> Response:
         rows = await manager.list_builds(request.query_params.get("component") or None)
@@ -356,6 +361,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
         "/api/builds/{build}",
         "uninstall one build (?force=true as --force)",
         am.UninstallResult,
+        query=(("force", "boolean"),),
     )
     async def uninstall_one(request: Request) -> Response:
         outcome = await manager.uninstall([_param(request, "build")], force=_flag(request, "force"))
@@ -806,6 +812,10 @@ def openapi_document(table: list[Api]) -> dict[str, Any]:
         params = [
             {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
             for p in _path_params(path)
+        ]
+        params += [
+            {"name": name, "in": "query", "required": False, "schema": {"type": kind}}
+            for name, kind in a.query
         ]
         if params:
             op["parameters"] = params

@@ -114,6 +114,17 @@ async def test_the_openapi_document_names_every_route(
     assert ("POST", "/api/builds") in listed and ("DELETE", "/api/jobs/{job}") in listed
     schemas = doc["components"]["schemas"]
     assert {"InstallRequest", "BuildInfo", "ModelInfo", "ErrorBody", "JobInfo"} <= set(schemas)
+    # the query parameters are declared, with their types
+    query = {
+        (path, method, q["name"], q["schema"]["type"])
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
+        for q in op.get("parameters", [])
+        if q["in"] == "query"
+    }
+    assert ("/api/builds/{build}", "delete", "force", "boolean") in query
+    assert ("/api/releases/{component}", "get", "limit", "integer") in query
+    assert ("/api/builds", "get", "component", "string") in query
     # every reference resolves
     text = str(doc)
     for name in {part.split("'")[0] for part in text.split("#/components/schemas/")[1:]}:

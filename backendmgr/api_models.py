@@ -59,7 +59,7 @@ __all__ = [
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="allow", populate_by_name=True)
 
 
 class VariantHere(_Result):

@@ -64,7 +64,7 @@ _PROMISES |= {"sycl": "SYCL", "musa": "MUSA", "cann": "CANN", "opencl": "OpenCL"
 class Capabilities(BaseModel):
     """What the probe found. ``None`` in a field means "could not tell", never "none"."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     options: list[str] | None = None
     version: str | None = None

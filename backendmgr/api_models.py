@@ -138,6 +138,18 @@ class VerifyResult(_Result):
     backend: str | None = None
     verified_at: str | None = None
 
+    def line(self) -> str:
+        """``qwen3: ok in 0.2 s, 6.31 GiB used, 6.37 GiB estimated`` or ``qwen3: failed: …``:
+        the CLI prints it, and the page's job events carry it."""
+        if not self.ok:
+            return f"{self.id}: failed: {self.reason}"
+        parts = [f"ok in {self.ready_s or 0:.1f} s"]
+        if self.gpu_gib is not None:
+            parts.append(f"{self.gpu_gib:.2f} GiB used")
+        if self.est_vram_gb is not None:
+            parts.append(f"{self.est_vram_gb:.2f} GiB estimated")
+        return f"{self.id}: " + ", ".join(parts)
+
 
 class ModelInfo(_Result):
     id: str

@@ -664,11 +664,7 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
                 on_event(ProgressEvent("verifying", asset=model_id, message=said))
 
             def finished(result: am.VerifyResult) -> None:
-                said = (
-                    f"{result.id}: ok in {result.ready_s or 0:.1f} s"
-                    if result.ok
-                    else f"{result.id}: failed: {result.reason}"
-                )
+                said = result.line()  # the CLI's line for it
                 event = event_json(ProgressEvent("verifying", asset=result.id, message=said))
                 on_event({**event, "phase": "verified", "result": am.dump(result)})
 

@@ -6,7 +6,6 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...api_models import VerifyResult
     from ...manager import Manager
     from ..render import Renderer
 
@@ -34,23 +33,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     v.set_defaults(handler=verify)
 
 
-def _line(result: VerifyResult) -> str:
-    if not result.ok:
-        return f"{result.id}: failed: {result.reason}"
-    parts = [f"ok in {result.ready_s or 0:.1f} s"]
-    if result.gpu_gib is not None:
-        parts.append(f"{result.gpu_gib:.2f} GiB used")
-    if result.est_vram_gb is not None:
-        parts.append(f"{result.est_vram_gb:.2f} GiB estimated")
-    return f"{result.id}: " + ", ".join(parts)
-
-
 async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     results = await mgr.verify(
         args.models,
         timeout=args.timeout,
         keep_going=args.keep_going,
-        on_result=lambda r: out.info(_line(r)),
+        on_result=lambda r: out.info(r.line()),
     )
     from ...api_models import VerifyReport, dump
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._yaml import load_yaml, read_limited
 from ..errors import ConfigError
+from .files import builtin_manifest_dir, manifest_files
 
 __all__ = [
     "Catalog",
@@ -158,13 +159,6 @@ class Catalog:
         return self._by_id.get(component)
 
 
-def builtin_manifest_dir() -> Path:
-    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
-    package = Path(__file__).resolve().parent.parent
-    bundled = package / "_manifests"
-    return bundled if bundled.is_dir() else package.parent / "manifests"
-
-
 def _load_file(path: Path) -> Manifest:
     try:
         text = read_limited(path).decode("utf-8")
@@ -184,17 +178,13 @@ def load_catalog(user_dir: Path | None = None, builtin_dir: Path | None = None) 
     """Built-in manifests, then the user's; a user manifest may not reuse a known id."""
     manifests: list[Manifest] = []
     seen: dict[str, Path] = {}
-    folders = [builtin_dir or builtin_manifest_dir()]
-    if user_dir is not None and user_dir.is_dir():
-        folders.append(user_dir)
-    for folder in folders:
-        for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml")):
-            manifest = _load_file(path)
-            if manifest.id in seen:
-                raise ConfigError(
-                    f'manifest {path}: component id "{manifest.id}" is already defined by '
-                    f"{seen[manifest.id]}; pick another id"
-                )
-            seen[manifest.id] = path
-            manifests.append(manifest)
+    for path in manifest_files(user_dir, builtin_dir):
+        manifest = _load_file(path)
+        if manifest.id in seen:
+            raise ConfigError(
+                f'manifest {path}: component id "{manifest.id}" is already defined by '
+                f"{seen[manifest.id]}; pick another id"
+            )
+        seen[manifest.id] = path
+        manifests.append(manifest)
     return Catalog(manifests)

@@ -186,16 +186,20 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
             if not item.startswith("kind:"):
                 names.append(item)
                 continue
+            from ...config.paths import Paths
+
+            paths = Paths.resolve(
+                config=seen.get("config") or args.config, home=seen.get("home") or args.home
+            )
+            if item == "kind:components":  # the commonest <TAB>, and cheap without the Manager
+                from ...catalog.files import component_ids
+
+                names += component_ids(paths.user_manifests)
+                continue
             if mgr is None or seen:
-                from ...config.paths import Paths
                 from ...manager import Manager as _Manager
 
-                mgr = _Manager(
-                    Paths.resolve(
-                        config=seen.get("config") or args.config,
-                        home=seen.get("home") or args.home,
-                    )
-                )
+                mgr = _Manager(paths)
                 seen = {}
             names += mgr.local_names(item[5:])
     except Exception:  # completion must never print a traceback into a prompt

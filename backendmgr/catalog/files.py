@@ -1,0 +1,42 @@
+"""Where manifests live, and their ids read without validating them: shell completion lists
+component ids at every <TAB>, and must not pay for pydantic and the whole catalog."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from .._yaml import load_yaml, read_limited
+
+__all__ = ["builtin_manifest_dir", "component_ids", "manifest_files"]
+
+
+def builtin_manifest_dir() -> Path:
+    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    bundled = package / "_manifests"
+    return bundled if bundled.is_dir() else package.parent / "manifests"
+
+
+def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None) -> list[Path]:
+    """The built-in manifests, then the user's, in the order the catalog loads them."""
+    folders = [builtin_dir or builtin_manifest_dir()]
+    if user_dir is not None and user_dir.is_dir():
+        folders.append(user_dir)
+    return [
+        path
+        for folder in folders
+        for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
+    ]
+
+
+def component_ids(user_dir: Path | None = None) -> list[str]:
+    """Each manifest's ``id`` as written (the catalog validates them when it loads); a file
+    that cannot be read is left out rather than failing a completion."""
+    ids: list[str] = []
+    for path in manifest_files(user_dir):
+        with contextlib.suppress(Exception):
+            data = load_yaml(read_limited(path).decode("utf-8"), f"manifest {path}")
+            if isinstance(data, dict) and isinstance(data.get("id"), str):
+                ids.append(data["id"])
+    return list(dict.fromkeys(ids))

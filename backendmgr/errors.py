@@ -33,6 +33,7 @@ __all__ = [
     "VerificationError",
     "close_matches",
     "did_you_mean",
+    "escaped",
     "unknown",
 ]
 
@@ -121,3 +122,10 @@ class MalformedId(InvalidInput):
     far too long): a usage error, so exit status 2 (SPEC §13)."""
 
     exit_code = 2
+
+
+def escaped(text: str, limit: int = 2000) -> str:
+    """``text`` fit for a one-line message: unprintable characters (an id's newline or NUL,
+    a bidi override) written as escapes, and at most ``limit`` characters kept."""
+    body = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text[:limit])
+    return body + ("…" if len(text) > limit else "")

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..discovery.models import unsafe_char
+from ..errors import escaped
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -34,8 +35,7 @@ MAX_ROW_ID_CHARS = 128
 
 def shown(value: str, limit: int = 60) -> str:
     """``value`` quoted for a one-line message: unprintable characters escaped, long text cut."""
-    body = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in value[:limit])
-    return f'"{body}{"…" if len(value) > limit else ""}"'
+    return f'"{escaped(value, limit)}"'
 
 
 def id_problem(value: str, what: str, limit: int = MAX_ID_CHARS) -> str | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from ..api_models import dump
-from ..errors import BackendmgrError, Refused
+from ..errors import BackendmgrError, Refused, escaped
 from ..install.events import ProgressEvent
 
 if TYPE_CHECKING:
@@ -44,11 +44,8 @@ def event_json(event: ProgressEvent) -> dict[str, Any]:
 
 
 def one_line(message: str) -> str:
-    """The message with control characters (an id's newline or NUL) shown escaped, so an
-    error stays one line wherever the page or a log shows it."""
-    return "".join(
-        ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in message[:2000]
-    )
+    """The message as one line wherever the page or a log shows it (:func:`escaped`)."""
+    return escaped(message)
 
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:

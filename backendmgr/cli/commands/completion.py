@@ -181,16 +181,15 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
         from ..main import build_parser
 
         found, seen = analyse(build_parser(), words)
-        names: list[str] = []
-        for item in found:
-            if not item.startswith("kind:"):
-                names.append(item)
-                continue
+        names = [item for item in found if not item.startswith("kind:")]
+        kinds = [item for item in found if item.startswith("kind:")]
+        if kinds:
             from ...config.paths import Paths
 
             paths = Paths.resolve(
                 config=seen.get("config") or args.config, home=seen.get("home") or args.home
             )
+        for item in kinds:
             if item == "kind:components":  # the commonest <TAB>, and cheap without the Manager
                 from ...catalog.files import component_ids
 

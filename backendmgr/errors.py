@@ -1,28 +1,42 @@
 """Errors that reach a user.
 
 Every message is one sentence that says what went wrong and, where it helps, what to do next.
-The CLI prints it as ``error: <message>`` and exits 1 (130 for :class:`Cancelled`).
+Each class carries the CLI's exit status and the API's HTTP status; :func:`failure_of` is the
+one boundary that turns *any* exception into ``(message, exit, status)`` for both faces.
 
-    BackendmgrError
-    ├── InvalidInput        a value the user typed is wrong (unknown key, bad number, bad id)
-    │   └── ConfigError     the config file or a manifest cannot be used (names file and line)
-    ├── NotFound            an unknown component, variant, build, row or model
-    ├── Refused             the request is valid but would break a rule (activated build, ★ …)
-    ├── NetworkError        the network or a release API failed (status, rate limit, offline)
-    ├── VerificationError   a download does not match its published size or checksum
-    ├── UnsafeArchive       an archive tries to write outside its folder, or is a bomb
-    ├── InstallFailed       the build does not run, or its installer failed
-    └── Cancelled           Ctrl-C or a cancelled task
+    class                   exit  HTTP
+    BackendmgrError            1   500
+    ├── InvalidInput           1   422  a value the user typed is wrong (unknown key, bad number)
+    │   ├── ConfigError        1   422  the config, a manifest, a lock or receipt is unusable
+    │   └── UsageError         2   422  a malformed request: a usage error (SPEC §13)
+    │       └── MalformedId    2   422  an id whose shape is wrong (control character, ``/``)
+    ├── NotFound               1   404  an unknown component, variant, build, row or model
+    ├── Refused                1   409  valid, but would break a rule (activated build, ★ …)
+    ├── NetworkError           1   502  the network, a release API or a package index failed
+    ├── VerificationError      1   502  a download does not match its size or checksum
+    ├── UnsafeArchive          1   502  an archive writes outside its folder, or is a bomb
+    ├── InstallFailed          1   500  the build does not run, or its installer failed
+    └── Cancelled            130   409  Ctrl-C or a cancelled task
+
+Anything else: an ``OSError`` is its ``strerror`` and file (1, 500), a timeout says so (1, 504),
+an httpx error is the network map's line (1, 502), a pydantic error names its field (1, 500),
+and the rest is ``internal error: <type>`` (1, 500): never a traceback (``--debug`` shows it).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "BackendmgrError",
     "Cancelled",
     "ConfigError",
+    "Failure",
     "InstallFailed",
     "InvalidInput",
     "MalformedId",
@@ -30,11 +44,16 @@ __all__ = [
     "NotFound",
     "Refused",
     "UnsafeArchive",
+    "UsageError",
+    "ValidationProblem",
     "VerificationError",
     "close_matches",
     "did_you_mean",
     "escaped",
+    "failure_of",
+    "first_error",
     "unknown",
+    "validation_problem",
 ]
 
 
@@ -42,10 +61,13 @@ class BackendmgrError(Exception):
     """Base of every error meant for a user; ``str(err)`` is the one-line message."""
 
     exit_code = 1
+    http_status = 500
 
 
 class InvalidInput(BackendmgrError):
     """Raised when a value given on the command line or through the API is invalid."""
+
+    http_status = 422
 
 
 class ConfigError(InvalidInput):
@@ -55,21 +77,31 @@ class ConfigError(InvalidInput):
 class NotFound(BackendmgrError):
     """Raised when a named component, variant, build, row or model does not exist."""
 
+    http_status = 404
+
 
 class Refused(BackendmgrError):
     """Raised when a valid request would break a registry or install rule."""
+
+    http_status = 409
 
 
 class NetworkError(BackendmgrError):
     """Raised when a download or release listing fails, or the network is switched off."""
 
+    http_status = 502
+
 
 class VerificationError(BackendmgrError):
     """Raised when a download's size or checksum does not match what was published."""
 
+    http_status = 502
+
 
 class UnsafeArchive(BackendmgrError):
     """Raised when an archive member would land outside the build folder, or is a bomb."""
+
+    http_status = 502
 
 
 class InstallFailed(BackendmgrError):
@@ -80,6 +112,7 @@ class Cancelled(BackendmgrError):
     """Raised when the user interrupts an operation; nothing is half-done."""
 
     exit_code = 130
+    http_status = 409
 
 
 def close_matches(word: str, candidates: Iterable[str], *, limit: int = 3) -> list[str]:
@@ -117,11 +150,16 @@ def unknown(
     return error(message + (f"; {hint}" if hint else ""))
 
 
-class MalformedId(InvalidInput):
-    """An id whose shape is wrong whatever the registry holds (a control character, a ``/``,
-    far too long): a usage error, so exit status 2 (SPEC §13)."""
+class UsageError(InvalidInput):
+    """A malformed request (a body that is not JSON, a flag that is not true or false): exit
+    status 2, like a CLI usage error (SPEC §13)."""
 
     exit_code = 2
+
+
+class MalformedId(UsageError):
+    """An id whose shape is wrong whatever the registry holds (a control character, a ``/``,
+    far too long): a usage error, so exit status 2 (SPEC §13)."""
 
 
 def escaped(text: str, limit: int = 2000) -> str:
@@ -129,3 +167,116 @@ def escaped(text: str, limit: int = 2000) -> str:
     a bidi override) written as escapes, and at most ``limit`` characters kept."""
     body = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text[:limit])
     return body + ("…" if len(text) > limit else "")
+
+
+# --- the one boundary ----------------------------------------------------------------------
+
+
+class Failure(NamedTuple):
+    """What a face shows for an error: one line, the CLI's exit status, the API's status."""
+
+    message: str
+    exit_code: int
+    http_status: int
+
+    def body(self) -> dict[str, object]:
+        """The API's ``{"error", "exit"}`` body."""
+        return {"error": self.message, "exit": self.exit_code}
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The error to report from an exception group (concurrent downloads, a task group): a
+    Ctrl-C, else the first user-facing one, else the first that is not a cancellation."""
+    leaves: list[BaseException] = []
+
+    def walk(err: BaseException) -> None:
+        if isinstance(err, BaseExceptionGroup):
+            for sub in err.exceptions:
+                walk(sub)
+        else:
+            leaves.append(err)
+
+    walk(exc)
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, BackendmgrError) and not isinstance(leaf, Cancelled):
+            return leaf
+    return next((leaf for leaf in leaves if not _is_cancel(leaf)), leaves[0] if leaves else exc)
+
+
+def _is_cancel(exc: BaseException) -> bool:
+    import asyncio
+
+    return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError | Cancelled)
+
+
+class ValidationProblem(NamedTuple):
+    """The first problem of a pydantic error, in this project's words."""
+
+    loc: tuple[int | str, ...]  # the path to the field, validator names left out
+    field: str  # ``backends[0].path``; empty at the top level
+    kind: str  # pydantic's error type (``extra_forbidden``, ``missing`` …)
+    message: str  # pydantic's text without "Value error, "
+
+    def line(self, source: str = "") -> str:
+        """``source: field: message``, leaving out what is empty."""
+        return ": ".join(part for part in (source, self.field, self.message) if part)
+
+
+def validation_problem(exc: ValidationError) -> ValidationProblem:
+    """The one reading of a pydantic ``ValidationError`` (config, manifest, lock, receipt,
+    cache, request body): never its multi-line dump."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return ValidationProblem((), "", "invalid", "invalid value")
+    err = errors[0]
+    loc = tuple(
+        p for p in err["loc"] if isinstance(p, int | str) and not str(p).startswith("function-")
+    )
+    field = ""
+    for part in loc:
+        field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
+    kind = err["type"]
+    message = escaped(err["msg"].removeprefix("Value error, "), 500)
+    return ValidationProblem(loc, escaped(field, 200), kind, message)
+
+
+def failure_of(exc: BaseException) -> Failure:
+    """The one boundary: any exception as ``(one line, exit status, HTTP status)``, used by the
+    CLI (``error: <line>``) and the API (``{"error", "exit"}`` with the status)."""
+    if isinstance(exc, BaseExceptionGroup):
+        exc = first_error(exc)
+    if isinstance(exc, BackendmgrError):
+        return Failure(escaped(str(exc) or type(exc).__name__), exc.exit_code, exc.http_status)
+    if _is_cancel(exc):
+        return Failure("cancelled", Cancelled.exit_code, Cancelled.http_status)
+    # the libraries are looked up only when loaded: an error of theirs implies they are
+    httpx = sys.modules.get("httpx")
+    if httpx is not None and isinstance(exc, httpx.HTTPError | httpx.InvalidURL):
+        from .net import NetSettings, describe_network_failure
+
+        try:
+            url = str(exc.request.url)
+        except (AttributeError, RuntimeError):
+            url = ""
+        line = describe_network_failure(exc, url, NetSettings())
+        return Failure(escaped(line), 1, NetworkError.http_status)
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
+        problem = validation_problem(exc)
+        return Failure(problem.line(f"invalid {escaped(exc.title, 100)}"), 1, 500)
+    import subprocess
+
+    if isinstance(exc, subprocess.TimeoutExpired):
+        command = escaped(str(exc.cmd[0] if isinstance(exc.cmd, list | tuple) else exc.cmd), 200)
+        return Failure(f"{command} did not finish within {exc.timeout:g} s", 1, 504)
+    if isinstance(exc, TimeoutError):
+        return Failure(escaped(str(exc)) or "timed out", 1, 504)
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return Failure(escaped(f"{exc.strerror or exc or type(exc).__name__}{where}"), 1, 500)
+    if isinstance(exc, RecursionError | MemoryError):
+        return Failure(f"the input is too large or nested too deep ({type(exc).__name__})", 1, 500)
+    return Failure(f"internal error: {type(exc).__name__}", 1, 500)

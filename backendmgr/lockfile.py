@@ -29,7 +29,7 @@ from pydantic import (
 
 from ._fs import atomic_write_bytes
 from ._yaml import load_yaml, read_limited
-from .errors import ConfigError
+from .errors import ConfigError, validation_problem
 from .install.store import InstalledEntry
 from .registry.rows import build_row_id
 
@@ -270,14 +270,9 @@ def parse_lock(text: str, source: str) -> LockFile:
     try:
         return LockFile.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-")) or (
-            "(top level)"
-        )
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        raise ConfigError(f"{source}: {where}: {msg}") from exc
+        problem = validation_problem(exc)
+        said = "unknown key" if problem.kind == "extra_forbidden" else problem.message
+        raise ConfigError(f"{source}: {problem.field or '(top level)'}: {said}") from exc
 
 
 def read_lock(path: Path) -> LockFile:

@@ -22,6 +22,7 @@ __all__ = [
     "NetSettings",
     "check_url",
     "describe_network_failure",
+    "get_bounded",
     "is_loopback",
     "make_client",
     "network_error",
@@ -206,5 +207,59 @@ def describe_network_failure(exc: BaseException, url: str, net: NetSettings) -> 
 
 
 def network_error(exc: BaseException, url: str, net: NetSettings) -> NetworkError:
-    """The one mapping from library errors to :class:`NetworkError` (listing and downloader)."""
+    """The one mapping from library errors to :class:`NetworkError` (listing, package index
+    and downloader)."""
     return NetworkError(describe_network_failure(exc, url, net))
+
+
+MAX_REDIRECTS = 5
+
+
+async def get_bounded(
+    client: httpx.AsyncClient,
+    net: NetSettings,
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    max_bytes: int,
+    what: str,
+    token: bool = True,
+) -> httpx.Response:
+    """GET a small document (a release listing, a package index page), its body read up to
+    ``max_bytes``, following redirects by hand so every hop is checked; the token (with
+    ``token``) goes only to the API's exact origin. Every failure is one :class:`NetworkError`
+    line naming ``what``."""
+    import httpx
+
+    for _ in range(MAX_REDIRECTS):
+        check_url(url)
+        send = {**headers, **(net.auth_headers(url) if token else {})}
+        try:
+            request = client.build_request("GET", url, headers=send)
+            response = await client.send(request, stream=True)
+            try:
+                if response.is_redirect and "location" in response.headers:
+                    url = str(httpx.URL(url).join(response.headers["location"]))
+                    continue
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > max_bytes:
+                        raise NetworkError(
+                            f"{what} sent more than {max_bytes >> 20} MiB for one request; "
+                            "refusing it"
+                        )
+            finally:
+                await response.aclose()
+        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
+            raise network_error(exc, url, net) from exc
+        # the body is already decoded: drop the headers that describe the wire form
+        kept = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return httpx.Response(
+            response.status_code, headers=kept, content=bytes(body), request=response.request
+        )
+    raise NetworkError(f"too many redirects for {_printable(url)}")

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._yaml import load_yaml, read_limited
-from ..errors import ConfigError
+from ..errors import ConfigError, validation_problem
 from .files import builtin_manifest_dir, manifest_files
 
 __all__ = [
@@ -168,10 +168,9 @@ def _load_file(path: Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"manifest {path}: field {field}: {msg}") from exc
+        problem = validation_problem(exc)
+        field = problem.field or "(top level)"
+        raise ConfigError(f"manifest {path}: field {field}: {problem.message}") from exc
 
 
 def load_catalog(user_dir: Path | None = None, builtin_dir: Path | None = None) -> Catalog:

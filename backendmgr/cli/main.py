@@ -147,7 +147,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def run(args: argparse.Namespace, out: object) -> int:
     import anyio
 
-    from ..errors import BackendmgrError
+    from ..errors import failure_of
     from .render import Renderer
 
     assert isinstance(out, Renderer)
@@ -158,22 +158,13 @@ def run(args: argparse.Namespace, out: object) -> int:
         manager = Manager(Paths.resolve(config=args.config, home=args.home))
         code: int = anyio.run(args.handler, manager, args, out)
         return code
-    except BaseExceptionGroup as group:
-        first: BaseException = group
-        while isinstance(first, BaseExceptionGroup):
-            first = first.exceptions[0]
-        if args.debug or not isinstance(first, BackendmgrError):
-            raise
-        return out.failure(str(first), first.exit_code)
-    except BackendmgrError as exc:
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # the one boundary: every error is one line (SPEC §13)
         if args.debug:
             raise
-        return out.failure(str(exc), exc.exit_code)
-    except OSError as exc:
-        if args.debug:
-            raise
-        where = f" ({exc.filename})" if exc.filename else ""
-        return out.failure(f"{exc.strerror or exc}{where}", 1)
+        failure = failure_of(exc)
+        return out.failure(failure.message, failure.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

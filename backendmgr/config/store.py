@@ -21,7 +21,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .._fs import atomic_write_bytes
 from .._yaml import check_yaml, read_limited
-from ..errors import ConfigError, Refused
+from ..errors import ConfigError, Refused, escaped, validation_problem
 from .models import Settings
 
 __all__ = ["ConfigStore", "LoadedConfig"]
@@ -173,27 +173,16 @@ def _line_of(doc: CommentedMap, loc: tuple[int | str, ...]) -> int:
     return line
 
 
-def _loc_text(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def _describe(path: Path, doc: CommentedMap, exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if isinstance(p, int | str))
-    line = _line_of(doc, loc)
-    if err["type"] == "extra_forbidden":
-        parent = _loc_text(loc[:-1])
+    """The one reading (:func:`validation_problem`) with the line it points at."""
+    problem = validation_problem(exc)
+    line = _line_of(doc, problem.loc)
+    if problem.kind in ("extra_forbidden", "missing") and problem.loc:
+        said = "unknown" if problem.kind == "extra_forbidden" else "missing"
+        parent = problem.field.removesuffix(str(problem.loc[-1])).rstrip(".")
         where = f" in {parent}" if parent else ""
-        return f'{path} line {line}: unknown key "{loc[-1]}"{where}'
-    if err["type"] == "missing":
-        parent = _loc_text(loc[:-1])
-        where = f" in {parent}" if parent else ""
-        return f'{path} line {line}: missing key "{loc[-1]}"{where}'
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{path} line {line}: {_loc_text(loc)}: {msg}"
+        return f'{path} line {line}: {said} key "{escaped(str(problem.loc[-1]), 200)}"{where}'
+    return problem.line(f"{path} line {line}")
 
 
 def _check_unique_ids(path: Path, doc: CommentedMap, settings: Settings) -> None:

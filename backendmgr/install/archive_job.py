@@ -20,7 +20,7 @@ from filelock import Timeout
 from .._version import __version__
 from ..catalog.manifest import Manifest
 from ..catalog.matching import AssetChoice, checksum_assets
-from ..errors import InstallFailed, NetworkError
+from ..errors import InstallFailed, NetworkError, first_error
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
@@ -62,12 +62,6 @@ class ArchivePlan:
     @property
     def exe_name(self) -> str:
         return self.manifest.exe_for(self.os_name)
-
-
-def first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The error to report from concurrent downloads: the first one, unwrapped."""
-    first = group.exceptions[0]
-    return first_error(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _emit(emit: EventSink | None, event: ProgressEvent) -> None:

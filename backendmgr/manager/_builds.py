@@ -237,9 +237,9 @@ class BuildsMixin(ManagerBase):
             emit(ProgressEvent("cancelled"))
             raise
         except BaseException as exc:
-            while isinstance(exc, BaseExceptionGroup):
-                exc = exc.exceptions[0]
-            emit(ProgressEvent("failed", message=str(exc) or type(exc).__name__))
+            from ..errors import failure_of
+
+            emit(ProgressEvent("failed", message=failure_of(exc).message))
             raise
         emit(ProgressEvent("done"))
         return outcome
@@ -368,14 +368,12 @@ class BuildsMixin(ManagerBase):
 
         source = manifest.source
         assert isinstance(source, PypiSource)
-        return await anyio.to_thread.run_sync(
-            lambda: package_versions(
-                source.package,
-                index_url=source.index_url,
-                prereleases=prereleases,
-                offline=self.net.offline,
-                environ=self.environ,
-            )
+        return await package_versions(
+            source.package,
+            index_url=source.index_url,
+            prereleases=prereleases,
+            net=self.net,
+            environ=self.environ,
         )
 
     async def _install_venv(

@@ -194,7 +194,7 @@ class LockMixin(MaintenanceMixin):
                         for source, asset in wanted:
                             tg.start_soon(one, source, asset, gh.client)
                 except BaseExceptionGroup as group:
-                    from ..install.archive_job import first_error
+                    from ..errors import first_error
 
                     raise first_error(group) from None
         message = (

@@ -325,9 +325,6 @@ def _exe_problem(path: str) -> str | None:
 def _first_error(exc: Exception) -> str:
     from pydantic import ValidationError
 
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        return f"{field}: {msg}" if field else msg
-    return str(exc)
+    from ..errors import validation_problem
+
+    return validation_problem(exc).line() if isinstance(exc, ValidationError) else str(exc)

@@ -15,9 +15,9 @@ from urllib.parse import quote
 import httpx
 
 from .._fs import atomic_write_bytes, sanitize_segment
-from ..errors import NetworkError, NotFound
-from ..net import NetSettings, check_url, network_error
-from .models import Release, ReleaseAsset, newest_releases_first
+from ..errors import MalformedId, NetworkError, NotFound
+from ..net import NetSettings, get_bounded
+from .models import Release, ReleaseAsset, newest_releases_first, tag_problem
 
 __all__ = ["CACHE_SECONDS", "GithubReleases", "validate_repo"]
 
@@ -112,43 +112,15 @@ class GithubReleases:
         atomic_write_bytes(self._cache_file(repo), json.dumps(payload).encode())
 
     async def _get(self, url: str, headers: dict[str, str]) -> httpx.Response:
-        """GET an API URL, its body read up to MAX_API_BYTES; the token goes only to the API's
-        exact origin, so a redirect elsewhere (another port, plain http) never carries it."""
-        for _ in range(5):
-            check_url(url)
-            send = {**headers, **self.net.auth_headers(url)}
-            try:
-                request = self.client.build_request("GET", url, headers=send)
-                response = await self.client.send(request, stream=True)
-                try:
-                    if response.is_redirect and "location" in response.headers:
-                        url = str(httpx.URL(url).join(response.headers["location"]))
-                        continue
-                    body = bytearray()
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) > MAX_API_BYTES:
-                            raise NetworkError(
-                                f"the API at {self.net.api_host} sent more than "
-                                f"{MAX_API_BYTES >> 20} MiB for one request; refusing it"
-                            )
-                finally:
-                    await response.aclose()
-            except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
-                raise network_error(exc, url, self.net) from exc
-            # the body is already decoded: drop the headers that describe the wire form
-            kept = [
-                (k, v)
-                for k, v in response.headers.multi_items()
-                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
-            ]
-            return httpx.Response(
-                response.status_code,
-                headers=kept,
-                content=bytes(body),
-                request=response.request,
-            )
-        raise NetworkError(f"too many redirects for {url[:200]}")
+        """GET an API URL (:func:`get_bounded`); a redirect elsewhere never carries the token."""
+        return await get_bounded(
+            self.client,
+            self.net,
+            url,
+            headers,
+            max_bytes=MAX_API_BYTES,
+            what=f"the API at {self.net.api_host}",
+        )
 
     @staticmethod
     def _json(response: httpx.Response, repo: str) -> Any:
@@ -203,6 +175,9 @@ class GithubReleases:
 
     async def release_by_tag(self, repo: str, tag: str) -> Release:
         validate_repo(repo)
+        problem = tag_problem(tag)
+        if problem is not None:
+            raise MalformedId(problem)
         self.net.require_online(f"looking up release {tag} of {repo}")
         headers = {"Accept": "application/vnd.github+json"}
         url = f"{self.net.api_base}/repos/{repo}/releases/tags/{quote(tag, safe='')}"
@@ -215,9 +190,14 @@ class GithubReleases:
         release = _parse_release(body) if isinstance(body, dict) else None
         if release is None:
             raise NotFound(f"{repo} has no published release {tag}")
+        problem = tag_problem(release.tag)
+        if problem is not None:
+            raise NetworkError(f"{repo}: the API answered {tag} with a refused tag: {problem}")
         return release
 
     @staticmethod
     def _parsed(raw: list[Any]) -> list[Release]:
-        releases = [r for r in (_parse_release(d) for d in raw if isinstance(d, dict)) if r]
-        return newest_releases_first(releases)
+        """The usable releases: a tag that cannot name a build is left out (the others stay
+        usable; asking for that tag by name says why)."""
+        parsed = (_parse_release(d) for d in raw if isinstance(d, dict))
+        return newest_releases_first([r for r in parsed if r and tag_problem(r.tag) is None])

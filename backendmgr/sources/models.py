@@ -8,7 +8,21 @@ from pydantic import BaseModel, ConfigDict
 
 from ..versioning import version_key
 
-__all__ = ["Release", "ReleaseAsset", "newest_releases_first"]
+__all__ = ["MAX_TAG_CHARS", "Release", "ReleaseAsset", "newest_releases_first", "tag_problem"]
+
+MAX_TAG_CHARS = 200
+"""Longest release tag or package version used: it becomes part of a build id, a folder name,
+YAML and a terminal line (the API's ``version`` field has the same bound)."""
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why a release tag (or package version) cannot name a build, or None: blank, longer than
+    :data:`MAX_TAG_CHARS`, or holding a control or format character (a newline and YAML, a
+    right-to-left override that spoofs the name on screen). Checked where releases are read,
+    before anything is written."""
+    from ..config.models import id_problem
+
+    return id_problem(tag, "release tag", MAX_TAG_CHARS)
 
 
 class ReleaseAsset(BaseModel):

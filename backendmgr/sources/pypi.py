@@ -3,6 +3,9 @@
 ``PIP_NO_INDEX`` + ``PIP_FIND_LINKS``: the local folders' file names. A configured index (the
 manifest's ``index_url`` or ``PIP_INDEX_URL``): its PEP 691 JSON page. Otherwise pip itself is
 asked (``pip index versions``), so pip's own configuration decides where that is.
+
+The index is read through the shared network client (``net``: timeouts, proxy settings, the
+redirect checks and the error map), so a stalled or garbled index is one line, as GitHub is.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import anyio
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -24,10 +29,14 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from ..errors import NetworkError, NotFound
+from ..net import NetSettings, get_bounded, make_client
+from .models import tag_problem
 
 __all__ = ["package_versions"]
 
 PEP691 = "application/vnd.pypi.simple.v1+json"
+PIP_TIMEOUT_S = 120
+MAX_INDEX_BYTES = 32 << 20  # a project page with every file of a large project is a few MiB
 
 
 def _version_of(filename: str, package: str) -> Version | None:
@@ -55,24 +64,35 @@ def _find_links(env: Mapping[str, str], package: str) -> set[Version]:
     return found
 
 
-def _from_index(index_url: str, package: str) -> set[Version]:
-    import httpx
-
+async def _from_index(index_url: str, package: str, net: NetSettings) -> set[Version]:
     url = f"{index_url.rstrip('/')}/{canonicalize_name(package)}/"
-    try:
-        response = httpx.get(url, headers={"Accept": PEP691}, follow_redirects=True, timeout=30)
-    except httpx.HTTPError as exc:
-        raise NetworkError(f"cannot reach the package index {index_url} ({exc!s})") from exc
+    where = f"the package index {index_url}"
+    async with make_client(net) as client:
+        response = await get_bounded(
+            client,
+            net,
+            url,
+            {"Accept": PEP691},
+            max_bytes=MAX_INDEX_BYTES,
+            what=where,
+            token=False,  # the GitHub token is never sent to an index
+        )
     if response.status_code == 404:
-        raise NotFound(f"the package index {index_url} has no package {package}")
+        raise NotFound(f"{where} has no package {package}")
     if response.status_code != 200 or PEP691 not in response.headers.get("content-type", ""):
         raise NetworkError(
-            f"the package index {index_url} answered HTTP "
-            f"{response.status_code} without PEP 691 JSON for {package}"
+            f"{where} answered HTTP {response.status_code} without PEP 691 JSON for {package}"
         )
+    try:
+        page: Any = response.json()
+    except (ValueError, RecursionError):
+        raise NetworkError(f"{where} sent invalid JSON for {package}") from None
+    files = page.get("files") if isinstance(page, dict) else None
+    if not isinstance(files, list):
+        raise NetworkError(f"{where} sent a page without a list of files for {package}")
     found: set[Version] = set()
-    for file in response.json().get("files", []):
-        if file.get("yanked"):
+    for file in files:
+        if not isinstance(file, dict) or file.get("yanked"):
             continue
         version = _version_of(str(file.get("filename", "")), package)
         if version is not None:
@@ -80,8 +100,8 @@ def _from_index(index_url: str, package: str) -> set[Version]:
     return found
 
 
-def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:
-    done = subprocess.run(
+def _run_pip(package: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -95,9 +115,18 @@ def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:
         capture_output=True,
         text=True,
         env=dict(env),
-        timeout=120,
+        timeout=PIP_TIMEOUT_S,
         check=False,
     )
+
+
+def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:
+    try:
+        done = _run_pip(package, env)
+    except subprocess.TimeoutExpired:
+        raise NetworkError(
+            f"pip did not list the versions of {package} within {PIP_TIMEOUT_S} s"
+        ) from None
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         last = lines[-1] if lines else "no output"
@@ -116,27 +145,30 @@ def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:
     return set()
 
 
-def package_versions(
+async def package_versions(
     package: str,
     *,
     index_url: str | None = None,
     prereleases: bool = False,
-    offline: bool = False,
+    net: NetSettings | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[Version]:
-    """Versions newest first; yanked skipped, pre-releases only when asked."""
+    """Versions newest first; yanked skipped, pre-releases only when asked, and a version
+    that cannot name a build (:func:`tag_problem`: far too long) left out."""
     env = os.environ if environ is None else environ
+    net = net or NetSettings.from_env(env)
     no_index = env.get("PIP_NO_INDEX", "").strip().lower() in ("1", "true", "yes", "on")
-    found = _find_links(env, package)
+    found = await anyio.to_thread.run_sync(_find_links, env, package)
     if not no_index:
         index = index_url or env.get("PIP_INDEX_URL")
-        if offline:
+        if net.offline:
             if not found:
                 raise NetworkError(
                     f"listing {package} needs the package index, but BACKENDMGR_OFFLINE is set"
                 )
         elif index:
-            found |= _from_index(index, package)
+            found |= await _from_index(index, package, net)
         else:
-            found |= _from_pip(package, env)
-    return sorted((v for v in found if prereleases or not v.is_prerelease), reverse=True)
+            found |= await anyio.to_thread.run_sync(_from_pip, package, env)
+    usable = (v for v in found if tag_problem(str(v)) is None)
+    return sorted((v for v in usable if prereleases or not v.is_prerelease), reverse=True)

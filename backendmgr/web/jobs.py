@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from ..api_models import dump
-from ..errors import BackendmgrError, Refused, escaped
+from ..errors import Refused, escaped, failure_of
 from ..install.events import ProgressEvent
 
 if TYPE_CHECKING:
@@ -50,29 +50,8 @@ def one_line(message: str) -> str:
 
 def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
     """The HTTP status and ``{"error", "exit"}`` body for an error, in the CLI's words."""
-    from .. import errors as e
-
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    if isinstance(exc, BackendmgrError):
-        status = 500
-        for kind, code in (
-            (e.InvalidInput, 422),
-            (e.NotFound, 404),
-            (e.Refused, 409),
-            (e.NetworkError, 502),
-            (e.VerificationError, 502),
-            (e.UnsafeArchive, 502),
-            (e.Cancelled, 409),
-        ):
-            if isinstance(exc, kind):
-                status = code
-                break
-        return status, {"error": one_line(str(exc)), "exit": exc.exit_code}
-    if isinstance(exc, OSError):
-        where = f" ({exc.filename})" if exc.filename else ""
-        return 500, {"error": one_line(f"{exc.strerror or exc}{where}"), "exit": 1}
-    return 500, {"error": f"internal error: {type(exc).__name__}", "exit": 1}
+    failure = failure_of(exc)
+    return failure.http_status, failure.body()
 
 
 @dataclass(eq=False)

@@ -1,0 +1,306 @@
+"""What each API operation does: one function each, over the same Manager method as its CLI
+command, answering the same keys as its ``--json``. The docstring is the operation's summary
+in the OpenAPI document; the route table (``routes.py``) says how each one is reached."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .. import api_models as am
+from ..errors import NotFound, Refused, UsageError
+from ..install.events import ProgressEvent
+from . import bodies as b
+from .http import Call
+from .jobs import Job, OnEvent, event_json
+
+if TYPE_CHECKING:
+    from ..results import Outcome
+
+# --- components and builds --------------------------------------------------------------
+
+
+async def catalog(c: Call) -> Any:
+    """components, variants here, suggested variant and why"""
+    return await c.manager.catalog_info()
+
+
+async def releases(c: Call) -> Any:
+    """recent versions and the variants each ships"""
+    raw = c.request.query_params.get("limit", "10")
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
+    if not 1 <= limit <= 100:
+        raise UsageError(f"limit: must be 1 to 100, not {limit}")
+    component, variant = c.param("component"), c.query("variant")
+    return await c.manager.releases(
+        component, variant=variant, refresh=c.flag("refresh"), limit=limit
+    )
+
+
+async def list_builds(c: Call) -> Any:
+    """installed builds (?component= for one component)"""
+    return await c.manager.list_builds(c.query("component"))
+
+
+async def install(c: Call) -> Job:
+    """install a build: starts a job and answers its id at once"""
+    req = c.body(b.InstallRequest)
+    # an unknown component or variant is the CLI's error now, not a failed job
+    manifest = c.manager.manifest(req.component)
+    if req.variant is not None and manifest.variant(req.variant) is None:
+        from ..catalog.matching import unknown_variant
+
+        raise unknown_variant(manifest, req.variant)
+    options = req.model_dump(exclude={"component", "version"})
+
+    def run(on_event: OnEvent) -> Awaitable[Outcome]:
+        return c.manager.install(req.component, req.version, on_event=on_event, **options)
+
+    return c.jobs.start("install", req.model_dump(), run)
+
+
+async def activate(c: Call) -> Any:
+    """switch the activated build of a component"""
+    return await c.manager.activate(c.param("build"), generate=c.body(b.GenerateFlag).generate)
+
+
+async def uninstall_one(c: Call) -> Any:
+    """uninstall one build (?force=true as --force)"""
+    return await c.manager.uninstall([c.param("build")], force=c.flag("force"))
+
+
+async def uninstall(c: Call) -> Any:
+    """uninstall several builds: all or none"""
+    req = c.body(b.UninstallRequest)
+    return await c.manager.uninstall(req.builds, force=req.force, generate=req.generate)
+
+
+async def update(c: Call) -> Job:
+    """install and activate the newest release of installed components: a job, as install is"""
+    req = c.body(b.UpdateRequest)
+    for component in req.components:
+        c.manager.manifest(component)
+
+    def run(on_event: OnEvent) -> Awaitable[Outcome]:
+        return c.manager.update(on_event=on_event, **req.model_dump())
+
+    return c.jobs.start("update", req.model_dump(), run)
+
+
+async def prune(c: Call) -> Any:
+    """remove builds neither activated nor pinned"""
+    return await c.manager.prune(**c.body(b.PruneRequest).model_dump())
+
+
+async def cache_clean(c: Call) -> Any:
+    """remove release listings, partial downloads, leftovers"""
+    return await c.manager.cache_clean(dry_run=c.body(b.CacheCleanRequest).dry_run)
+
+
+# --- jobs -------------------------------------------------------------------------------
+
+
+async def list_jobs(c: Call) -> Any:
+    """install jobs, running and recent"""
+    return [j.summary() for j in c.jobs.all()]
+
+
+def _job(c: Call) -> Job:
+    job = c.jobs.get(c.param("job"))
+    if job is None:
+        raise NotFound(f'no job "{c.param("job")[:40]}"')
+    return job
+
+
+async def get_job(c: Call) -> Any:
+    """one job: its state, last event, result or error"""
+    return _job(c).summary()
+
+
+async def job_events(c: Call) -> Response:
+    """the job's progress as server-sent events: phase, bytes, total, rate; then done (the
+    install result) or failed (the error)"""
+    job = _job(c)
+    try:
+        after = int(c.request.headers.get("last-event-id", "0"))
+    except ValueError:
+        after = 0
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield b"retry: 2000\n\n"
+        async for seq, data in job.stream(after):
+            text = json.dumps(data, separators=(",", ":"))
+            yield f"id: {seq}\nevent: {data['phase']}\ndata: {text}\n\n".encode()
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
+
+
+async def cancel_job(c: Call) -> Any:
+    """cancel a job: the same clean state as Ctrl-C"""
+    job = _job(c)
+    if not c.jobs.cancel(job):
+        raise Refused(f'job "{job.id}" already finished ({job.state})')
+    if job.task is not None:
+        import asyncio
+
+        await asyncio.wait([job.task], timeout=10)
+    return job.summary()
+
+
+# --- registry ---------------------------------------------------------------------------
+
+
+async def backends(c: Call) -> Any:
+    """the registry in order (★ is default)"""
+    return await c.manager.backends_info()
+
+
+async def add_backend(c: Call) -> Any:
+    """append a manual row"""
+    req = c.body(b.AddBackendRequest)
+    return await c.manager.add_backend(req.id, **req.model_dump(exclude={"id"}))
+
+
+async def remove_backend(c: Call) -> Any:
+    """remove a manual row"""
+    return await c.manager.remove_backend(c.param("row"))
+
+
+async def set_default(c: Call) -> Any:
+    """make the row the ★ of its classes"""
+    return await c.manager.set_default(c.param("row"), generate=c.body(b.GenerateFlag).generate)
+
+
+# --- models -----------------------------------------------------------------------------
+
+
+async def models(c: Call) -> Response:
+    """discovered models, the row each resolves to, and why"""
+    rows = am.dump(await c.manager.models_info())
+    problems = await c.manager.folder_problems()
+    headers = {"x-backendmgr-warnings": json.dumps(problems)} if problems else None
+    return JSONResponse(rows, headers=headers)
+
+
+async def cmd(c: Call) -> Any:
+    """the command line a model gets"""
+    return await c.manager.cmd(c.param("model"))
+
+
+async def pin(c: Call) -> Any:
+    """keep the model on one registry row"""
+    req = c.body(b.PinRequest)
+    return await c.manager.pin(c.param("model"), req.row, generate=req.generate)
+
+
+async def unpin(c: Call) -> Any:
+    """let the model follow the class default"""
+    return await c.manager.unpin(c.param("model"), generate=c.body(b.GenerateFlag).generate)
+
+
+async def set_overrides(c: Call) -> Any:
+    """set per-model overrides (KEY: VALUE text)"""
+    req = c.body(b.SetRequest)
+    return await c.manager.set_overrides(c.param("model"), req.values, generate=req.generate)
+
+
+async def unset_overrides(c: Call) -> Any:
+    """clear per-model overrides"""
+    req = c.body(b.UnsetRequest)
+    return await c.manager.unset_overrides(c.param("model"), req.keys, generate=req.generate)
+
+
+# --- generated config, doctor, config ---------------------------------------------------
+
+
+async def generated(c: Call) -> Any:
+    """the generated llama-swap config as it is, and its validity"""
+    return await c.manager.generated()
+
+
+async def generate(c: Call) -> Any:
+    """regenerate the llama-swap config"""
+    return await c.manager.generate(**c.body(b.GenerateRequest).model_dump())
+
+
+async def lock(c: Call) -> Any:
+    """write backendmgr.lock beside the config file: every build, asset and SHA-256"""
+    return await c.manager.lock()
+
+
+async def sync(c: Call) -> Job:
+    """make this machine's builds the lock's: starts a job and answers its id at once"""
+    req = c.body(b.SyncRequest)
+
+    def run(on_event: OnEvent) -> Awaitable[Outcome]:
+        return c.manager.sync(on_event=on_event, **req.model_dump())
+
+    return c.jobs.start("sync", req.model_dump(), run)
+
+
+async def verify(c: Call) -> Job:
+    """start each model's entry, wait for health, send one request, stop it: a job whose
+    events are verifying (a model started) and verified (its result); done carries the
+    report (VerifyReport)"""
+    req = c.body(b.VerifyRequest)
+
+    async def run(on_event: OnEvent) -> am.VerifyReport:
+        def started(model_id: str, pid: int) -> None:
+            said = f"{model_id}: starting"
+            on_event(ProgressEvent("verifying", asset=model_id, message=said))
+
+        def finished(result: am.VerifyResult) -> None:
+            said = result.line()  # the CLI's line for it
+            event = event_json(ProgressEvent("verifying", asset=result.id, message=said))
+            on_event({**event, "phase": "verified", "result": am.dump(result)})
+
+        results = await c.manager.verify(
+            req.models or None,
+            timeout=req.timeout,
+            keep_going=req.keep_going,
+            on_result=finished,
+            on_start=started,
+        )
+        failed = sum(1 for r in results if not r.ok)
+        return am.VerifyReport(results=results, failed=failed)
+
+    return c.jobs.start("verify", req.model_dump(), run, message=_verify_message)
+
+
+def _verify_message(report: BaseModel) -> str:
+    assert isinstance(report, am.VerifyReport)
+    total = len(report.results)
+    if not report.failed:
+        return f"{total} model(s) verified: all ok"
+    return f"{total} model(s) verified: {report.failed} failed"
+
+
+async def doctor(c: Call) -> Any:
+    """registry vs disk, stale pins, leftovers"""
+    return await c.manager.doctor()
+
+
+async def doctor_fix(c: Call) -> Any:
+    """doctor; with fix, repair what can be repaired"""
+    return await c.manager.doctor(fix=c.body(b.DoctorRequest).fix)
+
+
+async def which(c: Call) -> Any:
+    """the executable that would run, and why"""
+    return await c.manager.which(c.param("target"))
+
+
+async def config(c: Call) -> Any:
+    """where the files are; the effective settings"""
+    return await c.manager.config_info()

@@ -1,0 +1,144 @@
+"""HTTP plumbing shared by every operation: the route record, the JSON body and query flags
+read within bounds, the one wrapper that turns any error into the API's JSON error (through
+the same boundary as the CLI, :func:`backendmgr.errors.failure_of`), and JSON answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..errors import UsageError, failure_of, validation_problem
+from .jobs import one_line
+
+if TYPE_CHECKING:
+    from ..manager import Manager
+    from .jobs import Jobs
+
+__all__ = ["Call", "Handler", "Op", "answer_json", "guarded", "http_error", "read_body"]
+
+MAX_BODY = 64 << 10  # a request body: a few ids and settings, never more
+B = TypeVar("B", bound=BaseModel)
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an operation gets: the Manager, the jobs, the request and its checked body."""
+
+    manager: Manager
+    jobs: Jobs
+    request: Request
+    parsed: BaseModel | None = None
+
+    def body(self, model: type[B]) -> B:
+        assert isinstance(self.parsed, model), "the route table names this body"
+        return self.parsed
+
+    def param(self, name: str) -> str:
+        value: str = self.request.path_params[name]
+        return value
+
+    def query(self, name: str) -> str | None:
+        return self.request.query_params.get(name) or None
+
+    def flag(self, name: str) -> bool:
+        value = self.request.query_params.get(name, "false").lower()
+        if value not in ("1", "0", "true", "false", "yes", "no", ""):
+            raise UsageError(f'{name}: "{value[:50]}" is not true or false')
+        return value in ("1", "true", "yes")
+
+
+Run = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of the route table: how it is reached, what it answers (for the OpenAPI
+    document), and ``run``, whose docstring is its summary."""
+
+    method: str
+    path: str
+    run: Run
+    answer: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    many: bool = False
+    status: int = 200
+    query: tuple[tuple[str, str], ...] = ()  # (name, JSON type) of each optional query parameter
+
+    @property
+    def summary(self) -> str:
+        return " ".join((self.run.__doc__ or "").split())
+
+
+def answer_json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+async def read_body(request: Request, model: type[BaseModel]) -> BaseModel:
+    """The JSON body as ``model``; too large, not JSON or the wrong shape is a 422 usage error."""
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise UsageError(f"the request body is larger than {MAX_BODY // 1024} KiB")
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested past the stack
+        raise UsageError("the request body is not JSON") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = validation_problem(exc)
+        said = problem.message[:1].lower() + problem.message[1:]  # names keep their case
+        raise UsageError(f"{problem.field or 'body'}: {said}") from None
+
+
+def json_only(request: Request) -> None:
+    """A change with a body says it is JSON: a form or ``text/plain`` post (what another
+    page can send without asking) is refused before anything reads it."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    headers = request.headers
+    sized = headers.get("content-length", "0").strip() not in ("", "0")
+    if not sized and "transfer-encoding" not in headers:
+        return
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise UsageError(
+            f'the request body must be application/json, not "{one_line(kind[:60]) or "none"}"'
+        )
+
+
+def guarded(handler: Handler) -> Handler:
+    """``handler`` behind the JSON-only rule, every error answered as ``{"error", "exit"}``
+    with its status: never a traceback or an HTML page."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            json_only(request)
+            return await handler(request)
+        except Exception as exc:
+            failure = failure_of(exc)
+            return answer_json(failure.body(), failure.http_status)
+
+    return wrapped
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Unknown routes and methods answer JSON like every other error."""
+    from starlette.exceptions import HTTPException
+
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed on {one_line(request.url.path[:200])}"
+    else:
+        message = f"nothing at {one_line(request.url.path[:200])}"
+    return JSONResponse(
+        {"error": message, "exit": 1}, exc.status_code, headers=dict(exc.headers or {})
+    )

@@ -69,6 +69,18 @@ class Receipt(BaseModel):
     tool_parsers: list[str] | None = None
     capabilities: Capabilities | None = None
 
+    @field_validator("version")
+    @classmethod
+    def _usable_version(cls, value: str) -> str:
+        """A version that could not be installed today (a newline, a bidi override, thousands
+        of digits) makes the receipt unusable: the folder is a leftover, not a build."""
+        from ..sources.models import tag_problem
+
+        problem = tag_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("capabilities", mode="wrap")
     @classmethod
     def _capabilities_or_unknown(

@@ -67,16 +67,19 @@ def _find_links(env: Mapping[str, str], package: str) -> set[Version]:
 async def _from_index(index_url: str, package: str, net: NetSettings) -> set[Version]:
     url = f"{index_url.rstrip('/')}/{canonicalize_name(package)}/"
     where = f"the package index {index_url}"
-    async with make_client(net) as client:
-        response = await get_bounded(
-            client,
-            net,
-            url,
-            {"Accept": PEP691},
-            max_bytes=MAX_INDEX_BYTES,
-            what=where,
-            token=False,  # the GitHub token is never sent to an index
-        )
+    try:
+        async with make_client(net) as client:
+            response = await get_bounded(
+                client,
+                net,
+                url,
+                {"Accept": PEP691},
+                max_bytes=MAX_INDEX_BYTES,
+                what="the index",
+                token=False,  # the GitHub token is never sent to an index
+            )
+    except NetworkError as exc:
+        raise NetworkError(f"cannot reach {where} ({exc})") from exc
     if response.status_code == 404:
         raise NotFound(f"{where} has no package {package}")
     if response.status_code != 200 or PEP691 not in response.headers.get("content-type", ""):

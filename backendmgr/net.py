@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -26,6 +26,7 @@ __all__ = [
     "is_loopback",
     "make_client",
     "network_error",
+    "open_following",
     "origin",
 ]
 
@@ -215,6 +216,47 @@ def network_error(exc: BaseException, url: str, net: NetSettings) -> NetworkErro
 MAX_REDIRECTS = 5
 
 
+async def open_following(
+    client: httpx.AsyncClient,
+    net: NetSettings,
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    check: Callable[[str], None] = check_url,
+    token: bool = True,
+    hops: int = MAX_REDIRECTS,
+) -> tuple[httpx.Response, str]:
+    """Send a GET and follow redirects by hand, ``check`` refusing a hop before any socket is
+    made (the token, with ``token``, only to the API's exact origin): the streaming response
+    and the URL it came from. A Location that is no http(s) URL (``data:``, ``javascript:``,
+    which httpx cannot even parse) is one :class:`NetworkError`; transport errors are left to
+    the caller (the downloader retries them)."""
+    import httpx
+
+    for _ in range(hops):
+        check(url)
+        send = {**headers, **(net.auth_headers(url) if token else {})}
+        try:
+            request = client.build_request("GET", url, headers=send)
+        except httpx.InvalidURL as exc:
+            raise network_error(exc, url, net) from exc
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.InvalidURL as exc:
+            where = _where(url)
+            raise NetworkError(
+                f"{where} redirected to a URL that is not http(s); refusing it"
+            ) from exc
+        if not (response.is_redirect and "location" in response.headers):
+            return response, url
+        await response.aclose()
+        try:
+            url = str(httpx.URL(url).join(response.headers["location"]))
+        except httpx.InvalidURL as exc:
+            raise network_error(exc, url, net) from exc
+    raise NetworkError(f"too many redirects for {_printable(url)}")
+
+
 async def get_bounded(
     client: httpx.AsyncClient,
     net: NetSettings,
@@ -226,40 +268,30 @@ async def get_bounded(
     token: bool = True,
 ) -> httpx.Response:
     """GET a small document (a release listing, a package index page), its body read up to
-    ``max_bytes``, following redirects by hand so every hop is checked; the token (with
-    ``token``) goes only to the API's exact origin. Every failure is one :class:`NetworkError`
-    line naming ``what``."""
+    ``max_bytes``, through :func:`open_following`. Every failure is one
+    :class:`NetworkError` line naming ``what``."""
     import httpx
 
-    for _ in range(MAX_REDIRECTS):
-        check_url(url)
-        send = {**headers, **(net.auth_headers(url) if token else {})}
+    try:
+        response, url = await open_following(client, net, url, headers, token=token)
         try:
-            request = client.build_request("GET", url, headers=send)
-            response = await client.send(request, stream=True)
-            try:
-                if response.is_redirect and "location" in response.headers:
-                    url = str(httpx.URL(url).join(response.headers["location"]))
-                    continue
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > max_bytes:
-                        raise NetworkError(
-                            f"{what} sent more than {max_bytes >> 20} MiB for one request; "
-                            "refusing it"
-                        )
-            finally:
-                await response.aclose()
-        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
-            raise network_error(exc, url, net) from exc
-        # the body is already decoded: drop the headers that describe the wire form
-        kept = [
-            (k, v)
-            for k, v in response.headers.multi_items()
-            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
-        ]
-        return httpx.Response(
-            response.status_code, headers=kept, content=bytes(body), request=response.request
-        )
-    raise NetworkError(f"too many redirects for {_printable(url)}")
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise NetworkError(
+                        f"{what} sent more than {max_bytes >> 20} MiB for one request; refusing it"
+                    )
+        finally:
+            await response.aclose()
+    except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
+        raise network_error(exc, url, net) from exc
+    # the body is already decoded: drop the headers that describe the wire form
+    kept = [
+        (k, v)
+        for k, v in response.headers.multi_items()
+        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code, headers=kept, content=bytes(body), request=response.request
+    )

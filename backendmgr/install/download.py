@@ -22,7 +22,7 @@ import httpx
 
 from .._fs import sanitize_segment
 from ..errors import NetworkError, VerificationError
-from ..net import NetSettings, describe_network_failure
+from ..net import NetSettings, describe_network_failure, open_following
 from ..sources.models import ReleaseAsset
 from ..units import format_size
 from .events import EventSink, ProgressEvent
@@ -129,28 +129,6 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(float(value), 60.0) if value is not None else None
 
 
-async def _open(
-    client: httpx.AsyncClient, net: NetSettings, url: str, headers: dict[str, str]
-) -> tuple[httpx.Response, str]:
-    """Send the request, following redirects by hand so that every hop is checked."""
-    for _ in range(10):
-        net.check_download_url(url)
-        try:
-            request = client.build_request("GET", url, headers=headers)
-        except httpx.InvalidURL as exc:
-            raise NetworkError(describe_network_failure(exc, url, net)) from exc
-        response = await client.send(request, stream=True)
-        if response.is_redirect and "location" in response.headers:
-            await response.aclose()
-            try:
-                url = str(httpx.URL(url).join(response.headers["location"]))
-            except httpx.InvalidURL as exc:
-                raise NetworkError(describe_network_failure(exc, url, net)) from exc
-            continue
-        return response, url
-    raise NetworkError(f"too many redirects for {url[:200]}")
-
-
 async def _attempt(
     client: httpx.AsyncClient,
     net: NetSettings,
@@ -174,7 +152,9 @@ async def _attempt(
         if etag:
             headers["If-Range"] = etag
     try:
-        response, final_url = await _open(client, net, asset.url, headers)
+        response, final_url = await open_following(
+            client, net, asset.url, headers, check=net.check_download_url, token=False, hops=10
+        )
     except httpx.TransportError as exc:
         raise _Retry(describe_network_failure(exc, asset.url, net)) from exc
     except (httpx.HTTPError, httpx.StreamError) as exc:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..sources.models import tag_problem
 
 __all__ = [
     "AddBackendRequest",
@@ -33,6 +35,17 @@ class Body(BaseModel):
 class InstallRequest(Body):
     component: str = Field(min_length=1, max_length=200)
     version: str | None = Field(default=None, max_length=200)
+
+    @field_validator("version")
+    @classmethod
+    def _usable_tag(cls, value: str | None) -> str | None:
+        """A version no release may carry (a newline, a bidi override) is refused before a
+        job starts, with the reason the CLI gives."""
+        problem = tag_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     variant: str | None = Field(default=None, max_length=100)
     activate: bool = False
     reinstall: bool = False

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from backendmgr.errors import failure_of
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from tests.conftest import CliResult
 from tests.support import publish_llama
-from tests.web.conftest import sse
+from tests.web.conftest import Setup, sse
 
 Cli = Callable[..., CliResult]
 PEP691 = "application/vnd.pypi.simple.v1+json"
@@ -48,6 +47,15 @@ async def api_error(response: httpx.Response, status: int, code: int = 1) -> str
     assert "\n" not in body["error"] and not body["error"].startswith("internal error")
     message: str = body["error"]
     return message
+
+
+async def job_error(client: httpx.AsyncClient, path: str, body: object) -> tuple[str, int]:
+    """Start a job; it must end failed: its ``(error, exit)``."""
+    started = await client.post(path, json=body)
+    assert started.status_code == 202, started.text
+    events = await sse(client, started.json()["id"])
+    assert events[-1]["phase"] == "failed", events[-1]
+    return events[-1]["error"], events[-1]["exit"]
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -189,26 +197,37 @@ async def test_an_index_page_lists_versions_without_the_github_token(
 # --- a pydantic error in an input file ---------------------------------------------------------
 
 
-@pytest.mark.asyncio
-async def test_an_invalid_config_value_is_one_line_naming_file_and_field(
-    cli: Cli, client: httpx.AsyncClient, config_path: Path
-) -> None:
-    config_path.write_text(config_path.read_text() + "ttl: soon\n")
-    line = error_line(await run(cli, "backends"))
-    assert line.startswith(f"{config_path} line ") and ": ttl: Input should be" in line
-    assert await api_error(await client.get("/api/backends"), 422) == line
+def bad_config(config: Path) -> tuple[Path, str]:
+    lines = config.read_text().count("\n")
+    config.write_text(config.read_text() + "ttl: soon\n")
+    return config, f" line {lines + 1}: ttl: Input should be a valid integer"
+
+
+def bad_manifest(config: Path) -> tuple[Path, str]:
+    path = config.parent / "manifests" / "mine.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("id: mine\nlabel: Mine\nsource: {pypi: [1, 2]}\n")
+    return path, ": field source"
 
 
 @pytest.mark.asyncio
-async def test_an_invalid_user_manifest_is_one_line_naming_file_and_field(
-    cli: Cli, client: httpx.AsyncClient, config_path: Path
+@pytest.mark.parametrize(
+    ("spoil", "words", "where"),
+    [(bad_config, ("backends",), "/api/backends"), (bad_manifest, ("catalog",), "/api/catalog")],
+    ids=["config", "manifest"],
+)
+async def test_an_invalid_input_file_is_one_line_naming_file_and_field(
+    cli: Cli,
+    client: httpx.AsyncClient,
+    config_path: Path,
+    spoil: Callable[[Path], tuple[Path, str]],
+    words: tuple[str, ...],
+    where: str,
 ) -> None:
-    folder = config_path.parent / "manifests"
-    folder.mkdir(exist_ok=True)
-    (folder / "mine.yaml").write_text("id: mine\nlabel: Mine\nsource: {pypi: [1, 2]}\n")
-    line = error_line(await run(cli, "releases", "mine"))
-    assert line.startswith(f"manifest {folder / 'mine.yaml'}: field source")
-    assert await api_error(await client.get("/api/catalog"), 422) == line
+    path, field = spoil(config_path)
+    line = error_line(await run(cli, *words))
+    assert str(path) in line and field in line.removeprefix("manifest ").removeprefix(str(path))
+    assert await api_error(await client.get(where), 422) == line
 
 
 @pytest.mark.asyncio
@@ -218,33 +237,30 @@ async def test_an_invalid_lock_file_is_one_line_naming_file_and_field(
     lock = config_path.parent / "backendmgr.lock"
     lock.write_text("format: 1\nbuilds:\n  - component: llama-server\n    version: [1]\n")
     line = error_line(await run(cli, "sync"))
-    assert line.startswith(f"{lock}: builds[0]") or line.startswith(f"{lock}: builds.0")
-    started = await client.post("/api/sync", json={})
-    assert started.status_code == 202, started.text
-    events = await sse(client, started.json()["id"])
-    assert events[-1]["phase"] == "failed"
-    assert (events[-1]["error"], events[-1]["exit"]) == (line, 1)
+    assert line.startswith(f"{lock}: builds[0]")
+    assert await job_error(client, "/api/sync", {}) == (line, 1)
 
 
 @pytest.mark.asyncio
-async def test_a_garbled_capabilities_cache_is_ignored(
-    cli: Cli, client: httpx.AsyncClient, tmp_path: Path
+async def test_a_garbled_capabilities_cache_entry_reads_as_unknown(
+    cli: Cli, client: httpx.AsyncClient, setup: Setup
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    for name in os.listdir(home) or ["capabilities.json"]:
-        if "capab" in name:
-            (home / name).write_text('{"format": 1, "entries": {"x": [1, 2, {"ctx": "no"}]}}')
-    assert (await run(cli, "backends")).code == 0
-    assert (await client.get("/api/backends")).status_code == 200
+    st = setup.manual_exe.stat()
+    cache = setup.home / "cache" / "capabilities.json"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    entry = [st.st_size, st.st_mtime_ns, {"tools": "yes", "ctx": [1]}]
+    cache.write_text(json.dumps({"format": 1, "entries": {str(setup.manual_exe): entry}}))
+    result = await run(cli, "--json", "backends")
+    assert result.code == 0 and "Traceback" not in result.err, result
+    answer = await client.get("/api/backends")
+    assert answer.status_code == 200 and answer.json() == json.loads(result.out)
 
 
 # --- a redirect to a non-HTTP URL ---------------------------------------------------------------
 
 
 def to_data(handler: MirrorHandler) -> bool:
-    if not handler.route.startswith("/download/"):
-        return False
+    """Redirect the request to a ``data:`` URL."""
     handler.send_response(302)
     handler.send_header("Location", "data:text/plain;base64,aGVsbG8=")
     handler.send_header("Content-Length", "0")
@@ -257,37 +273,22 @@ async def test_a_download_redirected_to_data_is_one_line(
     mirror: MirrorServer, mirror_root: Path, cli: Cli, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     publish_llama(mirror_root, "b100")
-    mirror.hooks.append(to_data)
+    mirror.hooks.append(lambda h: h.route.startswith("/download/") and to_data(h))
     line = error_line(await run(cli, "install", "llama-server"))
     assert line.endswith("redirected to a URL that is not http(s); refusing it")
     folder = tmp_path / "home" / "builds" / "llama-server"
     assert sorted(p.name for p in folder.iterdir()) == []
-    started = await client.post("/api/builds", json={"component": "llama-server"})
-    assert started.status_code == 202, started.text
-    events = await sse(client, started.json()["id"])
-    assert events[-1]["phase"] == "failed"
-    assert (events[-1]["error"], events[-1]["exit"]) == (line, 1)
+    assert await job_error(client, "/api/builds", {"component": "llama-server"}) == (line, 1)
 
 
 @pytest.mark.asyncio
 async def test_a_listing_redirected_to_data_is_one_line(
     mirror: MirrorServer, cli: Cli, client: httpx.AsyncClient
 ) -> None:
-    def listing(handler: MirrorHandler) -> bool:
-        return handler.route.startswith("/repos/") and to_data_any(handler)
-
-    mirror.hooks.append(listing)
+    mirror.hooks.append(lambda h: h.route.startswith("/repos/") and to_data(h))
     line = error_line(await run(cli, "releases", "llama-server"))
     assert line.startswith("127.0.0.1:") and "redirected to a URL that is not http(s)" in line
     assert await api_error(await client.get("/api/releases/llama-server"), 502) == line
-
-
-def to_data_any(handler: MirrorHandler) -> bool:
-    handler.send_response(302)
-    handler.send_header("Location", "data:text/plain;base64,aGVsbG8=")
-    handler.send_header("Content-Length", "0")
-    handler.end_headers()
-    return True
 
 
 # --- hostile tags on the API --------------------------------------------------------------------
@@ -304,7 +305,6 @@ async def test_the_api_refuses_a_hostile_version_before_any_job(
         said = await api_error(await client.post("/api/builds", json=body), 422, 2)
         assert said.startswith('version: release tag "b1') and "control character" in said
     else:  # the longest version the API takes names nothing: a failed job, one line
-        started = await client.post("/api/builds", json=body)
-        events = await sse(client, started.json()["id"])
-        assert events[-1]["phase"] == "failed" and "\n" not in events[-1]["error"]
+        said, code = await job_error(client, "/api/builds", body)
+        assert code == 1 and "\n" not in said
     assert (await client.get("/api/jobs")).json() == [] or len(tag) >= 100

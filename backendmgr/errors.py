@@ -1,8 +1,8 @@
 """Errors that reach a user.
 
 Every message is one sentence that says what went wrong and, where it helps, what to do next.
-Each class carries the CLI's exit status and the API's HTTP status; :func:`failure_of` is the
-one boundary that turns *any* exception into ``(message, exit, status)`` for both faces.
+Each class carries the CLI's exit status and the API's HTTP status; ``boundary.failure_of`` is
+the one function that turns *any* exception into ``(message, exit, status)`` for both faces.
 
     class                   exit  HTTP
     BackendmgrError            1   500
@@ -25,7 +25,6 @@ and the rest is ``internal error: <type>`` (1, 500): never a traceback (``--debu
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -36,7 +35,6 @@ __all__ = [
     "BackendmgrError",
     "Cancelled",
     "ConfigError",
-    "Failure",
     "InstallFailed",
     "InvalidInput",
     "MalformedId",
@@ -50,8 +48,8 @@ __all__ = [
     "close_matches",
     "did_you_mean",
     "escaped",
-    "failure_of",
     "first_error",
+    "is_cancel",
     "unknown",
     "validation_problem",
 ]
@@ -169,19 +167,7 @@ def escaped(text: str, limit: int = 2000) -> str:
     return body + ("…" if len(text) > limit else "")
 
 
-# --- the one boundary ----------------------------------------------------------------------
-
-
-class Failure(NamedTuple):
-    """What a face shows for an error: one line, the CLI's exit status, the API's status."""
-
-    message: str
-    exit_code: int
-    http_status: int
-
-    def body(self) -> dict[str, object]:
-        """The API's ``{"error", "exit"}`` body."""
-        return {"error": self.message, "exit": self.exit_code}
+# --- reading exception groups and pydantic errors (for the boundary, ``boundary.py``) ------
 
 
 def first_error(exc: BaseException) -> BaseException:
@@ -203,10 +189,11 @@ def first_error(exc: BaseException) -> BaseException:
     for leaf in leaves:
         if isinstance(leaf, BackendmgrError) and not isinstance(leaf, Cancelled):
             return leaf
-    return next((leaf for leaf in leaves if not _is_cancel(leaf)), leaves[0] if leaves else exc)
+    return next((leaf for leaf in leaves if not is_cancel(leaf)), leaves[0] if leaves else exc)
 
 
-def _is_cancel(exc: BaseException) -> bool:
+def is_cancel(exc: BaseException) -> bool:
+    """Ctrl-C or a cancelled task."""
     import asyncio
 
     return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError | Cancelled)
@@ -241,42 +228,3 @@ def validation_problem(exc: ValidationError) -> ValidationProblem:
     kind = err["type"]
     message = escaped(err["msg"].removeprefix("Value error, "), 500)
     return ValidationProblem(loc, escaped(field, 200), kind, message)
-
-
-def failure_of(exc: BaseException) -> Failure:
-    """The one boundary: any exception as ``(one line, exit status, HTTP status)``, used by the
-    CLI (``error: <line>``) and the API (``{"error", "exit"}`` with the status)."""
-    if isinstance(exc, BaseExceptionGroup):
-        exc = first_error(exc)
-    if isinstance(exc, BackendmgrError):
-        return Failure(escaped(str(exc) or type(exc).__name__), exc.exit_code, exc.http_status)
-    if _is_cancel(exc):
-        return Failure("cancelled", Cancelled.exit_code, Cancelled.http_status)
-    # the libraries are looked up only when loaded: an error of theirs implies they are
-    httpx = sys.modules.get("httpx")
-    if httpx is not None and isinstance(exc, httpx.HTTPError | httpx.InvalidURL):
-        from .net import NetSettings, describe_network_failure
-
-        try:
-            url = str(exc.request.url)
-        except (AttributeError, RuntimeError):
-            url = ""
-        line = describe_network_failure(exc, url, NetSettings())
-        return Failure(escaped(line), 1, NetworkError.http_status)
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
-        problem = validation_problem(exc)
-        return Failure(problem.line(f"invalid {escaped(exc.title, 100)}"), 1, 500)
-    import subprocess
-
-    if isinstance(exc, subprocess.TimeoutExpired):
-        command = escaped(str(exc.cmd[0] if isinstance(exc.cmd, list | tuple) else exc.cmd), 200)
-        return Failure(f"{command} did not finish within {exc.timeout:g} s", 1, 504)
-    if isinstance(exc, TimeoutError):
-        return Failure(escaped(str(exc)) or "timed out", 1, 504)
-    if isinstance(exc, OSError):
-        where = f" ({exc.filename})" if exc.filename else ""
-        return Failure(escaped(f"{exc.strerror or exc or type(exc).__name__}{where}"), 1, 500)
-    if isinstance(exc, RecursionError | MemoryError):
-        return Failure(f"the input is too large or nested too deep ({type(exc).__name__})", 1, 500)
-    return Failure(f"internal error: {type(exc).__name__}", 1, 500)

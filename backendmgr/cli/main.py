@@ -147,7 +147,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def run(args: argparse.Namespace, out: object) -> int:
     import anyio
 
-    from ..errors import failure_of
+    from ..boundary import failure_of
     from .render import Renderer
 
     assert isinstance(out, Renderer)

@@ -237,7 +237,7 @@ class BuildsMixin(ManagerBase):
             emit(ProgressEvent("cancelled"))
             raise
         except BaseException as exc:
-            from ..errors import failure_of
+            from ..boundary import failure_of
 
             emit(ProgressEvent("failed", message=failure_of(exc).message))
             raise

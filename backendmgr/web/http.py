@@ -1,6 +1,6 @@
 """HTTP plumbing shared by every operation: the route record, the JSON body and query flags
 read within bounds, the one wrapper that turns any error into the API's JSON error (through
-the same boundary as the CLI, :func:`backendmgr.errors.failure_of`), and JSON answers."""
+the same boundary as the CLI, :func:`backendmgr.boundary.failure_of`), and JSON answers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..errors import UsageError, failure_of, validation_problem
+from ..boundary import failure_of
+from ..errors import UsageError, validation_problem
 from .jobs import one_line
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from ..api_models import dump
-from ..errors import Refused, escaped, failure_of
+from ..boundary import failure_of
+from ..errors import Refused, escaped
 from ..install.events import ProgressEvent
 
 if TYPE_CHECKING:

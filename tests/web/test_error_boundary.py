@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from backendmgr import errors as e
-from backendmgr.errors import failure_of
+from backendmgr.boundary import failure_of
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from tests.conftest import CliResult
 from tests.support import publish_llama

@@ -178,9 +178,9 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
     if not words:
         words = [""]
     try:
-        from ..main import build_parser
+        from ..parser import build_parser
 
-        found, seen = analyse(build_parser(), words)
+        found, seen = analyse(build_parser(words), words)
         names = [item for item in found if not item.startswith("kind:")]
         kinds = [item for item in found if item.startswith("kind:")]
         if kinds:

@@ -24,11 +24,11 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
-__all__ = ["Request", "Tee", "parse", "replay", "start_recording"]
+__all__ = ["Request", "Tee", "inputs_of", "local_ids", "parse", "replay", "start_recording"]
 
 FORMAT = 1
 FILE_NAME = "reads.json"
@@ -250,6 +250,17 @@ def _spec_of(entry: dict[str, Any]) -> Spec | None:
     return Spec(models_dirs=dirs, files=files)
 
 
+def _lookup(key: str, config: Path, home: Path) -> dict[str, Any] | None:
+    """The stored entry for ``key`` when its inputs are unchanged."""
+    entry = _load(home).get(key)
+    if not isinstance(entry, dict):
+        return None
+    spec = _spec_of(entry)
+    if spec is None or entry.get("fingerprint") != fingerprint(config, home, spec):
+        return None
+    return entry
+
+
 def replay(words: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     """Print a stored output and return its exit status, or ``None`` to take the full path."""
     if os.environ.get(DISABLE_ENV):
@@ -259,15 +270,10 @@ def replay(words: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
         return None
     try:
         config, home = _locations(request)
-        entry = _load(home).get(_key(request, stdout, stderr, config))
-        if not isinstance(entry, dict):
-            _trace("miss")
-            return None
-        spec = _spec_of(entry)
-        out, err = entry.get("stdout"), entry.get("stderr")
-        if spec is None or not isinstance(out, str) or not isinstance(err, str):
-            return None
-        if entry.get("fingerprint") != fingerprint(config, home, spec):
+        entry = _lookup(_key(request, stdout, stderr, config), config, home)
+        out = entry.get("stdout") if entry else None
+        err = entry.get("stderr") if entry else None
+        if not isinstance(out, str) or not isinstance(err, str):
             _trace("miss")
             return None
     except Exception:  # a memo that cannot be read is a miss, never a failure
@@ -276,6 +282,37 @@ def replay(words: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
     stderr.write(err)
     stdout.write(out)
     return 0
+
+
+def local_ids(
+    config_arg: str | None,
+    home_arg: str | None,
+    kind: str,
+    inputs: Callable[[], tuple[Sequence[str], Iterable[str]]],
+    compute: Callable[[], list[str]],
+) -> list[str]:
+    """Ids of ``kind`` (builds, rows, models) for shell completion: stored ones while their
+    inputs are unchanged, else ``compute()``, stored for the next <TAB>. ``inputs`` gives the
+    settings' model folders and executables, as for :func:`start_recording`."""
+    if os.environ.get(DISABLE_ENV):
+        return compute()
+    request = Request("__ids", (kind,), config=config_arg, home=home_arg)
+    config, home = _locations(request)
+    key = _key(request, None, None, config)
+    with contextlib.suppress(Exception):
+        entry = _lookup(key, config, home)
+        found = entry.get("stdout") if entry else None
+        if isinstance(found, str):
+            _trace("hit")
+            return found.split("\n") if found else []
+    _trace("miss")
+    models_dirs, executables = inputs()
+    spec = _spec(models_dirs, executables)
+    before = fingerprint(config, home, spec)
+    names = compute()
+    if before is not None and all("\n" not in name for name in names):
+        Recording(key, config, home, spec, before).store("\n".join(names), "")
+    return names
 
 
 class Tee:
@@ -300,15 +337,22 @@ class Recording:
     """One full run of a read command, stored when its inputs did not move while it ran."""
 
     def __init__(
-        self, key: str, config: Path, home: Path, spec: Spec, before: str, streams: tuple[Tee, Tee]
+        self,
+        key: str,
+        config: Path,
+        home: Path,
+        spec: Spec,
+        before: str,
+        streams: tuple[Tee, Tee] | None = None,
     ) -> None:
         self.key, self.config, self.home, self.spec, self.before = key, config, home, spec, before
-        self.stdout, self.stderr = streams
+        self.streams = streams
 
     def finish(self, code: int) -> None:
-        if code != 0:
-            return
-        out, err = self.stdout.text(), self.stderr.text()
+        if code == 0 and self.streams is not None:
+            self.store(self.streams[0].text(), self.streams[1].text())
+
+    def store(self, out: str, err: str) -> None:
         if len(out) + len(err) > MAX_OUTPUT:
             return
         with contextlib.suppress(Exception):  # storing only saves time later
@@ -344,6 +388,24 @@ def start_recording(
     path and the legacy fallbacks, as the settings name them)."""
     if os.environ.get(DISABLE_ENV):
         return None
+    spec = _spec(models_dirs, executables)
+    config, home = _locations(request)
+    before = fingerprint(config, home, spec)
+    if before is None:
+        return None
+    key = _key(request, stdout, stderr, config)
+    return Recording(key, config, home, spec, before, (stdout, stderr))
+
+
+def inputs_of(settings: Any) -> tuple[list[str], list[str]]:
+    """The model folders and every executable the settings name: each row's path and the
+    legacy fallbacks a model gets when no row resolves (SPEC §3.2)."""
+    exes = [row.path for row in settings.backends]
+    exes += [settings.server_exe, settings.sd_server_exe, settings.tts_server_exe]
+    return list(settings.models_dirs), [*exes, settings.asr_server_exe]
+
+
+def _spec(models_dirs: Sequence[str], executables: Iterable[str]) -> Spec:
     files: list[str] = []
     for exe in executables:
         if not exe:
@@ -351,10 +413,4 @@ def start_recording(
         found = exe if os.sep in exe else shutil.which(exe)
         if found:
             files.append(os.path.abspath(os.path.expanduser(found)))
-    spec = Spec(models_dirs=list(models_dirs), files=sorted(set(files)))
-    config, home = _locations(request)
-    before = fingerprint(config, home, spec)
-    if before is None:
-        return None
-    key = _key(request, stdout, stderr, config)
-    return Recording(key, config, home, spec, before, (stdout, stderr))
+    return Spec(models_dirs=list(models_dirs), files=sorted(set(files)))

@@ -107,18 +107,15 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
 
 def _recorded(handler: Any, recording: Any) -> Any:
     """``handler``, and its output stored for :mod:`.fastread` when its inputs held still."""
-    from .fastread import start_recording
+    from .fastread import inputs_of, start_recording
 
     async def run_and_store(manager: Any, args: argparse.Namespace, out: Any) -> int:
         request, stdout, stderr = recording
         started = None
         try:
-            settings = await manager.settings()
-            exes = [row.path for row in settings.backends]
-            exes += [settings.server_exe, settings.sd_server_exe, settings.tts_server_exe]
-            exes.append(settings.asr_server_exe)
+            models_dirs, exes = inputs_of(await manager.settings())
             started = start_recording(
-                request, stdout, stderr, models_dirs=settings.models_dirs, executables=exes
+                request, stdout, stderr, models_dirs=models_dirs, executables=exes
             )
         except Exception:  # the command itself reports a config it cannot read
             started = None

@@ -205,3 +205,23 @@ def test_the_static_command_table_is_what_the_modules_build() -> None:
     lazy_sub = next(a for a in one._actions if isinstance(a, argparse._SubParsersAction))
     assert lazy_sub.choices["install"].format_help() == sub.choices["install"].format_help()
     assert lazy_sub.choices["list"].format_help() != sub.choices["list"].format_help()  # a stand-in
+
+
+def test_completing_ids_reads_the_memo_while_nothing_changed(home: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    env = {"BACKENDMGR_FASTREAD_TRACE": str(trace)}
+    for words, expected in (
+        (("activate", ""), ["llama-server@b100-vulkan", "llama-server@b200-vulkan"]),
+        (("pin", ""), ["llama-3b", "qwen3-8b-q4_k_m"]),
+        (("default", "my"), ["my-llama"]),
+    ):
+        trace.unlink(missing_ok=True)
+        first = run_backendmgr("__complete", "--", *words, env=env)
+        second = run_backendmgr("__complete", "--", *words, env=env)
+        full = run_backendmgr("__complete", "--", *words, env={"BACKENDMGR_NO_FASTREAD": "1"})
+        assert first.stdout.split() == second.stdout.split() == full.stdout.split()
+        assert sorted(full.stdout.split()) == expected
+        assert trace.read_text().split() == ["miss", "stored", "hit"], words
+    shutil.rmtree(home / "home" / "builds" / "llama-server" / "b100-vulkan")
+    again = run_backendmgr("__complete", "--", "activate", "", env=env)
+    assert again.stdout.split() == ["llama-server@b200-vulkan"]

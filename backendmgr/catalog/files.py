@@ -7,15 +7,9 @@ import contextlib
 from pathlib import Path
 
 from .._yaml import load_yaml, read_limited
+from ..config.locate import builtin_manifest_dir
 
 __all__ = ["builtin_manifest_dir", "component_ids", "manifest_files"]
-
-
-def builtin_manifest_dir() -> Path:
-    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
-    package = Path(__file__).resolve().parent.parent
-    bundled = package / "_manifests"
-    return bundled if bundled.is_dir() else package.parent / "manifests"
 
 
 def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None) -> list[Path]:

@@ -6,111 +6,26 @@ Heavy modules (pydantic, httpx, rich) are imported only by the commands that nee
 
 from __future__ import annotations
 
-import argparse
-import functools
-import gettext
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from .._version import __version__
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main"]
 
-# argparse looks its own strings up through gettext for every parser it builds, and each lookup
-# searches the locale folders on disk again: with ~35 subcommands that was 40 % of building the
-# parser. The answer cannot change within one run, so it is looked up once per string.
-argparse._ = functools.cache(gettext.gettext)  # type: ignore[attr-defined]
-
-
-class _UsageError(SystemExit):
-    """A usage error already printed as one ``error:`` line; exit status 2 (SPEC §13)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(2)
-        self.message = message
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one ``error:`` line and exit status 2 (SPEC §13).
-
-    Every parser, the top one and each subcommand's, carries the global options, so they are
-    accepted before or after the command and listed by every ``--help``. Below the top, their
-    defaults are ``SUPPRESS``: a value given before the command is not reset by the subparser.
-    """
-
-    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _add_global_options(self, top=top)
-
-    def error(self, message: str) -> NoReturn:
-        see = f"see '{self.prog} --help'"
-        line = f"{message} ({see})" if message.endswith("?") else f"{message}; {see}"
-        sys.stderr.write(f"error: {line}\n")
-        raise _UsageError(line)
-
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        choices = action.choices
-        if choices is not None and value not in choices:
-            from ..errors import did_you_mean
-
-            names = [str(c) for c in choices if not str(c).startswith("__")]  # hidden ones
-            hint = did_you_mean(str(value), names) or f"; choose from {', '.join(names)}"
-            if isinstance(action, argparse._SubParsersAction):
-                raise argparse.ArgumentError(None, f'unknown command "{value}"{hint}')
-            raise argparse.ArgumentError(action, f'invalid choice "{value}"{hint}')
-
-
-def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    group = parser.add_argument_group("global options (before or after the command)")
-
-    def default(value: object) -> object:
-        return value if top else argparse.SUPPRESS
-
-    group.add_argument(
-        "--config",
-        metavar="PATH",
-        default=default(None),
-        help="config file (env BACKENDMGR_CONFIG)",
-    )
-    group.add_argument(
-        "--home", metavar="PATH", default=default(None), help="data home (env BACKENDMGR_HOME)"
-    )
-    group.add_argument(
-        "--json", action="store_true", default=default(False), help="print one JSON document"
-    )
-    group.add_argument(
-        "-q", "--quiet", action="store_true", default=default(False), help="print only errors"
-    )
-    group.add_argument(
-        "--debug", action="store_true", default=default(False), help="show tracebacks"
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from . import commands
-
-    parser = _Parser(
-        prog="backendmgr",
-        description="Install and version local inference backends; keep llama-swap's config right.",
-        top=True,
-    )
-    parser.add_argument("--version", action="version", version=f"backendmgr {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.register(sub)
-    return parser
-
-
-def _wants_json(argv: Sequence[str]) -> bool:
-    """Whether ``--json`` was given, read before parsing so usage errors can honour it."""
-    args = list(argv)
-    if "--" in args:
-        args = args[: args.index("--")]
-    return "--json" in args
-
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Called with no ``argv`` (the console script), a read command whose
+    inputs are unchanged prints its stored output (:mod:`.fastread`) without loading the rest."""
     try:
+        if argv is None:
+            from .fastread import replay
+
+            code = replay(sys.argv[1:], sys.stdout, sys.stderr)
+            if code is not None:
+                return code
         return _main(argv)
     except KeyboardInterrupt:  # before the renderer exists (start-up, parsing): one line too
         sys.stderr.write("error: cancelled\n")
@@ -118,12 +33,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    from .parser import UsageError, build_parser, wants_json
+
     words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words)
     try:
         args = parser.parse_args(words)
-    except _UsageError as exc:
-        if _wants_json(words):
+    except UsageError as exc:
+        if wants_json(words):
             from .render import json_error
 
             json_error(sys.stdout, exc.message, 2)
@@ -137,14 +54,25 @@ def _main(argv: Sequence[str] | None) -> int:
         return complete_now(args, sys.stdout)
     from .render import Renderer
 
-    out = Renderer(json_mode=args.json, quiet=args.quiet)
+    recording = None
+    if argv is None:
+        from .fastread import Tee, parse
+
+        request = parse(words)
+        if request is not None:
+            recording = (request, Tee(sys.stdout), Tee(sys.stderr))
+    if recording is None:
+        out = Renderer(json_mode=args.json, quiet=args.quiet)
+    else:
+        tee_out, tee_err = cast("TextIO", recording[1]), cast("TextIO", recording[2])
+        out = Renderer(json_mode=args.json, quiet=args.quiet, stdout=tee_out, stderr=tee_err)
     try:
-        return run(args, out)
+        return run(args, out, recording)
     except KeyboardInterrupt:
         return out.failure("cancelled", 130)
 
 
-def run(args: argparse.Namespace, out: object) -> int:
+def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
     import anyio
 
     from ..boundary import failure_of
@@ -156,7 +84,8 @@ def run(args: argparse.Namespace, out: object) -> int:
         from ..manager import Manager
 
         manager = Manager(Paths.resolve(config=args.config, home=args.home))
-        code: int = anyio.run(args.handler, manager, args, out)
+        handler = args.handler if recording is None else _recorded(args.handler, recording)
+        code: int = anyio.run(handler, manager, args, out)
         return code
     except (SystemExit, GeneratorExit):
         raise
@@ -165,6 +94,28 @@ def run(args: argparse.Namespace, out: object) -> int:
             raise
         failure = failure_of(exc)
         return out.failure(failure.message, failure.exit_code)
+
+
+def _recorded(handler: Any, recording: Any) -> Any:
+    """``handler``, and its output stored for :mod:`.fastread` when its inputs held still."""
+    from .fastread import inputs_of, start_recording
+
+    async def run_and_store(manager: Any, args: argparse.Namespace, out: Any) -> int:
+        request, stdout, stderr = recording
+        started = None
+        try:
+            models_dirs, exes = inputs_of(await manager.settings())
+            started = start_recording(
+                request, stdout, stderr, models_dirs=models_dirs, executables=exes
+            )
+        except Exception:  # the command itself reports a config it cannot read
+            started = None
+        code: int = await handler(manager, args, out)
+        if started is not None:
+            started.finish(code)
+        return code
+
+    return run_and_store
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Paths"]
+from .locate import locate
 
-APP = "backendmgr"
+__all__ = ["Paths"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,20 +28,8 @@ class Paths:
         environ: Mapping[str, str] | None = None,
     ) -> Paths:
         """Pick each location from the argument, else ``BACKENDMGR_*``, else platformdirs."""
-        env = os.environ if environ is None else environ
-        config_value = config or env.get("BACKENDMGR_CONFIG") or None
-        home_value = home or env.get("BACKENDMGR_HOME") or None
-        if config_value is None or home_value is None:
-            import platformdirs
-
-            if config_value is None:
-                config_value = platformdirs.user_config_path(APP) / "config.yaml"
-            if home_value is None:
-                home_value = platformdirs.user_data_path(APP)
-        return cls(
-            config_file=Path(config_value).expanduser().absolute(),
-            home=Path(home_value).expanduser().absolute(),
-        )
+        config_file, home_dir = locate(config, home, environ)
+        return cls(config_file=config_file, home=home_dir)
 
     @property
     def config_dir(self) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fs import atomic_write_bytes
+from .files import walk_model_files
 from .gguf import GgufError, read_gguf_metadata
 from .models import Discovery, FolderScan, build_models, split_parts
 
@@ -28,50 +29,26 @@ class Scan:
     inputs: list[tuple[str, int, int]]  # (path, size, mtime_ns) of every model file
 
 
-def _stat(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path)  # follows links: HF cache weights are symlinks into blobs/
-    except OSError:
-        return None
-
-
 def scan_folders(dirs: list[str]) -> Scan:
     """Walk each folder recursively: links followed, cycles and hidden folders skipped."""
     folders: list[FolderScan] = []
     inputs: list[tuple[str, int, int]] = []
-    seen: set[tuple[int, int]] = set()
-    for top in dirs:
-        root = os.path.expanduser(top)
-        if not os.path.isdir(root):
-            continue
-        for folder, subdirs, files in os.walk(root, followlinks=True):
-            st = _stat(folder)
-            if st is None or (st.st_dev, st.st_ino) in seen:
-                subdirs[:] = []
-                continue
-            seen.add((st.st_dev, st.st_ino))
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-            scan = FolderScan(path=folder)
-            config_path: str | None = None
-            for name in sorted(files):
-                lowered = name.lower()
-                if not (lowered.endswith((".gguf", ".safetensors")) or name == "config.json"):
-                    continue
-                path = os.path.join(folder, name)
-                fst = _stat(path)
-                if fst is None or not os.path.isfile(path):
-                    continue
-                inputs.append((path, fst.st_size, fst.st_mtime_ns))
-                if lowered.endswith(".gguf"):
-                    scan.ggufs[name] = fst.st_size
-                elif lowered.endswith(".safetensors"):
-                    scan.safetensors[name] = fst.st_size
-                else:
-                    config_path = path
-            if config_path is not None and scan.safetensors and not scan.ggufs:
-                scan.config = _read_config(config_path)
-            if scan.ggufs or scan.safetensors:
-                folders.append(scan)
+    for folder, files in walk_model_files(dirs):
+        scan = FolderScan(path=folder)
+        config_path: str | None = None
+        for name, path, fst in files:
+            inputs.append((path, fst.st_size, fst.st_mtime_ns))
+            lowered = name.lower()
+            if lowered.endswith(".gguf"):
+                scan.ggufs[name] = fst.st_size
+            elif lowered.endswith(".safetensors"):
+                scan.safetensors[name] = fst.st_size
+            else:
+                config_path = path
+        if config_path is not None and scan.safetensors and not scan.ggufs:
+            scan.config = _read_config(config_path)
+        if scan.ggufs or scan.safetensors:
+            folders.append(scan)
     return Scan(folders, inputs)
 
 

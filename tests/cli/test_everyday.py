@@ -90,7 +90,7 @@ def test_global_options_with_a_mirror(mirror: MirrorServer, mirror_root: Path) -
 
 
 def _parsers() -> list[argparse.ArgumentParser]:
-    from backendmgr.cli.main import build_parser
+    from backendmgr.cli.parser import build_parser
 
     out, todo = [], [build_parser()]
     while todo:

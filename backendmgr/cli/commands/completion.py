@@ -159,6 +159,29 @@ def analyse(
     return [f"kind:{k}" for k in KINDS.get(slot.dest, ())], seen
 
 
+def _local_ids(
+    kind: str, args: argparse.Namespace, seen: dict[str, str], paths: Any, mgr: Manager | None
+) -> list[str]:
+    """Builds, rows or models: from the read memo while nothing changed, else the Manager."""
+    from ..fastread import inputs_of, local_ids
+
+    def manager() -> Manager:
+        nonlocal mgr
+        if mgr is None or seen:
+            from ...manager import Manager as _Manager
+
+            mgr = _Manager(paths)
+        return mgr
+
+    return local_ids(
+        seen.get("config") or args.config,
+        seen.get("home") or args.home,
+        kind,
+        lambda: inputs_of(manager().store.read()),
+        lambda: manager().local_names(kind),
+    )
+
+
 def _clean(name: str) -> bool:
     return bool(name) and name.isprintable()
 
@@ -178,9 +201,9 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
     if not words:
         words = [""]
     try:
-        from ..main import build_parser
+        from ..parser import build_parser
 
-        found, seen = analyse(build_parser(), words)
+        found, seen = analyse(build_parser(words), words)
         names = [item for item in found if not item.startswith("kind:")]
         kinds = [item for item in found if item.startswith("kind:")]
         if kinds:
@@ -195,12 +218,7 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
 
                 names += component_ids(paths.user_manifests)
                 continue
-            if mgr is None or seen:
-                from ...manager import Manager as _Manager
-
-                mgr = _Manager(paths)
-                seen = {}
-            names += mgr.local_names(item[5:])
+            names += _local_ids(item[5:], args, seen, paths, mgr)
     except Exception:  # completion must never print a traceback into a prompt
         return 0
     cur = words[-1]

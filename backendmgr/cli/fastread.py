@@ -1,0 +1,416 @@
+"""The read commands' output, replayed while nothing they read has changed.
+
+``list``, ``backends``, ``models`` and ``which`` are what people type most, and the full path
+(pydantic, the Manager, discovery, rich) costs several times the interpreter's own start-up.
+After a full run that succeeded, its exact output is stored under the data home together with a
+fingerprint of everything that run could have read: the config file's bytes, the build folders
+and receipts, the model files (through discovery's own walk), every executable a row or legacy
+fallback names, the verify and probe caches, the manifests, ``PATH``, the environment that
+shapes output, the date (``verified today``), the boot and backendmgr's own code. The next
+identical request recomputes that fingerprint with the standard library alone and, when it
+matches, prints the stored output; any difference, or anything unexpected, takes the full path.
+So a replay never shows what the full path would not: it is the full path's own output for
+the same inputs.
+
+Nothing here imports pydantic, rich, argparse or the Manager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, TextIO
+
+__all__ = ["Request", "Tee", "inputs_of", "local_ids", "parse", "replay", "start_recording"]
+
+FORMAT = 1
+FILE_NAME = "reads.json"
+MAX_FILE = 4 << 20  # bytes read from the memo; a larger file is ignored
+MAX_OUTPUT = 256 << 10  # a longer output is not stored
+MAX_ENTRIES = 48
+MAX_WALKED = 20_000  # model files: a bigger tree is not fingerprinted, always the full path
+DISABLE_ENV = "BACKENDMGR_NO_FASTREAD"
+TRACE_ENV = "BACKENDMGR_FASTREAD_TRACE"  # tests: a file that learns "hit", "miss" or "stored"
+
+# command -> (fewest, most) positional arguments
+COMMANDS: dict[str, tuple[int, int]] = {"list": (0, 1), "backends": (0, 0), "models": (0, 0)}
+COMMANDS["which"] = (1, 1)
+_FLAGS = {"--json": "json", "-q": "quiet", "--quiet": "quiet"}
+_VALUED = ("--config", "--home")
+# what shapes the output besides the files: rich's terminal handling, the encoding, PATH
+_ENV_PREFIXES = ("BACKENDMGR_", "LC_", "TTY_", "XDG_", "PYTHON")
+_ENV_NAMES = {"LANG", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "PATH"}
+_ENV_NAMES |= {"COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES", "HOME"}
+
+
+class Request(NamedTuple):
+    """A read command as typed, reduced to what decides its output."""
+
+    command: str
+    args: tuple[str, ...]
+    json: bool = False
+    quiet: bool = False
+    config: str | None = None
+    home: str | None = None
+
+
+def parse(words: Sequence[str]) -> Request | None:
+    """The request, if ``words`` are a plain read command; ``None`` for anything else (other
+    commands, ``--debug``, ``--help``, abbreviations, ``--``), which argparse then handles."""
+    flags: dict[str, bool] = {"json": False, "quiet": False}
+    valued: dict[str, str] = {}
+    positional: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _FLAGS:
+            flags[_FLAGS[word]] = True
+        elif word.split("=", 1)[0] in _VALUED:
+            name, eq, value = word.partition("=")
+            if not eq:
+                i += 1
+                if i >= len(words) or words[i].startswith("-"):
+                    return None
+                value = words[i]
+            if not value or name in valued:
+                return None
+            valued[name] = value
+        elif word.startswith("-"):
+            return None
+        else:
+            positional.append(word)
+        i += 1
+    if not positional or positional[0] not in COMMANDS:
+        return None
+    fewest, most = COMMANDS[positional[0]]
+    if not fewest <= len(positional) - 1 <= most:
+        return None
+    return Request(
+        positional[0],
+        tuple(positional[1:]),
+        json=flags["json"],
+        quiet=flags["quiet"],
+        config=valued.get("--config"),
+        home=valued.get("--home"),
+    )
+
+
+class Spec(NamedTuple):
+    """What a run read beyond the fixed places: taken from its settings."""
+
+    models_dirs: list[str]
+    files: list[str]
+
+
+def _locations(request: Request) -> tuple[Path, Path]:
+    from ..config.locate import locate  # the standard library and platformdirs only
+
+    return locate(request.config, request.home)
+
+
+def _key(request: Request, stdout: Any, stderr: Any, config: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
+    env.pop(TRACE_ENV, None)
+    streams = []
+    for stream in (stdout, stderr):
+        tty = _isatty(stream)
+        size: tuple[int, int] | None = None
+        if tty:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                size = tuple(os.get_terminal_size(stream.fileno()))  # type: ignore[assignment]
+        streams.append([tty, size, getattr(stream, "encoding", None)])
+    data = [FORMAT, request.command, request.args, request.json, request.quiet, str(config)]
+    data += [sorted(env.items()), streams, os.getcwd(), sys.executable]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _sig(path: str | Path) -> str:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return "-"
+    return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
+
+
+def _listing(folder: Path) -> list[Path]:
+    try:
+        return sorted(Path(entry.path) for entry in os.scandir(folder))
+    except OSError:
+        return []
+
+
+def _code_stamp() -> Iterable[str]:
+    """backendmgr's own files: an upgraded or edited install never replays an older output."""
+    package = Path(__file__).resolve().parent.parent
+    for folder, subdirs, files in os.walk(package):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".yaml")):
+                yield _sig(os.path.join(folder, name))
+
+
+def fingerprint(config: Path, home: Path, spec: Spec) -> str | None:
+    """A digest of every input of a read command; ``None`` when one cannot be taken."""
+    from ..config.locate import builtin_manifest_dir
+    from ..discovery.files import walk_model_files
+
+    digest = hashlib.sha256()
+
+    def feed(*parts: object) -> None:
+        digest.update(json.dumps(parts, default=str).encode() + b"\n")
+
+    try:
+        with open(config, "rb") as fh:
+            raw = fh.read(MAX_FILE + 1)
+        if len(raw) > MAX_FILE:
+            return None
+        feed("config", hashlib.sha256(raw).hexdigest())
+    except FileNotFoundError:
+        feed("config", "-")
+    except OSError:
+        return None
+    date = datetime.datetime.now(datetime.UTC).date().isoformat()
+    boot = ""
+    with contextlib.suppress(OSError):
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    feed("when", date, boot)
+    for name in ("verify.json", "cache/capabilities.json"):
+        feed(name, _sig(home / name))
+    builds = home / "builds"
+    feed("builds", _sig(builds))
+    for component in _listing(builds):
+        feed(component, _sig(component))
+        for build in _listing(component):
+            feed(build, _sig(build), _sig(build / ".backendmgr.json"))
+    for manifests in (builtin_manifest_dir(), config.parent / "manifests"):
+        feed(manifests, _sig(manifests), [(p.name, _sig(p)) for p in _listing(manifests)])
+    for path in spec.files:
+        feed("file", path, _sig(path))
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        feed("path", entry, _sig(entry) if entry else "")
+    walked = 0
+    for folder, files in walk_model_files(spec.models_dirs):
+        walked += len(files)
+        if walked > MAX_WALKED:
+            return None
+        feed(folder, [(path, st.st_size, st.st_mtime_ns) for _, path, st in files])
+    feed("code", list(_code_stamp()))
+    return digest.hexdigest()
+
+
+def _memo_path(home: Path) -> Path:
+    return home / "cache" / FILE_NAME
+
+
+def _load(home: Path) -> dict[str, Any]:
+    try:
+        with open(_memo_path(home), "rb") as fh:
+            raw = fh.read(MAX_FILE + 1)
+        if len(raw) > MAX_FILE:
+            return {}
+        data = json.loads(raw)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}
+    entries = data.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def _trace(word: str) -> None:
+    target = os.environ.get(TRACE_ENV)
+    if target:
+        with contextlib.suppress(OSError), open(target, "a", encoding="utf-8") as fh:
+            fh.write(word + "\n")
+
+
+def _spec_of(entry: dict[str, Any]) -> Spec | None:
+    spec = entry.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    dirs, files = spec.get("models_dirs"), spec.get("files")
+    if not isinstance(dirs, list) or not isinstance(files, list):
+        return None
+    if not all(isinstance(v, str) for v in dirs + files):
+        return None
+    return Spec(models_dirs=dirs, files=files)
+
+
+def _lookup(key: str, config: Path, home: Path) -> dict[str, Any] | None:
+    """The stored entry for ``key`` when its inputs are unchanged."""
+    entry = _load(home).get(key)
+    if not isinstance(entry, dict):
+        return None
+    spec = _spec_of(entry)
+    if spec is None or entry.get("fingerprint") != fingerprint(config, home, spec):
+        return None
+    return entry
+
+
+def replay(words: Sequence[str], stdout: TextIO, stderr: TextIO) -> int | None:
+    """Print a stored output and return its exit status, or ``None`` to take the full path."""
+    if os.environ.get(DISABLE_ENV):
+        return None
+    request = parse(words)
+    if request is None:
+        return None
+    try:
+        config, home = _locations(request)
+        entry = _lookup(_key(request, stdout, stderr, config), config, home)
+        out = entry.get("stdout") if entry else None
+        err = entry.get("stderr") if entry else None
+        if not isinstance(out, str) or not isinstance(err, str):
+            _trace("miss")
+            return None
+    except Exception:  # a memo that cannot be read is a miss, never a failure
+        return None
+    _trace("hit")
+    stderr.write(err)
+    stdout.write(out)
+    return 0
+
+
+def local_ids(
+    config_arg: str | None,
+    home_arg: str | None,
+    kind: str,
+    inputs: Callable[[], tuple[Sequence[str], Iterable[str]]],
+    compute: Callable[[], list[str]],
+) -> list[str]:
+    """Ids of ``kind`` (builds, rows, models) for shell completion: stored ones while their
+    inputs are unchanged, else ``compute()``, stored for the next <TAB>. ``inputs`` gives the
+    settings' model folders and executables, as for :func:`start_recording`."""
+    if os.environ.get(DISABLE_ENV):
+        return compute()
+    request = Request("__ids", (kind,), config=config_arg, home=home_arg)
+    config, home = _locations(request)
+    key = _key(request, None, None, config)
+    with contextlib.suppress(Exception):
+        entry = _lookup(key, config, home)
+        found = entry.get("stdout") if entry else None
+        if isinstance(found, str):
+            _trace("hit")
+            return found.split("\n") if found else []
+    _trace("miss")
+    models_dirs, executables = inputs()
+    spec = _spec(models_dirs, executables)
+    before = fingerprint(config, home, spec)
+    names = compute()
+    if before is not None and all("\n" not in name for name in names):
+        Recording(key, config, home, spec, before).store("\n".join(names), "")
+    return names
+
+
+class Tee:
+    """A text stream that also keeps what was written, for storing a full run's output."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self._stream.write(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class Recording:
+    """One full run of a read command, stored when its inputs did not move while it ran."""
+
+    def __init__(
+        self,
+        key: str,
+        config: Path,
+        home: Path,
+        spec: Spec,
+        before: str,
+        streams: tuple[Tee, Tee] | None = None,
+    ) -> None:
+        self.key, self.config, self.home, self.spec, self.before = key, config, home, spec, before
+        self.streams = streams
+
+    def finish(self, code: int) -> None:
+        if code == 0 and self.streams is not None:
+            self.store(self.streams[0].text(), self.streams[1].text())
+
+    def store(self, out: str, err: str) -> None:
+        if len(out) + len(err) > MAX_OUTPUT:
+            return
+        with contextlib.suppress(Exception):  # storing only saves time later
+            if fingerprint(self.config, self.home, self.spec) != self.before:
+                return
+            entries = _load(self.home)
+            entries.pop(self.key, None)
+            entries[self.key] = {
+                "fingerprint": self.before,
+                "spec": {"models_dirs": self.spec.models_dirs, "files": self.spec.files},
+                "stdout": out,
+                "stderr": err,
+            }
+            while len(entries) > MAX_ENTRIES:  # oldest first: dicts keep insertion order
+                entries.pop(next(iter(entries)))
+            body = json.dumps({"format": FORMAT, "entries": entries}, ensure_ascii=False)
+            from .._fs import atomic_write_bytes
+
+            _memo_path(self.home).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(_memo_path(self.home), body.encode())
+            _trace("stored")
+
+
+def start_recording(
+    request: Request,
+    stdout: Tee,
+    stderr: Tee,
+    *,
+    models_dirs: Sequence[str],
+    executables: Iterable[str],
+) -> Recording | None:
+    """Take the fingerprint before the full run reads anything (``executables``: every row's
+    path and the legacy fallbacks, as the settings name them)."""
+    if os.environ.get(DISABLE_ENV):
+        return None
+    spec = _spec(models_dirs, executables)
+    config, home = _locations(request)
+    before = fingerprint(config, home, spec)
+    if before is None:
+        return None
+    key = _key(request, stdout, stderr, config)
+    return Recording(key, config, home, spec, before, (stdout, stderr))
+
+
+def inputs_of(settings: Any) -> tuple[list[str], list[str]]:
+    """The model folders and every executable the settings name: each row's path and the
+    legacy fallbacks a model gets when no row resolves (SPEC §3.2)."""
+    exes = [row.path for row in settings.backends]
+    exes += [settings.server_exe, settings.sd_server_exe, settings.tts_server_exe]
+    return list(settings.models_dirs), [*exes, settings.asr_server_exe]
+
+
+def _spec(models_dirs: Sequence[str], executables: Iterable[str]) -> Spec:
+    files: list[str] = []
+    for exe in executables:
+        if not exe:
+            continue
+        found = exe if os.sep in exe else shutil.which(exe)
+        if found:
+            files.append(os.path.abspath(os.path.expanduser(found)))
+    return Spec(models_dirs=list(models_dirs), files=sorted(set(files)))

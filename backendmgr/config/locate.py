@@ -1,0 +1,42 @@
+"""Where the config file and the data home are: the argument, else ``BACKENDMGR_*``, else
+platformdirs. Kept apart from :class:`~backendmgr.config.paths.Paths` (a dataclass) so the
+CLI's read snapshot finds them without loading ``dataclasses``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["APP", "builtin_manifest_dir", "locate"]
+
+APP = "backendmgr"
+
+
+def locate(
+    config: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Path, Path]:
+    """The config file and the data home, absolute (SPEC §1)."""
+    env = os.environ if environ is None else environ
+    config_value = config or env.get("BACKENDMGR_CONFIG") or None
+    home_value = home or env.get("BACKENDMGR_HOME") or None
+    if config_value is None or home_value is None:
+        import platformdirs
+
+        if config_value is None:
+            config_value = platformdirs.user_config_path(APP) / "config.yaml"
+        if home_value is None:
+            home_value = platformdirs.user_data_path(APP)
+    return (
+        Path(config_value).expanduser().absolute(),
+        Path(home_value).expanduser().absolute(),
+    )
+
+
+def builtin_manifest_dir() -> Path:
+    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    bundled = package / "_manifests"
+    return bundled if bundled.is_dir() else package.parent / "manifests"

@@ -1,0 +1,53 @@
+"""Which files in the model folders are model inputs, with nothing but the standard library.
+
+Discovery builds models from these files, the regeneration hash covers them, and the CLI's
+read snapshot compares them: one walk, so the three can never disagree about what changed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+__all__ = ["is_model_file", "walk_model_files"]
+
+
+def is_model_file(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.endswith((".gguf", ".safetensors")) or name == "config.json"
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)  # follows links: HF cache weights are symlinks into blobs/
+    except OSError:
+        return None
+
+
+def walk_model_files(
+    dirs: list[str],
+) -> Iterator[tuple[str, list[tuple[str, str, os.stat_result]]]]:
+    """Each folder under ``dirs`` (links followed, cycles and hidden folders skipped) with its
+    model files as ``(name, path, stat)``, names sorted."""
+    seen: set[tuple[int, int]] = set()
+    for top in dirs:
+        root = os.path.expanduser(top)
+        if not os.path.isdir(root):
+            continue
+        for folder, subdirs, files in os.walk(root, followlinks=True):
+            st = _stat(folder)
+            if st is None or (st.st_dev, st.st_ino) in seen:
+                subdirs[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+            found = []
+            for name in sorted(files):
+                if not is_model_file(name):
+                    continue
+                path = os.path.join(folder, name)
+                fst = _stat(path)
+                if fst is None or not os.path.isfile(path):
+                    continue
+                found.append((name, path, fst))
+            yield folder, found

@@ -1,0 +1,367 @@
+"""The backendmgr.fleet collection under real ``ansible-playbook`` (issue 23): three hosts on
+this machine (local connection, each with its own home, config, models and mirror URL) fed by
+loopback release mirrors, driven through ``ansible/rollout.yml`` as the README shows it.
+
+The builds are stand-ins that serve: b100 and b101 answer ``verify``; b102 passes the install's
+smoke check but exits at once when started on a model, so ``verify`` fails on it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from backendmgr.mirror import MirrorServer
+from tests.conftest import ROOT
+from tests.ggufs import write_gguf
+from tests.support import SERVER_STANDIN, Entry, make_tar, publish, tree
+
+BIN = Path(sys.executable).parent
+PLAYBOOK = ROOT / "ansible" / "rollout.yml"
+VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
+GPU = "AMD Radeon RX 7900 XTX"  # the vulkan variant
+A, B, C = "llama-server@b100-vulkan", "llama-server@b101-vulkan", "llama-server@b102-vulkan"
+
+BROKEN = r"""
+import sys
+if sys.argv[1:2] == ["--help"]:
+    print("usage: llama-server [options]\n  --jinja")
+    sys.exit(0)
+if sys.argv[1:2] == ["--version"]:
+    print("version: 102 (b102)")
+    sys.exit(0)
+print("ggml_vulkan: device lost while loading the model", file=sys.stderr)
+sys.exit(1)
+"""
+
+pytestmark = pytest.mark.skipif(
+    not (BIN / "ansible-playbook").is_file(), reason="ansible-core is not installed (test extra)"
+)
+
+
+def _release(root: Path, tag: str, script: str) -> None:
+    entries = [
+        Entry("build/bin/", kind="dir", mode=0o755),
+        Entry("build/bin/llama-server", f"#!{sys.executable}\n{script}".encode(), mode=0o755),
+        Entry("build/bin/LICENSE", b"MIT\n"),
+    ]
+    day = tag[-1]
+    publish(
+        root,
+        "ggml-org/llama.cpp",
+        tag,
+        {VULKAN.format(tag=tag): make_tar(entries)},
+        published_at=f"2026-09-0{day}T00:00:00Z",
+    )
+
+
+def _env(tmp: Path, record: Path) -> dict[str, str]:
+    """The controller's environment: no user's backendmgr or Ansible settings, nothing from the
+    network, every Ansible folder in ``tmp``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("BACKENDMGR_", "ANSIBLE_")) and k not in ("GITHUB_TOKEN", "GH_TOKEN")
+    }
+    env.update(
+        ANSIBLE_HOME=str(tmp / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        ANSIBLE_REMOTE_TEMP=str(tmp / "ansible-remote-tmp"),
+        ANSIBLE_COLLECTIONS_PATH=str(ROOT / "ansible"),
+        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+        ANSIBLE_CALLBACK_PLUGINS=str(Path(__file__).parent / "callback_plugins"),
+        ANSIBLE_CALLBACKS_ENABLED="record",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_RETRY_FILES_ENABLED="false",
+        ANSIBLE_PIPELINING="true",
+        ANSIBLE_GALAXY_DISABLE_GPG_VERIFY="true",
+        BACKENDMGR_TEST_RECORD=str(record),
+        BACKENDMGR_GPU=GPU,
+        PATH=f"{BIN}:{env.get('PATH', '')}",
+    )
+    return env
+
+
+@dataclass
+class Site:
+    """The controller's side: the mirrors and the three locks, made once for the module."""
+
+    mirror: MirrorServer
+    tampered: MirrorServer  # serves other bytes for b101
+    locks: dict[str, Path]  # "A": b100; "B": b100 + b101 (activated); "C": b100 + b102 (activated)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    tmp = tmp_path_factory.mktemp("site")
+    root = tmp / "mirror"
+    _release(root, "b100", SERVER_STANDIN)
+    _release(root, "b101", SERVER_STANDIN)
+    _release(root, "b102", BROKEN)
+    evil = tmp / "evil"
+    shutil.copytree(root, evil)
+    asset = evil / "ggml-org/llama.cpp/b101" / VULKAN.format(tag="b101")
+    pwned = Entry("build/bin/llama-server", b"#!/bin/sh\necho pwned\n", mode=0o755)
+    asset.write_bytes(make_tar([pwned]))
+    mirror, tampered = MirrorServer(root).start(), MirrorServer(evil).start()
+    for server in (mirror, tampered):
+        server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("BACKENDMGR_")},
+        "BACKENDMGR_GITHUB_API": mirror.base_url,
+        "BACKENDMGR_GPU": GPU,
+    }
+    flags = ["--home", str(tmp / "ref" / "home"), "--config", str(tmp / "ref" / "config.yaml")]
+
+    def ref(*args: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "backendmgr", *flags, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done
+
+    locks = {name: tmp / f"{name}.lock" for name in "ABC"}
+    ref("install", "llama-server", "b100")
+    ref("lock", "--output", str(locks["A"]))
+    ref("install", "llama-server", "b101", "--activate")
+    ref("lock", "--output", str(locks["B"]))
+    ref("activate", A)
+    ref("uninstall", B)
+    ref("install", "llama-server", "b102", "--activate")
+    ref("lock", "--output", str(locks["C"]))
+    try:
+        yield Site(mirror, tampered, locks)
+    finally:
+        mirror.stop()
+        tampered.stop()
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    results: list[dict[str, object]]
+
+    def tasks(self, host: str, task: str) -> list[dict[str, object]]:
+        return [r for r in self.results if r["host"] == host and r["task"] == task]
+
+    def sync(self, host: str) -> dict[str, object]:
+        (found,) = self.tasks(host, SYNC)
+        return found
+
+    def hosts(self) -> set[str]:
+        return {str(r["host"]) for r in self.results}
+
+
+SYNC = "Sync the host to the new lock, keeping the lock of the builds it had"
+VERIFY = "Verify that every model serves with the new builds"
+BACK = "Sync the host back to the builds it had"
+HOSTS = ("host1", "host2", "host3")
+
+
+class Fleet:
+    """Three hosts on this machine and the inventory that names them."""
+
+    def __init__(self, tmp: Path, site: Site) -> None:
+        self.tmp, self.site = tmp, site
+        self.inventory = tmp / "inventory.yml"
+        self.mirror_of = dict.fromkeys(HOSTS, site.mirror.base_url)
+        for host in HOSTS:
+            models = tmp / host / "models"
+            write_gguf(models / "chat.gguf", "qwen3", layers=4, ctx=4096)
+            cfg = self.config(host)
+            cfg.parent.mkdir(parents=True)
+            cfg.write_text(json.dumps({"models_dirs": [str(models)]}) + "\n")
+        self.write_inventory()
+
+    def home(self, host: str) -> Path:
+        return self.tmp / host / "home"
+
+    def config(self, host: str) -> Path:
+        return self.tmp / host / "cfg" / "config.yaml"
+
+    def write_inventory(self) -> None:
+        hosts = {
+            host: {
+                "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable,
+                "backendmgr_home": str(self.home(host)),
+                "backendmgr_config": str(self.config(host)),
+                "backendmgr_github_api": self.mirror_of[host],
+            }
+            for host in HOSTS
+        }
+        group = {"hosts": hosts, "vars": {"backendmgr_executable": str(BIN / "backendmgr")}}
+        inventory = {"backendmgr": group}
+        self.inventory.write_text(json.dumps(inventory, indent=1))
+
+    def play(self, lock: str, *extra: str) -> Run:
+        record = self.tmp / "record.jsonl"
+        record.unlink(missing_ok=True)
+        done = subprocess.run(
+            [
+                str(BIN / "ansible-playbook"),
+                "-i",
+                str(self.inventory),
+                str(PLAYBOOK),
+                "-e",
+                f"backendmgr_lock_src={self.site.locks[lock]}",
+                "--diff",
+                *extra,
+            ],
+            cwd=self.tmp,
+            env=_env(self.tmp, record),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        lines = record.read_text().splitlines() if record.exists() else []
+        results = [json.loads(x) for x in lines]
+        assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+        return Run(done.returncode, done.stdout + done.stderr, results)
+
+    def ok(self, lock: str, *extra: str) -> Run:
+        run = self.play(lock, *extra)
+        assert run.code == 0, run.out
+        return run
+
+    def builds(self, host: str) -> dict[str, bool]:
+        done = subprocess.run(
+            [
+                str(BIN / "backendmgr"),
+                "--json",
+                "--home",
+                str(self.home(host)),
+                "--config",
+                str(self.config(host)),
+                "list",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return {row["id"]: row["activated"] for row in json.loads(done.stdout)}
+
+    def state(self, host: str) -> tuple[list[str], str, str]:
+        """Everything a run that changes nothing must leave as it was."""
+        home, cfg = self.home(host), self.config(host).parent
+        out = cfg / "llama-swap.yaml"
+        return (
+            tree(home) if home.exists() else [],
+            "\n".join(tree(cfg)) + self.config(host).read_text(),
+            out.read_text() if out.exists() else "",
+        )
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, site: Site) -> Fleet:
+    return Fleet(tmp_path, site)
+
+
+def test_check_mode_predicts_the_first_run_and_a_second_run_changes_nothing(fleet: Fleet) -> None:
+    before = {h: fleet.state(h) for h in HOSTS}
+    check = fleet.ok("B", "--check")
+    assert {h: fleet.state(h) for h in HOSTS} == before  # nothing written, not even the lock
+    for host in HOSTS:
+        predicted = check.sync(host)
+        assert predicted["status"] == "ok" and predicted["changed"] is True
+        assert predicted["result"]["install"] == [A, B]  # type: ignore[index]
+        assert predicted["result"]["builds"] == {A: False, B: True}  # type: ignore[index]
+        assert f"+{B} (activated)" in check.out
+        (skipped,) = check.tasks(host, VERIFY)  # verify starts servers: not in check mode
+        assert skipped["status"] == "skipped"
+
+    first = fleet.ok("B")
+    for host in HOSTS:
+        done = first.sync(host)
+        assert done["changed"] is True
+        for key in ("install", "activate", "builds", "added", "activated"):
+            assert done["result"][key] == check.sync(host)["result"][key]  # type: ignore[index]
+        assert fleet.builds(host) == {A: False, B: True}
+        (verified,) = first.tasks(host, VERIFY)
+        assert verified["status"] == "ok" and verified["result"]["verified"] == 1  # type: ignore[index]
+        lock = fleet.config(host).parent / "backendmgr.lock"
+        assert lock.read_bytes() == fleet.site.locks["B"].read_bytes()
+        previous = lock.with_name("backendmgr.lock.previous")
+        assert "builds: []" in previous.read_text()  # what the host had: nothing
+    assert "changed=1" in first.out and first.out.count("changed=1") == 3
+
+    settled = {h: fleet.state(h) for h in HOSTS}
+    second = fleet.ok("B")
+    assert [r for r in second.results if r["changed"]] == []
+    assert "changed=0" in second.out and "changed=1" not in second.out
+    for host in HOSTS:
+        assert second.sync(host)["result"]["install"] == []  # type: ignore[index]
+        assert fleet.state(host) == settled[host]  # the same builds, config and llama-swap file
+
+
+def test_a_host_whose_mirror_serves_tampered_bytes_fails_alone(fleet: Fleet) -> None:
+    fleet.ok("A")
+    fleet.mirror_of["host3"] = fleet.site.tampered.base_url
+    fleet.write_inventory()
+    run = fleet.play("B")
+    assert run.code != 0
+    for host in ("host1", "host2"):
+        assert run.sync(host)["changed"] is True
+        assert fleet.builds(host) == {A: False, B: True}
+    failed = run.sync("host3")
+    assert failed["status"] == "failed" and failed["changed"] is False
+    lock = fleet.config("host3").parent / "backendmgr.lock"
+    assert lock.read_bytes() == fleet.site.locks["A"].read_bytes()  # put back as it was
+    msg = str(failed["result"]["msg"])  # type: ignore[index]
+    assert "\n" not in msg and msg.startswith(f"{B}: ") and "nothing was installed" in msg
+    assert fleet.builds("host3") == {A: True}  # the previous build, still activated
+    assert list(fleet.home("host3").rglob("*.part")) == []
+    assert not (fleet.home("host3") / "builds" / "llama-server" / "b101-vulkan").exists()
+    (back,) = run.tasks("host3", BACK)
+    assert back["status"] == "ok" and back["changed"] is False  # nothing to undo
+    assert "host3 was synced back to" in run.out
+
+
+def test_a_lock_that_fails_verify_rolls_the_first_host_back_and_stops(fleet: Fleet) -> None:
+    fleet.ok("A")
+    untouched = {h: fleet.state(h) for h in ("host2", "host3")}
+    run = fleet.play("C")
+    assert run.code != 0
+    assert run.hosts() == {"host1"}  # the rollout stopped before the other hosts
+    assert run.sync("host1")["result"]["install"] == [C]  # type: ignore[index]
+    (verify,) = run.tasks("host1", VERIFY)
+    assert verify["status"] == "failed"
+    msg = str(verify["result"]["msg"])  # type: ignore[index]
+    assert msg.startswith("1 of 1 models failed verification: chat: ") and "\n" not in msg
+    (back,) = run.tasks("host1", BACK)
+    assert back["status"] == "ok" and back["changed"] is True
+    assert back["result"]["remove"] == [C] and back["result"]["activate"] == [A]  # type: ignore[index]
+    assert fleet.builds("host1") == {A: True}
+    assert not (fleet.home("host1") / "builds" / "llama-server" / "b102-vulkan").exists()
+    assert "host1 was synced back to" in run.out
+    assert {h: fleet.state(h) for h in ("host2", "host3")} == untouched
+
+
+def test_ansible_doc_renders_every_module(tmp_path: Path) -> None:
+    env = _env(tmp_path, tmp_path / "record.jsonl")
+    for name in ("sync", "build", "model", "verify"):
+        done = subprocess.run(
+            [str(BIN / "ansible-doc"), f"backendmgr.fleet.backendmgr_{name}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0 and "ERROR" not in done.stderr, done
+        assert "OPTIONS" in done.stdout and "EXAMPLES" in done.stdout
+        assert "RETURN VALUES" in done.stdout and "github_api" in done.stdout

@@ -95,7 +95,7 @@ class Site:
 
     mirror: MirrorServer
     tampered: MirrorServer  # serves other bytes for b101
-    locks: dict[str, Path]  # "A": b100; "B": b100 + b101 (activated); "C": b100 + b102 (activated)
+    locks: dict[str, Path]  # A: b100*; B: b100, b101*; C: b100, b101, b102* (* activated)
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +136,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     ref("lock", "--output", str(locks["A"]))
     ref("install", "llama-server", "b101", "--activate")
     ref("lock", "--output", str(locks["B"]))
-    ref("activate", A)
-    ref("uninstall", B)
     ref("install", "llama-server", "b102", "--activate")
     ref("lock", "--output", str(locks["C"]))
     try:
@@ -175,6 +173,7 @@ class Fleet:
 
     def __init__(self, tmp: Path, site: Site) -> None:
         self.tmp, self.site = tmp, site
+        self.at: dict[str, str | None] = dict.fromkeys(HOSTS)  # the lock each host was synced to
         self.inventory = tmp / "inventory.yml"
         self.mirror_of = dict.fromkeys(HOSTS, site.mirror.base_url)
         for host in HOSTS:
@@ -235,7 +234,14 @@ class Fleet:
     def ok(self, lock: str, *extra: str) -> Run:
         run = self.play(lock, *extra)
         assert run.code == 0, run.out
+        if "--check" not in extra:
+            self.at = dict.fromkeys(HOSTS, lock)
         return run
+
+    def settle(self, lock: str) -> None:
+        """Every host synced to ``lock`` (already, when an earlier test left them there)."""
+        if set(self.at.values()) != {lock}:
+            self.ok(lock)
 
     def builds(self, host: str) -> dict[str, bool]:
         done = subprocess.run(
@@ -266,41 +272,59 @@ class Fleet:
         )
 
 
+@pytest.fixture(scope="module")
+def shared_fleet(tmp_path_factory: pytest.TempPathFactory, site: Site) -> Fleet:
+    """One fleet for the module: each test starts where the one before left it (the rollouts
+    build on a synced fleet), and says which state it needs."""
+    return Fleet(tmp_path_factory.mktemp("fleet"), site)
+
+
 @pytest.fixture
-def fleet(tmp_path: Path, site: Site) -> Fleet:
+def fleet(shared_fleet: Fleet) -> Fleet:
+    return shared_fleet
+
+
+@pytest.fixture
+def fresh_fleet(shared_fleet: Fleet, tmp_path: Path, site: Site) -> Fleet:
+    """The module's fleet while nothing ran on it yet, else a new one."""
+    if set(shared_fleet.at.values()) == {None}:
+        return shared_fleet
     return Fleet(tmp_path, site)
 
 
-def test_check_mode_predicts_the_first_run_and_a_second_run_changes_nothing(fleet: Fleet) -> None:
+def test_check_mode_predicts_the_first_run_and_a_second_run_changes_nothing(
+    fresh_fleet: Fleet,
+) -> None:
+    fleet = fresh_fleet
     before = {h: fleet.state(h) for h in HOSTS}
-    check = fleet.ok("B", "--check")
+    check = fleet.ok("A", "--check")
     assert {h: fleet.state(h) for h in HOSTS} == before  # nothing written, not even the lock
     for host in HOSTS:
         predicted = check.sync(host)
         assert predicted["status"] == "ok" and predicted["changed"] is True
-        assert predicted["result"]["install"] == [A, B]  # type: ignore[index]
-        assert predicted["result"]["builds"] == {A: False, B: True}  # type: ignore[index]
-        assert f"+{B} (activated)" in check.out
+        assert predicted["result"]["install"] == [A]  # type: ignore[index]
+        assert predicted["result"]["builds"] == {A: True}  # type: ignore[index]
         (skipped,) = check.tasks(host, VERIFY)  # verify starts servers: not in check mode
         assert skipped["status"] == "skipped"
+    assert check.out.count(f"+{A} (activated)") == 3  # diff mode
 
-    first = fleet.ok("B")
+    first = fleet.ok("A")
     for host in HOSTS:
         done = first.sync(host)
         assert done["changed"] is True
         for key in ("install", "activate", "builds", "added", "activated"):
             assert done["result"][key] == check.sync(host)["result"][key]  # type: ignore[index]
-        assert fleet.builds(host) == {A: False, B: True}
         (verified,) = first.tasks(host, VERIFY)
         assert verified["status"] == "ok" and verified["result"]["verified"] == 1  # type: ignore[index]
         lock = fleet.config(host).parent / "backendmgr.lock"
-        assert lock.read_bytes() == fleet.site.locks["B"].read_bytes()
+        assert lock.read_bytes() == fleet.site.locks["A"].read_bytes()
         previous = lock.with_name("backendmgr.lock.previous")
         assert "builds: []" in previous.read_text()  # what the host had: nothing
-    assert "changed=1" in first.out and first.out.count("changed=1") == 3
+    assert first.out.count("changed=1") == 3
+    assert fleet.builds("host2") == {A: True}  # as backendmgr itself lists it
 
     settled = {h: fleet.state(h) for h in HOSTS}
-    second = fleet.ok("B")
+    second = fleet.ok("A")
     assert [r for r in second.results if r["changed"]] == []
     assert "changed=0" in second.out and "changed=1" not in second.out
     for host in HOSTS:
@@ -309,21 +333,27 @@ def test_check_mode_predicts_the_first_run_and_a_second_run_changes_nothing(flee
 
 
 def test_a_host_whose_mirror_serves_tampered_bytes_fails_alone(fleet: Fleet) -> None:
-    fleet.ok("A")
+    fleet.settle("A")
     fleet.mirror_of["host3"] = fleet.site.tampered.base_url
     fleet.write_inventory()
-    run = fleet.play("B")
+    try:
+        run = fleet.play("B")
+    finally:
+        fleet.mirror_of["host3"] = fleet.site.mirror.base_url
+        fleet.write_inventory()
     assert run.code != 0
+    fleet.at.update(host1="B", host2="B")
     for host in ("host1", "host2"):
         assert run.sync(host)["changed"] is True
-        assert fleet.builds(host) == {A: False, B: True}
+        assert run.sync(host)["result"]["builds"] == {A: False, B: True}  # type: ignore[index]
+    assert fleet.builds("host2") == {A: False, B: True}
     failed = run.sync("host3")
     assert failed["status"] == "failed" and failed["changed"] is False
-    lock = fleet.config("host3").parent / "backendmgr.lock"
-    assert lock.read_bytes() == fleet.site.locks["A"].read_bytes()  # put back as it was
     msg = str(failed["result"]["msg"])  # type: ignore[index]
     assert "\n" not in msg and msg.startswith(f"{B}: ") and "nothing was installed" in msg
     assert fleet.builds("host3") == {A: True}  # the previous build, still activated
+    lock = fleet.config("host3").parent / "backendmgr.lock"
+    assert lock.read_bytes() == fleet.site.locks["A"].read_bytes()  # put back as it was
     assert list(fleet.home("host3").rglob("*.part")) == []
     assert not (fleet.home("host3") / "builds" / "llama-server" / "b101-vulkan").exists()
     (back,) = run.tasks("host3", BACK)
@@ -332,36 +362,40 @@ def test_a_host_whose_mirror_serves_tampered_bytes_fails_alone(fleet: Fleet) -> 
 
 
 def test_a_lock_that_fails_verify_rolls_the_first_host_back_and_stops(fleet: Fleet) -> None:
-    fleet.ok("A")
+    if fleet.at["host1"] is None:
+        fleet.settle("A")
+    had = fleet.builds("host1")
     untouched = {h: fleet.state(h) for h in ("host2", "host3")}
     run = fleet.play("C")
     assert run.code != 0
     assert run.hosts() == {"host1"}  # the rollout stopped before the other hosts
-    assert run.sync("host1")["result"]["install"] == [C]  # type: ignore[index]
+    assert C in run.sync("host1")["result"]["install"]  # type: ignore[operator]
     (verify,) = run.tasks("host1", VERIFY)
     assert verify["status"] == "failed"
     msg = str(verify["result"]["msg"])  # type: ignore[index]
     assert msg.startswith("1 of 1 models failed verification: chat: ") and "\n" not in msg
     (back,) = run.tasks("host1", BACK)
     assert back["status"] == "ok" and back["changed"] is True
-    assert back["result"]["remove"] == [C] and back["result"]["activate"] == [A]  # type: ignore[index]
-    assert fleet.builds("host1") == {A: True}
+    assert C in back["result"]["remove"]  # type: ignore[operator]
+    assert back["result"]["activate"] == [b for b, on in had.items() if on]  # type: ignore[index]
+    assert fleet.builds("host1") == had
     assert not (fleet.home("host1") / "builds" / "llama-server" / "b102-vulkan").exists()
     assert "host1 was synced back to" in run.out
     assert {h: fleet.state(h) for h in ("host2", "host3")} == untouched
 
 
 def test_ansible_doc_renders_every_module(tmp_path: Path) -> None:
-    env = _env(tmp_path, tmp_path / "record.jsonl")
-    for name in ("sync", "build", "model", "verify"):
-        done = subprocess.run(
-            [str(BIN / "ansible-doc"), f"backendmgr.fleet.backendmgr_{name}"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0 and "ERROR" not in done.stderr, done
-        assert "OPTIONS" in done.stdout and "EXAMPLES" in done.stdout
-        assert "RETURN VALUES" in done.stdout and "github_api" in done.stdout
+    names = [f"backendmgr.fleet.backendmgr_{n}" for n in ("sync", "build", "model", "verify")]
+    done = subprocess.run(
+        [str(BIN / "ansible-doc"), *names],
+        env=_env(tmp_path, tmp_path / "record.jsonl"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and "ERROR" not in done.stderr, done
+    for name in names:
+        assert f"MODULE {name}" in done.stdout
+    assert done.stdout.count("EXAMPLES") == 4 and done.stdout.count("RETURN VALUES") == 4
+    assert done.stdout.count("github_api") >= 4

@@ -205,7 +205,7 @@ class Fleet:
         inventory = {"backendmgr": group}
         self.inventory.write_text(json.dumps(inventory, indent=1))
 
-    def play(self, lock: str, *extra: str) -> Run:
+    def play(self, lock: str, *extra: str, playbook: Path = PLAYBOOK) -> Run:
         record = self.tmp / "record.jsonl"
         record.unlink(missing_ok=True)
         done = subprocess.run(
@@ -213,7 +213,7 @@ class Fleet:
                 str(BIN / "ansible-playbook"),
                 "-i",
                 str(self.inventory),
-                str(PLAYBOOK),
+                str(playbook),
                 "-e",
                 f"backendmgr_lock_src={self.site.locks[lock]}",
                 "--diff",
@@ -382,6 +382,86 @@ def test_a_lock_that_fails_verify_rolls_the_first_host_back_and_stops(fleet: Fle
     assert not (fleet.home("host1") / "builds" / "llama-server" / "b102-vulkan").exists()
     assert "host1 was synced back to" in run.out
     assert {h: fleet.state(h) for h in ("host2", "host3")} == untouched
+
+
+def _task(
+    title: str, module: str, args: dict[str, object], check: bool = False
+) -> dict[str, object]:
+    task: dict[str, object] = {"name": title, f"backendmgr.fleet.{module}": args}
+    if check:
+        task["check_mode"] = True
+    return {**task, "ignore_errors": True}
+
+
+def test_build_and_model_modules_are_idempotent_and_check_mode_predicts(
+    tmp_path: Path, site: Site
+) -> None:
+    fleet = Fleet(tmp_path, site)
+    b100: dict[str, object] = {"component": "llama-server", "version": "b100", "variant": "vulkan"}
+    b101 = {**b100, "version": "b101"}
+    model: dict[str, object] = {
+        "name": "chat",
+        "backend": B,
+        "settings": {"ctx": 2048, "unlisted": True},
+    }
+    tasks = [
+        _task("b100 present?", "backendmgr_build", b100, check=True),
+        _task("b100 present", "backendmgr_build", b100),
+        _task("b100 present again", "backendmgr_build", b100),
+        _task("b101 activated?", "backendmgr_build", {**b101, "state": "activated"}, check=True),
+        _task("b101 activated", "backendmgr_build", {**b101, "state": "activated"}),
+        _task("b101 absent, refused", "backendmgr_build", {**b101, "state": "absent"}),
+        _task("b100 absent", "backendmgr_build", {**b100, "state": "absent"}),
+        _task("chat pinned?", "backendmgr_model", model, check=True),
+        _task("chat pinned", "backendmgr_model", model),
+        _task("chat pinned again", "backendmgr_model", model),
+        _task("chat pinned again?", "backendmgr_model", model, check=True),
+        _task("no backendmgr", "backendmgr_sync", {"executable": str(tmp_path / "nope")}),
+    ]
+    defaults = {
+        "executable": "{{ backendmgr_executable }}",
+        "home": "{{ backendmgr_home }}",
+        "config": "{{ backendmgr_config }}",
+        "github_api": "{{ backendmgr_github_api }}",
+    }
+    play = {
+        "hosts": "host1",
+        "gather_facts": False,
+        "module_defaults": {"group/backendmgr.fleet.all": defaults},
+        "tasks": tasks,
+    }
+    playbook = tmp_path / "modules.yml"
+    playbook.write_text(json.dumps([play], indent=1))  # JSON is YAML: nothing built from text
+    run = fleet.play("A", playbook=playbook)
+    assert run.code == 0, run.out
+    got = {str(r["task"]): r for r in run.results}
+
+    def changed(task: str) -> bool:
+        assert got[task]["status"] == "ok", got[task]
+        return bool(got[task]["changed"])
+
+    assert changed("b100 present?") and changed("b100 present")
+    assert got["b100 present?"]["result"]["builds"] == {A: True}  # type: ignore[index]
+    assert not changed("b100 present again")
+    assert changed("b101 activated?") and changed("b101 activated")
+    predicted = got["b101 activated?"]["result"]["builds"]  # type: ignore[index]
+    assert predicted == got["b101 activated"]["result"]["builds"] == {A: False, B: True}  # type: ignore[index]
+    refused = got["b101 absent, refused"]
+    assert refused["status"] == "failed" and refused["changed"] is False
+    assert "activate another build first" in str(refused["result"]["msg"])  # type: ignore[index]
+    assert changed("b100 absent") and got["b100 absent"]["result"]["removed"] == [A]  # type: ignore[index]
+    assert changed("chat pinned?") and changed("chat pinned")
+    after = got["chat pinned"]["result"]["after"]  # type: ignore[index]
+    assert after == {"backend": B, "ctx": 2048, "unlisted": True}
+    assert got["chat pinned?"]["result"]["after"] == after  # type: ignore[index]
+    assert not changed("chat pinned again") and not changed("chat pinned again?")
+    missing = got["no backendmgr"]
+    assert missing["status"] == "failed"
+    assert str(missing["result"]["msg"]) == (  # type: ignore[index]
+        f"{tmp_path / 'nope'} is not an executable file; set the executable option to "
+        "backendmgr's path"
+    )
+    assert fleet.builds("host1") == {B: True}
 
 
 def test_ansible_doc_renders_every_module(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from backendmgr.cli import main as cli_main
 from backendmgr.mirror import MirrorServer
 from tests.conftest import ROOT
 from tests.ggufs import write_gguf
@@ -113,31 +114,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     mirror, tampered = MirrorServer(root).start(), MirrorServer(evil).start()
     for server in (mirror, tampered):
         server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("BACKENDMGR_")},
-        "BACKENDMGR_GITHUB_API": mirror.base_url,
-        "BACKENDMGR_GPU": GPU,
-    }
     flags = ["--home", str(tmp / "ref" / "home"), "--config", str(tmp / "ref" / "config.yaml")]
-
-    def ref(*args: str) -> None:
-        done = subprocess.run(
-            [sys.executable, "-m", "backendmgr", *flags, *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done
-
     locks = {name: tmp / f"{name}.lock" for name in "ABC"}
-    ref("install", "llama-server", "b100")
-    ref("lock", "--output", str(locks["A"]))
-    ref("install", "llama-server", "b101", "--activate")
-    ref("lock", "--output", str(locks["B"]))
-    ref("install", "llama-server", "b102", "--activate")
-    ref("lock", "--output", str(locks["C"]))
+    with pytest.MonkeyPatch.context() as env:
+        for name in [n for n in os.environ if n.startswith("BACKENDMGR_")]:
+            env.delenv(name)
+        env.setenv("BACKENDMGR_GITHUB_API", mirror.base_url)
+        env.setenv("BACKENDMGR_GPU", GPU)
+        for args in (
+            ["install", "llama-server", "b100"],
+            ["lock", "--output", str(locks["A"])],
+            ["install", "llama-server", "b101", "--activate"],
+            ["lock", "--output", str(locks["B"])],
+            ["install", "llama-server", "b102", "--activate"],
+            ["lock", "--output", str(locks["C"])],
+        ):  # the controller's machine, in this process: its installs are not what is tested
+            assert cli_main.main(["-q", *flags, *args]) == 0, args
     try:
         yield Site(mirror, tampered, locks)
     finally:
@@ -329,6 +321,8 @@ def test_check_mode_predicts_the_first_run_and_a_second_run_changes_nothing(
     assert "changed=0" in second.out and "changed=1" not in second.out
     for host in HOSTS:
         assert second.sync(host)["result"]["install"] == []  # type: ignore[index]
+        (verify,) = second.tasks(host, VERIFY)  # nothing new to verify
+        assert verify["status"] == "skipped"
         assert fleet.state(host) == settled[host]  # the same builds, config and llama-swap file
 
 
@@ -346,7 +340,6 @@ def test_a_host_whose_mirror_serves_tampered_bytes_fails_alone(fleet: Fleet) -> 
     for host in ("host1", "host2"):
         assert run.sync(host)["changed"] is True
         assert run.sync(host)["result"]["builds"] == {A: False, B: True}  # type: ignore[index]
-    assert fleet.builds("host2") == {A: False, B: True}
     failed = run.sync("host3")
     assert failed["status"] == "failed" and failed["changed"] is False
     msg = str(failed["result"]["msg"])  # type: ignore[index]

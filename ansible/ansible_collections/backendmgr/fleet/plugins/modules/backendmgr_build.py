@@ -172,7 +172,8 @@ def build(module, cli):
         if module.check_mode:
             return _finish(module, result, before, after)
         doc = cli.run(*(["uninstall"] + ids + (["--force"] if params["force"] else [])))
-        return _finish(module, result, before, build_state(cli.builds()), doc)
+        gone = doc.get("ids") or ids
+        return _finish(module, result, before, dict((b, a) for b, a in before.items() if b not in gone), doc)
 
     target = _chosen(matching, state)
     if target is None:  # not installed: install it (and activate when asked)
@@ -196,8 +197,12 @@ def build(module, cli):
                 after = with_activated(after, plan["id"])
             return _finish(module, result, before, after)
         doc = cli.run(*spec)
-        result["build"] = doc.get("id")
-        return _finish(module, result, before, build_state(cli.builds()), doc)
+        result["build"] = doc["id"]
+        after = dict(before)
+        after.setdefault(doc["id"], False)
+        if doc.get("activated"):
+            after = with_activated(after, doc["id"])
+        return _finish(module, result, before, after, doc)
 
     result["build"] = target["id"]
     if state == "present" or target.get("activated"):
@@ -205,7 +210,7 @@ def build(module, cli):
     if module.check_mode:
         return _finish(module, result, before, with_activated(before, target["id"]))
     doc = cli.run("activate", target["id"])
-    return _finish(module, result, before, build_state(cli.builds()), doc)
+    return _finish(module, result, before, with_activated(before, target["id"]), doc)
 
 
 def _chosen(matching, state):

@@ -111,6 +111,10 @@ from ansible_collections.backendmgr.fleet.plugins.module_utils.backendmgr import
 )
 
 
+# the keys of a set/unset result that are not overrides
+RESULT_KEYS = ("message", "changed", "warnings", "model")
+
+
 def main():
     argument_spec = dict(COMMON_ARGS)
     argument_spec.update(
@@ -201,6 +205,7 @@ def model(module, cli):
         result["after"] = predicted
     else:
         changed = False
+        after = predicted
         # backendmgr decides what changed, after validating the values
         for argv in [step[0] for step in steps]:
             doc = cli.run(*argv)
@@ -208,8 +213,10 @@ def model(module, cli):
             result["messages"].append(doc.get("message", ""))
             for warning in doc.get("warnings") or []:
                 module.warn(warning)
+            if argv[0] in ("set", "unset"):  # the overrides as stored, typed
+                after = dict((k, v) for k, v in doc.items() if k not in RESULT_KEYS and v is not None)
         result["changed"] = changed
-        result["after"] = _overrides(cli, name)
+        result["after"] = after
     if module._diff:
         result["diff"] = dict(
             before=json.dumps(before, indent=2, sort_keys=True) + "\n",

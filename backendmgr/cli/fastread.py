@@ -17,16 +17,16 @@ Nothing here imports pydantic, rich, argparse or the Manager.
 
 from __future__ import annotations
 
-import contextlib
-import datetime
-import hashlib
-import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# Only ``parse`` runs for every command; it needs nothing beyond ``os`` and ``sys``. The rest
+# imports what it uses when a read command is actually replayed or stored.
 
 __all__ = ["Request", "Tee", "inputs_of", "local_ids", "parse", "replay", "start_recording"]
 
@@ -116,6 +116,10 @@ def _locations(request: Request) -> tuple[Path, Path]:
 
 
 def _key(request: Request, stdout: Any, stderr: Any, config: Path) -> str:
+    import contextlib
+    import hashlib
+    import json
+
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
     env.pop(TRACE_ENV, None)
     streams = []
@@ -147,6 +151,8 @@ def _sig(path: str | Path) -> str:
 
 
 def _listing(folder: Path) -> list[Path]:
+    from pathlib import Path
+
     try:
         return sorted(Path(entry.path) for entry in os.scandir(folder))
     except OSError:
@@ -155,6 +161,8 @@ def _listing(folder: Path) -> list[Path]:
 
 def _code_stamp() -> Iterable[str]:
     """backendmgr's own files: an upgraded or edited install never replays an older output."""
+    from pathlib import Path
+
     package = Path(__file__).resolve().parent.parent
     for folder, subdirs, files in os.walk(package):
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
@@ -165,6 +173,12 @@ def _code_stamp() -> Iterable[str]:
 
 def fingerprint(config: Path, home: Path, spec: Spec) -> str | None:
     """A digest of every input of a read command; ``None`` when one cannot be taken."""
+    import contextlib
+    import datetime
+    import hashlib
+    import json
+    from pathlib import Path
+
     from ..config.locate import builtin_manifest_dir
     from ..discovery.files import walk_model_files
 
@@ -217,6 +231,8 @@ def _memo_path(home: Path) -> Path:
 
 
 def _load(home: Path) -> dict[str, Any]:
+    import json
+
     try:
         with open(_memo_path(home), "rb") as fh:
             raw = fh.read(MAX_FILE + 1)
@@ -232,6 +248,8 @@ def _load(home: Path) -> dict[str, Any]:
 
 
 def _trace(word: str) -> None:
+    import contextlib
+
     target = os.environ.get(TRACE_ENV)
     if target:
         with contextlib.suppress(OSError), open(target, "a", encoding="utf-8") as fh:
@@ -294,6 +312,8 @@ def local_ids(
     """Ids of ``kind`` (builds, rows, models) for shell completion: stored ones while their
     inputs are unchanged, else ``compute()``, stored for the next <TAB>. ``inputs`` gives the
     settings' model folders and executables, as for :func:`start_recording`."""
+    import contextlib
+
     if os.environ.get(DISABLE_ENV):
         return compute()
     request = Request("__ids", (kind,), config=config_arg, home=home_arg)
@@ -353,6 +373,9 @@ class Recording:
             self.store(self.streams[0].text(), self.streams[1].text())
 
     def store(self, out: str, err: str) -> None:
+        import contextlib
+        import json
+
         if len(out) + len(err) > MAX_OUTPUT:
             return
         with contextlib.suppress(Exception):  # storing only saves time later
@@ -406,6 +429,8 @@ def inputs_of(settings: Any) -> tuple[list[str], list[str]]:
 
 
 def _spec(models_dirs: Sequence[str], executables: Iterable[str]) -> Spec:
+    import shutil
+
     files: list[str] = []
     for exe in executables:
         if not exe:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import lzma
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -17,9 +18,10 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, BinaryIO, Protocol, cast
+from typing import IO
 
 from ..errors import UnsafeArchive
+from .inflate import DATA_ERRORS, Source, Unpacked
 
 __all__ = [
     "MAX_TOTAL",
@@ -37,9 +39,12 @@ MAX_RATIO = 200
 RATIO_FLOOR = 1 << 20
 COPY_CHUNK = 1 << 20
 MAX_LINK_TARGET = 4096
-# tarfile's stream mode reads (and decompresses) this much at a time; its default is 10 KiB
-STREAM_BUFFER = 1 << 20
+# Past this much unpacked, a compressed tar that has so far expanded more than MAX_RATIO:1 is a
+# bomb already: refused before it writes the rest, not when its total is known.
+RUNNING_FLOOR = 64 << 20
 STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz")
+
+_CONTROL = re.compile("[\x00-\x1f]")
 
 # What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
 # unknown-method zip member, a NUL byte in a path): one place turns them into UnsafeArchive.
@@ -51,6 +56,7 @@ _UNREADABLE: tuple[type[BaseException], ...] = (
     UnicodeError,
     lzma.LZMAError,
     zlib.error,
+    *DATA_ERRORS,
     NotImplementedError,
     RuntimeError,
     ValueError,
@@ -84,7 +90,7 @@ def archive_format(name: str) -> str:
 
 def _safe_relpath(name: str, archive: str) -> PurePosixPath | None:
     """The member's path inside the target, or an UnsafeArchive; None for the root itself."""
-    if any(ord(ch) < 0x20 for ch in name):
+    if _CONTROL.search(name):
         raise UnsafeArchive(f"{archive}: refusing a path with a control character {name!r}")
     text = name.replace("\\", "/")
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
@@ -123,6 +129,7 @@ class _Budget:
         self.limit = limit
         self.total = 0
         self.entries = 0
+        self.source: Unpacked | None = None  # a compressed tar's bytes taken so far
 
     def entry(self) -> None:
         self.entries += 1
@@ -148,17 +155,23 @@ class _Budget:
         self.total += n
         if self.total > self.limit:
             raise self._too_big()
-        if self.total > RATIO_FLOOR and self.total / self.compressed > MAX_RATIO:
+        if (self.total > RATIO_FLOOR and self.total / self.compressed > MAX_RATIO) or (
+            self.source is not None
+            and self.total > RUNNING_FLOOR
+            and self.total > MAX_RATIO * self.source.consumed
+        ):
             raise UnsafeArchive(
                 f"{self.archive}: its members together expand more than {MAX_RATIO}:1; "
                 "refusing a likely bomb"
             )
 
 
-def _copy_limited(src: IO[bytes], dest: Path, declared: int, budget: _Budget, name: str) -> None:
+def _copy_limited(
+    src: IO[bytes] | None, dest: Path, declared: int, budget: _Budget, name: str
+) -> None:
     written = 0
-    with dest.open("wb") as out:
-        while chunk := src.read(COPY_CHUNK):
+    with open(dest, "wb", buffering=0) as out:
+        while src is not None and (chunk := src.read(COPY_CHUNK)):
             written += len(chunk)
             budget.add(len(chunk))
             if written > declared:
@@ -177,12 +190,34 @@ def _resolves_inside(root: Path, path: Path | str) -> bool:
     return os.path.commonpath([real, real_root]) == real_root
 
 
-def _place(root: Path, rel: PurePosixPath, archive: str) -> Path:
-    """Where a member goes, after checking that no link unpacked so far leads it outside."""
-    dest = _inside(root, rel)
-    if not _resolves_inside(root, dest):
-        raise UnsafeArchive(f"{archive}: refusing {str(rel)!r}: a link leads it outside")
-    return dest
+class _Places:
+    """Where members go, after checking that no link already on disk (an earlier asset's: this
+    one's are made last) leads them outside. A folder is checked and made once: until the links
+    are made, nothing can turn it into a link, so its members need only their own name checked."""
+
+    def __init__(self, root: Path, archive: str) -> None:
+        self.root = root
+        self.archive = archive
+        self._made: set[PurePosixPath] = set()
+
+    def _check(self, rel: PurePosixPath, path: Path) -> None:
+        if not _resolves_inside(self.root, path):
+            raise UnsafeArchive(f"{self.archive}: refusing {str(rel)!r}: a link leads it outside")
+
+    def folder(self, rel: PurePosixPath) -> Path:
+        dest = _inside(self.root, rel)
+        if rel not in self._made:
+            self._check(rel, dest)
+            dest.mkdir(parents=True, exist_ok=True)
+            self._made.update(rel.parents)
+            self._made.add(rel)
+        return dest
+
+    def file(self, rel: PurePosixPath) -> Path:
+        dest = self.folder(rel.parent) / rel.name
+        if os.path.islink(dest):
+            self._check(rel, dest)
+        return dest
 
 
 @dataclass
@@ -276,6 +311,7 @@ def _read_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str) 
 
 def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit: int) -> None:
     budget = _Budget(name, path.stat().st_size, limit)
+    places = _Places(root, name)
     links: list[_Link] = []
     with zipfile.ZipFile(path) as zf:
         infos = zf.infolist()
@@ -289,7 +325,7 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
             unix_mode = info.external_attr >> 16
             file_type = stat.S_IFMT(unix_mode)
             if info.is_dir() or file_type == stat.S_IFDIR:
-                _place(root, rel, name).mkdir(parents=True, exist_ok=True)
+                places.folder(rel)
                 continue
             if file_type == stat.S_IFLNK:
                 target = _read_link_target(zf, info, name)
@@ -300,8 +336,7 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
                 report.skipped.append(info.filename)
                 continue
             budget.declare(info.filename, info.file_size, info.compress_size)
-            dest = _place(root, rel, name)
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest = places.file(rel)
             if info.flag_bits & 0x1:
                 raise UnsafeArchive(
                     f"{name}: {info.filename!r} is encrypted; password-protected archives are "
@@ -336,30 +371,28 @@ def _copy_range(src_fd: int, offset: int, size: int, dest: Path, budget: _Budget
             done += n
 
 
-def _tar_stream(path: Path, kind: str) -> Iterator[tuple[tarfile.TarFile, int | None]]:
+def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, int | None]]:
     """The archive's members in order, and a file descriptor when data can be copied by range."""
-    if kind == "tar" and hasattr(os, "copy_file_range") and _is_plain_tar(path):
+    if hasattr(os, "copy_file_range") and _is_plain_tar(path):
         # An uncompressed tar can be read at random: members are copied in the kernel.
         with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tf:
             yield tf, raw.fileno()
         return
-    if kind == "tar.zst":
-        import zstandard
+    with path.open("rb", buffering=0) as fh:
+        yield from _unpacked_stream(fh, budget)
 
-        with path.open("rb") as raw:
-            reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw)
-            with tarfile.open(fileobj=reader, mode="r|") as tf:
-                yield tf, None
-        return
-    with tarfile.open(path, mode="r|*", bufsize=STREAM_BUFFER) as tf:
+
+def _unpacked_stream(src: Source, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, None]]:
+    """A compressed tar decompressed in bounded pieces (inflate.py), read by tarfile as a plain
+    stream with its small default buffer: linear in the archive whatever its ratio."""
+    budget.source = Unpacked(src)
+    with tarfile.open(fileobj=budget.source, mode="r|") as tf:  # type: ignore[call-overload]
         yield tf, None
 
 
-def _extract_tar(
-    path: Path, root: Path, name: str, kind: str, report: ExtractReport, limit: int
-) -> None:
+def _extract_tar(path: Path, root: Path, name: str, report: ExtractReport, limit: int) -> None:
     budget = _Budget(name, path.stat().st_size, limit)
-    _extract_members(_tar_stream(path, kind), root, name, report, budget)
+    _extract_members(_tar_stream(path, budget), root, name, report, budget)
 
 
 def _extract_members(
@@ -369,15 +402,25 @@ def _extract_members(
     report: ExtractReport,
     budget: _Budget,
 ) -> None:
+    places = _Places(root, name)
     links: list[_Link] = []
+    # Empty files have no data to wait for: they are made at the end, once the entry count is
+    # known, so that an archive of 100 001 of them is refused before it touches the disk.
+    empty: dict[PurePosixPath, int] = {}
     for tf, fd in stream:
-        for member in tf:
+        while (member := tf.next()) is not None:
+            # tarfile keeps every header it read (not in its stubs); nothing here looks back
+            tf.members.clear()  # type: ignore[attr-defined]
             budget.entry()
             rel = _safe_relpath(member.name, name)
             if rel is None:
                 continue
+            if member.isreg() and not member.size:
+                empty[rel] = _mode(member.mode)
+                continue
+            empty.pop(rel, None)  # a later entry of the same name replaces it
             if member.isdir():
-                _place(root, rel, name).mkdir(parents=True, exist_ok=True)
+                places.folder(rel)
             elif member.issym():
                 _link_target_ok(root, rel, member.linkname, name, member.name)
                 links.append(_Link(rel, member.linkname, hard=False))
@@ -388,19 +431,20 @@ def _extract_members(
                 links.append(_Link(rel, str(target_rel), hard=True))
             elif member.isreg():
                 budget.declare(member.name, member.size, None)
-                dest = _place(root, rel, name)
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest = places.file(rel)
                 if fd is not None and not member.sparse:
                     _copy_range(fd, member.offset_data, member.size, dest, budget)
                 else:
-                    src = tf.extractfile(member)
-                    if src is None:
-                        continue
-                    _copy_limited(src, dest, member.size, budget, member.name)
+                    _copy_limited(tf.extractfile(member), dest, member.size, budget, member.name)
                 os.chmod(dest, _mode(member.mode))
                 report.files += 1
             else:
                 report.skipped.append(member.name)  # devices, FIFOs: never created
+    for rel, mode in empty.items():
+        dest = places.file(rel)
+        _copy_limited(None, dest, 0, budget, str(rel))
+        os.chmod(dest, mode)
+        report.files += 1
     report.bytes += budget.total
     _make_links(root, links, report, name)
 
@@ -427,7 +471,7 @@ def extract(
         if kind == "zip":
             _extract_zip(path, root, asset_name, report, max_total)
         elif kind in ("tar", "tar.zst"):
-            _extract_tar(path, root, asset_name, kind, report, max_total)
+            _extract_tar(path, root, asset_name, report, max_total)
         else:
             size = path.stat().st_size
             if size > max_total:
@@ -445,27 +489,16 @@ def streamable(asset_name: str) -> bool:
     return asset_name.lower().endswith(STREAMABLE)
 
 
-class Reader(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
-
-
 def extract_stream(
-    src: Reader, asset_name: str, root: Path, *, compressed: int, max_total: int = MAX_TOTAL
+    src: Source, asset_name: str, root: Path, *, compressed: int, max_total: int = MAX_TOTAL
 ) -> ExtractReport:
     """Unpack a compressed tar read from ``src`` as it arrives, with the same checks and
     limits as :func:`extract`; ``compressed`` (the size the release states) bounds the
     expansion ratio, since the file is still growing."""
     report = ExtractReport()
-
-    def members() -> Iterator[tuple[tarfile.TarFile, int | None]]:
-        fileobj = cast(IO[bytes], src)  # stream mode calls read() only
-        with tarfile.open(fileobj=fileobj, mode="r|*", bufsize=STREAM_BUFFER) as tf:
-            yield tf, None
-
+    budget = _Budget(asset_name, compressed, max_total)
     with _readable(asset_name):
-        _extract_members(
-            members(), root, asset_name, report, _Budget(asset_name, compressed, max_total)
-        )
+        _extract_members(_unpacked_stream(src, budget), root, asset_name, report, budget)
     return report
 
 

@@ -10,11 +10,14 @@ compressed bytes taken so far, so that the caller can refuse a bomb as it unfold
 from __future__ import annotations
 
 import bz2
+import io
 import lzma
+import struct
+import zipfile
 import zlib
 from collections.abc import Iterator
 from types import ModuleType
-from typing import IO, Protocol, cast
+from typing import IO, BinaryIO, Protocol, cast
 
 
 def _fastest_zlib() -> ModuleType:
@@ -29,7 +32,7 @@ def _fastest_zlib() -> ModuleType:
 
 fast_zlib = _fastest_zlib()
 
-__all__ = ["DATA_ERRORS", "Source", "Unpacked", "fast_zlib"]
+__all__ = ["DATA_ERRORS", "Source", "Unpacked", "fast_zlib", "zip_member"]
 
 IN_CHUNK = 128 << 10
 OUT_CHUNK = 256 << 10
@@ -59,12 +62,12 @@ class _Decoder(Protocol):
     def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
 
 
-class _Gunzip:
+class _Inflate:
     """zlib's (or ISA-L's) decompressobj behind that interface: it hands back the input it did
     not use (``unconsumed_tail``) instead of keeping it."""
 
-    def __init__(self) -> None:
-        self._d = fast_zlib.decompressobj(31)  # a gzip header and trailer, checked
+    def __init__(self, wbits: int) -> None:
+        self._d = fast_zlib.decompressobj(wbits)
         self._tail = b""
 
     @property
@@ -87,7 +90,7 @@ class _Gunzip:
 
 def _decoder(head: bytes) -> _Decoder | None:
     if head.startswith(GZIP_MAGIC):
-        return _Gunzip()
+        return _Inflate(31)  # a gzip header and trailer, checked
     if head.startswith(XZ_MAGIC):
         return lzma.LZMADecompressor(lzma.FORMAT_XZ)
     if head.startswith(BZ2_MAGIC):
@@ -95,21 +98,13 @@ def _decoder(head: bytes) -> _Decoder | None:
     return None
 
 
-class Unpacked:
-    """A read-only file over a gzip, xz, bzip2 or zstd stream (or an uncompressed one), for
-    tarfile's stream mode: ``read(n)`` returns at most ``n`` bytes."""
+class _Served:
+    """A read-only file over bounded pieces: ``read(n)`` returns at most ``n`` bytes."""
 
-    def __init__(self, src: Source) -> None:
-        self._src = src
-        self.consumed = 0  # compressed bytes taken from ``src``
+    def __init__(self, pieces: Iterator[bytes]) -> None:
         self._piece = memoryview(b"")
         self._pos = 0
-        self._pieces = self._decode()
-
-    def _take(self, n: int = IN_CHUNK) -> bytes:
-        data = self._src.read(n)
-        self.consumed += len(data)
-        return data
+        self._pieces = pieces
 
     def read(self, n: int = -1, /) -> bytes:
         if n < 0:
@@ -123,6 +118,21 @@ class Unpacked:
         out = self._piece[self._pos : end].tobytes()
         self._pos = end
         return out
+
+
+class Unpacked(_Served):
+    """A gzip, xz, bzip2 or zstd stream (or an uncompressed one), decompressed for tarfile's
+    stream mode."""
+
+    def __init__(self, src: Source) -> None:
+        self._src = src
+        self.consumed = 0  # compressed bytes taken from ``src``
+        super().__init__(self._decode())
+
+    def _take(self, n: int = IN_CHUNK) -> bytes:
+        data = self._src.read(n)
+        self.consumed += len(data)
+        return data
 
     def _decode(self) -> Iterator[bytes]:
         head = self._take()
@@ -175,3 +185,37 @@ class _Prefixed:
             out, self._head = self._head, b""
             return out
         return self._owner._take(n if n > 0 else IN_CHUNK)
+
+
+def zip_member(fh: BinaryIO, info: zipfile.ZipInfo) -> _Served:
+    """A deflated zip member's data, inflated in bounded pieces and checked against its CRC-32
+    and size as zipfile checks them (zipfile inflates and sums with the standard zlib)."""
+    fh.seek(info.header_offset)
+    head = fh.read(30)
+    if len(head) < 30 or not head.startswith(b"PK\x03\x04"):
+        raise zipfile.BadZipFile(f"{info.filename!r}: bad local file header")
+    flags, name_len, extra_len = struct.unpack("<H18xHH", head[6:30])
+    name = fh.read(name_len)
+    if name != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
+        raise zipfile.BadZipFile(f"{info.filename!r}: its local header names another file")
+    fh.seek(extra_len, io.SEEK_CUR)
+    return _Served(_inflated(fh, info))
+
+
+def _inflated(fh: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    decoder = _Inflate(-15)  # raw deflate
+    left = info.compress_size
+    crc = size = 0
+    while not decoder.eof:
+        data = b""
+        if decoder.needs_input:
+            data = fh.read(min(IN_CHUNK, left))
+            if not data:
+                raise EOFError(f"{info.filename!r} ends before its end marker")
+            left -= len(data)
+        if out := decoder.decompress(data, OUT_CHUNK):
+            crc = fast_zlib.crc32(out, crc)
+            size += len(out)
+            yield out
+    if crc != info.CRC or size != info.file_size:
+        raise zipfile.BadZipFile(f"Bad CRC-32 or size for file {info.filename!r}")

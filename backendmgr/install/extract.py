@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import UnsafeArchive
 from .inflate import DATA_ERRORS, Source, Unpacked, zip_member
-from .placing import Link, Places, link_target_ok, make_links, safe_relpath
+from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
 
 __all__ = [
     "MAX_TOTAL",
@@ -261,19 +261,20 @@ def _extract_members(
     links: list[Link] = []
     # Empty files have no data to wait for: they are made at the end, once the entry count is
     # known, so that an archive of 100 001 of them is refused before it touches the disk.
-    empty: dict[PurePosixPath, int] = {}
+    empty: dict[str, int] = {}
     for tf, fd in stream:
         while (member := tf.next()) is not None:
             # tarfile keeps every header it read (not in its stubs); nothing here looks back
             tf.members.clear()  # type: ignore[attr-defined]
             budget.entry()
+            if member.isreg() and not member.size:
+                if clean := clean_name(member.name, name):
+                    empty[clean] = _mode(member.mode)
+                continue
             rel = safe_relpath(member.name, name)
             if rel is None:
                 continue
-            if member.isreg() and not member.size:
-                empty[rel] = _mode(member.mode)
-                continue
-            empty.pop(rel, None)  # a later entry of the same name replaces it
+            empty.pop(str(rel), None)  # a later entry of the same name replaces it
             if member.isdir():
                 places.folder(rel)
             elif member.issym():
@@ -295,9 +296,9 @@ def _extract_members(
                 report.files += 1
             else:
                 report.skipped.append(member.name)  # devices, FIFOs: never created
-    for rel, mode in empty.items():
-        dest = places.file(rel)
-        _copy_limited(None, dest, 0, budget, str(rel))
+    for clean, mode in empty.items():
+        dest = places.file(PurePosixPath(clean))
+        _copy_limited(None, dest, 0, budget, clean)
         os.chmod(dest, mode)
         report.files += 1
     report.bytes += budget.total

@@ -139,7 +139,7 @@ def _copy_limited(
     src: Source | None, dest: Path, declared: int, budget: _Budget, name: str
 ) -> None:
     written = 0
-    with open(dest, "wb", buffering=0) as out:
+    with open(dest, "wb") as out:
         while src is not None and (chunk := src.read(COPY_CHUNK)):
             written += len(chunk)
             budget.add(len(chunk))

@@ -186,3 +186,17 @@ def test_deflate_with_or_without_the_fast_library(
         bad = data[: at + 16] + crc.to_bytes(4, "little") + data[at + 20 :]
         with pytest.raises(UnsafeArchive, match="not a readable archive: Bad CRC-32"):
             unpack(tmp_path / "bad", "a.zip", bad)
+
+
+@pytest.mark.parametrize("fmt", ["gz", "xz"])
+def test_concatenated_streams_are_one_archive(tmp_path: Path, fmt: str) -> None:
+    """``gzip -c a b`` and ``xz -c a b`` write one stream after another; tar reads them as one."""
+    import gzip
+    import lzma
+
+    plain = make_tar(llama_entries("b1"), "")
+    half = len(plain) // 2
+    pack = gzip.compress if fmt == "gz" else lzma.compress
+    staging = unpack(tmp_path, f"a.tar.{fmt}", pack(plain[:half]) + pack(plain[half:]))
+    assert (staging / "build" / "bin" / "LICENSE").read_bytes() == b"MIT\n"
+    assert os.readlink(staging / "build" / "bin" / "libggml.so") == "libggml.so.0"

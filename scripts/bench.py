@@ -9,7 +9,9 @@ min-max range; ``--json`` carries every sample. Goals are computed from the meas
 
 References are programs that are not ours: ``curl | tee | openssl dgst -sha256`` then
 ``tar -xzf`` or ``unzip``, served by the same mirror process that serves our install; gguf-py's
-GGUFReader; the interpreter's own start-up.
+GGUFReader; the interpreter's own start-up. The archive cases (``--only bound,zeros,entries``):
+a decompression-bound ``.tar.gz`` (a few library-like files) against the same pipeline; 1 GiB
+of zeros against the realistic install, with its peak memory; 100 001 empty files, refused.
 """
 
 from __future__ import annotations
@@ -88,8 +90,11 @@ def _hwm_kib(pid: int) -> int:
     return 0
 
 
-def run_measured(argv: list[str], env: dict[str, str] | None = None) -> Sample:
-    """Wall seconds and peak RSS (KiB) of one child process.
+def run_measured(
+    argv: list[str], env: dict[str, str] | None = None, *, expect: int = 0, says: str = ""
+) -> Sample:
+    """Wall seconds and peak RSS (KiB) of one child process, which must exit with ``expect``
+    (and print ``says`` on stderr).
 
     The peak is VmHWM polled from /proc: ru_maxrss would carry this (large) process's own
     high-water mark into the child across fork.
@@ -101,9 +106,9 @@ def run_measured(argv: list[str], env: dict[str, str] | None = None) -> Sample:
         peak = max(peak, _hwm_kib(proc.pid))
         time.sleep(0.002)
     wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise SystemExit(f"{' '.join(argv[:6])}... failed: {err[-800:]}")
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode != expect or says not in err:
+        raise SystemExit(f"{' '.join(argv[:6])}... exited {proc.returncode}: {err[-800:]}")
     return wall, peak
 
 
@@ -288,61 +293,203 @@ class MirrorProcess:
         self.proc.wait()
 
 
-def bench_install(tmp: Path, size: int, runs: int) -> list[dict[str, Any]]:
+def library_like(size: int, seed: int) -> bytes:
+    """Bytes that deflate like shared libraries (about 2.5:1): instruction-like runs from a
+    small pool of snippets, symbol names, some noise and zero padding, in a 16 MiB tile."""
+    rnd = random.Random(seed)
+    snippets = [rnd.randbytes(rnd.randint(4, 24)) for _ in range(400)]
+    letters = b"abcdefghijklmnopqrstuvwxyz_"
+    words = [bytes(rnd.choices(letters, k=rnd.randint(3, 14))) for _ in range(1500)]
+    tile = bytearray()
+    while len(tile) < min(size, 16 << 20):
+        r, n = rnd.random(), rnd.randint(256, 4096)
+        if r < 0.12:
+            tile += rnd.randbytes(n)
+        elif r < 0.7:
+            piece = bytearray()
+            while len(piece) < n:
+                piece += rnd.choice(snippets)
+            tile += piece
+        elif r < 0.9:
+            tile += b"\0".join(rnd.choices(words, k=n // 8))
+        else:
+            tile += bytes(rnd.randint(64, 2048))
+    return (bytes(tile) * (size // len(tile) + 1))[:size]
+
+
+def _tar_gz(top: Path, dest: Path, members: list[str]) -> Path:
+    """System tar and gzip (level 6), as release pipelines make them, members in this order."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    names = [f"{top.name}/{m}" for m in members]
+    subprocess.run(["tar", "-czf", str(dest), "-C", str(top.parent), *names], check=True)
+    shutil.rmtree(top)
+    return dest
+
+
+def _exe(top: Path) -> None:
+    top.mkdir(parents=True)
+    (top / "bigtool").write_text("#!/bin/sh\necho bench 1.0\n")
+    (top / "bigtool").chmod(0o755)
+
+
+def make_bound_asset(mirror_root: Path, size: int) -> Path:
+    """A decompression-bound release: a few large library-like files, ``size`` bytes in all."""
+    top = mirror_root.parent / "bound" / "bigtool-v1"
+    _exe(top)
+    data = library_like(size // 4, 11)
+    for n in range(4):  # each file its own rotation of the data
+        at = (n * len(data)) // 4
+        (top / f"libcuda{n}.so").write_bytes(data[at:] + data[:at])
+    dest = mirror_root / "bench" / "bound" / "v1" / "bigtool-v1-linux-x64.tar.gz"
+    return _tar_gz(top, dest, ["bigtool", *(f"libcuda{n}.so" for n in range(4))])
+
+
+def make_zeros_asset(mirror_root: Path, size: int) -> Path:
+    """``size`` bytes of zeros after 1/128 of that in noise, which keeps the whole under 200:1
+    (a real release with a zero-filled file would carry its libraries first)."""
+    top = mirror_root.parent / "zeros" / "bigtool-v1"
+    _exe(top)
+    (top / "libnoise.so").write_bytes(random.Random(5).randbytes(max(size >> 7, 1 << 20)))
+    with (top / "zeros.bin").open("wb") as fh:
+        fh.truncate(size)  # sparse on disk: tar reads zeros all the same (no -S)
+    dest = mirror_root / "bench" / "zeros" / "v1" / "bigtool-v1-linux-x64.tar.gz"
+    return _tar_gz(top, dest, ["bigtool", "libnoise.so", "zeros.bin"])
+
+
+def make_entries_asset(mirror_root: Path) -> Path:
+    """100 001 empty files in a 0.7 MB .tar.gz: refused for the count (limit 100 000)."""
+    from tests.support import empty_files_tar_gz
+
+    dest = mirror_root / "bench" / "entries" / "v1" / "bigtool-v1-linux-x64.tar.gz"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(empty_files_tar_gz(100_001, top="bigtool-v1"))
+    return dest
+
+
+def install_once(
+    tmp: Path, mirror: MirrorProcess, repo: str, pattern: str, *, expect: int = 0, says: str = ""
+) -> Sample:
+    """``backendmgr install`` of ``repo``'s asset in a fresh home, as a user runs it."""
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    write_manifest(work / "manifests", "bigtool", repo, pattern)
+    env = {
+        **os.environ,
+        "BACKENDMGR_CONFIG": str(work / "config.yaml"),
+        "BACKENDMGR_HOME": str(work / "home"),
+        "BACKENDMGR_GITHUB_API": mirror.base_url,
+        "BACKENDMGR_GPU": "none",
+    }
+    env.pop("BACKENDMGR_OFFLINE", None)
+    argv = [PY, "-m", "backendmgr", "-q", "install", "bigtool", "--no-generate"]
+    try:
+        return run_measured(argv, env, expect=expect, says=says)
+    finally:
+        shutil.rmtree(work)
+
+
+def reference_once(tmp: Path, script: str) -> Sample:
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    try:
+        return run_measured(["bash", "-c", script, "bench", str(work)])
+    finally:
+        shutil.rmtree(work)
+
+
+def bench_install(
+    tmp: Path, size: int, runs: int, cases: set[str], quick: bool = False
+) -> list[dict[str, Any]]:
+    """``install``: the realistic mix (.tar.gz, .zip); ``bound``: decompression-bound;
+    ``zeros``: 1 GiB of zeros vs the realistic one; ``entries``: 100 001 empty files."""
     rows: list[dict[str, Any]] = []
     mirror_root = tmp / "mirror"
     mirror_root.mkdir()
     started = time.perf_counter()
-    assets = make_assets(mirror_root, size)
+    assets: dict[str, Path] = {}
+    if cases & {"install", "zeros"}:
+        assets.update(make_assets(mirror_root, size))
+    if "bound" in cases:
+        assets["bound"] = make_bound_asset(mirror_root, size)
+    if "zeros" in cases:
+        assets["zeros"] = make_zeros_asset(mirror_root, min(size, 1 << 30))
+    if "entries" in cases:
+        assets["entries"] = make_entries_asset(mirror_root)
     print(f"bench: assets built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    repos = {"tar.gz": "bench/tgz", "zip": "bench/zip"}
     mirror = MirrorProcess(mirror_root)
     peaks: list[int] = []
+
+    def ours(kind: str) -> Callable[[], Sample]:
+        pattern = r"bigtool-.*\.zip" if kind == "zip" else r"bigtool-.*\.tar\.gz"
+        return lambda: install_once(tmp, mirror, repos.get(kind, f"bench/{kind}"), pattern)
+
     try:
-        for kind, asset in assets.items():
-            repo = "bench/tgz" if kind == "tar.gz" else "bench/zip"
-            url = f"{mirror.base_url}/download/{repo}/v1/{asset.name}"
-            name = f"install {asset.stat().st_size / (1 << 20):.0f} MiB .{kind}"
-            need = "tar" if kind == "tar.gz" else "unzip"
+        compared = [k for k in ("tar.gz", "zip") if "install" in cases] + (
+            ["bound"] if "bound" in cases else []
+        )
+        for kind in compared:
+            asset = assets[kind]
+            url = f"{mirror.base_url}/download/{asset.relative_to(mirror_root).as_posix()}"
+            what = "decompression-bound " if kind == "bound" else ""
+            ext = "zip" if kind == "zip" else "tar.gz"
+            name = f"install {asset.stat().st_size / (1 << 20):.0f} MiB {what}.{ext}"
+            need = "unzip" if kind == "zip" else "tar"
             missing = [t for t in ("curl", "openssl", "bash", need) if shutil.which(t) is None]
             if missing:
                 rows.append(skipped(name, f"reference tool missing: {', '.join(missing)}"))
                 continue
-            unpack = "tar -xzf a -C x" if kind == "tar.gz" else "unzip -q a -d x"
+            unpack = "unzip -q a -d x" if kind == "zip" else "tar -xzf a -C x"
             script = (
                 'set -euo pipefail; cd "$1"; mkdir x; '
                 f"curl -sf {shlex.quote(url)} | tee a | openssl dgst -sha256 >/dev/null; {unpack}"
             )
-
-            def reference(script: str = script) -> Sample:
-                work = Path(tempfile.mkdtemp(dir=tmp))
-                try:
-                    return run_measured(["bash", "-c", script, "bench", str(work)])
-                finally:
-                    shutil.rmtree(work)
-
-            def ours(repo: str = repo, kind: str = kind) -> Sample:
-                work = Path(tempfile.mkdtemp(dir=tmp))
-                pattern = r"bigtool-.*\.tar\.gz" if kind == "tar.gz" else r"bigtool-.*\.zip"
-                write_manifest(work / "manifests", "bigtool", repo, pattern)
-                env = {
-                    **os.environ,
-                    "BACKENDMGR_CONFIG": str(work / "config.yaml"),
-                    "BACKENDMGR_HOME": str(work / "home"),
-                    "BACKENDMGR_GITHUB_API": mirror.base_url,
-                    "BACKENDMGR_GPU": "none",
-                }
-                env.pop("BACKENDMGR_OFFLINE", None)
-                argv = [PY, "-m", "backendmgr", "-q", "install", "bigtool", "--no-generate"]
-                try:
-                    return run_measured(argv, env)
-                finally:
-                    shutil.rmtree(work)
-
-            reference()  # warm: the mirror hashes the asset once, the page cache holds it
-            mine, ref = interleaved(ours, reference, runs)
+            reference_once(
+                tmp, script
+            )  # warm: the mirror hashes the asset once, the page cache holds it
+            mine, ref = interleaved(ours(kind), lambda s=script: reference_once(tmp, s), runs)
             peaks += [p for _, p in mine]
             tools = "curl | tee | openssl dgst -sha256; " + unpack.split()[0]
-            rows.append(row(f"{name} (vs {tools})", mine, ref, "<= 1.0", lambda r: r <= 1.0))
+            limit = {"tar.gz": 0.7, "zip": 1.0, "bound": 0.5}[kind]
+            rows.append(
+                row(
+                    f"{name} (vs {tools})",
+                    mine,
+                    ref,
+                    f"<= {limit}",
+                    lambda r, lim=limit: r <= lim,
+                )
+            )
+        if "zeros" in cases:
+            ours("zeros")()  # warm
+            mine, ref = interleaved(ours("zeros"), ours("tar.gz"), runs)
+            peaks += [p for _, p in mine]
+            name = (
+                f"install {min(size, 1 << 30) >> 20} MiB of zeros in a "
+                f"{assets['zeros'].stat().st_size / (1 << 20):.0f} MiB .tar.gz "
+                "(vs the realistic .tar.gz)"
+            )
+            rows.append(row(name, mine, ref, "<= 1.0, peak < 100 MiB", lambda r: r <= 1.0))
+            zeros_peak = max(p for _, p in mine) / 1024
+            rows.append(
+                row(
+                    "install of zeros peak RSS, MiB",
+                    [(zeros_peak, 0)],
+                    None,
+                    "< 100 MiB",
+                    lambda v: v < 100,
+                )
+            )
+        if "entries" in cases:
+            refusal = lambda: install_once(  # noqa: E731
+                tmp,
+                mirror,
+                "bench/entries",
+                r"bigtool-.*\.tar\.gz",
+                expect=1,
+                says="more than 100000 entries",
+            )
+            mine = [refusal() for _ in range(1 if quick else runs)]  # 100 001 even when quick
+            name = "100 001-entry .tar.gz (0.7 MB) refused, seconds"
+            rows.append(row(name, mine, None, "<= 5 s", lambda v: v <= 5))
     finally:
         mirror.stop()
     if peaks:
@@ -676,13 +823,15 @@ def main() -> int:
     parser.add_argument("--size-mib", type=int, default=None, help="install asset size")
     parser.add_argument(
         "--only",
-        default="startup,gguf,generate,concurrent,install",
-        help="comma-separated sections to run",
+        default=None,
+        help="comma-separated sections to run (default: all; --quick leaves out the size cases "
+        "bound, zeros, entries, which bench_install describes)",
     )
     args = parser.parse_args()
     q = args.quick
     runs = args.runs or (2 if q else 5)
-    only = set(args.only.split(","))
+    every = "startup,gguf,generate,concurrent,install" + ("" if q else ",bound,zeros,entries")
+    only = set((args.only or every).split(","))
     missing = missing_tools()
     if missing:
         print(
@@ -713,10 +862,11 @@ def main() -> int:
             rows += bench_concurrent(
                 tmp, (1 if q else 16) << 20, runs, (4 if q else 16) << 20, (8 if q else 32) << 20
             )
-        if "install" in only:
+        cases = only & {"install", "bound", "zeros", "entries"}
+        if cases:
             # the unpacked tree; gzip and deflate make a ~1 GiB (~7 MiB quick) asset of it
             size = (args.size_mib or (8 if q else 1170)) << 20
-            rows += bench_install(tmp, size, runs)
+            rows += bench_install(tmp, size, runs, cases, q)
     info["bench_seconds"] = round(time.perf_counter() - began, 1)
     if args.json:
         print(json.dumps({"machine": info, "rows": rows}, indent=2))

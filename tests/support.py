@@ -6,8 +6,10 @@ import io
 import json
 import os
 import stat
+import struct
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,3 +322,54 @@ class Handler(BaseHTTPRequestHandler):
 
 HTTPServer(("127.0.0.1", int(opt("--port"))), Handler).serve_forever()
 """
+
+
+def empty_files_tar_gz(count: int, top: str = "tool") -> bytes:
+    """A ``.tar.gz`` of ``count`` empty files, its ustar headers stamped from one template
+    (tarfile's writer takes seconds for 100 000 entries)."""
+    info = tarfile.TarInfo("x")
+    info.mtime = 1_700_000_000
+    template = bytearray(info.tobuf(tarfile.USTAR_FORMAT))
+    template[0:100] = bytes(100)
+    template[148:156] = b" " * 8  # the checksum is summed over spaces in its own field
+    base = sum(template)
+    headers = []
+    for i in range(count):
+        name = f"{top}/e{i}".encode()
+        header = bytearray(template)
+        header[: len(name)] = name
+        header[148:155] = b"%06o\0" % (base + sum(name))
+        headers.append(bytes(header))
+    from backendmgr.install.inflate import fast_zlib  # ISA-L compresses them in a blink
+
+    return bytes(fast_zlib.compress(b"".join(headers) + bytes(1024), 1, wbits=31))
+
+
+def zeros_bomb_tar_gz(members: int, size: int, top: str = "tool") -> bytes:
+    """One gzip stream of a tar whose ``members`` files each hold ``size`` zeros (a multiple
+    of 1 MiB): a split bomb, compressed once per MiB and repeated, since deflate after a full
+    flush starts afresh (compressing gigabytes of zeros takes seconds)."""
+    from backendmgr.install.inflate import fast_zlib
+
+    block = bytes(1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    deflate.compress(block)
+    deflate.flush(zlib.Z_FULL_FLUSH)
+    piece = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    out = [b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"]  # gzip header: no name, no mtime
+    crc = 0
+    for i in range(members):
+        info = tarfile.TarInfo(f"{top}/zeros{i}.bin")
+        info.size, info.mtime = size, 1_700_000_000
+        header = info.tobuf(tarfile.USTAR_FORMAT)
+        out.append(deflate.compress(header) + deflate.flush(zlib.Z_FULL_FLUSH))
+        out.append(piece * (size >> 20))
+        crc = fast_zlib.crc32(header, crc)
+        for _ in range(size >> 20):
+            crc = fast_zlib.crc32(block, crc)
+    end = bytes(1024)
+    out.append(deflate.compress(end) + deflate.flush())
+    crc = fast_zlib.crc32(end, crc)
+    total = members * (512 + size) + len(end)
+    out.append(struct.pack("<II", crc, total & 0xFFFFFFFF))
+    return b"".join(out)

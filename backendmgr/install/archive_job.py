@@ -20,7 +20,7 @@ from filelock import Timeout
 from .._version import __version__
 from ..catalog.manifest import Manifest
 from ..catalog.matching import AssetChoice, checksum_assets
-from ..errors import InstallFailed, NetworkError, first_error
+from ..errors import InstallFailed, NetworkError, UnsafeArchive, first_error
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
@@ -195,13 +195,14 @@ async def _download_streaming(
     downloads: Path,
     max_unpacked: int,
     exe_name: str,
-) -> ExtractReport | None:
+) -> ExtractReport | UnsafeArchive | None:
     """Download ``asset`` and unpack it into ``staging`` at the same time, in a thread that
-    follows the part file. The unpack's report, or None when it must be redone from the
-    finished file (it failed, or the download started over)."""
+    follows the part file. The unpack's report, its refusal (the same bytes, once verified,
+    would say the same), or None when it must be redone from the finished file (it failed
+    otherwise, or the download started over)."""
     part = part_path(downloads, asset)
     follower = _Follower(part, size_on_disk(part))
-    outcome: list[ExtractReport | None] = [None]
+    outcome: list[ExtractReport | UnsafeArchive | None] = [None]
 
     def unpack() -> None:
         try:
@@ -209,6 +210,8 @@ async def _download_streaming(
             outcome[0] = extract_stream(
                 follower, asset.name, staging, compressed=asset.size, max_total=max_unpacked
             )
+        except UnsafeArchive as exc:
+            outcome[0] = exc
         except Exception:  # redone after verification, where it is reported (or not needed)
             outcome[0] = None
         finally:
@@ -301,7 +304,7 @@ async def _install(
 
     _emit(emit, ProgressEvent("downloading", plan.choice.primary.name, 0, plan.choice.primary.size))
     staging: Path | None = None
-    streamed: ExtractReport | None = None
+    streamed: ExtractReport | UnsafeArchive | None = None
     primary = plan.choice.primary
     try:
         if len(plan.choice.assets) == 1 and primary.size is not None and streamable(primary.name):
@@ -340,6 +343,8 @@ async def _install(
             if expected_sha256 is not None:
                 verify_locked(asset, results[asset.name], expected_sha256[asset.name])
         _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
+        if isinstance(streamed, UnsafeArchive):
+            raise streamed  # read from the bytes just verified: unpacking them again says it again
         if streamed is None and staging is not None:
             # the streamed unpack failed: redo it from the verified file, for its own error
             shutil.rmtree(staging, ignore_errors=True)

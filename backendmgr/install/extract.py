@@ -17,9 +17,10 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, BinaryIO, Protocol, cast
 
 from ..errors import UnsafeArchive
+from .inflate import DATA_ERRORS, Source, Unpacked, zip_member
+from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
 
 __all__ = [
     "MAX_TOTAL",
@@ -37,8 +38,9 @@ MAX_RATIO = 200
 RATIO_FLOOR = 1 << 20
 COPY_CHUNK = 1 << 20
 MAX_LINK_TARGET = 4096
-# tarfile's stream mode reads (and decompresses) this much at a time; its default is 10 KiB
-STREAM_BUFFER = 1 << 20
+# Past this much unpacked, a compressed tar that has so far expanded more than MAX_RATIO:1 is a
+# bomb already: refused before it writes the rest, not when its total is known.
+RUNNING_FLOOR = 64 << 20
 STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz")
 
 # What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
@@ -51,6 +53,7 @@ _UNREADABLE: tuple[type[BaseException], ...] = (
     UnicodeError,
     lzma.LZMAError,
     zlib.error,
+    *DATA_ERRORS,
     NotImplementedError,
     RuntimeError,
     ValueError,
@@ -82,34 +85,6 @@ def archive_format(name: str) -> str:
     return "bare"
 
 
-def _safe_relpath(name: str, archive: str) -> PurePosixPath | None:
-    """The member's path inside the target, or an UnsafeArchive; None for the root itself."""
-    if any(ord(ch) < 0x20 for ch in name):
-        raise UnsafeArchive(f"{archive}: refusing a path with a control character {name!r}")
-    text = name.replace("\\", "/")
-    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        raise UnsafeArchive(f"{archive}: refusing absolute path {name!r}")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
-        raise UnsafeArchive(f"{archive}: refusing path with '..' {name!r}")
-    return PurePosixPath(*parts) if parts else None
-
-
-def _inside(root: Path, rel: PurePosixPath) -> Path:
-    return root.joinpath(*rel.parts)
-
-
-def _link_target_ok(root: Path, rel: PurePosixPath, target: str, archive: str, name: str) -> None:
-    text = target.replace("\\", "/")
-    if any(ord(ch) < 0x20 for ch in text):
-        raise UnsafeArchive(f"{archive}: refusing link {name!r} with a control character")
-    if not text or text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        raise UnsafeArchive(f"{archive}: refusing link {name!r} to absolute target {target!r}")
-    resolved = os.path.normpath(os.path.join(str(root), *rel.parent.parts, text))
-    if os.path.commonpath([resolved, str(root)]) != str(root):
-        raise UnsafeArchive(f"{archive}: refusing link {name!r} pointing outside ({target!r})")
-
-
 def _gib(n: int) -> str:
     return f"{n / (1 << 30):g} GiB"
 
@@ -123,6 +98,7 @@ class _Budget:
         self.limit = limit
         self.total = 0
         self.entries = 0
+        self.source: Unpacked | None = None  # a compressed tar's bytes taken so far
 
     def entry(self) -> None:
         self.entries += 1
@@ -148,17 +124,23 @@ class _Budget:
         self.total += n
         if self.total > self.limit:
             raise self._too_big()
-        if self.total > RATIO_FLOOR and self.total / self.compressed > MAX_RATIO:
+        if (self.total > RATIO_FLOOR and self.total / self.compressed > MAX_RATIO) or (
+            self.source is not None
+            and self.total > RUNNING_FLOOR
+            and self.total > MAX_RATIO * self.source.consumed
+        ):
             raise UnsafeArchive(
                 f"{self.archive}: its members together expand more than {MAX_RATIO}:1; "
                 "refusing a likely bomb"
             )
 
 
-def _copy_limited(src: IO[bytes], dest: Path, declared: int, budget: _Budget, name: str) -> None:
+def _copy_limited(
+    src: Source | None, dest: Path, declared: int, budget: _Budget, name: str
+) -> None:
     written = 0
-    with dest.open("wb") as out:
-        while chunk := src.read(COPY_CHUNK):
+    with open(dest, "wb") as out:
+        while src is not None and (chunk := src.read(COPY_CHUNK)):
             written += len(chunk)
             budget.add(len(chunk))
             if written > declared:
@@ -168,101 +150,6 @@ def _copy_limited(src: IO[bytes], dest: Path, declared: int, budget: _Budget, na
 
 def _mode(mode: int) -> int:
     return (mode & 0o777) | 0o600 if mode else 0o644
-
-
-def _resolves_inside(root: Path, path: Path | str) -> bool:
-    """Whether ``path``, with every link already on disk followed, stays under ``root``."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return os.path.commonpath([real, real_root]) == real_root
-
-
-def _place(root: Path, rel: PurePosixPath, archive: str) -> Path:
-    """Where a member goes, after checking that no link unpacked so far leads it outside."""
-    dest = _inside(root, rel)
-    if not _resolves_inside(root, dest):
-        raise UnsafeArchive(f"{archive}: refusing {str(rel)!r}: a link leads it outside")
-    return dest
-
-
-@dataclass
-class _Link:
-    rel: PurePosixPath
-    target: str
-    hard: bool
-
-
-def _escapes(archive: str, link: _Link) -> UnsafeArchive:
-    return UnsafeArchive(
-        f"{archive}: refusing link {str(link.rel)!r} to {link.target!r}: it escapes"
-    )
-
-
-def _check_real_location(root: Path, link: _Link, archive: str) -> None:
-    """Check a link against what is unpacked now, not as text: an earlier link may be its
-    folder or a step of its target (``s -> .`` makes ``s/s/../..`` leave the root)."""
-    dest = _inside(root, link.rel)
-    if not _resolves_inside(root, dest.parent):
-        raise UnsafeArchive(
-            f"{archive}: refusing link {str(link.rel)!r}: its folder resolves outside"
-        )
-    if link.hard:
-        source: Path | str = _inside(root, PurePosixPath(link.target))
-    else:
-        source = os.path.join(os.path.realpath(dest.parent), link.target)
-    if not _resolves_inside(root, source):
-        raise _escapes(archive, link)
-
-
-def _make_links(root: Path, links: list[_Link], report: ExtractReport, archive: str) -> None:
-    pending = list(links)
-    made: list[_Link] = []
-    for _ in range(len(pending) + 1):
-        if not pending:
-            break
-        later: list[_Link] = []
-        for link in pending:
-            dest = _inside(root, link.rel)
-            _check_real_location(root, link, archive)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.exists() or dest.is_symlink():
-                if dest.is_dir() and not dest.is_symlink():
-                    shutil.rmtree(dest)
-                else:
-                    dest.unlink()
-            if link.hard:
-                source = _inside(root, PurePosixPath(link.target.replace("\\", "/")))
-                if not source.exists():
-                    later.append(link)
-                    continue
-                try:
-                    os.link(source, dest, follow_symlinks=False)
-                except OSError:
-                    shutil.copy2(source, dest, follow_symlinks=False)
-            else:
-                try:
-                    os.symlink(link.target, dest)
-                except OSError:
-                    source = dest.parent / link.target
-                    if not source.exists():
-                        later.append(link)
-                        continue
-                    if not _resolves_inside(root, source):
-                        raise _escapes(archive, link) from None
-                    shutil.copy2(source, dest, follow_symlinks=True)
-                if not _resolves_inside(root, dest):
-                    dest.unlink()
-                    raise _escapes(archive, link)
-            made.append(link)
-            report.links += 1
-        if len(later) == len(pending):
-            names = ", ".join(str(li.rel) for li in later)
-            raise UnsafeArchive(f"{archive}: links whose targets are missing: {names}")
-        pending = later
-    # A link made later can change where an earlier one leads: check them all as they now are.
-    for link in made:
-        if not _resolves_inside(root, _inside(root, link.rel)):
-            raise _escapes(archive, link)
 
 
 def _read_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str) -> str:
@@ -276,43 +163,46 @@ def _read_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str) 
 
 def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit: int) -> None:
     budget = _Budget(name, path.stat().st_size, limit)
-    links: list[_Link] = []
-    with zipfile.ZipFile(path) as zf:
+    places = Places(root, name)
+    links: list[Link] = []
+    with zipfile.ZipFile(path) as zf, path.open("rb") as fh:
         infos = zf.infolist()
         if len(infos) > MAX_ENTRIES:
             raise UnsafeArchive(f"{name}: more than {MAX_ENTRIES} entries")
         for info in infos:
             budget.entry()
-            rel = _safe_relpath(info.filename, name)
+            rel = safe_relpath(info.filename, name)
             if rel is None:
                 continue
             unix_mode = info.external_attr >> 16
             file_type = stat.S_IFMT(unix_mode)
             if info.is_dir() or file_type == stat.S_IFDIR:
-                _place(root, rel, name).mkdir(parents=True, exist_ok=True)
+                places.folder(rel)
                 continue
             if file_type == stat.S_IFLNK:
                 target = _read_link_target(zf, info, name)
-                _link_target_ok(root, rel, target, name, info.filename)
-                links.append(_Link(rel, target, hard=False))
+                link_target_ok(root, rel, target, name, info.filename)
+                links.append(Link(rel, target, hard=False))
                 continue
             if file_type not in (0, stat.S_IFREG):
                 report.skipped.append(info.filename)
                 continue
             budget.declare(info.filename, info.file_size, info.compress_size)
-            dest = _place(root, rel, name)
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest = places.file(rel)
             if info.flag_bits & 0x1:
                 raise UnsafeArchive(
                     f"{name}: {info.filename!r} is encrypted; password-protected archives are "
                     "not supported"
                 )
-            with zf.open(info) as src:
-                _copy_limited(src, dest, info.file_size, budget, info.filename)
+            if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
+                _copy_limited(zip_member(fh, info), dest, info.file_size, budget, info.filename)
+            else:
+                with zf.open(info) as src:
+                    _copy_limited(src, dest, info.file_size, budget, info.filename)
             os.chmod(dest, _mode(unix_mode))
             report.files += 1
     report.bytes += budget.total
-    _make_links(root, links, report, name)
+    report.links += make_links(root, links, name)
 
 
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")
@@ -336,30 +226,28 @@ def _copy_range(src_fd: int, offset: int, size: int, dest: Path, budget: _Budget
             done += n
 
 
-def _tar_stream(path: Path, kind: str) -> Iterator[tuple[tarfile.TarFile, int | None]]:
+def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, int | None]]:
     """The archive's members in order, and a file descriptor when data can be copied by range."""
-    if kind == "tar" and hasattr(os, "copy_file_range") and _is_plain_tar(path):
+    if hasattr(os, "copy_file_range") and _is_plain_tar(path):
         # An uncompressed tar can be read at random: members are copied in the kernel.
         with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tf:
             yield tf, raw.fileno()
         return
-    if kind == "tar.zst":
-        import zstandard
+    with path.open("rb", buffering=0) as fh:
+        yield from _unpacked_stream(fh, budget)
 
-        with path.open("rb") as raw:
-            reader: BinaryIO = zstandard.ZstdDecompressor().stream_reader(raw)
-            with tarfile.open(fileobj=reader, mode="r|") as tf:
-                yield tf, None
-        return
-    with tarfile.open(path, mode="r|*", bufsize=STREAM_BUFFER) as tf:
+
+def _unpacked_stream(src: Source, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, None]]:
+    """A compressed tar decompressed in bounded pieces (inflate.py), read by tarfile as a plain
+    stream with its small default buffer: linear in the archive whatever its ratio."""
+    budget.source = Unpacked(src)
+    with tarfile.open(fileobj=budget.source, mode="r|") as tf:  # type: ignore[call-overload]
         yield tf, None
 
 
-def _extract_tar(
-    path: Path, root: Path, name: str, kind: str, report: ExtractReport, limit: int
-) -> None:
+def _extract_tar(path: Path, root: Path, name: str, report: ExtractReport, limit: int) -> None:
     budget = _Budget(name, path.stat().st_size, limit)
-    _extract_members(_tar_stream(path, kind), root, name, report, budget)
+    _extract_members(_tar_stream(path, budget), root, name, report, budget)
 
 
 def _extract_members(
@@ -369,40 +257,52 @@ def _extract_members(
     report: ExtractReport,
     budget: _Budget,
 ) -> None:
-    links: list[_Link] = []
+    places = Places(root, name)
+    links: list[Link] = []
+    # Empty files have no data to wait for: they are made at the end, once the entry count is
+    # known, so that an archive of 100 001 of them is refused before it touches the disk.
+    empty: dict[str, int] = {}
     for tf, fd in stream:
-        for member in tf:
+        while (member := tf.next()) is not None:
+            # tarfile keeps every header it read (not in its stubs); nothing here looks back
+            tf.members.clear()  # type: ignore[attr-defined]
             budget.entry()
-            rel = _safe_relpath(member.name, name)
+            if member.isreg() and not member.size:
+                if clean := clean_name(member.name, name):
+                    empty[clean] = _mode(member.mode)
+                continue
+            rel = safe_relpath(member.name, name)
             if rel is None:
                 continue
+            empty.pop(str(rel), None)  # a later entry of the same name replaces it
             if member.isdir():
-                _place(root, rel, name).mkdir(parents=True, exist_ok=True)
+                places.folder(rel)
             elif member.issym():
-                _link_target_ok(root, rel, member.linkname, name, member.name)
-                links.append(_Link(rel, member.linkname, hard=False))
+                link_target_ok(root, rel, member.linkname, name, member.name)
+                links.append(Link(rel, member.linkname, hard=False))
             elif member.islnk():
-                target_rel = _safe_relpath(member.linkname, name)
+                target_rel = safe_relpath(member.linkname, name)
                 if target_rel is None:
                     raise UnsafeArchive(f"{name}: hard link {member.name!r} to the archive root")
-                links.append(_Link(rel, str(target_rel), hard=True))
+                links.append(Link(rel, str(target_rel), hard=True))
             elif member.isreg():
                 budget.declare(member.name, member.size, None)
-                dest = _place(root, rel, name)
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest = places.file(rel)
                 if fd is not None and not member.sparse:
                     _copy_range(fd, member.offset_data, member.size, dest, budget)
                 else:
-                    src = tf.extractfile(member)
-                    if src is None:
-                        continue
-                    _copy_limited(src, dest, member.size, budget, member.name)
+                    _copy_limited(tf.extractfile(member), dest, member.size, budget, member.name)
                 os.chmod(dest, _mode(member.mode))
                 report.files += 1
             else:
                 report.skipped.append(member.name)  # devices, FIFOs: never created
+    for clean, mode in empty.items():
+        dest = places.file(PurePosixPath(clean))
+        _copy_limited(None, dest, 0, budget, clean)
+        os.chmod(dest, mode)
+        report.files += 1
     report.bytes += budget.total
-    _make_links(root, links, report, name)
+    report.links += make_links(root, links, name)
 
 
 def _unreadable(exc: BaseException) -> bool:
@@ -427,7 +327,7 @@ def extract(
         if kind == "zip":
             _extract_zip(path, root, asset_name, report, max_total)
         elif kind in ("tar", "tar.zst"):
-            _extract_tar(path, root, asset_name, kind, report, max_total)
+            _extract_tar(path, root, asset_name, report, max_total)
         else:
             size = path.stat().st_size
             if size > max_total:
@@ -445,27 +345,16 @@ def streamable(asset_name: str) -> bool:
     return asset_name.lower().endswith(STREAMABLE)
 
 
-class Reader(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
-
-
 def extract_stream(
-    src: Reader, asset_name: str, root: Path, *, compressed: int, max_total: int = MAX_TOTAL
+    src: Source, asset_name: str, root: Path, *, compressed: int, max_total: int = MAX_TOTAL
 ) -> ExtractReport:
     """Unpack a compressed tar read from ``src`` as it arrives, with the same checks and
     limits as :func:`extract`; ``compressed`` (the size the release states) bounds the
     expansion ratio, since the file is still growing."""
     report = ExtractReport()
-
-    def members() -> Iterator[tuple[tarfile.TarFile, int | None]]:
-        fileobj = cast(IO[bytes], src)  # stream mode calls read() only
-        with tarfile.open(fileobj=fileobj, mode="r|*", bufsize=STREAM_BUFFER) as tf:
-            yield tf, None
-
+    budget = _Budget(asset_name, compressed, max_total)
     with _readable(asset_name):
-        _extract_members(
-            members(), root, asset_name, report, _Budget(asset_name, compressed, max_total)
-        )
+        _extract_members(_unpacked_stream(src, budget), root, asset_name, report, budget)
     return report
 
 

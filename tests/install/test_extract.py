@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
 
 from backendmgr.errors import UnsafeArchive
+from backendmgr.install import inflate
 from backendmgr.install.extract import extract, find_executable
 from tests.support import Entry, llama_entries, make_tar, make_tar_zst, make_zip, tree
 
@@ -163,3 +165,38 @@ def test_garbage_is_a_clear_error(tmp_path: Path) -> None:
     staging.mkdir()
     with pytest.raises(UnsafeArchive, match="not a readable archive"):
         extract(archive, "x.tar.gz", staging, exe_name="f")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fastest-inflate", "standard-zlib"])
+@pytest.mark.parametrize("fmt", ["tar.gz", "zip"])
+def test_deflate_with_or_without_the_fast_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, fast: bool
+) -> None:
+    """Where ISA-L has no wheel the standard library inflates: same bytes, same CRC check."""
+    if not fast:
+        monkeypatch.setattr(inflate, "fast_zlib", zlib)
+    noise = os.urandom(300_000) + bytes(700_000) + b"_ZN4ggml" * 40_000  # > one 256 KiB piece
+    entries = [*llama_entries("b1"), Entry("build/bin/libbig.so", noise)]
+    data = make_zip(entries) if fmt == "zip" else make_tar(entries)
+    staging = unpack(tmp_path, f"a.{fmt}", data)
+    assert (staging / "build" / "bin" / "libbig.so").read_bytes() == noise
+    if fmt == "zip":  # flip one byte of the member's stored CRC-32: refused, as zipfile would
+        at = data.rindex(b"build/bin/libbig.so") - 46  # its central directory record
+        crc = int.from_bytes(data[at + 16 : at + 20], "little") ^ 1
+        bad = data[: at + 16] + crc.to_bytes(4, "little") + data[at + 20 :]
+        with pytest.raises(UnsafeArchive, match="not a readable archive: Bad CRC-32"):
+            unpack(tmp_path / "bad", "a.zip", bad)
+
+
+@pytest.mark.parametrize("fmt", ["gz", "xz"])
+def test_concatenated_streams_are_one_archive(tmp_path: Path, fmt: str) -> None:
+    """``gzip -c a b`` and ``xz -c a b`` write one stream after another; tar reads them as one."""
+    import gzip
+    import lzma
+
+    plain = make_tar(llama_entries("b1"), "")
+    half = len(plain) // 2
+    pack = gzip.compress if fmt == "gz" else lzma.compress
+    staging = unpack(tmp_path, f"a.tar.{fmt}", pack(plain[:half]) + pack(plain[half:]))
+    assert (staging / "build" / "bin" / "LICENSE").read_bytes() == b"MIT\n"
+    assert os.readlink(staging / "build" / "bin" / "libggml.so") == "libggml.so.0"

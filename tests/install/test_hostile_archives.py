@@ -8,7 +8,9 @@ import hashlib
 import io
 import json
 import os
+import re
 import tarfile
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +19,15 @@ import pytest
 
 from backendmgr.mirror import MirrorServer
 from tests.conftest import CliResult
-from tests.support import Entry, make_tar, make_zip, publish, tree
+from tests.support import (
+    Entry,
+    empty_files_tar_gz,
+    make_tar,
+    make_zip,
+    publish,
+    tree,
+    zeros_bomb_tar_gz,
+)
 
 Cli = Callable[..., CliResult]
 
@@ -351,3 +361,43 @@ def test_builtin_manifest_uses_a_published_checksum_file(
     assert "(checksums: SHA256SUMS)" in line
     assert list((tmp_path / "home" / "downloads").glob("*.part*")) == []
     assert not config_path.exists()
+
+
+# --- costs that grow with the archive, not with its compression ratio -------------------------
+
+
+def test_archive_of_too_many_empty_files_is_refused_for_its_count(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path, config_path: Path, tool: None
+) -> None:
+    # 0.7 MB that tarfile's own gzip reader took minutes over (its buffer copied per header)
+    data = empty_files_tar_gz(100_001)
+    publish(mirror_root, "me/tool", "v1", {"tool-linux-x64.tar.gz": data})
+    started = time.monotonic()
+    line = refused(cli, tmp_path, config_path)
+    assert "more than 100000 entries" in line
+    assert time.monotonic() - started < 120  # a sanity bound; scripts/bench.py owns the speed
+
+
+def _written_and_peak() -> tuple[int, int]:
+    """Bytes this process has handed to write() so far, and its peak resident KiB."""
+    wchar = int(re.search(r"^wchar: (\d+)", Path("/proc/self/io").read_text(), re.M)[1])  # type: ignore[index]
+    hwm = int(re.search(r"^VmHWM:\s+(\d+)", Path("/proc/self/status").read_text(), re.M)[1])  # type: ignore[index]
+    return wchar, hwm
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux's /proc")
+def test_split_bomb_is_refused_before_it_writes_much(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path, config_path: Path, tool: None
+) -> None:
+    # 8 x 256 MiB of zeros in 2 MB: each member is under 200:1 of the whole, together ~1000:1.
+    # The ratio of the whole is known only at its end; the ratio so far gives it away early.
+    data = zeros_bomb_tar_gz(8, 256 << 20)
+    publish(mirror_root, "me/tool", "v1", {"tool-linux-x64.tar.gz": data})
+    Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from here
+    written, _ = _written_and_peak()
+    resident = int(re.search(r"^VmRSS:\s+(\d+)", Path("/proc/self/status").read_text(), re.M)[1])  # type: ignore[index]
+    line = refused(cli, tmp_path, config_path)
+    assert "together expand more than 200:1" in line
+    wrote, peak = _written_and_peak()
+    assert wrote - written < 160 << 20  # the whole would be 2 GiB; the ratio of the whole, 400 MB
+    assert peak - resident < 100 << 10  # KiB: decompressed in bounded pieces

@@ -1,0 +1,221 @@
+"""Decompress an archive's stream in bounded pieces, for tarfile to read as a plain tar.
+
+tarfile's own ``r|gz`` / ``r|xz`` reader decompresses each read in one call without an output
+limit and keeps what it has not handed out in one buffer, copied again on every 512-byte header
+read: a compressible archive costs quadratic time and memory without bound. Here no call yields
+more than ``OUT_CHUNK`` bytes, whatever the compression ratio, and ``consumed`` counts the
+compressed bytes taken so far, so that the caller can refuse a bomb as it unfolds.
+"""
+
+from __future__ import annotations
+
+import bz2
+import io
+import lzma
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator
+from types import ModuleType
+from typing import IO, BinaryIO, Protocol, cast
+
+
+def _fastest_zlib() -> ModuleType:
+    """ISA-L inflates deflate several times faster than zlib (or zlib-ng); the standard
+    library where its wheel is missing."""
+    try:
+        from isal import isal_zlib
+    except ImportError:  # pragma: no cover - a platform without its wheel
+        return zlib
+    return isal_zlib
+
+
+fast_zlib = _fastest_zlib()
+
+__all__ = ["DATA_ERRORS", "Source", "Unpacked", "fast_zlib", "zip_member"]
+
+IN_CHUNK = 128 << 10
+OUT_CHUNK = 256 << 10
+
+GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZ2_MAGIC = b"BZh"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+# What the decompressors raise on bytes that are not what they claim (besides EOFError)
+DATA_ERRORS: tuple[type[BaseException], ...] = (zlib.error, fast_zlib.error, lzma.LZMAError)
+
+
+class Source(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+class _Decoder(Protocol):
+    """The interface of lzma's and bz2's decompressors: bounded output, input kept inside."""
+
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def needs_input(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
+
+
+class _Inflate:
+    """zlib's (or ISA-L's) decompressobj behind that interface: it hands back the input it did
+    not use (``unconsumed_tail``) instead of keeping it."""
+
+    def __init__(self, wbits: int) -> None:
+        self._d = fast_zlib.decompressobj(wbits)
+        self._tail = b""
+
+    @property
+    def eof(self) -> bool:
+        return bool(self._d.eof)
+
+    @property
+    def needs_input(self) -> bool:
+        return not self._tail and not self._d.eof
+
+    @property
+    def unused_data(self) -> bytes:
+        return bytes(self._d.unused_data)
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        out = self._d.decompress(self._tail + data if self._tail else data, max_length)
+        self._tail = bytes(self._d.unconsumed_tail)
+        return bytes(out)
+
+
+def _decoder(head: bytes) -> _Decoder | None:
+    if head.startswith(GZIP_MAGIC):
+        return _Inflate(31)  # a gzip header and trailer, checked
+    if head.startswith(XZ_MAGIC):
+        return lzma.LZMADecompressor(lzma.FORMAT_XZ)
+    if head.startswith(BZ2_MAGIC):
+        return bz2.BZ2Decompressor()
+    return None
+
+
+class _Served:
+    """A read-only file over bounded pieces: ``read(n)`` returns at most ``n`` bytes."""
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        self._piece = memoryview(b"")
+        self._pos = 0
+        self._pieces = pieces
+
+    def read(self, n: int = -1, /) -> bytes:
+        if n < 0:
+            return b"".join(iter(lambda: self.read(OUT_CHUNK), b""))
+        if self._pos >= len(self._piece):
+            piece = next(self._pieces, b"")
+            if not piece:
+                return b""
+            self._piece, self._pos = memoryview(piece), 0
+        end = min(self._pos + n, len(self._piece))
+        out = self._piece[self._pos : end].tobytes()
+        self._pos = end
+        return out
+
+
+class Unpacked(_Served):
+    """A gzip, xz, bzip2 or zstd stream (or an uncompressed one), decompressed for tarfile's
+    stream mode."""
+
+    def __init__(self, src: Source) -> None:
+        self._src = src
+        self.consumed = 0  # compressed bytes taken from ``src``
+        super().__init__(self._decode())
+
+    def _take(self, n: int = IN_CHUNK) -> bytes:
+        data = self._src.read(n)
+        self.consumed += len(data)
+        return data
+
+    def _decode(self) -> Iterator[bytes]:
+        head = self._take()
+        if head.startswith(ZSTD_MAGIC):
+            yield from self._zstd(head)
+            return
+        decoder = _decoder(head)
+        if decoder is None:  # not compressed: tarfile judges the bytes
+            while head:
+                yield head
+                head = self._take()
+            return
+        magic = head[:3]
+        data = head
+        while True:
+            while not decoder.eof:
+                if decoder.needs_input and not data:
+                    data = self._take()
+                    if not data:
+                        raise EOFError("the compressed stream ends before its end marker")
+                if out := decoder.decompress(data, OUT_CHUNK):
+                    yield out
+                data = b""
+            # Concatenated streams are one stream (gzip -c a b); anything else after is ignored.
+            data = decoder.unused_data
+            if len(data) < len(magic):
+                data += self._take()
+            if not data.startswith(magic) or (decoder := _decoder(data)) is None:
+                return
+
+    def _zstd(self, head: bytes) -> Iterator[bytes]:
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            cast(IO[bytes], _Prefixed(head, self)), read_size=IN_CHUNK, read_across_frames=True
+        )
+        while piece := reader.read(OUT_CHUNK):
+            yield piece
+
+
+class _Prefixed:
+    """The bytes already taken to sniff the format, then the rest of the source."""
+
+    def __init__(self, head: bytes, owner: Unpacked) -> None:
+        self._head = head
+        self._owner = owner
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self._head:
+            out, self._head = self._head, b""
+            return out
+        return self._owner._take(n if n > 0 else IN_CHUNK)
+
+
+def zip_member(fh: BinaryIO, info: zipfile.ZipInfo) -> _Served:
+    """A deflated zip member's data, inflated in bounded pieces and checked against its CRC-32
+    and size as zipfile checks them (zipfile inflates and sums with the standard zlib)."""
+    fh.seek(info.header_offset)
+    head = fh.read(30)
+    if len(head) < 30 or not head.startswith(b"PK\x03\x04"):
+        raise zipfile.BadZipFile(f"{info.filename!r}: bad local file header")
+    flags, name_len, extra_len = struct.unpack("<H18xHH", head[6:30])
+    name = fh.read(name_len)
+    if name != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
+        raise zipfile.BadZipFile(f"{info.filename!r}: its local header names another file")
+    fh.seek(extra_len, io.SEEK_CUR)
+    return _Served(_inflated(fh, info))
+
+
+def _inflated(fh: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    decoder = _Inflate(-15)  # raw deflate
+    left = info.compress_size
+    crc = size = 0
+    while not decoder.eof:
+        data = b""
+        if decoder.needs_input:
+            data = fh.read(min(IN_CHUNK, left))
+            if not data:
+                raise EOFError(f"{info.filename!r} ends before its end marker")
+            left -= len(data)
+        if out := decoder.decompress(data, OUT_CHUNK):
+            crc = fast_zlib.crc32(out, crc)
+            size += len(out)
+            yield out
+    if crc != info.CRC or size != info.file_size:
+        raise zipfile.BadZipFile(f"Bad CRC-32 or size for file {info.filename!r}")

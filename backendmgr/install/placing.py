@@ -1,0 +1,167 @@
+"""Where an archive's members land: their paths checked as text, then against what is on disk,
+and links made last, once every target exists (§7.3)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import UnsafeArchive
+
+_CONTROL = re.compile("[\x00-\x1f]")
+
+
+def clean_name(name: str, archive: str) -> str:
+    """The member's path inside the target as ``a/b/c`` ("" for the root itself), or an
+    UnsafeArchive. Plain text, for the cost of 100 000 entries."""
+    if _CONTROL.search(name):
+        raise UnsafeArchive(f"{archive}: refusing a path with a control character {name!r}")
+    text = name.replace("\\", "/")
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        raise UnsafeArchive(f"{archive}: refusing absolute path {name!r}")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeArchive(f"{archive}: refusing path with '..' {name!r}")
+    return "/".join(parts)
+
+
+def safe_relpath(name: str, archive: str) -> PurePosixPath | None:
+    """The member's path inside the target, or an UnsafeArchive; None for the root itself."""
+    clean = clean_name(name, archive)
+    return PurePosixPath(clean) if clean else None
+
+
+def inside(root: Path, rel: PurePosixPath) -> Path:
+    return root.joinpath(*rel.parts)
+
+
+def link_target_ok(root: Path, rel: PurePosixPath, target: str, archive: str, name: str) -> None:
+    text = target.replace("\\", "/")
+    if any(ord(ch) < 0x20 for ch in text):
+        raise UnsafeArchive(f"{archive}: refusing link {name!r} with a control character")
+    if not text or text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        raise UnsafeArchive(f"{archive}: refusing link {name!r} to absolute target {target!r}")
+    resolved = os.path.normpath(os.path.join(str(root), *rel.parent.parts, text))
+    if os.path.commonpath([resolved, str(root)]) != str(root):
+        raise UnsafeArchive(f"{archive}: refusing link {name!r} pointing outside ({target!r})")
+
+
+def resolves_inside(root: Path, path: Path | str) -> bool:
+    """Whether ``path``, with every link already on disk followed, stays under ``root``."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return os.path.commonpath([real, real_root]) == real_root
+
+
+class Places:
+    """Where members go, after checking that no link already on disk (an earlier asset's: this
+    one's are made last) leads them outside. A folder is checked and made once: until the links
+    are made, nothing can turn it into a link, so its members need only their own name checked."""
+
+    def __init__(self, root: Path, archive: str) -> None:
+        self.root = root
+        self.archive = archive
+        self._made: set[PurePosixPath] = set()
+
+    def _check(self, rel: PurePosixPath, path: Path) -> None:
+        if not resolves_inside(self.root, path):
+            raise UnsafeArchive(f"{self.archive}: refusing {str(rel)!r}: a link leads it outside")
+
+    def folder(self, rel: PurePosixPath) -> Path:
+        dest = inside(self.root, rel)
+        if rel not in self._made:
+            self._check(rel, dest)
+            dest.mkdir(parents=True, exist_ok=True)
+            self._made.update(rel.parents)
+            self._made.add(rel)
+        return dest
+
+    def file(self, rel: PurePosixPath) -> Path:
+        dest = self.folder(rel.parent) / rel.name
+        if os.path.islink(dest):
+            self._check(rel, dest)
+        return dest
+
+
+@dataclass
+class Link:
+    rel: PurePosixPath
+    target: str
+    hard: bool
+
+
+def _escapes(archive: str, link: Link) -> UnsafeArchive:
+    return UnsafeArchive(
+        f"{archive}: refusing link {str(link.rel)!r} to {link.target!r}: it escapes"
+    )
+
+
+def _check_real_location(root: Path, link: Link, archive: str) -> None:
+    """Check a link against what is unpacked now, not as text: an earlier link may be its
+    folder or a step of its target (``s -> .`` makes ``s/s/../..`` leave the root)."""
+    dest = inside(root, link.rel)
+    if not resolves_inside(root, dest.parent):
+        raise UnsafeArchive(
+            f"{archive}: refusing link {str(link.rel)!r}: its folder resolves outside"
+        )
+    if link.hard:
+        source: Path | str = inside(root, PurePosixPath(link.target))
+    else:
+        source = os.path.join(os.path.realpath(dest.parent), link.target)
+    if not resolves_inside(root, source):
+        raise _escapes(archive, link)
+
+
+def make_links(root: Path, links: list[Link], archive: str) -> int:
+    """Make ``links`` (after every file is in place); how many were made."""
+    pending = list(links)
+    made: list[Link] = []
+    for _ in range(len(pending) + 1):
+        if not pending:
+            break
+        later: list[Link] = []
+        for link in pending:
+            dest = inside(root, link.rel)
+            _check_real_location(root, link, archive)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.exists() or dest.is_symlink():
+                if dest.is_dir() and not dest.is_symlink():
+                    shutil.rmtree(dest)
+                else:
+                    dest.unlink()
+            if link.hard:
+                source = inside(root, PurePosixPath(link.target.replace("\\", "/")))
+                if not source.exists():
+                    later.append(link)
+                    continue
+                try:
+                    os.link(source, dest, follow_symlinks=False)
+                except OSError:
+                    shutil.copy2(source, dest, follow_symlinks=False)
+            else:
+                try:
+                    os.symlink(link.target, dest)
+                except OSError:
+                    source = dest.parent / link.target
+                    if not source.exists():
+                        later.append(link)
+                        continue
+                    if not resolves_inside(root, source):
+                        raise _escapes(archive, link) from None
+                    shutil.copy2(source, dest, follow_symlinks=True)
+                if not resolves_inside(root, dest):
+                    dest.unlink()
+                    raise _escapes(archive, link)
+            made.append(link)
+        if len(later) == len(pending):
+            names = ", ".join(str(li.rel) for li in later)
+            raise UnsafeArchive(f"{archive}: links whose targets are missing: {names}")
+        pending = later
+    # A link made later can change where an earlier one leads: check them all as they now are.
+    for link in made:
+        if not resolves_inside(root, inside(root, link.rel)):
+            raise _escapes(archive, link)
+    return len(made)

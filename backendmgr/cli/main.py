@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"backendmgr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.register(sub)
+    parser.set_defaults(parser=parser)  # for __complete's handler, which walks it
     return parser
 
 
@@ -134,7 +135,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "__complete":  # at every <TAB>: no event loop, no renderer
         from .commands.completion import complete_now
 
-        return complete_now(args, sys.stdout)
+        return complete_now(args, sys.stdout, parser)
     from .render import Renderer
 
     out = Renderer(json_mode=args.json, quiet=args.quiet)

@@ -165,22 +165,26 @@ def _clean(name: str) -> bool:
 
 async def complete_words(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     """Never fails loudly: a completion that errors prints nothing."""
-    return complete_now(args, out.stdout, mgr)
+    return complete_now(args, out.stdout, args.parser, mgr)
 
 
-def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None = None) -> int:
-    """The candidates for the last word, one per line. Called straight from ``main`` (no event
-    loop, no renderer), so that completing a command or an option costs about what ``--help``
-    does; the Manager (pydantic, the catalog) is loaded only when ids are asked for."""
+def complete_now(
+    args: argparse.Namespace,
+    stdout: TextIO,
+    parser: argparse.ArgumentParser,
+    mgr: Manager | None = None,
+) -> int:
+    """The candidates for the last word, one per line. Called straight from ``main`` with the
+    parser it already built (no event loop, no renderer), so that completing a command or an
+    option costs about what ``--help`` does; the Manager (pydantic, the catalog) is loaded only
+    when ids are asked for."""
     words = list(args.words)
     if words and words[0] == "--":
         words = words[1:]
     if not words:
         words = [""]
     try:
-        from ..main import build_parser
-
-        found, seen = analyse(build_parser(), words)
+        found, seen = analyse(parser, words)
         names = [item for item in found if not item.startswith("kind:")]
         kinds = [item for item in found if item.startswith("kind:")]
         if kinds:

@@ -1,9 +1,8 @@
-"""What every operation shares: paths, stores, host facts, the HTTP client, and the one
-locked read-modify-write that every mutation goes through."""
+"""What every service shares: paths, the config and build stores, the catalog, host facts and
+network settings, the HTTP client, and the locked read-modify-write of the config file."""
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -15,13 +14,12 @@ import anyio
 
 from .._locks import hold
 from ..catalog.host import Host, detect_host, parse_platform
-from ..config.models import BackendRow, Settings
+from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
 from ..errors import unknown
 from ..install.store import BuildStore
 from ..net import NetSettings
-from ..registry import rows as registry
 
 if TYPE_CHECKING:
     import httpx
@@ -29,14 +27,13 @@ if TYPE_CHECKING:
     from ..catalog.manifest import Catalog, Manifest
     from ..sources.github import GithubReleases
 
-
-__all__ = ["ManagerBase"]
+__all__ = ["Context"]
 
 T = TypeVar("T")
 
 
-class ManagerBase(abc.ABC):
-    """One config file and one data home. The operations live in the mixins beside this file."""
+class Context:
+    """One config file and one data home, and what is known about this machine."""
 
     def __init__(
         self,
@@ -98,7 +95,7 @@ class ManagerBase(abc.ABC):
         return manifest
 
     @contextlib.asynccontextmanager
-    async def _github(self) -> AsyncIterator[GithubReleases]:
+    async def github(self) -> AsyncIterator[GithubReleases]:
         from ..net import make_client
         from ..sources.github import GithubReleases
 
@@ -109,37 +106,21 @@ class ManagerBase(abc.ABC):
     async def settings(self) -> Settings:
         return await anyio.to_thread.run_sync(self.store.read)
 
-    async def backends(self) -> list[BackendRow]:
-        return list((await self.settings()).backends)
-
-    async def _mutate(
-        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
-    ) -> tuple[T, list[str]]:
-        """Apply ``change`` under the config lock, then regenerate: what ``change`` returned,
-        and the regeneration's warnings (a hand-edited config kept as .bak) for the result."""
-        result = await anyio.to_thread.run_sync(self.store.update, change)
-        return result, (await self.regenerate() if generate else [])
+    async def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
+        """Apply ``change`` to the config file under its lock, in a worker thread."""
+        return await anyio.to_thread.run_sync(self.store.update, change)
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output
         return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
 
-    async def sync_registry(self) -> bool:
-        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
-
-        def change(s: Settings) -> tuple[Settings, bool]:
-            installed = self.builds.installed_builds()
-            rows = registry.adopt(s.backends, installed, path_exists=lambda p: Path(p).exists())
-            return s.model_copy(update={"backends": rows}), rows != s.backends
-
-        return await anyio.to_thread.run_sync(self.store.update, change)
-
-    def _platform(self, platform: str | None) -> tuple[str, str]:
+    def platform(self, platform: str | None) -> tuple[str, str]:
+        """(os, arch): ``platform`` parsed, else this machine's."""
         if platform:
             return parse_platform(platform)
         return self.host.os, self.host.arch
 
-    def _build_lock(
+    def build_lock(
         self,
         component: str,
         version: str,
@@ -149,11 +130,3 @@ class ManagerBase(abc.ABC):
         """The per-build file lock: one install or uninstall of a build at a time. Yields
         whether another process held it first; ``on_wait`` hears its pid when we start waiting."""
         return hold(self.builds.lock(component, version, variant), on_wait=on_wait)
-
-    @abc.abstractmethod
-    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
-        """``doctor``'s check of the written llama-swap config: (problems, notes)."""
-
-    @abc.abstractmethod
-    async def regenerate(self) -> list[str]:
-        """Adopt builds into the registry, then rewrite the llama-swap config; its warnings."""

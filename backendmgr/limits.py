@@ -22,9 +22,9 @@ class Bounds:
 
     def problem(self, value: float) -> str | None:
         """Why ``value`` is out of bounds, in the words the CLI and the API both use."""
-        shown = f"{value:g}{self.unit}"
         if math.isnan(value):
-            return f"must be a number, not {shown}"
+            return "must be a number, not nan"
+        shown = f"{value:g}{self.unit}"
         if value <= self.low if self.above else value < self.low:
             if self.above:
                 return f"must be more than {self.low:g}{self.unit}, not {shown}"

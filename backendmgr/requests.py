@@ -62,7 +62,7 @@ Limit = Annotated[
 Keep = Annotated[int, _within(PRUNE_KEEP), Field(json_schema_extra=PRUNE_KEEP.json_schema())]
 Seconds = Annotated[
     float,
-    Field(allow_inf_nan=False, json_schema_extra=VERIFY_TIMEOUT_S.json_schema()),
+    Field(json_schema_extra=VERIFY_TIMEOUT_S.json_schema()),
     _within(VERIFY_TIMEOUT_S),
 ]
 Component = Annotated[str, Field(min_length=1, max_length=200)]

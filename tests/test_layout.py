@@ -133,7 +133,11 @@ def test_services_do_not_inherit_from_each_other() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 bases = [ast.unparse(b) for b in node.bases]
-                assert all(b in ("Protocol",) for b in bases), (path.name, node.name, bases)
+                assert all(b in ("Protocol", "TypedDict") for b in bases), (
+                    path.name,
+                    node.name,
+                    bases,
+                )
 
 
 def test_the_cli_sees_only_the_manager_and_the_contract() -> None:

@@ -370,12 +370,9 @@ async def _install(
         _emit(emit, ProgressEvent("committing"))
         receipt = await commit_staged(
             store,
+            plan,
             staging,
-            plan.target,
             exe,
-            plan.manifest,
-            plan.version,
-            plan.variant,
             capabilities=capabilities,
             assets=[
                 AssetRecord(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 
@@ -28,14 +29,24 @@ async def check_staged(exe: Path, manifest: Manifest, *, smoke: bool) -> Capabil
     return await probe_build(exe, version_text=said)
 
 
+class Planned(Protocol):
+    """What an archive or a venv plan says about the build it makes."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def target(self) -> Path: ...
+
+
 async def commit_staged(
     store: BuildStore,
+    plan: Planned,
     staging: Path,
-    target: Path,
     exe: Path,
-    manifest: Manifest,
-    version: str,
-    variant: str,
     *,
     capabilities: Capabilities | None,
     assets: Sequence[AssetRecord] = (),
@@ -43,12 +54,13 @@ async def commit_staged(
     packages: dict[str, str] | None = None,
     tool_parsers: list[str] | None = None,
 ) -> Receipt:
-    """Write the receipt into ``staging`` and rename it to ``target``; a cancel cannot stop
+    """Write the receipt into ``staging`` and rename it to the plan's target; a cancel cannot stop
     it half-way (the receipt is the only "installed" signal)."""
+    manifest = plan.manifest
     receipt = Receipt(
         component=manifest.id,
-        version=version,
-        variant=variant,
+        version=plan.version,
+        variant=plan.variant,
         source=source_label(manifest.source),
         exe=exe.relative_to(staging).as_posix(),
         kind=manifest.kind,
@@ -63,5 +75,5 @@ async def commit_staged(
         tool_parsers=tool_parsers,
     )
     with anyio.CancelScope(shield=True):
-        store.commit(staging, target, receipt)
+        store.commit(staging, plan.target, receipt)
     return receipt

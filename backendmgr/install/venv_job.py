@@ -219,12 +219,9 @@ async def install_venv(
         await anyio.to_thread.run_sync(relocate, staging, plan.target)
         receipt = await commit_staged(
             store,
+            plan,
             staging,
-            plan.target,
             exe,
-            plan.manifest,
-            plan.version,
-            plan.variant,
             capabilities=capabilities,
             python=python_version,
             packages=packages,

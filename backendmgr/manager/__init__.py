@@ -10,13 +10,14 @@ small facts several of them ask for. Operations with options take one request fr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from ..requests import (
     ActivateRequest,
+    AddBackendRequest,
     CacheCleanRequest,
     DoctorRequest,
     GenerateRequest,
@@ -28,12 +29,10 @@ from ..requests import (
     UpdateRequest,
     VerifyRequest,
 )
-from .context import Context
+from .context import Context, Options
 from .registry import SETTABLE_KEYS, row_json
 
 if TYPE_CHECKING:
-    import httpx
-
     from ..api_models import (
         ActivateResult,
         BackendRowInfo,
@@ -68,20 +67,8 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..events import EventSink
     from ..lockfile import LockFile
-    from .activate import Activation
-    from .doctor import Doctor
-    from .generate import Generator
-    from .install import Installer
-    from .inventory import Inventory
-    from .lock import Locks
-    from .maintenance import Maintenance
-    from .models import Models
-    from .registry import Registry
-    from .releases import Releases
-    from .sync import Syncer
-    from .uninstall import Uninstaller
-    from .verify import OnResult, OnStart, Verifier
-    from .which import Which
+    from .services import Services
+    from .verify import OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager", "row_json"]
 
@@ -89,35 +76,25 @@ PathArg = str | os.PathLike[str] | None
 
 
 class Manager:
-    """One config file and one data home; the object every front end drives. Services are
-    made on first use, so a command pays only for the ones it calls.
+    """One config file and one data home; the object every front end drives.
 
     >>> from backendmgr.config.paths import Paths
     >>> mgr = Manager(Paths.resolve(config="/tmp/c.yaml", home="/tmp/h"))
     """
 
-    def __init__(
-        self,
-        paths: Paths | None = None,
-        *,
-        environ: Mapping[str, str] | None = None,
-        host: Host | None = None,
-        client_factory: Callable[[], httpx.AsyncClient] | None = None,
-        retry_backoff: float = 0.5,
-        vram_probe: Callable[[], float | None] | None = None,
-    ) -> None:
-        self.ctx = Context(
-            paths,
-            environ=environ,
-            host=host,
-            client_factory=client_factory,
-            retry_backoff=retry_backoff,
-            vram_probe=vram_probe,
-        )
+    def __init__(self, paths: Paths | None = None, **options: Unpack[Options]) -> None:
+        self.ctx = Context(paths, **options)
         self.paths = self.ctx.paths
         self.environ = self.ctx.environ
         self.store = self.ctx.store
         self.builds = self.ctx.builds
+
+    @cached_property
+    def _s(self) -> Services:
+        """The services, made on the first operation (``--help`` and <TAB> make none)."""
+        from .services import Services
+
+        return Services(self.ctx)
 
     # --- what the services share ---------------------------------------------------------
 
@@ -142,105 +119,10 @@ class Manager:
     async def backends(self) -> list[BackendRow]:
         return list((await self.ctx.settings()).backends)
 
-    # --- the services, each made once ----------------------------------------------------
-
-    @cached_property
-    def _models(self) -> Models:
-        from .models import Models
-        from .verify_cache import VerifyCache
-
-        p = self.ctx.paths
-        return Models(self.ctx, VerifyCache(p.home, p.locks, self.ctx.builds, self.ctx.environ))
-
-    @cached_property
-    def _generator(self) -> Generator:
-        from .generate import Generator
-
-        return Generator(self.ctx, self._models)
-
-    @cached_property
-    def _registry(self) -> Registry:
-        from .registry import Registry
-
-        return Registry(self.ctx, self._models, self._generator)
-
-    @cached_property
-    def _releases(self) -> Releases:
-        from .releases import Releases
-
-        return Releases(self.ctx)
-
-    @cached_property
-    def _activation(self) -> Activation:
-        from .activate import Activation
-
-        return Activation(self.ctx, self._generator)
-
-    @cached_property
-    def _installer(self) -> Installer:
-        from .install import Installer
-
-        return Installer(self.ctx, self._releases, self._activation, self._generator)
-
-    @cached_property
-    def _uninstaller(self) -> Uninstaller:
-        from .uninstall import Uninstaller
-
-        return Uninstaller(self.ctx, self._models, self._generator)
-
-    @cached_property
-    def _inventory(self) -> Inventory:
-        from .inventory import Inventory
-
-        return Inventory(self.ctx)
-
-    @cached_property
-    def _doctor(self) -> Doctor:
-        from .doctor import Doctor
-
-        return Doctor(self.ctx, self._generator)
-
-    @cached_property
-    def _maintenance(self) -> Maintenance:
-        from .maintenance import Maintenance
-
-        return Maintenance(self.ctx, self._installer, self._uninstaller, self._generator)
-
-    @cached_property
-    def _which(self) -> Which:
-        from .which import Which
-
-        return Which(self.ctx, self._models)
-
-    @cached_property
-    def _locks(self) -> Locks:
-        from .lock import Locks
-
-        return Locks(self.ctx)
-
-    @cached_property
-    def _syncer(self) -> Syncer:
-        from .sync import Syncer
-
-        return Syncer(
-            self.ctx,
-            self._locks,
-            self._installer,
-            self._activation,
-            self._uninstaller,
-            self._generator,
-        )
-
-    @cached_property
-    def _verifier(self) -> Verifier:
-        from .verify import Verifier
-
-        return Verifier(self.ctx, self._models, self._models.verified)
-
     # --- components and builds -------------------------------------------------------------
 
     async def catalog_info(self) -> list[CatalogEntry]:
-        return await self._releases.catalog()
+        return await self._s.releases.catalog()
 
     async def releases(
         self,
@@ -255,7 +137,7 @@ class Manager:
             query = ReleasesQuery.of(
                 component=query, variant=variant, refresh=refresh, limit=limit, platform=platform
             )
-        return await self._releases.recent(query)
+        return await self._s.releases.recent(query)
 
     async def install(
         self,
@@ -279,14 +161,14 @@ class Manager:
         if isinstance(request, str):
             request = InstallRequest.of(component=request, version=version, **options)
         locked = Locked(sha256=expected_sha256, packages=locked_packages)
-        return await self._installer.install(request, on_event, locked)
+        return await self._s.installer.install(request, on_event, locked)
 
     async def activate(
         self, ref: str | ActivateRequest, *, generate: bool = True
     ) -> ActivateResult:
         if isinstance(ref, str):
             ref = ActivateRequest(build=ref, generate=generate)
-        return await self._activation.activate(ref)
+        return await self._s.activation.activate(ref)
 
     async def uninstall(
         self,
@@ -303,24 +185,24 @@ class Manager:
 
                 raise InvalidInput("name at least one build to uninstall")
             ref = UninstallRequest.of(builds=refs, force=force, generate=generate)
-        return await self._uninstaller.uninstall(ref)
+        return await self._s.uninstaller.uninstall(ref)
 
     async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
-        return await self._inventory.builds(component)
+        return await self._s.inventory.builds(component)
 
     async def backends_info(self) -> list[BackendRowInfo]:
-        return await self._inventory.backends()
+        return await self._s.inventory.backends()
 
     async def backend_capabilities(self) -> dict[str, Capabilities | None]:
-        return await self._inventory.capabilities()
+        return await self._s.inventory.capabilities()
 
     async def doctor(
         self, request: DoctorRequest | None = None, *, fix: bool = False
     ) -> DoctorReport:
-        return await self._doctor.check(request or DoctorRequest(fix=fix))
+        return await self._s.doctor.check(request or DoctorRequest(fix=fix))
 
     async def sync_registry(self) -> bool:
-        return await self._generator.sync_registry()
+        return await self._s.generator.sync_registry()
 
     # --- upkeep ----------------------------------------------------------------------------
 
@@ -334,7 +216,7 @@ class Manager:
     ) -> UpdateResult:
         if not isinstance(request, UpdateRequest):
             request = UpdateRequest.of(components=list(request), dry_run=dry_run, generate=generate)
-        return await self._maintenance.update(request, on_event)
+        return await self._s.maintenance.update(request, on_event)
 
     async def prune(
         self,
@@ -348,77 +230,65 @@ class Manager:
             request = PruneRequest.of(
                 component=request, keep=keep, dry_run=dry_run, generate=generate
             )
-        return await self._maintenance.prune(request)
+        return await self._s.maintenance.prune(request)
 
     async def cache_clean(
         self, request: CacheCleanRequest | None = None, *, dry_run: bool = False
     ) -> CacheCleanResult:
-        return await self._maintenance.cache_clean(request or CacheCleanRequest(dry_run=dry_run))
+        return await self._s.maintenance.cache_clean(request or CacheCleanRequest(dry_run=dry_run))
 
     async def which(self, target: str) -> WhichResult:
-        return await self._which.which(target)
+        return await self._s.which.which(target)
 
     def local_names(self, kind: str) -> list[str]:
-        return self._which.local_names(kind)
+        return self._s.which.local_names(kind)
 
     async def config_info(self) -> ConfigInfo:
-        return await self._which.config_info()
+        return await self._s.which.config_info()
 
     # --- registry and overrides --------------------------------------------------------------
 
     async def add_backend(
-        self,
-        row_id: str,
-        *,
-        kind: str,
-        path: str,
-        name: str = "",
-        default: bool = False,
-        force: bool = False,
-        generate: bool = True,
+        self, request: AddBackendRequest | str, **options: object
     ) -> BackendRowResult:
-        return await self._registry.add_backend(
-            row_id,
-            kind=kind,
-            path=path,
-            name=name,
-            default=default,
-            force=force,
-            generate=generate,
-        )
+        """Append a manual row (``options``: the request's fields but ``id``, when ``request``
+        is the row id); a path that is missing or not executable needs ``force``."""
+        if isinstance(request, str):
+            request = AddBackendRequest.of(id=request, **options)
+        return await self._s.registry.add_backend(request)
 
     async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
-        return await self._registry.remove_backend(row_id, generate=generate)
+        return await self._s.registry.remove_backend(row_id, generate=generate)
 
     async def set_default(self, row_id: str, *, generate: bool = True) -> BackendRowResult:
-        return await self._registry.set_default(row_id, generate=generate)
+        return await self._s.registry.set_default(row_id, generate=generate)
 
     async def pin(self, model: str, row_id: str, *, generate: bool = True) -> PinResult:
-        return await self._registry.pin(model, row_id, generate=generate)
+        return await self._s.registry.pin(model, row_id, generate=generate)
 
     async def unpin(self, model: str, *, generate: bool = True) -> PinResult:
-        return await self._registry.unpin(model, generate=generate)
+        return await self._s.registry.unpin(model, generate=generate)
 
     async def set_overrides(
         self, model: str, values: Mapping[str, str], *, generate: bool = True
     ) -> ModelSettingsResult:
-        return await self._registry.set_overrides(model, values, generate=generate)
+        return await self._s.registry.set_overrides(model, values, generate=generate)
 
     async def unset_overrides(
         self, model: str, keys: Sequence[str], *, generate: bool = True
     ) -> ModelSettingsResult:
-        return await self._registry.unset_overrides(model, keys, generate=generate)
+        return await self._s.registry.unset_overrides(model, keys, generate=generate)
 
     # --- models and the generated config ---------------------------------------------------
 
     async def models_info(self) -> list[ModelInfo]:
-        return await self._models.info()
+        return await self._s.models.info()
 
     async def folder_problems(self) -> list[str]:
-        return await self._models.folder_problems()
+        return await self._s.models.folder_problems()
 
     async def cmd(self, model_id: str) -> CmdResult:
-        return await self._models.cmd(model_id)
+        return await self._s.models.cmd(model_id)
 
     async def generate(
         self,
@@ -429,15 +299,15 @@ class Manager:
         check: bool = False,
     ) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
-        return await self._generator.generate(
+        return await self._s.generator.generate(
             request or GenerateRequest.of(output=output, force=force, check=check)
         )
 
     async def generated(self) -> GeneratedText:
-        return await self._generator.generated()
+        return await self._s.generator.generated()
 
     async def regenerate(self) -> list[str]:
-        return await self._generator.regenerate()
+        return await self._s.generator.regenerate()
 
     async def verify(
         self,
@@ -453,21 +323,21 @@ class Manager:
             request = VerifyRequest.of(
                 models=list(request or []), timeout=timeout, keep_going=keep_going
             )
-        return await self._verifier.verify(request, on_result, on_start)
+        return await self._s.verifier.verify(request, on_result, on_start)
 
     # --- lock files ------------------------------------------------------------------------
 
     def lock_path(self, path: PathArg = None) -> Path:
-        return self._locks.lock_path(path)
+        return self._s.locks.lock_path(path)
 
     async def current_lock(self) -> LockFile:
-        return await self._locks.current_lock()
+        return await self._s.locks.current_lock()
 
     async def lock(self, output: PathArg = None, *, fetch: str | None = None) -> LockResult:
-        return await self._locks.lock(output, fetch=fetch)
+        return await self._s.locks.lock(output, fetch=fetch)
 
     async def fetch(self, dest: str | os.PathLike[str], lock: PathArg = None) -> FetchResult:
-        return await self._locks.fetch(dest, lock)
+        return await self._s.locks.fetch(dest, lock)
 
     async def sync(
         self,
@@ -487,4 +357,4 @@ class Manager:
                 force=force,
                 dry_run=dry_run,
             )
-        return await self._syncer.sync(request, on_event)
+        return await self._s.syncer.sync(request, on_event)

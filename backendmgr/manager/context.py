@@ -8,7 +8,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 import anyio
 
@@ -27,32 +27,34 @@ if TYPE_CHECKING:
     from ..catalog.manifest import Catalog, Manifest
     from ..sources.github import GithubReleases
 
-__all__ = ["Context"]
+__all__ = ["Context", "Options"]
 
 T = TypeVar("T")
+
+
+class Options(TypedDict, total=False):
+    """What a Manager can be given besides its paths (tests and embedders set them)."""
+
+    environ: Mapping[str, str] | None  # default: this process's environment
+    host: Host | None  # default: detected on first use
+    client_factory: Callable[[], httpx.AsyncClient] | None  # default: net.make_client
+    retry_backoff: float  # seconds before the first download retry (default 0.5)
+    vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb
 
 
 class Context:
     """One config file and one data home, and what is known about this machine."""
 
-    def __init__(
-        self,
-        paths: Paths | None = None,
-        *,
-        environ: Mapping[str, str] | None = None,
-        host: Host | None = None,
-        client_factory: Callable[[], httpx.AsyncClient] | None = None,
-        retry_backoff: float = 0.5,
-        vram_probe: Callable[[], float | None] | None = None,
-    ) -> None:
+    def __init__(self, paths: Paths | None = None, **options: Unpack[Options]) -> None:
+        environ = options.get("environ")
         self.paths = paths or Paths.resolve(environ=environ)
         self.environ = dict(os.environ if environ is None else environ)
         self.store = ConfigStore(self.paths.config_file, self.paths.config_lock)
         self.builds = BuildStore(self.paths)
-        self._host = host
-        self._client_factory = client_factory
-        self.retry_backoff = retry_backoff
-        self._vram_probe = vram_probe
+        self._host = options.get("host")
+        self._client_factory = options.get("client_factory")
+        self.retry_backoff = options.get("retry_backoff", 0.5)
+        self._vram_probe = options.get("vram_probe")
         self._card: tuple[float | None] | None = None
 
     @cached_property

@@ -40,11 +40,8 @@ class Locked:
 class BuildSource(Protocol):
     """One resolved build, ready to be built into ``target``."""
 
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def target(self) -> Path: ...
+    version: str
+    target: Path
 
     def dry_run(self, result: InstallResult) -> None:
         """Add what this source would fetch to a dry run's result."""
@@ -62,14 +59,8 @@ class ArchiveSource:
         self.plan = plan
         self.gh = gh
         self.how = how
-
-    @property
-    def version(self) -> str:
-        return self.plan.version
-
-    @property
-    def target(self) -> Path:
-        return self.plan.target
+        self.version = plan.version
+        self.target = plan.target
 
     def dry_run(self, result: InstallResult) -> None:
         assets = self.plan.choice.assets
@@ -116,14 +107,8 @@ class VenvSource:
         self.ctx = ctx
         self.plan = plan
         self.how = how
-
-    @property
-    def version(self) -> str:
-        return self.plan.version
-
-    @property
-    def target(self) -> Path:
-        return self.plan.target
+        self.version = plan.version
+        self.target = plan.target
 
     def dry_run(self, result: InstallResult) -> None:
         from ..install.venv_job import pip_options

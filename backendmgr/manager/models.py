@@ -18,8 +18,9 @@ from .facts import discover
 from .verify_cache import VerifyCache, verified_text
 
 if TYPE_CHECKING:
+    from ..catalog.capabilities import CapabilityIndex
     from ..discovery.models import DiscoveredModel, Discovery
-    from ..emit.plan import Entry, Skip
+    from ..emit.plan import Entry, Skip, ToolParsers
 
 __all__ = ["Models", "Plan"]
 
@@ -49,14 +50,18 @@ class Plan:
 
 
 def _plan_one(
-    settings: Settings, model: DiscoveredModel, card_gb: float | None, parsers: object, caps: object
+    settings: Settings,
+    model: DiscoveredModel,
+    card_gb: float | None,
+    parsers: ToolParsers,
+    caps: CapabilityIndex,
 ) -> Entry | Skip:
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them)."""
     from ..emit.plan import Skip, plan_model
 
     try:
-        return plan_model(settings, model, card_gb, parsers, caps)  # type: ignore[arg-type]
+        return plan_model(settings, model, card_gb, parsers, caps)
     except (ArithmeticError, ValueError) as exc:
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
 
@@ -93,6 +98,7 @@ class Models:
         for model, planned in zip(plan.found.models, plan.plans, strict=True):
             res = planned.resolution
             entry = planned if isinstance(planned, Entry) else None
+            skipped = None if isinstance(planned, Entry) else planned.reason
             checked = self.verified.result(entry, cache) if entry is not None else None
             out.append(
                 ModelInfo(
@@ -110,7 +116,7 @@ class Models:
                         path=res.exe,
                         reason=res.reason,
                     ),
-                    skipped=None if entry is not None else planned.reason,  # type: ignore[union-attr]
+                    skipped=skipped,
                     notes=list(planned.notes),
                     est_vram_gb=entry.metadata.get("est_vram_gb") if entry is not None else None,
                     verified=checked,

@@ -22,6 +22,7 @@ from ..config.models import (
 from ..errors import InvalidInput, MalformedId, Refused, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
+from ..requests import AddBackendRequest
 from .context import Context
 from .facts import discover, pinned_by
 from .generate import Generator
@@ -59,21 +60,12 @@ class Registry:
 
     # --- registry ---------------------------------------------------------------------------
 
-    async def add_backend(
-        self,
-        row_id: str,
-        *,
-        kind: str,
-        path: str,
-        name: str = "",
-        default: bool = False,
-        force: bool = False,
-        generate: bool = True,
-    ) -> BackendRowResult:
+    async def add_backend(self, req: AddBackendRequest) -> BackendRowResult:
         """Append a manual row; a path that is missing or not executable needs ``force``."""
+        row_id, default, path = req.id, req.default, req.path
         _refuse(row_id_problem(row_id))
         try:
-            new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
+            new_row = BackendRow(id=row_id, kind=req.kind, name=req.name, path=path)
         except ValueError as exc:
             raise InvalidInput(_first_error(exc)) from exc
         catalog_ids = self.ctx.catalog.ids()
@@ -83,12 +75,12 @@ class Registry:
             rows = registry.add_manual(
                 s.backends, new_row, catalog_ids=catalog_ids, make_default=default
             )
-            if problem and not force:
+            if problem and not req.force:
                 raise Refused(f"{problem}; give the executable, or add --force to keep it anyway")
             added = next(r for r in rows if r.id == row_id)
             return s.model_copy(update={"backends": rows}), added
 
-        added, regen = await self._mutate(change, generate=generate)
+        added, regen = await self._mutate(change, generate=req.generate)
         star = " (★)" if added.default else ""
         return BackendRowResult(
             message=f'added backend row "{row_id}"{star}',

@@ -67,8 +67,10 @@ async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -
 
 
 async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    outcome = await mgr.add_backend(
-        args.id,
+    from ...requests import AddBackendRequest
+
+    request = AddBackendRequest.of(
+        id=args.id,
         kind=args.kind,
         path=args.path,
         name=args.name,
@@ -76,7 +78,7 @@ async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
         force=args.force,
         generate=not args.no_generate,
     )
-    return report(out, outcome)
+    return report(out, await mgr.add_backend(request))
 
 
 async def remove_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

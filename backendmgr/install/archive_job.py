@@ -368,23 +368,17 @@ async def _install(
         exe.chmod(exe.stat().st_mode | 0o111)
         capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
         _emit(emit, ProgressEvent("committing"))
-        receipt = await commit_staged(
-            store,
-            plan,
-            staging,
-            exe,
-            capabilities=capabilities,
-            assets=[
-                AssetRecord(
-                    name=a.name,
-                    url=a.url,
-                    size=results[a.name].size,
-                    sha256=results[a.name].sha256,
-                    verified_by=verified[a.name],
-                )
-                for a in plan.choice.assets
-            ],
-        )
+        records = [
+            AssetRecord(
+                name=a.name,
+                url=a.url,
+                size=results[a.name].size,
+                sha256=results[a.name].sha256,
+                verified_by=verified[a.name],
+            )
+            for a in plan.choice.assets
+        ]
+        receipt = await commit_staged(store, plan, staging, exe, capabilities, assets=records)
     except BaseException as exc:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -222,7 +222,7 @@ async def install_venv(
             plan,
             staging,
             exe,
-            capabilities=capabilities,
+            capabilities,
             python=python_version,
             packages=packages,
             tool_parsers=parsers,

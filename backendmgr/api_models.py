@@ -11,12 +11,12 @@ is an error where the result is built, not a key that quietly appears.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from .catalog.capabilities import Capabilities
-from .config.models import Settings
+from .config.models import BackendRow, Settings
 from .results import Outcome
 
 __all__ = [
@@ -117,6 +117,14 @@ class BackendRowInfo(_Result):
     build: bool
     classes: list[str]
     capabilities: Capabilities | None = None  # the row's build, or a manual row's probe
+
+    @classmethod
+    def of(cls, row: BackendRow, **more: Any) -> Self:
+        """A registry row as shown: its fields, the classes its kind serves, and ``more`` (the
+        capabilities; a result's message)."""
+        from .registry.kinds import classes_of
+
+        return cls(**row.model_dump(), classes=sorted(classes_of(row.kind)), **more)
 
 
 class ModelBackend(_Result):

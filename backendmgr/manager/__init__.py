@@ -30,7 +30,7 @@ from ..requests import (
     VerifyRequest,
 )
 from .context import Context, Options
-from .registry import SETTABLE_KEYS, row_json
+from .registry import SETTABLE_KEYS
 
 if TYPE_CHECKING:
     from ..api_models import (
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from .services import Services
     from .verify import OnResult, OnStart
 
-__all__ = ["SETTABLE_KEYS", "Manager", "row_json"]
+__all__ = ["SETTABLE_KEYS", "Manager"]
 
 PathArg = str | os.PathLike[str] | None
 
@@ -190,8 +190,9 @@ class Manager:
     async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
         return await self._s.inventory.builds(component)
 
-    async def backends_info(self) -> list[BackendRowInfo]:
-        return await self._s.inventory.backends()
+    async def backends_info(self, *, probe: bool = True) -> list[BackendRowInfo]:
+        """Each registry row with its classes and (``probe``) capabilities."""
+        return await self._s.inventory.backends(probe=probe)
 
     async def backend_capabilities(self) -> dict[str, Capabilities | None]:
         return await self._s.inventory.capabilities()

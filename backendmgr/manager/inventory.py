@@ -10,7 +10,6 @@ from ..catalog.capabilities import Capabilities
 from .capabilities import capability_index
 from .context import Context
 from .facts import activated_id, pinned_by
-from .registry import row_json
 
 __all__ = ["Inventory"]
 
@@ -46,13 +45,14 @@ class Inventory:
             )
         return out
 
-    async def backends(self) -> list[BackendRowInfo]:
-        """The registry in order as ``backends --json`` and the HTTP API show it."""
+    async def backends(self, *, probe: bool = True) -> list[BackendRowInfo]:
+        """The registry in order as ``backends --json`` and the HTTP API show it; without
+        ``probe`` (the CLI's table), no capabilities and nothing run."""
         settings = await self.ctx.settings()
+        if not probe:
+            return [BackendRowInfo.of(r) for r in settings.backends]
         caps = await self.capabilities()
-        return [
-            BackendRowInfo(**row_json(r), capabilities=caps.get(r.id)) for r in settings.backends
-        ]
+        return [BackendRowInfo.of(r, capabilities=caps.get(r.id)) for r in settings.backends]
 
     async def capabilities(self) -> dict[str, Capabilities | None]:
         """Per registry row: its build's receipt capabilities, or a manual llama row's probe

@@ -28,18 +28,12 @@ from .facts import discover, pinned_by
 from .generate import Generator
 from .models import Models
 
-__all__ = ["SETTABLE_KEYS", "Registry", "row_json"]
+__all__ = ["SETTABLE_KEYS", "Registry"]
 
 T = TypeVar("T")
 
 # Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
 SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
-
-
-def row_json(row: BackendRow) -> dict[str, Any]:
-    data = row.model_dump()
-    data["classes"] = sorted(classes_of(row.kind))
-    return data
 
 
 class Registry:
@@ -82,10 +76,10 @@ class Registry:
 
         added, regen = await self._mutate(change, generate=req.generate)
         star = " (★)" if added.default else ""
-        return BackendRowResult(
+        return BackendRowResult.of(
+            added,
             message=f'added backend row "{row_id}"{star}',
             warnings=[problem, *regen] if problem else regen,
-            **row_json(added),
         )
 
     async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
@@ -116,11 +110,11 @@ class Registry:
         (row, changed), regen = await self._mutate(change, generate=generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
         when = "now" if changed else "already"
-        return BackendRowResult(
+        return BackendRowResult.of(
+            row,
             message=f'"{row_id}" is {when} the default (★) for {classes}',
             changed=changed,
             warnings=regen,
-            **row_json(row),
         )
 
     # --- per-model overrides --------------------------------------------------------------

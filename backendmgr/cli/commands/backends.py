@@ -42,22 +42,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...manager import row_json
 
     if out.json_mode:
         out.document(dump(await mgr.backends_info()))
         return 0
-    rows = [row_json(r) for r in await mgr.backends()]  # the table probes nothing
+    rows = await mgr.backends_info(probe=False)  # the table probes nothing
     out.table(
         ["", "id", "kind", "classes", "managed", "path"],
         [
             [
-                "★" if r["default"] else "",
-                r["id"],
-                r["kind"],
-                ",".join(r["classes"]) or "-",
-                "build" if r["build"] else ("yes" if r["managed"] else ""),
-                r["path"],
+                "★" if r.default else "",
+                r.id,
+                r.kind,
+                ",".join(r.classes) or "-",
+                "build" if r.build else ("yes" if r.managed else ""),
+                r.path,
             ]
             for r in rows
         ],

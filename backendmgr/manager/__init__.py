@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from ..events import EventSink
     from ..lockfile import LockFile
     from .services import Services
-    from .verify import OnResult, OnStart
+    from .verify import OnJobEvent, OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager"]
 
@@ -318,13 +318,15 @@ class Manager:
         keep_going: bool = False,
         on_result: OnResult | None = None,
         on_start: OnStart | None = None,
+        on_event: OnJobEvent | None = None,
     ) -> list[VerifyResult]:
-        """Check each named model (all emitted ones when none): one result per model run."""
+        """Check each named model (all emitted ones when none): one result per model run;
+        ``on_event`` hears typed job events (``verifying``, then ``verified`` with the result)."""
         if not isinstance(request, VerifyRequest):
             request = VerifyRequest.of(
                 models=list(request or []), timeout=timeout, keep_going=keep_going
             )
-        return await self._s.verifier.verify(request, on_result, on_start)
+        return await self._s.verifier.verify(request, on_result, on_start, on_event)
 
     # --- lock files ------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import anyio
 
 from ..api_models import VerifyResult
 from ..errors import unknown
+from ..events import JobEvent, ProgressEvent, VerifiedEvent
 from ..requests import VerifyRequest
 from .context import Context
 from .models import Models
@@ -25,6 +26,7 @@ ENDPOINT_CHARS = 200
 
 OnResult = Callable[[VerifyResult], None]
 OnStart = Callable[[str, int], None]
+OnJobEvent = Callable[[JobEvent], None]
 
 
 def _health_path(passthrough: dict[str, Any]) -> str | None:
@@ -48,11 +50,13 @@ class Verifier:
         req: VerifyRequest,
         on_result: OnResult | None = None,
         on_start: OnStart | None = None,
+        on_event: OnJobEvent | None = None,
     ) -> list[VerifyResult]:
         """Check each named model (all emitted ones when none): one result per model run.
 
         Without ``keep_going`` the first failure ends the run. ``on_start`` hears each child's
-        pid (tests check it is gone afterwards).
+        pid (tests check it is gone afterwards); ``on_event`` (a job's stream) hears a
+        ``verifying`` event as each model starts and a :class:`VerifiedEvent` with its result.
         """
         from ..emit.plan import Entry
 
@@ -90,18 +94,33 @@ class Verifier:
                     est_vram_gb=None,
                 )
             else:
-                result = await self._run(model_id, what, limit, on_start)
+                result = await self._run(model_id, what, limit, on_start, on_event)
             results.append(result)
             if on_result is not None:
                 on_result(result)
+            if on_event is not None:
+                on_event(VerifiedEvent(result))
             if not result.ok and not req.keep_going:
                 break
         return results
 
     async def _run(
-        self, model_id: str, entry: Entry, limit: float, on_start: OnStart | None
+        self,
+        model_id: str,
+        entry: Entry,
+        limit: float,
+        on_start: OnStart | None,
+        on_event: OnJobEvent | None,
     ) -> VerifyResult:
         from ..serve_check import check_command
+
+        def started(pid: int) -> None:
+            if on_start is not None:
+                on_start(model_id, pid)
+            if on_event is not None:
+                on_event(
+                    ProgressEvent("verifying", asset=model_id, message=f"{model_id}: starting")
+                )
 
         check = await check_command(
             entry.argv,
@@ -110,7 +129,7 @@ class Verifier:
             health_path=_health_path(entry.passthrough),
             timeout=limit,
             env=self.ctx.environ,
-            on_start=None if on_start is None else (lambda pid: on_start(model_id, pid)),
+            on_start=started,
         )
         result = VerifyResult(
             id=model_id,

@@ -25,10 +25,7 @@ GGUF_CACHE = "gguf-meta.json"
 
 def activated_id(settings: Settings, component: str) -> str | None:
     """The build id the component's managed row points at, if it has one."""
-    row = settings.row(component)
-    if row is None or not row.managed or not row.version:
-        return None
-    return registry.build_row_id(component, row.version, row.variant)
+    return registry.build_id_of(settings.row(component))
 
 
 def pinned_by(settings: Settings, row_id: str) -> list[str]:

@@ -5,12 +5,12 @@ there (or another process just built it), register it, and regenerate."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..api_models import AssetInfo, InstallResult
 from ..catalog.capabilities import missing_gpu
-from ..catalog.manifest import Manifest
 from ..errors import InvalidInput, NotFound
 from ..events import EventSink, ProgressEvent
 from ..install.store import InstalledEntry
@@ -22,6 +22,9 @@ from .context import Context
 from .generate import Generator
 from .install_source import BuildSource, How, Locked, open_source
 from .releases import Releases
+
+if TYPE_CHECKING:
+    from ..catalog.manifest import Manifest
 
 __all__ = ["Installer", "Locked"]
 

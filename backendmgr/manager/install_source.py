@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..api_models import AssetInfo, InstallResult
-from ..catalog.manifest import GithubSource
 from ..errors import InvalidInput, NotFound
 from ..events import EventSink
 from ..install.store import InstalledEntry
@@ -155,6 +154,8 @@ async def open_source(
 ) -> AsyncIterator[ArchiveSource | VenvSource]:
     """Resolve ``version`` (None: the newest with this variant) of ``manifest`` for
     ``plat``; an archive source keeps its HTTP client open while it lives."""
+    from ..catalog.manifest import GithubSource
+
     if isinstance(manifest.source, GithubSource):
         from ..install.archive_job import ArchivePlan
 

@@ -7,7 +7,6 @@ import anyio
 
 from ..api_models import BackendRowInfo, BuildInfo
 from ..catalog.capabilities import Capabilities
-from .capabilities import capability_index
 from .context import Context
 from .facts import activated_id, pinned_by
 
@@ -57,6 +56,8 @@ class Inventory:
     async def capabilities(self) -> dict[str, Capabilities | None]:
         """Per registry row: its build's receipt capabilities, or a manual llama row's probe
         (run on first use, then cached by path, size and mtime)."""
+        from .capabilities import capability_index
+
         ctx = self.ctx
         settings = await ctx.settings()
         index = await anyio.to_thread.run_sync(

@@ -12,7 +12,6 @@ import anyio
 from ..api_models import CmdResult, ModelBackend, ModelInfo
 from ..config.models import Settings
 from ..errors import Refused, unknown
-from .capabilities import capability_index
 from .context import Context
 from .facts import discover
 from .verify_cache import VerifyCache, verified_text
@@ -74,6 +73,7 @@ class Models:
     def pipeline(self, settings: Settings) -> Plan:
         """Discover, plan every model and hash the inputs (blocking, for a worker thread)."""
         from ..emit.regen import inputs_hash
+        from .capabilities import capability_index
 
         ctx = self.ctx
         scan, found = discover(settings, ctx.paths.cache)

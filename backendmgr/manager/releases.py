@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..api_models import CatalogEntry, ReleaseInfo, VariantHere
-from ..catalog.manifest import GithubSource, PypiSource, source_label
 from ..config.models import Settings
 from ..errors import NotFound
 from ..requests import ReleasesQuery
@@ -31,6 +30,7 @@ class Releases:
         self.ctx = ctx
 
     async def catalog(self) -> list[CatalogEntry]:
+        from ..catalog.manifest import source_label
         from ..catalog.matching import suggest_variant
 
         ctx = self.ctx
@@ -55,6 +55,7 @@ class Releases:
         ]
 
     async def recent(self, query: ReleasesQuery) -> list[ReleaseInfo]:
+        from ..catalog.manifest import GithubSource
         from ..catalog.matching import unknown_variant, variants_in_release
 
         manifest = self.ctx.manifest(query.component)
@@ -97,6 +98,7 @@ class Releases:
     ) -> AssetChoice:
         """The assets to install: of ``version``, else of the newest release (stable first)
         that has a ``variant`` build for ``plat``."""
+        from ..catalog.manifest import GithubSource
         from ..catalog.matching import match_release, unknown_variant
 
         source = manifest.source
@@ -123,6 +125,7 @@ class Releases:
 
     async def versions(self, manifest: Manifest, *, prereleases: bool) -> list[Version]:
         """A package-index component's released versions, newest first."""
+        from ..catalog.manifest import PypiSource
         from ..sources.pypi import package_versions
 
         source = manifest.source

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 import anyio
 
 from ..api_models import SyncResult
-from ..catalog.manifest import source_label
 from ..config.models import Settings
 from ..errors import BackendmgrError, ConfigError, Refused
 from ..events import EventSink
@@ -46,7 +45,7 @@ class Syncer:
 
     def _check_sources(self, lock: LockFile) -> None:
         """Every locked build belongs to a known component with the source the lock names."""
-        from ..catalog.manifest import GithubSource
+        from ..catalog.manifest import GithubSource, source_label
 
         for build in lock.builds:
             manifest = self.ctx.manifest(build.component)

@@ -167,7 +167,7 @@ class Manager:
         self, ref: str | ActivateRequest, *, generate: bool = True
     ) -> ActivateResult:
         if isinstance(ref, str):
-            ref = ActivateRequest(build=ref, generate=generate)
+            ref = ActivateRequest.of(build=ref, generate=generate)
         return await self._s.activation.activate(ref)
 
     async def uninstall(

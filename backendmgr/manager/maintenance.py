@@ -144,7 +144,9 @@ class Maintenance:
         if not doomed:
             result.message = "nothing to prune"
         elif not dry_run:
-            await self.uninstaller.uninstall(UninstallRequest(builds=ids, generate=req.generate))
+            # any number of builds: the request's bound is for what a user names at once
+            request = UninstallRequest.model_construct(builds=ids, generate=req.generate)
+            await self.uninstaller.uninstall(request)
         return result
 
     def _hold_build_locks(self, stack: contextlib.ExitStack) -> bool:

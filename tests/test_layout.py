@@ -4,12 +4,18 @@ inherit from each other, and faces (CLI) that see only the Manager and the contr
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "backendmgr"
 MAX_LINES = 500
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _module_name(path: Path) -> str:
@@ -43,7 +49,7 @@ def import_graph(*, anywhere: bool = False) -> dict[str, set[str]]:
     files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         found: set[str] = set()
         body = list(tree.body)
         while body:
@@ -129,8 +135,7 @@ def test_modules_are_small(folder: str) -> None:
 
 def test_services_do_not_inherit_from_each_other() -> None:
     for path in sorted((PACKAGE / "manager").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ClassDef):
                 bases = [ast.unparse(b) for b in node.bases]
                 assert all(b in ("Protocol", "TypedDict") for b in bases), (
@@ -144,7 +149,7 @@ def test_the_cli_sees_only_the_manager_and_the_contract() -> None:
     """Every import in ``cli/`` (at any depth) stays out of install/ and emit/."""
     for path in sorted((PACKAGE / "cli").rglob("*.py")):
         name = _module_name(path)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom):
                 for target in _resolve(name, path.name == "__init__.py", node):
                     assert not target.startswith(("backendmgr.install", "backendmgr.emit")), (

@@ -155,7 +155,9 @@ class DoctorRequest(Request):
 
 
 class AddBackendRequest(Request):
-    id: str = Field(max_length=200)
+    """``id`` is checked by the registry's own rule (a malformed id, exit 2), not a length."""
+
+    id: str
     kind: str = Field(max_length=100)
     path: str = Field(max_length=4096)
     name: str = Field(default="", max_length=200)

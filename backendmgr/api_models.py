@@ -4,19 +4,19 @@ The Manager's read operations return these models; the CLI's ``--json``, its tab
 HTTP API all serialise them with :func:`dump`, and a test holds the CLI's ``--json`` to the
 same models, so the two cannot drift apart. Mutations return an :class:`Outcome` subclass,
 which carries the human ``message`` beside the data. The keys are
-SPEC §13's; a model allows more keys (``extra="allow"``) so a key added later does not break
-a running server, and the test refuses any key a model does not name.
+SPEC §13's; a model refuses keys it does not name (``extra="forbid"``), so a misspelt field
+is an error where the result is built, not a key that quietly appears.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from .catalog.capabilities import Capabilities
-from .config.models import Settings
+from .config.models import BackendRow, Settings
 from .results import Outcome
 
 __all__ = [
@@ -59,7 +59,7 @@ __all__ = [
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="allow", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
 
 class VariantHere(_Result):
@@ -118,6 +118,14 @@ class BackendRowInfo(_Result):
     classes: list[str]
     capabilities: Capabilities | None = None  # the row's build, or a manual row's probe
 
+    @classmethod
+    def of(cls, row: BackendRow, **more: Any) -> Self:
+        """A registry row as shown: its fields, the classes its kind serves, and ``more`` (the
+        capabilities; a result's message)."""
+        from .registry.kinds import classes_of
+
+        return cls(**row.model_dump(), classes=sorted(classes_of(row.kind)), **more)
+
 
 class ModelBackend(_Result):
     id: str | None
@@ -169,6 +177,12 @@ class ModelInfo(_Result):
 class CmdResult(_Result):
     id: str
     argv: list[str]
+
+    def shell_line(self) -> str:
+        """The command as a POSIX shell reads it; llama-swap macros like ``${PORT}`` stay."""
+        from .emit.plan import render_token
+
+        return " ".join(render_token(t) for t in self.argv)
 
 
 class DoctorReport(_Result):

@@ -19,7 +19,7 @@ class Outcome(BaseModel):
     line), ``changed`` (False for a dry run or a no-op) and ``warnings`` (also printed on
     stderr by the CLI)."""
 
-    model_config = ConfigDict(defer_build=True, extra="allow", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
     message: str
     changed: bool = True

@@ -25,6 +25,7 @@ __all__ = [
     "Variant",
     "builtin_manifest_dir",
     "load_catalog",
+    "source_label",
 ]
 
 PLATFORMS = (
@@ -76,6 +77,14 @@ class PypiSource(_Strict):
 
 
 Source = Annotated[GithubSource | PypiSource, Field(discriminator="type")]
+
+
+def source_label(source: Any) -> str:
+    """``github:OWNER/REPO`` or ``pypi:PACKAGE``: a manifest's or a lock file's source (the two
+    share this shape) as receipts, ``catalog`` and ``sync`` name it."""
+    if source.type == "github":
+        return f"github:{source.repo}"
+    return f"pypi:{source.package}"
 
 
 class Variant(_Strict):

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex
-from ..config.models import BackendRow, ModelOverride, Settings
+from ..config.models import ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
-from ..registry.rows import build_row_id
+from ..registry.rows import build_id_of
 from .sizing import llama_context, llama_est_vram_gb, vllm_sizing
 from .tools import against_build, tool_parser
 
@@ -91,12 +91,6 @@ def _flags_in(extra: str) -> set[str]:
     return {t.split("=", 1)[0] for t in tokens if t.startswith("-")}
 
 
-def _build_of(row: BackendRow | None) -> str | None:
-    if row is None or not row.managed or not row.version:
-        return None
-    return row.id if row.build else f"{row.component}@{row.version}-{row.variant}"
-
-
 def _budget(settings: Settings, ov: ModelOverride, card_gb: float | None) -> float | None:
     return ov.vram_target_gb or settings.vram_budget_gb or card_gb
 
@@ -110,7 +104,7 @@ def _describe(model: DiscoveredModel, res: Resolution, extra: list[str]) -> str:
 
 def _metadata(res: Resolution, model: DiscoveredModel, est: float) -> dict[str, Any]:
     data: dict[str, Any] = {"backend": res.row.id if res.row else "legacy"}
-    build = _build_of(res.row)
+    build = build_id_of(res.row)
     if build:
         data["build"] = build
     data["class"] = model.cls
@@ -227,7 +221,7 @@ def _build_caps(index: CapabilityIndex, res: Resolution) -> tuple[str, Capabilit
     caps = index.of(res.exe)
     if caps is None or not caps.known:
         return None
-    name = _build_of(res.row) or (res.row.id if res.row else res.exe or "?")
+    name = build_id_of(res.row) or (res.row.id if res.row else res.exe or "?")
     return name, caps
 
 
@@ -319,8 +313,7 @@ def _vllm(
     groups += [g for g in ours if g[0] not in theirs]
     arch = model.meta.architecture if model.meta else ""
     parser, why = tool_parser(arch, model.id, ov.vllm_tool_parser)
-    row = res.row
-    build = build_row_id(row.component, row.version, row.variant) if row and row.managed else ""
+    build = build_id_of(res.row) or ""
     parser, lacking = against_build(
         parser, ov.vllm_tool_parser, tool_parsers.get(build), f"vLLM build {build}"
     )

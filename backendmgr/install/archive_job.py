@@ -8,7 +8,6 @@ import shutil
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO
@@ -17,14 +16,14 @@ import anyio
 import httpx
 from filelock import Timeout
 
-from .._version import __version__
 from ..catalog.manifest import Manifest
 from ..catalog.matching import AssetChoice, checksum_assets
 from ..errors import InstallFailed, NetworkError, UnsafeArchive, first_error
+from ..events import EventSink, ProgressEvent
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
+from .commit import check_staged, commit_staged
 from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
-from .events import EventSink, ProgressEvent
 from .extract import (
     MAX_TOTAL,
     ExtractReport,
@@ -34,9 +33,7 @@ from .extract import (
     streamable,
 )
 from .locked import check_locked_assets, verify_locked
-from .probe import probe_build
-from .smoke import smoke_check
-from .store import AssetRecord, BuildStore, Receipt, folder_size
+from .store import AssetRecord, BuildStore, Receipt
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
 
 __all__ = ["ArchivePlan", "install_archive"]
@@ -368,36 +365,19 @@ async def _install(
         if exe is None:
             raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
         exe.chmod(exe.stat().st_mode | 0o111)
-        capabilities = None
-        if smoke:
-            said = await smoke_check(exe, plan.manifest.version_args)
-            capabilities = await probe_build(exe, version_text=said)
+        capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
         _emit(emit, ProgressEvent("committing"))
-        receipt = Receipt(
-            component=plan.manifest.id,
-            version=plan.version,
-            variant=plan.variant,
-            source=f"github:{getattr(plan.manifest.source, 'repo', '')}",
-            exe=exe.relative_to(staging).as_posix(),
-            kind=plan.manifest.kind,
-            name=plan.manifest.name,
-            assets=[
-                AssetRecord(
-                    name=a.name,
-                    url=a.url,
-                    size=results[a.name].size,
-                    sha256=results[a.name].sha256,
-                    verified_by=verified[a.name],
-                )
-                for a in plan.choice.assets
-            ],
-            installed_at=datetime.now(UTC),
-            size_bytes=folder_size(staging),
-            backendmgr_version=__version__,
-            capabilities=capabilities,
-        )
-        with anyio.CancelScope(shield=True):
-            store.commit(staging, plan.target, receipt)
+        records = [
+            AssetRecord(
+                name=a.name,
+                url=a.url,
+                size=results[a.name].size,
+                sha256=results[a.name].sha256,
+                verified_by=verified[a.name],
+            )
+            for a in plan.choice.assets
+        ]
+        receipt = await commit_staged(store, plan, staging, exe, capabilities, assets=records)
     except BaseException as exc:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -17,21 +17,18 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 from packaging.utils import canonicalize_name
 
 from .._fs import atomic_write_bytes
-from .._version import __version__
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
-from .events import EventSink, ProgressEvent
+from ..events import EventSink, ProgressEvent
+from .commit import check_staged, commit_staged
 from .locked import check_locked_packages
-from .probe import probe_build
-from .smoke import smoke_check
-from .store import BuildStore, Receipt, folder_size
+from .store import BuildStore, Receipt
 
 __all__ = [
     "VenvPlan",
@@ -212,10 +209,7 @@ async def install_venv(
         exe = staging / plan.manifest.exe_for("windows" if os.name == "nt" else "linux")
         if not exe.is_file():
             raise InstallFailed(f"{plan.requirement} installed no {exe.name} executable")
-        capabilities = None
-        if smoke:
-            said = await smoke_check(exe, plan.manifest.version_args)
-            capabilities = await probe_build(exe, version_text=said)
+        capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
         python_version, packages = await anyio.to_thread.run_sync(_describe, staged)
         if plan.pins:
             check_locked_packages(packages, plan.pins)
@@ -223,25 +217,16 @@ async def install_venv(
         if emit is not None:
             emit(ProgressEvent("committing"))
         await anyio.to_thread.run_sync(relocate, staging, plan.target)
-        receipt = Receipt(
-            component=plan.manifest.id,
-            version=plan.version,
-            variant=plan.variant,
-            source=f"pypi:{plan.package}",
-            exe=exe.relative_to(staging).as_posix(),
-            kind=plan.manifest.kind,
-            name=plan.manifest.name,
-            assets=[],
-            installed_at=datetime.now(UTC),
-            size_bytes=folder_size(staging),
-            backendmgr_version=__version__,
-            capabilities=capabilities,
+        receipt = await commit_staged(
+            store,
+            plan,
+            staging,
+            exe,
+            capabilities,
             python=python_version,
             packages=packages,
             tool_parsers=parsers,
         )
-        with anyio.CancelScope(shield=True):
-            store.commit(staging, plan.target, receipt)
     except BaseException:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(staging, ignore_errors=True))

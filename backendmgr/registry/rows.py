@@ -21,6 +21,7 @@ __all__ = [
     "add_manual",
     "adopt",
     "build_age_key",
+    "build_id_of",
     "build_row_id",
     "newest_first",
     "remove_manual",
@@ -51,6 +52,14 @@ class InstalledBuild(BaseModel):
 
 def build_row_id(component: str, version: str, variant: str) -> str:
     return f"{component}@{version}-{variant}"
+
+
+def build_id_of(row: BackendRow | None) -> str | None:
+    """The installed build a row runs: a build row's own, a managed row's activated one;
+    None for a manual row (or a managed row with no build yet)."""
+    if row is None or not row.managed or not row.version:
+        return None
+    return row.id if row.build else build_row_id(row.component, row.version, row.variant)
 
 
 def build_age_key(build: InstalledBuild) -> tuple[VersionKey, float]:

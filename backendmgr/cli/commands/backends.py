@@ -42,22 +42,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...manager import row_json
 
     if out.json_mode:
         out.document(dump(await mgr.backends_info()))
         return 0
-    rows = [row_json(r) for r in await mgr.backends()]  # the table probes nothing
+    rows = await mgr.backends_info(probe=False)  # the table probes nothing
     out.table(
         ["", "id", "kind", "classes", "managed", "path"],
         [
             [
-                "★" if r["default"] else "",
-                r["id"],
-                r["kind"],
-                ",".join(r["classes"]) or "-",
-                "build" if r["build"] else ("yes" if r["managed"] else ""),
-                r["path"],
+                "★" if r.default else "",
+                r.id,
+                r.kind,
+                ",".join(r.classes) or "-",
+                "build" if r.build else ("yes" if r.managed else ""),
+                r.path,
             ]
             for r in rows
         ],
@@ -67,8 +66,10 @@ async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -
 
 
 async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    outcome = await mgr.add_backend(
-        args.id,
+    from ...requests import AddBackendRequest
+
+    request = AddBackendRequest.of(
+        id=args.id,
         kind=args.kind,
         path=args.path,
         name=args.name,
@@ -76,7 +77,7 @@ async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
         force=args.force,
         generate=not args.no_generate,
     )
-    return report(out, outcome)
+    return report(out, await mgr.add_backend(request))
 
 
 async def remove_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ...limits import RELEASES_LIMIT
 from ..render import format_size
 from .common import add_no_generate, report
 
@@ -22,7 +23,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--variant", help="only releases that ship this variant here")
     r.add_argument("--refresh", action="store_true", help="skip the 10-minute cache window")
     r.add_argument(
-        "--limit", type=_positive, default=10, metavar="N", help="at most N releases (default 10)"
+        "--limit",
+        type=RELEASES_LIMIT.argument(),
+        default=10,
+        metavar="N",
+        help=f"at most N releases (at most {RELEASES_LIMIT.high:g}, default 10)",
     )
     r.set_defaults(handler=releases)
 
@@ -66,17 +71,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     d.set_defaults(handler=doctor)
 
 
-def _positive(text: str) -> int:
-    """``--limit``: a whole number above zero, else a usage error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{text}" is not a whole number') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
@@ -104,9 +98,12 @@ async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
+    from ...requests import ReleasesQuery
 
     rows = await mgr.releases(
-        args.component, variant=args.variant, refresh=args.refresh, limit=args.limit
+        ReleasesQuery.of(
+            component=args.component, variant=args.variant, refresh=args.refresh, limit=args.limit
+        )
     )
     if out.json_mode:
         out.document(dump(rows))
@@ -131,13 +128,14 @@ async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
 async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import time
 
+    from ...requests import InstallRequest
     from ..render import ProgressView, install_summary
 
     started = time.monotonic()
     with ProgressView(out) as view:
-        outcome = await mgr.install(
-            args.component,
-            args.version,
+        request = InstallRequest.of(
+            component=args.component,
+            version=args.version,
             variant=args.variant,
             activate=args.activate,
             reinstall=args.reinstall,
@@ -146,9 +144,9 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             dry_run=args.dry_run,
             platform=args.platform,
             refresh=args.refresh,
-            on_event=view,
             generate=not args.no_generate,
         )
+        outcome = await mgr.install(request, on_event=view)
     summary = install_summary(outcome, time.monotonic() - started)
     if summary:
         out.note(summary)
@@ -156,13 +154,19 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(
-        out, await mgr.uninstall(args.builds, force=args.force, generate=not args.no_generate)
+    from ...requests import UninstallRequest
+
+    request = UninstallRequest.of(
+        builds=args.builds, force=args.force, generate=not args.no_generate
     )
+    return report(out, await mgr.uninstall(request))
 
 
 async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.activate(args.build, generate=not args.no_generate))
+    from ...requests import ActivateRequest
+
+    request = ActivateRequest.of(build=args.build, generate=not args.no_generate)
+    return report(out, await mgr.activate(request))
 
 
 async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -193,8 +197,9 @@ async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
 
 async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
+    from ...requests import DoctorRequest
 
-    result = await mgr.doctor(fix=args.fix)
+    result = await mgr.doctor(DoctorRequest(fix=args.fix))
     if out.json_mode:
         out.document(dump(result))
     else:

@@ -193,8 +193,9 @@ async def complete_words(mgr: Manager, args: argparse.Namespace, out: Renderer) 
 
 def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None = None) -> int:
     """The candidates for the last word, one per line. Called straight from ``main`` (no event
-    loop, no renderer), so that completing a command or an option costs about what ``--help``
-    does; the Manager (pydantic, the catalog) is loaded only when ids are asked for."""
+    loop, no renderer); it builds the top level and the one command being completed (the
+    :mod:`..parser` is lazy), so that completing a command or an option costs about what
+    ``--help`` does; ids come from the read memo, else the Manager."""
     words = list(args.words)
     if words and words[0] == "--":
         words = words[1:]

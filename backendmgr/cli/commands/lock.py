@@ -52,6 +52,7 @@ async def lock(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def sync(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...requests import SyncRequest
     from ..render import ProgressView
 
     if args.force and not args.prune:
@@ -59,14 +60,14 @@ async def sync(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
         raise InvalidInput("--force only applies with --prune")
     with ProgressView(out) as view:
-        outcome = await mgr.sync(
-            args.lockfile,
+        request = SyncRequest.of(
+            lock=args.lockfile,
             locked=args.locked,
             prune=args.prune,
             force=args.force,
             dry_run=args.dry_run,
-            on_event=view,
         )
+        outcome = await mgr.sync(request, on_event=view)
     return report(out, outcome)
 
 

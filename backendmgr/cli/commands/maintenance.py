@@ -5,21 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ...limits import PRUNE_KEEP
 from .common import add_no_generate, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{value}" is not a whole number') from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
-    return number
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -34,7 +25,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("prune", help="remove builds neither activated nor pinned")
     p.add_argument("component", nargs="?", help="default: every component")
     p.add_argument(
-        "--keep", type=_count, default=1, metavar="N", help="keep the N newest builds (1)"
+        "--keep",
+        type=PRUNE_KEEP.argument(),
+        default=1,
+        metavar="N",
+        help=f"keep the N newest builds (1; at most {PRUNE_KEEP.high:g})",
     )
     p.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     add_no_generate(p)
@@ -63,29 +58,33 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...requests import UpdateRequest
     from ..render import ProgressView
 
     with ProgressView(out) as view:
-        outcome = await mgr.update(
-            args.components,
-            dry_run=args.dry_run,
-            on_event=view,
-            generate=not args.no_generate,
+        request = UpdateRequest.of(
+            components=args.components, dry_run=args.dry_run, generate=not args.no_generate
         )
+        outcome = await mgr.update(request, on_event=view)
     return report(out, outcome)
 
 
 async def prune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(
-        out,
-        await mgr.prune(
-            args.component, keep=args.keep, dry_run=args.dry_run, generate=not args.no_generate
-        ),
+    from ...requests import PruneRequest
+
+    request = PruneRequest.of(
+        component=args.component,
+        keep=args.keep,
+        dry_run=args.dry_run,
+        generate=not args.no_generate,
     )
+    return report(out, await mgr.prune(request))
 
 
 async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.cache_clean(dry_run=args.dry_run))
+    from ...requests import CacheCleanRequest
+
+    return report(out, await mgr.cache_clean(CacheCleanRequest(dry_run=args.dry_run)))
 
 
 async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

@@ -77,16 +77,18 @@ def _checked(row: ModelInfo) -> list[str]:
 
 async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...emit.plan import render_token
 
     result = await mgr.cmd(args.model)
     if out.json_mode:
         out.document(dump(result))
     else:
-        out.stdout.write(" ".join(render_token(t) for t in result.argv) + "\n")
+        out.stdout.write(result.shell_line() + "\n")
     return 0
 
 
 async def generate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    outcome = await mgr.generate(output=args.output, force=args.force, check=args.check)
+    from ...requests import GenerateRequest
+
+    request = GenerateRequest.of(output=args.output, force=args.force, check=args.check)
+    outcome = await mgr.generate(request)
     return report(out, outcome)

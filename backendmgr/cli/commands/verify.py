@@ -5,19 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ...limits import VERIFY_TIMEOUT_S
+
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError("must be more than 0 and at most 86400 seconds")
-    return value
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -25,21 +17,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     v.add_argument("models", nargs="*", metavar="MODEL", help="model ids (default: all)")
     v.add_argument(
         "--timeout",
-        type=_seconds,
+        type=VERIFY_TIMEOUT_S.argument(),
         metavar="S",
-        help="seconds to become healthy (default: health_check_timeout)",
+        help="seconds to become healthy, at most "
+        f"{VERIFY_TIMEOUT_S.high:g} (default: health_check_timeout)",
     )
     v.add_argument("--keep-going", action="store_true", help="check the others after a failure")
     v.set_defaults(handler=verify)
 
 
 async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    results = await mgr.verify(
-        args.models,
-        timeout=args.timeout,
-        keep_going=args.keep_going,
-        on_result=lambda r: out.info(r.line()),
-    )
+    from ...requests import VerifyRequest
+
+    request = VerifyRequest.of(models=args.models, timeout=args.timeout, keep_going=args.keep_going)
+    results = await mgr.verify(request, on_result=lambda r: out.info(r.line()))
     from ...api_models import VerifyReport, dump
 
     failed = [r for r in results if not r.ok]

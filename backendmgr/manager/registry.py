@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -22,58 +22,64 @@ from ..config.models import (
 from ..errors import InvalidInput, MalformedId, Refused, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
-from ._base import ManagerBase
+from ..requests import AddBackendRequest
+from .context import Context
+from .facts import discover, pinned_by
+from .generate import Generator
+from .models import Models
 
-__all__ = ["SETTABLE_KEYS", "RegistryMixin", "row_json"]
+__all__ = ["SETTABLE_KEYS", "Registry"]
+
+T = TypeVar("T")
 
 # Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
 SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
 
 
-def row_json(row: BackendRow) -> dict[str, Any]:
-    data = row.model_dump()
-    data["classes"] = sorted(classes_of(row.kind))
-    return data
+class Registry:
+    """The rows of the registry and the per-model overrides; every change regenerates."""
 
+    def __init__(self, ctx: Context, models: Models, generator: Generator) -> None:
+        self.ctx = ctx
+        self.models = models
+        self.generator = generator
 
-class RegistryMixin(ManagerBase):
+    async def _mutate(
+        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
+    ) -> tuple[T, list[str]]:
+        """Apply ``change`` under the config lock, then regenerate: what ``change`` returned,
+        and the regeneration's warnings (a hand-edited config kept as .bak) for the result."""
+        result = await self.ctx.update(change)
+        return result, await self.generator.after(generate)
+
     # --- registry ---------------------------------------------------------------------------
 
-    async def add_backend(
-        self,
-        row_id: str,
-        *,
-        kind: str,
-        path: str,
-        name: str = "",
-        default: bool = False,
-        force: bool = False,
-        generate: bool = True,
-    ) -> BackendRowResult:
+    async def add_backend(self, req: AddBackendRequest) -> BackendRowResult:
         """Append a manual row; a path that is missing or not executable needs ``force``."""
+        row_id, default, path = req.id, req.default, req.path
         _refuse(row_id_problem(row_id))
         try:
-            new_row = BackendRow(id=row_id, kind=kind, name=name, path=path)
+            new_row = BackendRow(id=row_id, kind=req.kind, name=req.name, path=path)
         except ValueError as exc:
             raise InvalidInput(_first_error(exc)) from exc
-        catalog_ids = self.catalog.ids()
+        catalog_ids = self.ctx.catalog.ids()
         problem = await anyio.to_thread.run_sync(_exe_problem, path)
 
         def change(s: Settings) -> tuple[Settings, BackendRow]:
             rows = registry.add_manual(
                 s.backends, new_row, catalog_ids=catalog_ids, make_default=default
             )
-            if problem and not force:
+            if problem and not req.force:
                 raise Refused(f"{problem}; give the executable, or add --force to keep it anyway")
             added = next(r for r in rows if r.id == row_id)
             return s.model_copy(update={"backends": rows}), added
 
-        added, regen = await self._mutate(change, generate=generate)
+        added, regen = await self._mutate(change, generate=req.generate)
         star = " (★)" if added.default else ""
-        return BackendRowResult(
+        return BackendRowResult.of(
+            added,
             message=f'added backend row "{row_id}"{star}',
             warnings=[problem, *regen] if problem else regen,
-            **row_json(added),
         )
 
     async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
@@ -81,11 +87,10 @@ class RegistryMixin(ManagerBase):
 
         def change(s: Settings) -> tuple[Settings, list[str]]:
             rows = registry.remove_manual(s.backends, row_id)
-            pinned = [m for m, ov in s.models.items() if ov.backend == row_id]
-            return s.model_copy(update={"backends": rows}), pinned
+            return s.model_copy(update={"backends": rows}), pinned_by(s, row_id)
 
         pinned, regen = await self._mutate(change, generate=generate)
-        stale = f'pins to "{row_id}" are now stale and fall back: {", ".join(sorted(pinned))}'
+        stale = f'pins to "{row_id}" are now stale and fall back: {", ".join(pinned)}'
         return RemovedRow(
             message=f'removed backend row "{row_id}"',
             warnings=[stale, *regen] if pinned else regen,
@@ -105,11 +110,11 @@ class RegistryMixin(ManagerBase):
         (row, changed), regen = await self._mutate(change, generate=generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
         when = "now" if changed else "already"
-        return BackendRowResult(
+        return BackendRowResult.of(
+            row,
             message=f'"{row_id}" is {when} the default (★) for {classes}',
             changed=changed,
             warnings=regen,
-            **row_json(row),
         )
 
     # --- per-model overrides --------------------------------------------------------------
@@ -117,7 +122,7 @@ class RegistryMixin(ManagerBase):
     async def pin(self, model: str, row_id: str, *, generate: bool = True) -> PinResult:
         model = _check_model_id(model)
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
-        settings = await self.settings()
+        settings = await self.ctx.settings()
         if settings.row(row_id) is None:
             raise registry.unknown_row(settings.backends, row_id)
         warnings = await self._model_warnings(settings, model, None)
@@ -172,7 +177,7 @@ class RegistryMixin(ManagerBase):
         except ValueError as exc:
             raise InvalidInput(_first_error(exc)) from exc
         ctx = ModelOverride.model_validate(parsed).ctx
-        warnings = await self._model_warnings(await self.settings(), model, ctx)
+        warnings = await self._model_warnings(await self.ctx.settings(), model, ctx)
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
@@ -200,13 +205,7 @@ class RegistryMixin(ManagerBase):
     ) -> tuple[str, ...]:
         """SPEC §13 keeps a pin or setting for a model not found (yet), but says so; a ``ctx``
         above what the model was trained for is kept too, with the trained value named."""
-        from ..discovery.walk import discover, scan_folders
-
-        def look() -> Any:
-            scan = scan_folders(settings.models_dirs)
-            return discover(scan, self.paths.cache / "gguf-meta.json")
-
-        found = await anyio.to_thread.run_sync(look)
+        _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
         ids = [m.id for m in found.models] + [s.id for s in found.skipped]
         if model not in ids:
             close = did_you_mean(model, ids) or "; it is kept for when the model appears"
@@ -227,11 +226,10 @@ class RegistryMixin(ManagerBase):
         the same note ``generate`` writes, so the two never disagree."""
         from ..emit.tools import is_override_warning
 
-        _, found, plans, _ = await self.plan()  # type: ignore[attr-defined]
-        for found_model, planned in zip(found.models, plans, strict=True):
-            if found_model.id == model:
-                return tuple(n for n in planned.notes if is_override_warning(n))
-        return ()
+        planned = (await self.models.plan()).planned(model)
+        if planned is None:
+            return ()
+        return tuple(n for n in planned.notes if is_override_warning(n))
 
     async def unset_overrides(
         self, model: str, keys: Sequence[str], *, generate: bool = True

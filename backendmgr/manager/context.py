@@ -1,27 +1,25 @@
-"""What every operation shares: paths, stores, host facts, the HTTP client, and the one
-locked read-modify-write that every mutation goes through."""
+"""What every service shares: paths, the config and build stores, the catalog, host facts and
+network settings, the HTTP client, and the locked read-modify-write of the config file."""
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 import anyio
 
 from .._locks import hold
 from ..catalog.host import Host, detect_host, parse_platform
-from ..config.models import BackendRow, Settings
+from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
 from ..errors import unknown
 from ..install.store import BuildStore
 from ..net import NetSettings
-from ..registry import rows as registry
 
 if TYPE_CHECKING:
     import httpx
@@ -29,33 +27,34 @@ if TYPE_CHECKING:
     from ..catalog.manifest import Catalog, Manifest
     from ..sources.github import GithubReleases
 
-
-__all__ = ["ManagerBase"]
+__all__ = ["Context", "Options"]
 
 T = TypeVar("T")
 
 
-class ManagerBase(abc.ABC):
-    """One config file and one data home. The operations live in the mixins beside this file."""
+class Options(TypedDict, total=False):
+    """What a Manager can be given besides its paths (tests and embedders set them)."""
 
-    def __init__(
-        self,
-        paths: Paths | None = None,
-        *,
-        environ: Mapping[str, str] | None = None,
-        host: Host | None = None,
-        client_factory: Callable[[], httpx.AsyncClient] | None = None,
-        retry_backoff: float = 0.5,
-        vram_probe: Callable[[], float | None] | None = None,
-    ) -> None:
+    environ: Mapping[str, str] | None  # default: this process's environment
+    host: Host | None  # default: detected on first use
+    client_factory: Callable[[], httpx.AsyncClient] | None  # default: net.make_client
+    retry_backoff: float  # seconds before the first download retry (default 0.5)
+    vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb
+
+
+class Context:
+    """One config file and one data home, and what is known about this machine."""
+
+    def __init__(self, paths: Paths | None = None, **options: Unpack[Options]) -> None:
+        environ = options.get("environ")
         self.paths = paths or Paths.resolve(environ=environ)
         self.environ = dict(os.environ if environ is None else environ)
         self.store = ConfigStore(self.paths.config_file, self.paths.config_lock)
         self.builds = BuildStore(self.paths)
-        self._host = host
-        self._client_factory = client_factory
-        self.retry_backoff = retry_backoff
-        self._vram_probe = vram_probe
+        self._host = options.get("host")
+        self._client_factory = options.get("client_factory")
+        self.retry_backoff = options.get("retry_backoff", 0.5)
+        self._vram_probe = options.get("vram_probe")
         self._card: tuple[float | None] | None = None
 
     @cached_property
@@ -98,7 +97,7 @@ class ManagerBase(abc.ABC):
         return manifest
 
     @contextlib.asynccontextmanager
-    async def _github(self) -> AsyncIterator[GithubReleases]:
+    async def github(self) -> AsyncIterator[GithubReleases]:
         from ..net import make_client
         from ..sources.github import GithubReleases
 
@@ -109,37 +108,21 @@ class ManagerBase(abc.ABC):
     async def settings(self) -> Settings:
         return await anyio.to_thread.run_sync(self.store.read)
 
-    async def backends(self) -> list[BackendRow]:
-        return list((await self.settings()).backends)
-
-    async def _mutate(
-        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
-    ) -> tuple[T, list[str]]:
-        """Apply ``change`` under the config lock, then regenerate: what ``change`` returned,
-        and the regeneration's warnings (a hand-edited config kept as .bak) for the result."""
-        result = await anyio.to_thread.run_sync(self.store.update, change)
-        return result, (await self.regenerate() if generate else [])
+    async def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
+        """Apply ``change`` to the config file under its lock, in a worker thread."""
+        return await anyio.to_thread.run_sync(self.store.update, change)
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output
         return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
 
-    async def sync_registry(self) -> bool:
-        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
-
-        def change(s: Settings) -> tuple[Settings, bool]:
-            installed = self.builds.installed_builds()
-            rows = registry.adopt(s.backends, installed, path_exists=lambda p: Path(p).exists())
-            return s.model_copy(update={"backends": rows}), rows != s.backends
-
-        return await anyio.to_thread.run_sync(self.store.update, change)
-
-    def _platform(self, platform: str | None) -> tuple[str, str]:
+    def platform(self, platform: str | None) -> tuple[str, str]:
+        """(os, arch): ``platform`` parsed, else this machine's."""
         if platform:
             return parse_platform(platform)
         return self.host.os, self.host.arch
 
-    def _build_lock(
+    def build_lock(
         self,
         component: str,
         version: str,
@@ -149,11 +132,3 @@ class ManagerBase(abc.ABC):
         """The per-build file lock: one install or uninstall of a build at a time. Yields
         whether another process held it first; ``on_wait`` hears its pid when we start waiting."""
         return hold(self.builds.lock(component, version, variant), on_wait=on_wait)
-
-    @abc.abstractmethod
-    def _check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
-        """``doctor``'s check of the written llama-swap config: (problems, notes)."""
-
-    @abc.abstractmethod
-    async def regenerate(self) -> list[str]:
-        """Adopt builds into the registry, then rewrite the llama-swap config; its warnings."""

@@ -1,0 +1,79 @@
+"""The end every install shares, archive or venv: run the staged build once (smoke check)
+and read what it can do (probe), then write its receipt and commit it with one rename."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from .._version import __version__
+from ..catalog.capabilities import Capabilities
+from ..catalog.manifest import Manifest, source_label
+from .probe import probe_build
+from .smoke import smoke_check
+from .store import AssetRecord, BuildStore, Receipt, folder_size
+
+__all__ = ["check_staged", "commit_staged"]
+
+
+async def check_staged(exe: Path, manifest: Manifest, *, smoke: bool) -> Capabilities | None:
+    """Run the staged executable with its version flag and probe its ``--help`` (``smoke``
+    off: neither, and its capabilities stay unknown)."""
+    if not smoke:
+        return None
+    said = await smoke_check(exe, manifest.version_args)
+    return await probe_build(exe, version_text=said)
+
+
+class Planned(Protocol):
+    """What an archive or a venv plan says about the build it makes."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def target(self) -> Path: ...
+
+
+async def commit_staged(
+    store: BuildStore,
+    plan: Planned,
+    staging: Path,
+    exe: Path,
+    capabilities: Capabilities | None,
+    *,
+    assets: Sequence[AssetRecord] = (),
+    python: str | None = None,
+    packages: dict[str, str] | None = None,
+    tool_parsers: list[str] | None = None,
+) -> Receipt:
+    """Write the receipt into ``staging`` and rename it to the plan's target; a cancel cannot stop
+    it half-way (the receipt is the only "installed" signal)."""
+    manifest = plan.manifest
+    receipt = Receipt(
+        component=manifest.id,
+        version=plan.version,
+        variant=plan.variant,
+        source=source_label(manifest.source),
+        exe=exe.relative_to(staging).as_posix(),
+        kind=manifest.kind,
+        name=manifest.name,
+        assets=list(assets),
+        installed_at=datetime.now(UTC),
+        size_bytes=folder_size(staging),
+        backendmgr_version=__version__,
+        capabilities=capabilities,
+        python=python,
+        packages=packages,
+        tool_parsers=tool_parsers,
+    )
+    with anyio.CancelScope(shield=True):
+        store.commit(staging, plan.target, receipt)
+    return receipt

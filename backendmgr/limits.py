@@ -1,0 +1,62 @@
+"""The bounds of every operation's numeric inputs, declared once: the requests
+(:mod:`backendmgr.requests`) check them, and the CLI's argparse types use the same bounds and
+words without loading pydantic (``--help`` and <TAB> stay fast)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["PRUNE_KEEP", "RELEASES_LIMIT", "VERIFY_TIMEOUT_S", "Bounds"]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    low: float
+    high: float
+    above: bool = False  # the low bound itself is refused
+    unit: str = ""
+    whole: bool = True
+
+    def problem(self, value: float) -> str | None:
+        """Why ``value`` is out of bounds, in the words the CLI and the API both use."""
+        if math.isnan(value):
+            return "must be a number, not nan"
+        shown = f"{value:g}{self.unit}"
+        if value <= self.low if self.above else value < self.low:
+            if self.above:
+                return f"must be more than {self.low:g}{self.unit}, not {shown}"
+            return f"must be {self.low:g}{self.unit} or more, not {shown}"
+        if value > self.high:
+            return f"must be at most {self.high:g}{self.unit}, not {shown}"
+        return None
+
+    def json_schema(self) -> dict[str, float]:
+        return {"exclusiveMinimum" if self.above else "minimum": self.low, "maximum": self.high}
+
+    def argument(self) -> Callable[[str], float]:
+        """An argparse ``type=``: the number, or a usage error in these words."""
+
+        def parse(text: str) -> float:
+            try:
+                value: float = int(text) if self.whole else float(text)
+            except ValueError:
+                what = "a whole number" if self.whole else "a number"
+                raise argparse.ArgumentTypeError(f'"{text}" is not {what}') from None
+            problem = self.problem(value)
+            if problem is not None:
+                raise argparse.ArgumentTypeError(problem)
+            return value
+
+        return parse
+
+
+RELEASES_LIMIT = Bounds(1, 100)
+"""``releases --limit``: 1 to 100 (the API's bound; the Manager had none, the CLI no top)."""
+PRUNE_KEEP = Bounds(0, 1000)
+"""``prune --keep``: 0 to 1000 (the API's cap; the CLI and the Manager had no top)."""
+VERIFY_TIMEOUT_S = Bounds(0, 24 * 3600, above=True, unit=" s", whole=False)
+"""``verify --timeout``: more than 0, at most a day (the CLI's and the Manager's bound; the
+API allowed an hour, less than a large vLLM model's first load can take)."""

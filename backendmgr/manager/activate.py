@@ -1,0 +1,87 @@
+"""``activate``, and the registration every install ends with: which build a component's
+managed row runs, the build rows beside it, and who holds the default (★)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..api_models import ActivateResult
+from ..config.models import ModelOverride, Settings
+from ..install.store import InstalledEntry
+from ..registry import rows as registry
+from ..registry.kinds import classes_of
+from ..registry.resolve import resolve
+from ..requests import ActivateRequest
+from .context import Context
+from .facts import executable_exists, find_build
+from .generate import Generator
+
+__all__ = ["Activation", "Registered"]
+
+
+@dataclass(frozen=True)
+class Registered:
+    activated: bool
+    star: bool  # its component's row has the ★
+    other_star: str | None  # the row that has it otherwise
+    was_active: bool  # it was the activated build already
+
+
+class Activation:
+    def __init__(self, ctx: Context, generator: Generator) -> None:
+        self.ctx = ctx
+        self.generator = generator
+
+    async def register(self, entry: InstalledEntry, *, activate: bool) -> Registered:
+        """Record the build's rows; activate it when asked, when its component has no working
+        activated build, or when it already is the activated one."""
+        build = entry.as_build()
+        builds = self.ctx.builds
+
+        def change(s: Settings) -> tuple[Settings, Registered]:
+            installed = builds.installed_builds().get(build.component, [])
+            managed = s.row(build.component)
+            has_active = (
+                managed is not None
+                and managed.managed
+                and executable_exists(managed.path, on_path=False)
+            )
+            is_active = (
+                managed is not None
+                and managed.version == build.version
+                and managed.variant == build.variant
+            )
+            rows = list(s.backends)
+            star = bool(managed and managed.default)
+            do_activate = activate or not has_active or is_active
+            if do_activate:
+                rows, star = registry.upsert_managed(rows, build)
+            rows = registry.sync_build_rows(rows, build.component, installed)
+            updated = s.model_copy(update={"backends": rows})
+            other = None
+            for cls in sorted(classes_of(build.kind)):
+                winner = resolve(updated, ModelOverride(), cls).row
+                if winner is not None and winner.id != build.component:
+                    other = winner.id
+            return updated, Registered(do_activate, star, other, is_active and has_active)
+
+        return await self.ctx.update(change)
+
+    async def activate(self, req: ActivateRequest) -> ActivateResult:
+        entry = find_build(self.ctx.builds, req.build)
+        build = entry.as_build()
+        was_active = (await self.register(entry, activate=True)).was_active
+        regen = await self.generator.after(req.generate)
+        return ActivateResult(
+            message=f"{entry.id} is already the activated build"
+            if was_active
+            else f"activated {entry.id}; every model not pinned to a build now runs it",
+            changed=not was_active,
+            warnings=regen,
+            id=entry.id,
+            component=build.component,
+            version=build.version,
+            variant=build.variant,
+            path=build.exe,
+            activated=True,
+        )

@@ -1,0 +1,83 @@
+"""Small facts several operations ask for, computed in one place: which build a component has
+activated, which models pin a row, whether an executable is there, which installed build a
+reference names, and the discovered models (with the GGUF header cache)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config.models import Settings
+from ..errors import InvalidInput, unknown
+from ..install.store import BuildStore, InstalledEntry
+from ..registry import rows as registry
+
+if TYPE_CHECKING:
+    from ..discovery.models import Discovery
+    from ..discovery.walk import Scan
+
+__all__ = ["activated_id", "discover", "executable_exists", "find_build", "pinned_by"]
+
+GGUF_CACHE = "gguf-meta.json"
+
+
+def activated_id(settings: Settings, component: str) -> str | None:
+    """The build id the component's managed row points at, if it has one."""
+    return registry.build_id_of(settings.row(component))
+
+
+def pinned_by(settings: Settings, row_id: str) -> list[str]:
+    """The models pinned to ``row_id``, sorted."""
+    return sorted(m for m, ov in settings.models.items() if ov.backend == row_id)
+
+
+def executable_exists(path: str | None, *, on_path: bool = True) -> bool:
+    """Whether ``path`` is there; a bare name (``on_path``) counts when PATH has it."""
+    if not path:
+        return False
+    if Path(path).exists():
+        return True
+    return on_path and os.sep not in path and "/" not in path and shutil.which(path) is not None
+
+
+def find_build(builds: BuildStore, ref: str) -> InstalledEntry:
+    """The installed build ``COMPONENT@VERSION-VARIANT`` (or ``@VERSION`` when only one
+    variant of it is installed) names; a one-line error otherwise."""
+    component, sep, rest = ref.partition("@")
+    if not sep or not rest:
+        raise unknown(
+            f'"{ref}" is not a build',
+            ref,
+            [e.id for e in builds.installed()],
+            hint='use COMPONENT@VERSION-VARIANT; see "backendmgr list"',
+            always_hint=True,
+            error=InvalidInput,
+        )
+    entries = builds.installed(component)
+    exact = [e for e in entries if f"{e.receipt.version}-{e.receipt.variant}" == rest]
+    if exact:
+        return exact[0]
+    by_version = [e for e in entries if e.receipt.version == rest]
+    if len(by_version) == 1:
+        return by_version[0]
+    if len(by_version) > 1:
+        names = ", ".join(e.id for e in by_version)
+        raise InvalidInput(f"{ref} is ambiguous; name the variant: {names}")
+    raise unknown(
+        f"{ref} is not installed",
+        ref,
+        [e.id for e in builds.installed()],
+        hint='see "backendmgr list"',
+    )
+
+
+def discover(settings: Settings, cache_dir: Path) -> tuple[Scan, Discovery]:
+    """Scan ``models_dirs`` and read each model's header (cached by path, size and mtime);
+    blocking, for a worker thread."""
+    from ..discovery.walk import discover as walk_discover
+    from ..discovery.walk import scan_folders
+
+    scan = scan_folders(settings.models_dirs)
+    return scan, walk_discover(scan, cache_dir / GGUF_CACHE)

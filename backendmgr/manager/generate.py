@@ -1,0 +1,232 @@
+"""The generated llama-swap config: ``generate``, ``generated``, doctor's check of the written
+file, and the regeneration every change ends with (after adopting builds into the registry)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from .._locks import hold
+from ..api_models import GeneratedText, GenerateResult, SkippedModel
+from ..config.models import Settings
+from ..errors import BackendmgrError, InvalidInput, Refused, VerificationError
+from ..registry import rows as registry
+from ..requests import GenerateRequest
+from .context import Context
+from .models import Models, Plan
+
+if TYPE_CHECKING:
+    from ..emit.plan import Entry
+
+__all__ = ["Generator"]
+
+MAX_SHOWN = 4 << 20  # bytes of the generated config that ``generated`` returns
+
+
+class Generator:
+    def __init__(self, ctx: Context, models: Models) -> None:
+        self.ctx = ctx
+        self.models = models
+
+    async def sync_registry(self) -> bool:
+        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
+        builds = self.ctx.builds
+
+        def change(s: Settings) -> tuple[Settings, bool]:
+            rows = registry.adopt(
+                s.backends, builds.installed_builds(), path_exists=lambda p: Path(p).exists()
+            )
+            return s.model_copy(update={"backends": rows}), rows != s.backends
+
+        return await self.ctx.update(change)
+
+    async def regenerate(self) -> list[str]:
+        """Bring the registry in line with the disk, then rewrite the llama-swap config; the
+        rewrite's warnings go into the result of the change that caused it."""
+        await self.sync_registry()
+        return (await self.generate(GenerateRequest())).warnings
+
+    async def after(self, generate: bool) -> list[str]:
+        """What a change that may regenerate adds to its result's warnings."""
+        return await self.regenerate() if generate else []
+
+    def _output_lock(self, target: Path) -> Path:
+        """One lock per output file, kept under the data home: the folder that holds the
+        llama-swap config is the user's, and gets nothing but the file (and a .bak)."""
+        locks = self.ctx.paths.locks
+        locks.mkdir(parents=True, exist_ok=True)
+        return locks / f"output-{hashlib.sha256(str(target).encode()).hexdigest()[:16]}.lock"
+
+    async def generate(self, req: GenerateRequest) -> GenerateResult:
+        """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
+        from filelock import FileLock
+
+        target = self.ctx.output_path(await self.ctx.settings(), req.output)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        async with hold(FileLock(self._output_lock(target))):
+            # re-read under the lock: the newest settings win
+            plan = await self.models.plan()
+            return await self._write(plan, target, req)
+
+    async def _write(self, plan: Plan, target: Path, req: GenerateRequest) -> GenerateResult:
+        from .._fs import atomic_write_bytes
+        from .._version import __version__
+        from ..emit.document import build_document, dump
+        from ..emit.plan import Skip
+        from ..emit.regen import (
+            edited_by_hand,
+            keep_copy,
+            output_hash,
+            record_written,
+            written_record,
+        )
+        from ..emit.verify import check_shape
+
+        entries = plan.entries()
+        skipped = [p for p in plan.plans if isinstance(p, Skip)]
+        skipped += [Skip(s.id, s.path, s.reason) for s in plan.found.skipped]
+        current = output_hash(target) if target.exists() else None
+        record = written_record(self.ctx.paths.home, target)
+        edited = await anyio.to_thread.run_sync(edited_by_hand, record, target)
+        result = GenerateResult(
+            message=f"{target} is up to date",
+            changed=False,
+            output=str(target),
+            written=False,
+            models=len(entries),
+            skipped=[
+                SkippedModel(id=s.id, reason=s.reason) for s in sorted(skipped, key=lambda s: s.id)
+            ],
+        )
+        if req.check:
+            await self._check(plan, target, current, edited)
+            return result
+        if current == plan.digest and not req.force and not edited:
+            return result
+        document = build_document(
+            version=__version__,
+            inputs_hash=plan.digest,
+            health_check_timeout=plan.settings.health_check_timeout,
+            passthrough=plan.settings.llama_swap,
+            entries=entries,
+            skipped=skipped,
+        )
+        wrong = check_shape(document)  # e.g. a passthrough value of the wrong type
+        if wrong:
+            raise VerificationError(f"the llama-swap config would be invalid: {wrong[0]}")
+        if edited and target.is_file():
+            backup = await anyio.to_thread.run_sync(keep_copy, target)
+            result.backup = str(backup)
+            result.warn(f"{target} was modified by hand; kept that copy as {backup}")
+        body = dump(document).encode()
+        await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
+        await anyio.to_thread.run_sync(record_written, record, body)
+        result.written = True
+        result.changed = True
+        result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
+        return result
+
+    async def _check(self, plan: Plan, target: Path, current: str | None, edited: bool) -> None:
+        """``generate --check``: refuse a hand-edited, missing, stale or drifted file."""
+        if edited:
+            raise Refused(
+                f"{target} was modified since backendmgr wrote it; "
+                '"backendmgr generate" rewrites it and keeps your copy as .bak'
+            )
+        if current != plan.digest:
+            state = "missing" if current is None and not target.exists() else "stale"
+            raise Refused(f'{target} is {state}; run "backendmgr generate"')
+        # A file whose header claims these inputs must also say what the plan says.
+        drift = await anyio.to_thread.run_sync(_written_problems, target, plan.entries())
+        if drift:
+            raise VerificationError(
+                f'{target} does not match its plan: {drift[0]}; run "backendmgr generate --force"'
+            )
+
+    async def generated(self) -> GeneratedText:
+        """The configured llama-swap file's text, whether it has the shape llama-swap needs,
+        and whether it is what ``generate`` would write now (``generate --check``)."""
+        from ..emit.verify import check_config
+
+        target = self.ctx.output_path(await self.ctx.settings())
+
+        def read() -> str | None:
+            try:
+                with target.open("rb") as f:
+                    raw = f.read(MAX_SHOWN + 1)
+            except FileNotFoundError:
+                return None
+            if len(raw) > MAX_SHOWN:
+                raise InvalidInput(f"{target} is larger than {MAX_SHOWN >> 20} MiB")
+            return raw.decode("utf-8", errors="replace")
+
+        text = await anyio.to_thread.run_sync(read)
+        if text is None:
+            return GeneratedText(
+                output=str(target),
+                exists=False,
+                text="",
+                valid=False,
+                problems=[],
+                up_to_date=False,
+                status=f'{target} does not exist; run "backendmgr generate"',
+            )
+        problems = await anyio.to_thread.run_sync(check_config, text, None)
+        try:
+            status, fresh = (await self.generate(GenerateRequest(check=True))).message, True
+        except BackendmgrError as exc:
+            status, fresh = str(exc), False
+        return GeneratedText(
+            output=str(target),
+            exists=True,
+            text=text,
+            valid=not problems,
+            problems=list(problems),
+            up_to_date=fresh,
+            status=status,
+        )
+
+    def check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
+        """``doctor``: the written config must parse, have the shape llama-swap needs, and,
+        when its header claims the current inputs, hold exactly the planned models and cmds.
+        (problems, notes); blocking, for a worker thread."""
+        from ..emit.regen import output_hash
+        from ..emit.verify import check_config
+
+        target = self.ctx.output_path(settings)
+        if not target.exists():
+            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
+        notes: list[str] = []
+        entries: list[Entry] | None = None
+        recorded = output_hash(target)
+        if recorded is None:
+            notes.append(f"{target} was not written by backendmgr")
+        else:
+            plan = self.models.pipeline(settings)
+            if recorded == plan.digest:
+                entries = plan.entries()
+            else:
+                notes.append(f'{target} is stale; run "backendmgr generate"')
+        try:
+            text = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [f"the llama-swap config {target} cannot be read ({exc})"], notes
+        problems = [
+            f'the llama-swap config {target}: {p}; run "backendmgr generate --force"'
+            for p in check_config(text, entries)
+        ]
+        return problems, notes
+
+
+def _written_problems(target: Path, entries: list[Entry]) -> list[str]:
+    """What is wrong with the config at ``target`` against the plan (unreadable counts)."""
+    from ..emit.verify import check_config
+
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"it cannot be read ({exc})"]
+    return check_config(text, entries)

@@ -1,0 +1,215 @@
+"""Where a build comes from: a GitHub release's archives or a package index's wheels. Each
+source resolves what to install, says what a dry run would do, and builds it into the store;
+:mod:`.install` runs the same steps around either."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from ..api_models import AssetInfo, InstallResult
+from ..errors import InvalidInput, NotFound
+from ..events import EventSink
+from ..install.store import InstalledEntry
+from ..units import format_size
+from .context import Context
+from .releases import Releases
+
+if TYPE_CHECKING:
+    from ..catalog.manifest import Manifest
+    from ..install.archive_job import ArchivePlan
+    from ..install.venv_job import VenvPlan
+    from ..sources.github import GithubReleases
+
+__all__ = ["BuildSource", "How", "Locked", "open_source"]
+
+
+@dataclass(frozen=True)
+class Locked:
+    """What a lock file holds an install to (``sync``): each asset's SHA-256 by name, or
+    every distribution of a venv by name."""
+
+    sha256: Mapping[str, str] | None = None
+    packages: Mapping[str, str] | None = None
+
+
+class BuildSource(Protocol):
+    """One resolved build, ready to be built into ``target``."""
+
+    version: str
+    target: Path
+
+    def dry_run(self, result: InstallResult) -> None:
+        """Add what this source would fetch to a dry run's result."""
+
+    async def build(self, emit: EventSink) -> None:
+        """Build and commit it (the caller holds the build lock)."""
+
+    def annotate(self, result: InstallResult, entry: InstalledEntry, already: bool) -> None:
+        """Add what this kind of build tells about itself to the install's result."""
+
+
+class ArchiveSource:
+    def __init__(self, ctx: Context, plan: ArchivePlan, gh: GithubReleases, how: How) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self.gh = gh
+        self.how = how
+        self.version = plan.version
+        self.target = plan.target
+
+    def dry_run(self, result: InstallResult) -> None:
+        assets = self.plan.choice.assets
+        result.message = "\n".join(
+            [result.message]
+            + [f"  {a.name}  {_shown_size(a.size)}  {a.url}  sha256:{a.sha256}" for a in assets]
+        )
+        result.release = self.plan.choice.release.tag
+        result.assets = [
+            AssetInfo(
+                name=a.name,
+                url=a.url,
+                size=a.size,
+                sha256=a.sha256,
+                verified_by="digest" if a.sha256 else None,
+            )
+            for a in assets
+        ]
+
+    async def build(self, emit: EventSink) -> None:
+        from ..install.archive_job import install_archive
+
+        settings = await self.ctx.settings()
+        await install_archive(
+            self.plan,
+            self.ctx.builds,
+            self.gh.client,
+            self.ctx.net,
+            emit=emit,
+            require_checksum=self.how.require_checksum or settings.require_checksum,
+            smoke=self.how.smoke,
+            backoff=self.ctx.retry_backoff,
+            max_unpacked=int(settings.max_unpacked_gb * (1 << 30)),
+            expected_sha256=self.how.locked.sha256,
+        )
+
+    def annotate(self, result: InstallResult, entry: InstalledEntry, already: bool) -> None:
+        if any(a.verified_by == "none" for a in entry.receipt.assets) and not already:
+            result.warn("no checksum was published for this build; recorded its SHA-256 only")
+
+
+class VenvSource:
+    def __init__(self, ctx: Context, plan: VenvPlan, how: How) -> None:
+        self.ctx = ctx
+        self.plan = plan
+        self.how = how
+        self.version = plan.version
+        self.target = plan.target
+
+    def dry_run(self, result: InstallResult) -> None:
+        from ..install.venv_job import pip_options
+
+        installer = "uv" if self.plan.uv else "pip"
+        result.message += f": a virtual environment with {self.plan.requirement} ({installer})"
+        result.installer = installer
+        result.requirement = self.plan.requirement
+        result.python = self.plan.manifest.python
+        result.pip_args = [*pip_options(self.ctx.environ), *self.plan.pip_args]
+
+    async def build(self, emit: EventSink) -> None:
+        from ..install.venv_job import install_venv
+
+        await install_venv(
+            self.plan, self.ctx.builds, environ=self.ctx.environ, emit=emit, smoke=self.how.smoke
+        )
+
+    def annotate(self, result: InstallResult, entry: InstalledEntry, already: bool) -> None:
+        result.python = entry.receipt.python
+        result.packages = entry.receipt.packages
+
+
+@dataclass(frozen=True)
+class How:
+    """How to build, whatever the source."""
+
+    smoke: bool = True
+    refresh: bool = False
+    require_checksum: bool = False
+    locked: Locked = Locked()
+
+
+@contextlib.asynccontextmanager
+async def open_source(
+    ctx: Context,
+    releases: Releases,
+    manifest: Manifest,
+    version: str | None,
+    variant: str,
+    os_name: str,
+    plat: str,
+    how: How,
+) -> AsyncIterator[ArchiveSource | VenvSource]:
+    """Resolve ``version`` (None: the newest with this variant) of ``manifest`` for
+    ``plat``; an archive source keeps its HTTP client open while it lives."""
+    from ..catalog.manifest import GithubSource
+
+    if isinstance(manifest.source, GithubSource):
+        from ..install.archive_job import ArchivePlan
+
+        async with ctx.github() as gh:
+            choice = await releases.choose(gh, manifest, variant, plat, version, how.refresh)
+            target = ctx.builds.build_dir(manifest.id, choice.release.tag, variant)
+            yield ArchiveSource(ctx, ArchivePlan(manifest, choice, os_name, target), gh, how)
+        return
+    plan = await _venv_plan(ctx, releases, manifest, version, variant, plat, how.locked)
+    yield VenvSource(ctx, plan, how)
+
+
+async def _venv_plan(
+    ctx: Context,
+    releases: Releases,
+    manifest: Manifest,
+    version: str | None,
+    variant: str,
+    plat: str,
+    locked: Locked,
+) -> VenvPlan:
+    """A Python-packaged backend: one virtual environment per version and variant."""
+    from packaging.version import InvalidVersion, Version
+
+    from ..catalog.matching import unknown_variant
+    from ..install.venv_job import VenvPlan, find_uv
+
+    chosen = manifest.variant(variant)
+    if chosen is None:
+        raise unknown_variant(manifest, variant)
+    if not chosen.available_on(plat):
+        raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
+    wanted: Version | None = None
+    if version is not None:
+        try:
+            wanted = Version(version)
+        except InvalidVersion as exc:
+            raise InvalidInput(f'"{version}" is not a version number') from exc
+    versions = await releases.versions(
+        manifest, prereleases=manifest.allow_prerelease or bool(wanted and wanted.is_prerelease)
+    )
+    if wanted is None:
+        if not versions:
+            raise NotFound(f"no released versions of {manifest.id} were found")
+        wanted = versions[0]
+    elif wanted not in versions:
+        shown = ", ".join(str(v) for v in versions[:10]) or "none"
+        raise NotFound(f"{manifest.id} {version} does not exist; available: {shown}")
+    ver = str(wanted)
+    target = ctx.builds.build_dir(manifest.id, ver, variant)
+    pins = tuple(sorted((locked.packages or {}).items()))
+    uv = find_uv(ctx.environ)
+    return VenvPlan(manifest, ver, variant, target, uv, tuple(chosen.pip_args), pins)
+
+
+def _shown_size(size: int | None) -> str:
+    return "size unknown" if size is None else format_size(size)

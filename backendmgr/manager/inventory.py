@@ -1,0 +1,66 @@
+"""What is installed and registered: ``list`` and ``backends`` (each row with its classes and
+capabilities; a manual llama row is probed on first use)."""
+
+from __future__ import annotations
+
+import anyio
+
+from ..api_models import BackendRowInfo, BuildInfo
+from ..catalog.capabilities import Capabilities
+from .context import Context
+from .facts import activated_id, pinned_by
+
+__all__ = ["Inventory"]
+
+
+class Inventory:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    async def builds(self, component: str | None = None) -> list[BuildInfo]:
+        if component is not None:
+            self.ctx.manifest(component)
+        settings = await self.ctx.settings()
+        out = []
+        for e in self.ctx.builds.installed(component):
+            r = e.receipt
+            primary = r.assets[0] if r.assets else None
+            out.append(
+                BuildInfo(
+                    id=e.id,
+                    component=r.component,
+                    version=r.version,
+                    variant=r.variant,
+                    activated=activated_id(settings, r.component) == e.id,
+                    path=str(e.exe_path),
+                    dir=str(e.dir),
+                    size_bytes=r.size_bytes,
+                    installed_at=r.installed_at.isoformat(),
+                    sha256=primary.sha256 if primary else None,
+                    verified_by=primary.verified_by if primary else None,
+                    pinned_by=pinned_by(settings, e.id),
+                    capabilities=r.capabilities,
+                )
+            )
+        return out
+
+    async def backends(self, *, probe: bool = True) -> list[BackendRowInfo]:
+        """The registry in order as ``backends --json`` and the HTTP API show it; without
+        ``probe`` (the CLI's table), no capabilities and nothing run."""
+        settings = await self.ctx.settings()
+        if not probe:
+            return [BackendRowInfo.of(r) for r in settings.backends]
+        caps = await self.capabilities()
+        return [BackendRowInfo.of(r, capabilities=caps.get(r.id)) for r in settings.backends]
+
+    async def capabilities(self) -> dict[str, Capabilities | None]:
+        """Per registry row: its build's receipt capabilities, or a manual llama row's probe
+        (run on first use, then cached by path, size and mtime)."""
+        from .capabilities import capability_index
+
+        ctx = self.ctx
+        settings = await ctx.settings()
+        index = await anyio.to_thread.run_sync(
+            capability_index, settings, ctx.builds, ctx.paths.cache
+        )
+        return {row.id: index.of(row.path) for row in settings.backends}

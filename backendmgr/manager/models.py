@@ -1,0 +1,188 @@
+"""Discovered models and their plans: ``models``, ``cmd``, and the plan ``generate``,
+``verify`` and ``doctor`` work from."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ..api_models import CmdResult, ModelBackend, ModelInfo
+from ..config.models import Settings
+from ..errors import Refused, unknown
+from .context import Context
+from .facts import discover
+from .verify_cache import VerifyCache, verified_text
+
+if TYPE_CHECKING:
+    from ..catalog.capabilities import CapabilityIndex
+    from ..discovery.models import DiscoveredModel, Discovery
+    from ..emit.plan import Entry, Skip, ToolParsers
+
+__all__ = ["Models", "Plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every discovered model planned against one reading of the settings."""
+
+    settings: Settings
+    found: Discovery
+    plans: list[Entry | Skip]
+    digest: str  # of every input: the generated file's header records it
+
+    def entries(self) -> list[Entry]:
+        from ..emit.plan import Entry
+
+        return [p for p in self.plans if isinstance(p, Entry)]
+
+    def planned(self, model_id: str) -> Entry | Skip | None:
+        return next(
+            (p for m, p in zip(self.found.models, self.plans, strict=True) if m.id == model_id),
+            None,
+        )
+
+    def ids(self) -> list[str]:
+        return [m.id for m in self.found.models] + [s.id for s in self.found.skipped]
+
+
+def _plan_one(
+    settings: Settings,
+    model: DiscoveredModel,
+    card_gb: float | None,
+    parsers: ToolParsers,
+    caps: CapabilityIndex,
+) -> Entry | Skip:
+    """One model's plan; arithmetic on a header's numbers that still fails skips that model
+    with the reason rather than failing every other one (discovery already bounds them)."""
+    from ..emit.plan import Skip, plan_model
+
+    try:
+        return plan_model(settings, model, card_gb, parsers, caps)
+    except (ArithmeticError, ValueError) as exc:
+        return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
+
+
+class Models:
+    def __init__(self, ctx: Context, verified: VerifyCache) -> None:
+        self.ctx = ctx
+        self.verified = verified
+
+    def pipeline(self, settings: Settings) -> Plan:
+        """Discover, plan every model and hash the inputs (blocking, for a worker thread)."""
+        from ..emit.regen import inputs_hash
+        from .capabilities import capability_index
+
+        ctx = self.ctx
+        scan, found = discover(settings, ctx.paths.cache)
+        installed = ctx.builds.installed()
+        receipts = [e.receipt.model_dump_json() for e in installed]
+        parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
+        caps = capability_index(settings, ctx.builds, ctx.paths.cache)
+        receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
+        digest = inputs_hash(settings, receipts, scan.inputs, ctx.card_gb)
+        plans = [_plan_one(settings, m, ctx.card_gb, parsers, caps) for m in found.models]
+        return Plan(settings, found, plans, digest)
+
+    async def plan(self) -> Plan:
+        return await anyio.to_thread.run_sync(self.pipeline, await self.ctx.settings())
+
+    async def info(self) -> list[ModelInfo]:
+        from ..emit.plan import Entry
+
+        plan = await self.plan()
+        cache = await anyio.to_thread.run_sync(self.verified.read)
+        out = []
+        for model, planned in zip(plan.found.models, plan.plans, strict=True):
+            res = planned.resolution
+            entry = planned if isinstance(planned, Entry) else None
+            skipped = None if isinstance(planned, Entry) else planned.reason
+            checked = self.verified.result(entry, cache) if entry is not None else None
+            out.append(
+                ModelInfo(
+                    id=model.id,
+                    path=model.path,
+                    format=model.format,
+                    class_=model.cls,
+                    role=model.role,
+                    size_gb=round(model.size_gb, 2),
+                    backend=None
+                    if res is None
+                    else ModelBackend(
+                        id=res.row.id if res.row else None,
+                        kind=res.kind or "llama",
+                        path=res.exe,
+                        reason=res.reason,
+                    ),
+                    skipped=skipped,
+                    notes=list(planned.notes),
+                    est_vram_gb=entry.metadata.get("est_vram_gb") if entry is not None else None,
+                    verified=checked,
+                    verification=verified_text(checked) if entry is not None else None,
+                )
+            )
+        for skip in plan.found.skipped:
+            out.append(
+                ModelInfo(
+                    id=skip.id,
+                    path=skip.path,
+                    format="gguf" if skip.path.lower().endswith(".gguf") else "hf",
+                    class_=None,
+                    role=None,
+                    size_gb=None,
+                    backend=None,
+                    skipped=skip.reason,
+                    notes=[],
+                    est_vram_gb=None,
+                    verified=None,
+                    verification=None,
+                )
+            )
+        return sorted(out, key=lambda m: m.id)
+
+    async def folder_problems(self) -> list[str]:
+        """Which ``models_dirs`` entries cannot be scanned, and why (discovery skips them)."""
+        settings = await self.ctx.settings()
+        return await anyio.to_thread.run_sync(_folder_problems, settings.models_dirs)
+
+    async def cmd(self, model_id: str) -> CmdResult:
+        from ..emit.plan import Entry
+
+        plan = await self.plan()
+        planned = plan.planned(model_id)
+        if isinstance(planned, Entry):
+            return CmdResult(id=model_id, argv=planned.argv)
+        if planned is not None:
+            raise Refused(f"{model_id}: {planned.reason}")
+        skipped = next((s for s in plan.found.skipped if s.id == model_id), None)
+        if skipped is not None:
+            raise Refused(f"{model_id} is skipped: {skipped.reason}")
+        raise unknown(
+            f'no model "{model_id}" was discovered',
+            model_id,
+            plan.ids(),
+            hint='see "backendmgr models"',
+        )
+
+    async def losing(self, row_ids: set[str]) -> list[str]:
+        """Discovered models whose backend is one of ``row_ids`` (managed or build rows)."""
+        return sorted(
+            m.id for m in await self.info() if m.backend is not None and m.backend.id in row_ids
+        )
+
+
+def _folder_problems(dirs: list[str]) -> list[str]:
+    if not dirs:
+        return ["models_dirs is empty; add the folders that hold your models to the config"]
+    problems = []
+    for top in dirs:
+        path = os.path.expanduser(top)
+        if not os.path.exists(path):
+            problems.append(f"models_dirs: {top} does not exist")
+        elif not os.path.isdir(path):
+            problems.append(f"models_dirs: {top} is not a folder")
+        elif not os.access(path, os.R_OK | os.X_OK):
+            problems.append(f"models_dirs: {top} cannot be read")
+    return problems

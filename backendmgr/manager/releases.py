@@ -1,0 +1,162 @@
+"""What can be installed: ``catalog`` and ``releases``, and the choice of a release's assets
+(GitHub) or a package's version (package index) that an install starts from."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from ..api_models import CatalogEntry, ReleaseInfo, VariantHere
+from ..config.models import Settings
+from ..errors import NotFound
+from ..requests import ReleasesQuery
+from .context import Context
+from .facts import activated_id
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from ..catalog.manifest import Manifest
+    from ..catalog.matching import AssetChoice
+    from ..sources.github import GithubReleases
+
+__all__ = ["Releases"]
+
+
+class Releases:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    async def catalog(self) -> list[CatalogEntry]:
+        from ..catalog.manifest import source_label
+        from ..catalog.matching import suggest_variant
+
+        ctx = self.ctx
+        settings = await ctx.settings()
+        installed = ctx.builds.installed()
+        return [
+            CatalogEntry(
+                id=m.id,
+                name=m.name,
+                kind=m.kind,
+                source=source_label(m.source),
+                variants=[
+                    VariantHere(id=v.id, available=v.available_on(ctx.host.platform))
+                    for v in m.variants
+                ],
+                suggested=(suggested := suggest_variant(m, ctx.host))[0],
+                why=suggested[1],
+                installed=[e.id for e in installed if e.receipt.component == m.id],
+                activated=activated_id(settings, m.id),
+            )
+            for m in ctx.catalog
+        ]
+
+    async def recent(self, query: ReleasesQuery) -> list[ReleaseInfo]:
+        from ..catalog.manifest import GithubSource
+        from ..catalog.matching import unknown_variant, variants_in_release
+
+        manifest = self.ctx.manifest(query.component)
+        os_name, arch = self.ctx.platform(query.platform)
+        plat = f"{os_name}-{arch}"
+        variant = query.variant
+        if variant is not None and manifest.variant(variant) is None:
+            raise unknown_variant(manifest, variant)
+        marks = _Marks(await self.ctx.settings(), self.ctx, query.component)
+        source = manifest.source
+        if not isinstance(source, GithubSource):
+            versions = await self.versions(manifest, prereleases=manifest.allow_prerelease)
+            here = [v.id for v in manifest.variants_on(plat)]
+            if variant is not None and variant not in here:
+                return []
+            return [
+                marks.info(str(v), None, v.is_prerelease, here) for v in versions[: query.limit]
+            ]
+        async with self.ctx.github() as gh:
+            listed = await gh.releases(source.repo, refresh=query.refresh)
+        out: list[ReleaseInfo] = []
+        for rel in listed:
+            ships = variants_in_release(manifest, rel, plat)
+            if variant is not None and variant not in ships:
+                continue
+            when = rel.published_at.isoformat() if rel.published_at else None
+            out.append(marks.info(rel.tag, when, rel.prerelease, ships))
+            if len(out) >= query.limit:
+                break
+        return out
+
+    async def choose(
+        self,
+        gh: GithubReleases,
+        manifest: Manifest,
+        variant: str,
+        plat: str,
+        version: str | None,
+        refresh: bool,
+    ) -> AssetChoice:
+        """The assets to install: of ``version``, else of the newest release (stable first)
+        that has a ``variant`` build for ``plat``."""
+        from ..catalog.manifest import GithubSource
+        from ..catalog.matching import match_release, unknown_variant
+
+        source = manifest.source
+        assert isinstance(source, GithubSource)
+        known = manifest.variant(variant)
+        if known is None:
+            raise unknown_variant(manifest, variant)
+        if not known.assets.get(plat):
+            raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
+        driver = self.ctx.host.nvidia_driver
+        listed = await gh.releases(source.repo, refresh=refresh)
+        if version is not None:
+            release = next((r for r in listed if r.tag == version), None)
+            if release is None:
+                release = await gh.release_by_tag(source.repo, version)
+            return match_release(manifest, variant, release, plat, cuda_driver=driver)
+        stable = [r for r in listed if manifest.allow_prerelease or not r.prerelease]
+        pre = [r for r in listed if r.prerelease and not manifest.allow_prerelease]
+        for group in (stable, pre):
+            for release in group:
+                with contextlib.suppress(NotFound):
+                    return match_release(manifest, variant, release, plat, cuda_driver=driver)
+        raise NotFound(f"no release of {source.repo} has a {variant} build for {plat}")
+
+    async def versions(self, manifest: Manifest, *, prereleases: bool) -> list[Version]:
+        """A package-index component's released versions, newest first."""
+        from ..catalog.manifest import PypiSource
+        from ..sources.pypi import package_versions
+
+        source = manifest.source
+        assert isinstance(source, PypiSource)
+        return await package_versions(
+            source.package,
+            index_url=source.index_url,
+            prereleases=prereleases,
+            net=self.ctx.net,
+            environ=self.ctx.environ,
+        )
+
+
+class _Marks:
+    """For a version of one component: which of its variants are installed, and which one
+    is activated."""
+
+    def __init__(self, settings: Settings, ctx: Context, component: str) -> None:
+        self.settings = settings
+        self.component = component
+        self.entries = ctx.builds.installed(component)
+
+    def info(self, tag: str, published: str | None, pre: bool, variants: list[str]) -> ReleaseInfo:
+        row = self.settings.row(self.component)
+        active = activated_id(self.settings, self.component)
+        activated = (
+            row.variant if row is not None and active is not None and row.version == tag else None
+        )
+        return ReleaseInfo(
+            tag=tag,
+            published_at=published,
+            prerelease=pre,
+            variants=variants,
+            installed=sorted(e.receipt.variant for e in self.entries if e.receipt.version == tag),
+            activated=activated,
+        )

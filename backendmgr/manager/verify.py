@@ -1,0 +1,145 @@
+"""``verify``: start every emitted command once, send it one request, keep what happened
+(in :mod:`.verify_cache`, which ``models`` reads)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..api_models import VerifyResult
+from ..errors import unknown
+from ..events import JobEvent, ProgressEvent, VerifiedEvent
+from ..requests import VerifyRequest
+from .context import Context
+from .models import Models
+from .verify_cache import VerifyCache
+
+if TYPE_CHECKING:
+    from ..emit.plan import Entry
+
+__all__ = ["Verifier"]
+
+ENDPOINT_CHARS = 200
+
+OnResult = Callable[[VerifyResult], None]
+OnStart = Callable[[str, int], None]
+OnJobEvent = Callable[[JobEvent], None]
+
+
+def _health_path(passthrough: dict[str, Any]) -> str | None:
+    """llama-swap's ``checkEndpoint`` when the model sets one (``none``: no health check)."""
+    value = passthrough.get("checkEndpoint")
+    if not isinstance(value, str) or not value.strip() or len(value) > ENDPOINT_CHARS:
+        return "/health"
+    if value.strip().lower() == "none":
+        return None
+    return "/" + value.strip().lstrip("/")
+
+
+class Verifier:
+    def __init__(self, ctx: Context, models: Models, cache: VerifyCache) -> None:
+        self.ctx = ctx
+        self.models = models
+        self.cache = cache
+
+    async def verify(
+        self,
+        req: VerifyRequest,
+        on_result: OnResult | None = None,
+        on_start: OnStart | None = None,
+        on_event: OnJobEvent | None = None,
+    ) -> list[VerifyResult]:
+        """Check each named model (all emitted ones when none): one result per model run.
+
+        Without ``keep_going`` the first failure ends the run. ``on_start`` hears each child's
+        pid (tests check it is gone afterwards); ``on_event`` (a job's stream) hears a
+        ``verifying`` event as each model starts and a :class:`VerifiedEvent` with its result.
+        """
+        from ..emit.plan import Entry
+
+        plan = await self.models.plan()
+        by_id = {m.id: p for m, p in zip(plan.found.models, plan.plans, strict=True)}
+        skipped = {s.id: s.reason for s in plan.found.skipped}
+        chosen: list[tuple[str, Entry | str]] = []
+        for model_id in dict.fromkeys(req.models):
+            planned = by_id.get(model_id)
+            if planned is not None:
+                chosen.append((model_id, planned if isinstance(planned, Entry) else planned.reason))
+            elif model_id in skipped:
+                chosen.append((model_id, skipped[model_id]))
+            else:
+                raise unknown(
+                    f'no model "{model_id}" was discovered',
+                    model_id,
+                    list(by_id) + list(skipped),
+                    hint='see "backendmgr models"',
+                )
+        if not req.models:
+            chosen = sorted((i, p) for i, p in by_id.items() if isinstance(p, Entry))
+        limit = float(
+            req.timeout if req.timeout is not None else plan.settings.health_check_timeout
+        )
+        results: list[VerifyResult] = []
+        for model_id, what in chosen:
+            if isinstance(what, str):
+                result = VerifyResult(
+                    id=model_id,
+                    ok=False,
+                    reason=f"skipped: {what}",
+                    ready_s=None,
+                    gpu_gib=None,
+                    est_vram_gb=None,
+                )
+            else:
+                result = await self._run(model_id, what, limit, on_start, on_event)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+            if on_event is not None:
+                on_event(VerifiedEvent(result))
+            if not result.ok and not req.keep_going:
+                break
+        return results
+
+    async def _run(
+        self,
+        model_id: str,
+        entry: Entry,
+        limit: float,
+        on_start: OnStart | None,
+        on_event: OnJobEvent | None,
+    ) -> VerifyResult:
+        from ..serve_check import check_command
+
+        def started(pid: int) -> None:
+            if on_start is not None:
+                on_start(model_id, pid)
+            if on_event is not None:
+                on_event(
+                    ProgressEvent("verifying", asset=model_id, message=f"{model_id}: starting")
+                )
+
+        check = await check_command(
+            entry.argv,
+            role=entry.model.role,
+            model_id=model_id,
+            health_path=_health_path(entry.passthrough),
+            timeout=limit,
+            env=self.ctx.environ,
+            on_start=started,
+        )
+        result = VerifyResult(
+            id=model_id,
+            ok=check.ok,
+            reason=check.reason,
+            ready_s=check.ready_s,
+            gpu_gib=check.gpu_gib,
+            est_vram_gb=entry.metadata.get("est_vram_gb"),
+            backend=entry.resolution.row.id if entry.resolution.row else None,
+            verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        await anyio.to_thread.run_sync(self.cache.record, entry, result)
+        return result

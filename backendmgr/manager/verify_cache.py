@@ -1,0 +1,132 @@
+"""Where ``verify`` keeps its results: one file under the data home, keyed by the entry's
+command line and the build it runs (the receipt of a managed build; path, size and mtime of
+any other executable), so an entry whose command or build changed reads "not verified" again.
+``models`` reads it; ``verify`` writes it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..api_models import VerifyResult
+from ..install.store import BuildStore
+
+if TYPE_CHECKING:
+    from ..emit.plan import Entry
+
+__all__ = ["VerifyCache", "verified_text"]
+
+CACHE_NAME = "verify.json"
+CACHE_VERSION = 1
+CACHE_CAP = 4 << 20  # bytes read from the cache; a larger file is ignored
+REASON_SHOWN = 100
+"""Characters of a failure's reason that ``models`` shows beside the entry."""
+
+
+def _read(path: Path) -> dict[str, dict[str, Any]]:
+    """The cached results by model id; an unreadable, oversized or foreign file is empty."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(CACHE_CAP + 1)
+    except OSError:
+        return {}
+    if len(raw) > CACHE_CAP:
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        return {}
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        return {}
+    return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, dict)}
+
+
+class VerifyCache:
+    """The results file, and what makes a result still true (:meth:`key`)."""
+
+    def __init__(self, home: Path, locks: Path, builds: BuildStore, environ: Mapping[str, str]):
+        self.path = home / CACHE_NAME
+        self._locks = locks
+        self._builds = builds
+        self._environ = environ
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        return _read(self.path)
+
+    def _identity(self, entry: Entry) -> str:
+        """What the entry's executable is: the receipt of a managed build, else its file."""
+        row = entry.resolution.row
+        if row is not None and row.managed and row.component and row.version:
+            installed = self._builds.get(row.component, row.version, row.variant)
+            if installed is not None:
+                return installed.receipt.model_dump_json()
+        exe = entry.argv[0]
+        found = shutil.which(exe, path=self._environ.get("PATH")) or exe
+        try:
+            st = os.stat(found)
+        except OSError:
+            return f"{found}:missing"
+        return f"{found}:{st.st_size}:{st.st_mtime_ns}"
+
+    def key(self, entry: Entry) -> str:
+        """The cache key: the command line and the build it runs."""
+        text = json.dumps([entry.argv, self._identity(entry)], ensure_ascii=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def result(self, entry: Entry, cache: Mapping[str, dict[str, Any]]) -> VerifyResult | None:
+        """The cached result for ``entry`` when its command and build are unchanged (a record
+        of the wrong shape reads as not verified)."""
+        from pydantic import ValidationError
+
+        record = cache.get(entry.model.id)
+        if record is None or record.get("key") != self.key(entry):
+            return None
+        try:
+            return VerifyResult.model_validate({k: v for k, v in record.items() if k != "key"})
+        except ValidationError:
+            return None
+
+    def record(self, entry: Entry, result: VerifyResult) -> None:
+        """Add one result: a locked read-modify-write, written atomically."""
+        from filelock import FileLock
+
+        from .._fs import atomic_write_bytes
+
+        self._locks.mkdir(parents=True, exist_ok=True)
+        with FileLock(self._locks / "verify.lock", timeout=30):
+            entries = _read(self.path)
+            entries[result.id] = {**result.model_dump(mode="json"), "key": self.key(entry)}
+            body = json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1)
+            atomic_write_bytes(self.path, body.encode())
+
+
+def verified_text(record: VerifyResult | None, now: datetime | None = None) -> str:
+    """``verified today: ok in 1.0 s, 6.31 GiB`` or ``not verified``."""
+    if record is None:
+        return "not verified"
+    try:
+        when = datetime.fromisoformat(str(record.verified_at))
+    except ValueError:
+        return "not verified"
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    days = ((now or datetime.now(UTC)).date() - when.astimezone(UTC).date()).days
+    ago = {0: "today", 1: "yesterday"}.get(days, f"{days} days ago")
+    if record.ok:
+        parts = [f"ok in {record.ready_s or 0:.1f} s"]
+        if record.gpu_gib is not None:
+            parts.append(f"{record.gpu_gib:.2f} GiB")
+        return f"verified {ago}: " + ", ".join(parts)
+    reason = (record.reason or "unknown reason").split(" | ")[0]
+    if len(reason) > REASON_SHOWN:  # the whole output is in verify's own report, not here
+        reason = reason[: REASON_SHOWN - 1] + "…"
+    return f"verified {ago}: failed ({reason})"

@@ -1,0 +1,117 @@
+"""Questions about this machine: ``which`` (the executable that would run, and why),
+``config path|show``, and the local names shell completion offers."""
+
+from __future__ import annotations
+
+from ..api_models import ConfigInfo, WhichResult
+from ..config.models import ModelOverride, Settings
+from ..errors import InvalidInput, NotFound, Refused
+from ..registry.kinds import classes_of
+from ..registry.resolve import resolve
+from .context import Context
+from .facts import activated_id, discover, executable_exists, find_build, pinned_by
+from .models import Models
+
+__all__ = ["Which"]
+
+
+class Which:
+    def __init__(self, ctx: Context, models: Models) -> None:
+        self.ctx = ctx
+        self.models = models
+
+    async def which(self, target: str) -> WhichResult:
+        """The executable that would run for a model, component, build or row, and why."""
+        settings = await self.ctx.settings()
+        row = settings.row(target)
+        if row is None and "@" in target:
+            row = settings.row(find_build(self.ctx.builds, target).id)
+        if row is not None:
+            return _which_row(settings, target, row.id)
+        if target in self.ctx.catalog.ids():
+            raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
+        for model in await self.models.info():
+            if model.id != target:
+                continue
+            if model.skipped or model.backend is None:
+                raise Refused(f"{target} is skipped: {model.skipped or 'no backend'}")
+            backend = model.backend
+            return WhichResult(
+                target=target,
+                type="model",
+                row=backend.id,
+                path=backend.path,
+                exists=executable_exists(backend.path),
+                reason=backend.reason,
+                notes=model.notes,
+            )
+        raise NotFound(
+            f'no model, component, build or row "{target}"; see "backendmgr models", '
+            '"backendmgr list" and "backendmgr backends"'
+        )
+
+    def local_names(self, kind: str) -> list[str]:
+        """Ids from local state only (no network), for shell completion: ``components``,
+        ``builds``, ``rows`` or ``models``."""
+        ctx = self.ctx
+        if kind == "components":
+            return list(ctx.catalog.ids())
+        if kind == "builds":
+            return [e.id for e in ctx.builds.installed()]
+        settings = ctx.store.read()
+        if kind == "rows":
+            return [r.id for r in settings.backends]
+        if kind == "models":
+            _, found = discover(settings, ctx.paths.cache)
+            ids = {m.id for m in found.models} | {s.id for s in found.skipped}
+            return sorted(ids | set(settings.models))
+        raise InvalidInput(f'unknown kind of name "{kind}"')
+
+    async def config_info(self) -> ConfigInfo:
+        """Where every file lives, and the settings with their defaults filled in."""
+        settings = await self.ctx.settings()
+        p = self.ctx.paths
+        return ConfigInfo(
+            config=str(p.config_file),
+            config_exists=p.config_file.is_file(),
+            output=str(self.ctx.output_path(settings)),
+            home=str(p.home),
+            builds=str(p.builds),
+            downloads=str(p.downloads),
+            cache=str(p.cache),
+            manifests=str(p.user_manifests),
+            settings=settings,
+        )
+
+
+def _which_row(settings: Settings, target: str, row_id: str) -> WhichResult:
+    row = settings.row(row_id)
+    assert row is not None
+    if row.build:
+        kind = "build"
+        why = [f"the installed build {row.id}"]
+    elif row.managed:
+        kind = "component"
+        why = [f"{row.id} runs its activated build {activated_id(settings, row.id)}"]
+    else:
+        kind = "row"
+        why = [f"the manual row {row.id}"]
+    for cls in sorted(classes_of(row.kind)):
+        res = resolve(settings, ModelOverride(), cls)
+        if res.row is not None and res.row.id == row.id:
+            why.append(f"{res.reason}: unpinned {cls} models run it")
+        else:
+            other = res.row.id if res.row else f"legacy {res.exe}"
+            why.append(f"{cls} models run it only when pinned to it ({other} serves the rest)")
+    pinned = pinned_by(settings, row.id)
+    if pinned:
+        why.append(f"pinned by {', '.join(pinned)}")
+    return WhichResult(
+        target=target,
+        type=kind,
+        row=row.id,
+        path=row.path,
+        exists=executable_exists(row.path),
+        reason="; ".join(why),
+        notes=[],
+    )

@@ -1,0 +1,208 @@
+"""What each operation takes: one typed request per operation, its limits declared once.
+
+The CLI builds a request from its arguments (its argparse types check the same
+:mod:`backendmgr.limits`), the HTTP API from the JSON body (the field names are the API's),
+and the Manager takes it. A value out of range gets the same words everywhere:
+``must be 1 or more, not 0``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
+
+from .limits import PRUNE_KEEP, RELEASES_LIMIT, VERIFY_TIMEOUT_S, Bounds
+
+__all__ = [
+    "MAX_BUILDS",
+    "MAX_COMPONENTS",
+    "MAX_MODELS",
+    "PRUNE_KEEP",
+    "RELEASES_LIMIT",
+    "VERIFY_TIMEOUT_S",
+    "ActivateRequest",
+    "AddBackendRequest",
+    "CacheCleanRequest",
+    "DoctorRequest",
+    "GenerateRequest",
+    "InstallRequest",
+    "PinRequest",
+    "PruneRequest",
+    "ReleasesQuery",
+    "Request",
+    "SetRequest",
+    "SyncRequest",
+    "UninstallRequest",
+    "UnsetRequest",
+    "UpdateRequest",
+    "VerifyRequest",
+    "first_problem",
+]
+
+MAX_BUILDS = 100
+MAX_COMPONENTS = 100
+MAX_MODELS = 1000
+
+
+def _within(bounds: Bounds) -> Any:
+    def check(value: float) -> float:
+        problem = bounds.problem(value)
+        if problem is not None:
+            raise PydanticCustomError("out_of_range", problem)
+        return value
+
+    return AfterValidator(check)
+
+
+Limit = Annotated[
+    int, _within(RELEASES_LIMIT), Field(json_schema_extra=RELEASES_LIMIT.json_schema())
+]
+Keep = Annotated[int, _within(PRUNE_KEEP), Field(json_schema_extra=PRUNE_KEEP.json_schema())]
+Seconds = Annotated[
+    float,
+    Field(json_schema_extra=VERIFY_TIMEOUT_S.json_schema()),
+    _within(VERIFY_TIMEOUT_S),
+]
+Component = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class Request(BaseModel):
+    """A request refuses keys it does not name: a misspelt option is an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    @classmethod
+    def of(cls, **fields: Any) -> Self:
+        """The request from keyword values, refused in one line (:class:`InvalidInput`)."""
+        from .errors import InvalidInput
+
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            raise InvalidInput(first_problem(exc)) from None
+
+
+def first_problem(exc: ValidationError) -> str:
+    """``limit: must be 1 or more, not 0``: the first error, where it is and why."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "request"
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {msg[:1].lower()}{msg[1:]}"
+
+
+# --- builds -----------------------------------------------------------------------------
+
+
+class ReleasesQuery(Request):
+    component: Component
+    variant: str | None = Field(default=None, max_length=100)
+    refresh: bool = False
+    limit: Limit = 10
+    platform: str | None = Field(default=None, max_length=100)
+
+
+class InstallRequest(Request):
+    """``dry_run`` and ``platform`` plan without installing (``platform`` needs ``dry_run``)."""
+
+    component: Component
+    version: str | None = Field(default=None, max_length=200)
+    variant: str | None = Field(default=None, max_length=100)
+    activate: bool = False
+    reinstall: bool = False
+    require_checksum: bool = False
+    smoke: bool = True
+    refresh: bool = False
+    generate: bool = True
+    dry_run: bool = False
+    platform: str | None = Field(default=None, max_length=100)
+
+
+class UninstallRequest(Request):
+    builds: list[str] = Field(min_length=1, max_length=MAX_BUILDS)
+    force: bool = False
+    generate: bool = True
+
+
+class ActivateRequest(Request):
+    build: str = Field(min_length=1, max_length=300)
+    generate: bool = True
+
+
+class UpdateRequest(Request):
+    components: list[str] = Field(default_factory=list, max_length=MAX_COMPONENTS)
+    dry_run: bool = False
+    generate: bool = True
+
+
+class PruneRequest(Request):
+    component: str | None = Field(default=None, max_length=200)
+    keep: Keep = 1
+    dry_run: bool = False
+    generate: bool = True
+
+
+class CacheCleanRequest(Request):
+    dry_run: bool = False
+
+
+class DoctorRequest(Request):
+    fix: bool = False
+
+
+# --- registry and overrides ------------------------------------------------------------
+
+
+class AddBackendRequest(Request):
+    """``id`` is checked by the registry's own rule (a malformed id, exit 2), not a length."""
+
+    id: str
+    kind: str = Field(max_length=100)
+    path: str = Field(max_length=4096)
+    name: str = Field(default="", max_length=200)
+    default: bool = False
+    force: bool = False
+    generate: bool = True
+
+
+class PinRequest(Request):
+    row: str = Field(max_length=300)
+    generate: bool = True
+
+
+class SetRequest(Request):
+    values: dict[str, str] = Field(max_length=20)
+    generate: bool = True
+
+
+class UnsetRequest(Request):
+    keys: list[str] = Field(min_length=1, max_length=20)
+    generate: bool = True
+
+
+# --- models, the generated config, lock files --------------------------------------------
+
+
+class GenerateRequest(Request):
+    """``output`` is the CLI's ``--output``; the API writes only the configured file."""
+
+    output: str | None = Field(default=None, max_length=4096)
+    force: bool = False
+    check: bool = False
+
+
+class VerifyRequest(Request):
+    models: list[str] = Field(default_factory=list, max_length=MAX_MODELS)
+    timeout: Seconds | None = None
+    keep_going: bool = False
+
+
+class SyncRequest(Request):
+    """``lock`` is the CLI's LOCK argument (default: beside the config file)."""
+
+    lock: str | None = Field(default=None, max_length=4096)
+    locked: bool = False
+    prune: bool = False
+    force: bool = False
+    dry_run: bool = False

@@ -1,0 +1,158 @@
+"""The shape of the package (issue 19): no import cycle, small modules, services that do not
+inherit from each other, and faces (CLI) that see only the Manager and the contract."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "backendmgr"
+MAX_LINES = 500
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """The modules a ``from … import …`` names: the base, and each name that is a module."""
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    return [target] + [f"{target}.{alias.name}" for alias in node.names]
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def import_graph(*, anywhere: bool = False) -> dict[str, set[str]]:
+    """Each module's imports that run: at module level, or (``anywhere``) also inside
+    functions; never those under ``if TYPE_CHECKING``."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        tree = _tree(path)
+        found: set[str] = set()
+        body = list(tree.body)
+        while body:
+            node = body.pop(0)
+            if isinstance(node, ast.If) and _type_checking(node):
+                body += node.orelse
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                found.update(_resolve(name, path.name == "__init__.py", node))
+            elif isinstance(node, (ast.If, ast.Try, ast.With)) or (
+                anywhere and isinstance(node, ast.stmt)
+            ):
+                body += [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
+                if isinstance(node, ast.Try):
+                    body += [s for h in node.handlers for s in h.body]
+        graph[name] = {m for m in found if m in files and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _without_ancestors(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A module that names its own package (``from . import x``) gets what the package's
+    ``__init__`` already finished importing: that edge is how packages work, not a cycle."""
+    return {k: {d for d in v if not k.startswith(d + ".")} for k, v in graph.items()}
+
+
+@pytest.mark.parametrize("anywhere", [False, True], ids=["module-level", "anywhere"])
+def test_no_import_cycles(anywhere: bool) -> None:
+    assert cycles(_without_ancestors(import_graph(anywhere=anywhere))) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("folder", ["manager", "install", "cli", "requests.py", "events.py"])
+def test_modules_are_small(folder: str) -> None:
+    root = PACKAGE / folder
+    files = [root] if root.is_file() else sorted(root.rglob("*.py"))
+    big = {
+        str(p.relative_to(PACKAGE)): n
+        for p in files
+        if p.name != "extract.py"  # owned by the archive-safety work, split there
+        and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert big == {}
+
+
+def test_services_do_not_inherit_from_each_other() -> None:
+    for path in sorted((PACKAGE / "manager").glob("*.py")):
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b) for b in node.bases]
+                assert all(b in ("Protocol", "TypedDict") for b in bases), (
+                    path.name,
+                    node.name,
+                    bases,
+                )
+
+
+def test_the_cli_sees_only_the_manager_and_the_contract() -> None:
+    """Every import in ``cli/`` (at any depth) stays out of install/ and emit/."""
+    for path in sorted((PACKAGE / "cli").rglob("*.py")):
+        name = _module_name(path)
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom):
+                for target in _resolve(name, path.name == "__init__.py", node):
+                    assert not target.startswith(("backendmgr.install", "backendmgr.emit")), (
+                        path.name,
+                        target,
+                    )

@@ -1,0 +1,85 @@
+"""One limit per parameter: the CLI's argparse types and the requests the API and the Manager
+take refuse the same values with the same words (backendmgr.limits declares each once)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from backendmgr.cli.main import _UsageError, build_parser
+from backendmgr.errors import InvalidInput
+from backendmgr.limits import PRUNE_KEEP, RELEASES_LIMIT, VERIFY_TIMEOUT_S, Bounds
+from backendmgr.requests import (
+    InstallRequest,
+    PruneRequest,
+    ReleasesQuery,
+    Request,
+    VerifyRequest,
+)
+
+# (argv before the value, option, request, its other fields, field, bounds, refused, allowed)
+CASES: list[tuple[list[str], str, type[Request], dict[str, Any], str, Bounds, list[str], list[str]]]
+CASES = [
+    (
+        ["releases", "llama-server"],
+        "--limit",
+        ReleasesQuery,
+        {"component": "llama-server"},
+        "limit",
+        RELEASES_LIMIT,
+        ["0", "-1", "101"],
+        ["1", "100"],
+    ),
+    (["prune"], "--keep", PruneRequest, {}, "keep", PRUNE_KEEP, ["-1", "1001"], ["0", "1000"]),
+    (
+        ["verify"],
+        "--timeout",
+        VerifyRequest,
+        {},
+        "timeout",
+        VERIFY_TIMEOUT_S,
+        ["0", "-3", "86401", "nan"],
+        ["0.5", "86400"],
+    ),
+]
+
+
+def cli_refusal(argv: list[str]) -> str | None:
+    try:
+        build_parser().parse_args(argv)
+    except _UsageError as exc:
+        return exc.message
+    return None
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[1] for c in CASES])
+def test_cli_and_requests_share_each_limit(
+    case: tuple[list[str], str, type[Request], dict[str, Any], str, Bounds, list[str], list[str]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv, option, model, others, field, bounds, refused, allowed = case
+    for text in refused:
+        problem = bounds.problem(float(text))
+        assert problem is not None, text
+        said = cli_refusal([*argv, f"{option}={text}"])
+        assert said is not None and said.startswith(f"argument {option}: {problem}"), said
+        with pytest.raises(InvalidInput) as err:
+            model.of(**others, **{field: float(text) if "." in text or "n" in text else int(text)})
+        assert str(err.value) == f"{field}: {problem}"
+    for text in allowed:
+        assert cli_refusal([*argv, f"{option}={text}"]) is None
+        model.of(**others, **{field: float(text)})
+    capsys.readouterr()
+
+
+def test_a_request_refuses_unknown_fields() -> None:
+    with pytest.raises(InvalidInput, match="smoke_test"):
+        InstallRequest.of(component="llama-server", smoke_test=False)
+
+
+def test_the_json_schema_states_the_bounds() -> None:
+    schema = ReleasesQuery.model_json_schema()["properties"]["limit"]
+    assert (schema["minimum"], schema["maximum"]) == (1, 100)
+    timeout = VerifyRequest.model_json_schema()["properties"]["timeout"]["anyOf"][0]
+    assert (timeout["exclusiveMinimum"], timeout["maximum"]) == (0, 86400)

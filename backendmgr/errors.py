@@ -211,6 +211,12 @@ class ValidationProblem(NamedTuple):
         """``source: field: message``, leaving out what is empty."""
         return ": ".join(part for part in (source, self.field, self.message) if part)
 
+    def input_line(self) -> str:
+        """A request's problem as the CLI and the API both say it: ``limit: must be 1 or
+        more, not 0`` (the message's first letter lowered; names keep their case)."""
+        said = self.message[:1].lower() + self.message[1:]
+        return f"{self.field or 'request'}: {said}"
+
 
 def validation_problem(exc: ValidationError) -> ValidationProblem:
     """The one reading of a pydantic ``ValidationError`` (config, manifest, lock, receipt,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from .limits import PRUNE_KEEP, RELEASES_LIMIT, VERIFY_TIMEOUT_S, Bounds
@@ -38,7 +38,6 @@ __all__ = [
     "UnsetRequest",
     "UpdateRequest",
     "VerifyRequest",
-    "first_problem",
 ]
 
 MAX_BUILDS = 100
@@ -76,20 +75,12 @@ class Request(BaseModel):
     @classmethod
     def of(cls, **fields: Any) -> Self:
         """The request from keyword values, refused in one line (:class:`InvalidInput`)."""
-        from .errors import InvalidInput
+        from .errors import InvalidInput, validation_problem
 
         try:
             return cls.model_validate(fields)
         except ValidationError as exc:
-            raise InvalidInput(first_problem(exc)) from None
-
-
-def first_problem(exc: ValidationError) -> str:
-    """``limit: must be 1 or more, not 0``: the first error, where it is and why."""
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "request"
-    msg = str(first["msg"]).removeprefix("Value error, ")
-    return f"{where}: {msg[:1].lower()}{msg[1:]}"
+            raise InvalidInput(validation_problem(exc).input_line()) from None
 
 
 # --- builds -----------------------------------------------------------------------------
@@ -108,6 +99,19 @@ class InstallRequest(Request):
 
     component: Component
     version: str | None = Field(default=None, max_length=200)
+
+    @field_validator("version")
+    @classmethod
+    def _usable_tag(cls, value: str | None) -> str | None:
+        """A version no release may carry (a newline, a bidi override) is refused before
+        anything starts, with the reason the release listing gives."""
+        from .sources.models import tag_problem
+
+        problem = tag_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     variant: str | None = Field(default=None, max_length=100)
     activate: bool = False
     reinstall: bool = False

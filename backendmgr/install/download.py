@@ -22,10 +22,10 @@ import httpx
 
 from .._fs import sanitize_segment
 from ..errors import NetworkError, VerificationError
+from ..events import EventSink, ProgressEvent
 from ..net import NetSettings, describe_network_failure, open_following
 from ..sources.models import ReleaseAsset
 from ..units import format_size
-from .events import EventSink, ProgressEvent
 
 __all__ = ["DataSink", "Downloaded", "download", "part_path"]
 

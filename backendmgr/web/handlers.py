@@ -13,10 +13,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import api_models as am
 from ..errors import NotFound, Refused, UsageError
-from ..install.events import ProgressEvent
 from . import bodies as b
 from .http import Call
-from .jobs import Job, OnEvent, event_json
+from .jobs import Job, OnEvent
 
 if TYPE_CHECKING:
     from ..results import Outcome
@@ -31,17 +30,20 @@ async def catalog(c: Call) -> Any:
 
 async def releases(c: Call) -> Any:
     """recent versions and the variants each ships"""
+    from ..requests import ReleasesQuery
+
     raw = c.request.query_params.get("limit", "10")
     try:
         limit = int(raw)
     except ValueError:
         raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
-    if not 1 <= limit <= 100:
-        raise UsageError(f"limit: must be 1 to 100, not {limit}")
-    component, variant = c.param("component"), c.query("variant")
-    return await c.manager.releases(
-        component, variant=variant, refresh=c.flag("refresh"), limit=limit
+    query = ReleasesQuery.of(
+        component=c.param("component"),
+        variant=c.query("variant"),
+        refresh=c.flag("refresh"),
+        limit=limit,
     )
+    return await c.manager.releases(query)
 
 
 async def list_builds(c: Call) -> Any:
@@ -58,10 +60,9 @@ async def install(c: Call) -> Job:
         from ..catalog.matching import unknown_variant
 
         raise unknown_variant(manifest, req.variant)
-    options = req.model_dump(exclude={"component", "version"})
 
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
-        return c.manager.install(req.component, req.version, on_event=on_event, **options)
+        return c.manager.install(req, on_event=on_event)
 
     return c.jobs.start("install", req.model_dump(), run)
 
@@ -78,8 +79,7 @@ async def uninstall_one(c: Call) -> Any:
 
 async def uninstall(c: Call) -> Any:
     """uninstall several builds: all or none"""
-    req = c.body(b.UninstallRequest)
-    return await c.manager.uninstall(req.builds, force=req.force, generate=req.generate)
+    return await c.manager.uninstall(c.body(b.UninstallRequest))
 
 
 async def update(c: Call) -> Job:
@@ -89,19 +89,19 @@ async def update(c: Call) -> Job:
         c.manager.manifest(component)
 
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
-        return c.manager.update(on_event=on_event, **req.model_dump())
+        return c.manager.update(req, on_event=on_event)
 
     return c.jobs.start("update", req.model_dump(), run)
 
 
 async def prune(c: Call) -> Any:
     """remove builds neither activated nor pinned"""
-    return await c.manager.prune(**c.body(b.PruneRequest).model_dump())
+    return await c.manager.prune(c.body(b.PruneRequest))
 
 
 async def cache_clean(c: Call) -> Any:
     """remove release listings, partial downloads, leftovers"""
-    return await c.manager.cache_clean(dry_run=c.body(b.CacheCleanRequest).dry_run)
+    return await c.manager.cache_clean(c.body(b.CacheCleanRequest))
 
 
 # --- jobs -------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ async def generated(c: Call) -> Any:
 
 async def generate(c: Call) -> Any:
     """regenerate the llama-swap config"""
-    return await c.manager.generate(**c.body(b.GenerateRequest).model_dump())
+    return await c.manager.generate(c.body(b.GenerateRequest))
 
 
 async def lock(c: Call) -> Any:
@@ -244,7 +244,7 @@ async def sync(c: Call) -> Job:
     req = c.body(b.SyncRequest)
 
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
-        return c.manager.sync(on_event=on_event, **req.model_dump())
+        return c.manager.sync(req, on_event=on_event)
 
     return c.jobs.start("sync", req.model_dump(), run)
 
@@ -256,22 +256,7 @@ async def verify(c: Call) -> Job:
     req = c.body(b.VerifyRequest)
 
     async def run(on_event: OnEvent) -> am.VerifyReport:
-        def started(model_id: str, pid: int) -> None:
-            said = f"{model_id}: starting"
-            on_event(ProgressEvent("verifying", asset=model_id, message=said))
-
-        def finished(result: am.VerifyResult) -> None:
-            said = result.line()  # the CLI's line for it
-            event = event_json(ProgressEvent("verifying", asset=result.id, message=said))
-            on_event({**event, "phase": "verified", "result": am.dump(result)})
-
-        results = await c.manager.verify(
-            req.models or None,
-            timeout=req.timeout,
-            keep_going=req.keep_going,
-            on_result=finished,
-            on_start=started,
-        )
+        results = await c.manager.verify(req, on_event=on_event)
         failed = sum(1 for r in results if not r.ok)
         return am.VerifyReport(results=results, failed=failed)
 
@@ -293,7 +278,7 @@ async def doctor(c: Call) -> Any:
 
 async def doctor_fix(c: Call) -> Any:
     """doctor; with fix, repair what can be repaired"""
-    return await c.manager.doctor(fix=c.body(b.DoctorRequest).fix)
+    return await c.manager.doctor(c.body(b.DoctorRequest))
 
 
 async def which(c: Call) -> Any:

@@ -95,9 +95,7 @@ async def read_body(request: Request, model: type[BaseModel]) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problem = validation_problem(exc)
-        said = problem.message[:1].lower() + problem.message[1:]  # names keep their case
-        raise UsageError(f"{problem.field or 'body'}: {said}") from None
+        raise UsageError(validation_problem(exc).input_line()) from None
 
 
 def json_only(request: Request) -> None:

@@ -16,12 +16,12 @@ from pydantic import BaseModel
 from ..api_models import dump
 from ..boundary import failure_of
 from ..errors import Refused, escaped
-from ..install.events import ProgressEvent
+from ..events import JobEvent, ProgressEvent
 
 if TYPE_CHECKING:
     from ..results import Outcome
 
-__all__ = ["Job", "Jobs", "error_body", "event_json", "one_line"]
+__all__ = ["Job", "Jobs", "error_body", "one_line"]
 
 State = Literal["running", "done", "failed", "cancelled"]
 MAX_EVENTS = 500  # a job's kept events; progress ticks replace each other, so few are needed
@@ -29,19 +29,7 @@ MAX_FINISHED = 100  # finished jobs kept for the page to look at
 MAX_RUNNING = 8  # jobs at once: each holds downloads, a child process or a lock
 CLOSE_WAIT_S = 10.0  # how long stopping the server waits for jobs to clean up
 
-OnEvent = Callable[[ProgressEvent | dict[str, Any]], None]
-
-
-def event_json(event: ProgressEvent) -> dict[str, Any]:
-    """One progress event as the stream sends it (SPEC §7's fields under short names)."""
-    return {
-        "phase": event.phase,
-        "asset": event.asset,
-        "bytes": event.bytes_done,
-        "total": event.bytes_total,
-        "rate": round(event.bytes_per_s, 1),
-        "message": event.message,
-    }
+OnEvent = Callable[[JobEvent], None]
 
 
 def one_line(message: str) -> str:
@@ -152,9 +140,9 @@ class Jobs:
             )
         job = Job(id=secrets.token_hex(8), kind=kind, request=request)
 
-        def on_event(event: ProgressEvent | dict[str, Any]) -> None:
-            """A progress event, or a ready event dict (a phase of the job's own)."""
-            data = event_json(event) if isinstance(event, ProgressEvent) else event
+        def on_event(event: JobEvent) -> None:
+            """A progress event, or verify's result for one model."""
+            data = event.as_json()
             if data["phase"] in ("done", "failed"):
                 return  # sent below, with the result or the error's body
             job.add(data)
@@ -166,17 +154,17 @@ class Jobs:
                 job.state = "cancelled"
                 job.error = {"error": "cancelled", "exit": 130}
                 if not job.events or job.events[-1][1]["phase"] != "cancelled":
-                    job.add(event_json(ProgressEvent("cancelled")))
+                    job.add(ProgressEvent("cancelled").as_json())
                 raise
             except Exception as exc:
                 _, body = error_body(exc)
                 job.state, job.error = "failed", body
-                job.add({**event_json(ProgressEvent("failed", message=body["error"])), **body})
+                job.add({**ProgressEvent("failed", message=body["error"]).as_json(), **body})
                 return
             job.result = dump(outcome)
             job.state = "done"
             said = message(outcome) if message else str(getattr(outcome, "message", ""))
-            job.add({**event_json(ProgressEvent("done", message=said)), **job.result})
+            job.add({**ProgressEvent("done", message=said).as_json(), **job.result})
 
         job.task = asyncio.get_running_loop().create_task(body(), name=f"{kind} {job.id}")
         job.task.add_done_callback(_quiet)

@@ -360,7 +360,7 @@ class _Tty(io.StringIO):
 
 def test_progress_bar_shows_percent_size_speed_and_eta() -> None:
     from backendmgr.cli.render import ProgressView, Renderer
-    from backendmgr.install.events import ProgressEvent
+    from backendmgr.events import ProgressEvent
 
     screen = _Tty()
     out = Renderer(stdout=screen, stderr=io.StringIO())

@@ -15,8 +15,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from backendmgr.events import ProgressEvent
 from backendmgr.install import smoke
-from backendmgr.install.events import ProgressEvent
 from backendmgr.mirror import MirrorServer
 from tests.conftest import CliResult
 from tests.manager.test_async_api import (

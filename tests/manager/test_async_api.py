@@ -22,7 +22,7 @@ from ruamel.yaml import YAML
 
 from backendmgr.api_models import BuildInfo, DoctorReport, dump
 from backendmgr.errors import InstallFailed
-from backendmgr.install.events import ProgressEvent
+from backendmgr.events import ProgressEvent
 from backendmgr.manager import Manager
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from tests.conftest import CliResult

@@ -1,46 +1,15 @@
-"""The API's request bodies: each operation's own request (:mod:`backendmgr.requests`, where
-its bounds are declared once for the CLI and the API alike), less the two fields that name a
-file on the server (``generate``'s output, ``sync``'s lock): the API writes and reads only the
-configured ones."""
+"""The API's own request bodies. Every other operation's body is its request from
+:mod:`backendmgr.requests` as it is (its bounds declared once for the CLI and the API); these
+leave out what names a file on the server (``generate``'s output, ``sync``'s lock), since the
+API writes and reads only the configured ones, or carry no more than ``generate``."""
 
 from __future__ import annotations
 
-from ..requests import (
-    AddBackendRequest,
-    CacheCleanRequest,
-    DoctorRequest,
-    InstallRequest,
-    PinRequest,
-    PruneRequest,
-    Request,
-    SetRequest,
-    UninstallRequest,
-    UnsetRequest,
-    UpdateRequest,
-    VerifyRequest,
-)
 from ..requests import GenerateRequest as _GenerateRequest
+from ..requests import Request
 from ..requests import SyncRequest as _SyncRequest
 
-__all__ = [
-    "AddBackendRequest",
-    "Body",
-    "CacheCleanRequest",
-    "DoctorRequest",
-    "GenerateFlag",
-    "GenerateRequest",
-    "InstallRequest",
-    "PinRequest",
-    "PruneRequest",
-    "SetRequest",
-    "SyncRequest",
-    "UninstallRequest",
-    "UnsetRequest",
-    "UpdateRequest",
-    "VerifyRequest",
-]
-
-Body = Request
+__all__ = ["GenerateFlag", "GenerateRequest", "SyncRequest"]
 
 
 class GenerateFlag(Request):

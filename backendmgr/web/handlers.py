@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import api_models as am
+from .. import requests as rq
 from ..errors import NotFound, Refused, UsageError
 from . import bodies as b
 from .http import Call
@@ -53,7 +54,7 @@ async def list_builds(c: Call) -> Any:
 
 async def install(c: Call) -> Job:
     """install a build: starts a job and answers its id at once"""
-    req = c.body(b.InstallRequest)
+    req = c.body(rq.InstallRequest)
     # an unknown component or variant is the CLI's error now, not a failed job
     manifest = c.manager.manifest(req.component)
     if req.variant is not None and manifest.variant(req.variant) is None:
@@ -79,12 +80,12 @@ async def uninstall_one(c: Call) -> Any:
 
 async def uninstall(c: Call) -> Any:
     """uninstall several builds: all or none"""
-    return await c.manager.uninstall(c.body(b.UninstallRequest))
+    return await c.manager.uninstall(c.body(rq.UninstallRequest))
 
 
 async def update(c: Call) -> Job:
     """install and activate the newest release of installed components: a job, as install is"""
-    req = c.body(b.UpdateRequest)
+    req = c.body(rq.UpdateRequest)
     for component in req.components:
         c.manager.manifest(component)
 
@@ -96,12 +97,12 @@ async def update(c: Call) -> Job:
 
 async def prune(c: Call) -> Any:
     """remove builds neither activated nor pinned"""
-    return await c.manager.prune(c.body(b.PruneRequest))
+    return await c.manager.prune(c.body(rq.PruneRequest))
 
 
 async def cache_clean(c: Call) -> Any:
     """remove release listings, partial downloads, leftovers"""
-    return await c.manager.cache_clean(c.body(b.CacheCleanRequest))
+    return await c.manager.cache_clean(c.body(rq.CacheCleanRequest))
 
 
 # --- jobs -------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ async def backends(c: Call) -> Any:
 
 async def add_backend(c: Call) -> Any:
     """append a manual row"""
-    req = c.body(b.AddBackendRequest)
+    req = c.body(rq.AddBackendRequest)
     return await c.manager.add_backend(req.id, **req.model_dump(exclude={"id"}))
 
 
@@ -200,7 +201,7 @@ async def cmd(c: Call) -> Any:
 
 async def pin(c: Call) -> Any:
     """keep the model on one registry row"""
-    req = c.body(b.PinRequest)
+    req = c.body(rq.PinRequest)
     return await c.manager.pin(c.param("model"), req.row, generate=req.generate)
 
 
@@ -211,13 +212,13 @@ async def unpin(c: Call) -> Any:
 
 async def set_overrides(c: Call) -> Any:
     """set per-model overrides (KEY: VALUE text)"""
-    req = c.body(b.SetRequest)
+    req = c.body(rq.SetRequest)
     return await c.manager.set_overrides(c.param("model"), req.values, generate=req.generate)
 
 
 async def unset_overrides(c: Call) -> Any:
     """clear per-model overrides"""
-    req = c.body(b.UnsetRequest)
+    req = c.body(rq.UnsetRequest)
     return await c.manager.unset_overrides(c.param("model"), req.keys, generate=req.generate)
 
 
@@ -253,7 +254,7 @@ async def verify(c: Call) -> Job:
     """start each model's entry, wait for health, send one request, stop it: a job whose
     events are verifying (a model started) and verified (its result); done carries the
     report (VerifyReport)"""
-    req = c.body(b.VerifyRequest)
+    req = c.body(rq.VerifyRequest)
 
     async def run(on_event: OnEvent) -> am.VerifyReport:
         results = await c.manager.verify(req, on_event=on_event)
@@ -278,7 +279,7 @@ async def doctor(c: Call) -> Any:
 
 async def doctor_fix(c: Call) -> Any:
     """doctor; with fix, repair what can be repaired"""
-    return await c.manager.doctor(c.body(b.DoctorRequest))
+    return await c.manager.doctor(c.body(rq.DoctorRequest))
 
 
 async def which(c: Call) -> Any:

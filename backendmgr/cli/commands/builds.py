@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ..parser import usage_check
 from ..render import format_size
 from .common import add_no_generate, report
 
@@ -41,6 +42,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     i.add_argument("--platform", metavar="OS-ARCH", help="with --dry-run: plan for another host")
     add_no_generate(i)
     i.set_defaults(handler=install)
+    usage_check(i, _platform_needs_dry_run)
 
     u = sub.add_parser("uninstall", help="remove installed builds (all or none)")
     u.add_argument("builds", nargs="+", metavar="BUILD", help="COMPONENT@VERSION-VARIANT")
@@ -64,6 +66,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     d = sub.add_parser("doctor", help="registry vs disk, stale pins, leftovers")
     d.add_argument("--fix", action="store_true", help="repair what can be repaired")
     d.set_defaults(handler=doctor)
+
+
+def _platform_needs_dry_run(args: argparse.Namespace) -> str | None:
+    if args.platform is not None and not args.dry_run:
+        return "--platform describes another machine; use it with --dry-run"
+    return None
 
 
 def _positive(text: str) -> int:

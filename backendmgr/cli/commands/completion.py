@@ -12,6 +12,8 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..parser import usage_check
+
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
@@ -68,10 +70,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     c = sub.add_parser("completion", help="print a shell completion script")
     c.add_argument("shell", choices=SHELLS, help="bash, zsh or fish")
     c.set_defaults(handler=completion)
+    usage_check(c, _no_json)
     # hidden: no help= keeps it out of the command list
     h = sub.add_parser("__complete", add_help=False)
     h.add_argument("words", nargs=argparse.REMAINDER, help="the words typed so far")
     h.set_defaults(handler=complete_words)
+
+
+def _no_json(args: argparse.Namespace) -> str | None:
+    """The script is for a shell to evaluate; a JSON copy of it would be a second format to
+    keep stable that no shell reads, so ``--json`` is refused rather than ignored."""
+    if args.json:
+        return "completion prints a shell script and has no JSON form; run it without --json"
+    return None
 
 
 async def completion(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

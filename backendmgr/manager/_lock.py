@@ -23,7 +23,7 @@ from .._fs import atomic_write_bytes
 from ..api_models import FetchResult, LockResult, SyncResult
 from ..config.models import Settings
 from ..errors import BackendmgrError, ConfigError, NetworkError, Refused
-from ..install.events import EventSink
+from ..install.events import EventSink, for_build
 from ..install.store import InstalledEntry
 from ..lockfile import (
     LOCK_NAME,
@@ -334,7 +334,7 @@ class LockMixin(MaintenanceMixin):
                     variant=build.variant,
                     reinstall=reinstall,
                     generate=False,
-                    on_event=on_event,
+                    on_event=for_build(on_event, build.id),
                     expected_sha256={a.name: a.sha256 for a in build.assets}
                     if isinstance(build.source, GithubLock)
                     else None,

@@ -5,12 +5,19 @@ or a server matters)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
+from backendmgr.mirror import MirrorServer
 from tests.conftest import CliResult
+from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
 
 Cli = Callable[..., CliResult]
 
@@ -57,3 +64,92 @@ def test_completion_has_no_json_form(cli: Cli) -> None:
         assert "no JSON form" in usage_error(result)
         assert json.loads(result.out) == {"error": result.err[7:].strip(), "exit": 2}
     assert cli("completion", "bash").out.startswith("# bash completion for backendmgr")
+
+
+# --- 11: progress lines and the summary ------------------------------------------------------
+
+
+def test_waiting_for_another_install_reads_as_a_sentence(
+    mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    publish_llama(mirror_root, "b100", ["vulkan"])
+    locks = tmp_path / "home" / "locks"
+    locks.mkdir(parents=True)
+    held = locks / "llama-server@b100-vulkan.lock"
+    lines: list[str] = []
+    with FileLock(held):  # as another backendmgr installing the same build would
+        Path(f"{held}.pid").write_text(f"{os.getpid()}\n")
+        child = subprocess.Popen(
+            [sys.executable, "-m", "backendmgr", "install", "llama-server", "b100"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stderr is not None
+        while not any("waiting" in line for line in lines):
+            line = child.stderr.readline()
+            assert line, lines  # the child ended without saying whom it waits for
+            lines.append(line.rstrip("\n"))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, (out, err)
+    wait = (
+        f"waiting for another backendmgr (pid {os.getpid()}) installing llama-server@b100-vulkan…"
+    )
+    assert lines == ["resolving llama-server b100 vulkan", wait]
+
+
+def test_a_resumed_install_counts_only_this_runs_bytes_in_its_speed(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    name = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
+    blob = Entry("build/bin/blob.bin", os.urandom(3 << 20))  # random: the gzip stays 3 MiB
+    data = make_tar([*llama_entries("b100"), blob])
+    publish(mirror_root, "ggml-org/llama.cpp", "b100", {name: data})
+    # the first run loses its connection 256 KiB before the end, and the server then goes away
+    mirror.cut_every = len(data) - (256 << 10)
+    downloads = [0]
+
+    def gone_after_the_first(handler: object) -> bool:
+        if not getattr(handler, "route", "").startswith("/download/"):
+            return False
+        downloads[0] += 1
+        if downloads[0] == 1:
+            return False
+        handler.send_json(404, {"message": "Not Found"})  # type: ignore[attr-defined]
+        return True
+
+    mirror.hooks.append(gone_after_the_first)
+    assert cli("install", "llama-server").code == 1
+    mirror.hooks.clear()
+    mirror.cut_every = None
+    rate = 256 << 10
+    mirror.throttle = rate  # the last 256 KiB take about a second
+    result = cli("install", "llama-server")
+    assert result.code == 0, result
+    assert re.search(rf"resuming {re.escape(name)} at \S+ MiB", result.err), result.err
+    summary = [line for line in result.err.splitlines() if line.startswith("llama-server@")]
+    assert len(summary) == 1, result.err
+    assert "of it resumed)" in summary[0]
+    found = re.search(r"([\d.]+) (B|KiB|MiB)/s", summary[0])
+    assert found, summary[0]
+    speed = float(found[1]) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}[found[2]]
+    assert speed <= rate * 1.2, summary[0]  # 3 MiB over the whole run would be far above it
+
+
+def test_sync_names_the_build_on_each_line_of_its_concurrent_installs(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    publish_llama(mirror_root, "b100", ["vulkan", "cpu"])
+    assert cli("install", "llama-server", "b100").code == 0
+    assert cli("install", "llama-server", "b100", "--variant", "cpu").code == 0
+    lock = tmp_path / "backendmgr.lock"
+    assert cli("lock", "--output", str(lock)).code == 0
+    other = ["--home", str(tmp_path / "other-home")]  # a second machine
+    result = cli(*other, "sync", str(lock))
+    assert result.code == 0, result
+    ids = ("llama-server@b100-cpu", "llama-server@b100-vulkan")
+    lines = result.err.splitlines()
+    for build in ids:
+        mine = [line for line in lines if line.startswith(f"{build}: ")]
+        assert [line.split()[1] for line in mine][:2] == ["resolving", "downloading"], lines
+    assert all(line.startswith(ids) for line in lines), lines

@@ -157,7 +157,7 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             on_event=view,
             generate=not args.no_generate,
         )
-    summary = install_summary(outcome, time.monotonic() - started)
+    summary = install_summary(outcome, time.monotonic() - started, view)
     if summary:
         out.note(summary)
     return report(out, outcome)

@@ -153,3 +153,67 @@ def test_sync_names_the_build_on_each_line_of_its_concurrent_installs(
         mine = [line for line in lines if line.startswith(f"{build}: ")]
         assert [line.split()[1] for line in mine][:2] == ["resolving", "downloading"], lines
     assert all(line.startswith(ids) for line in lines), lines
+
+
+# --- 10: completion --------------------------------------------------------------------------
+
+
+def test_completion_offers_keys_variants_and_options(cli: Cli, config_path: Path) -> None:
+    user = config_path.parent / "manifests"
+    user.mkdir(parents=True)
+    (user / "mine.yaml").write_text(
+        "id: my-server\nkind: llama\nvariants:\n  - id: fast\n  - {id: slow, label: Slow}\n"
+    )
+
+    def complete(*words: str) -> list[str]:
+        result = cli("__complete", "--", *words)
+        assert result.code == 0 and result.err == "", result
+        return result.out.splitlines()
+
+    assert complete("set", "qwen3-8b", "") == [
+        "ctx=",
+        "vram_target_gb=",
+        "vllm_gpu_util=",
+        "vllm_tensor_parallel=",
+        "vllm_tokenizer=",
+        "vllm_tool_parser=",
+        "extra_args=",
+        "unlisted=",
+        "llama_swap=",
+    ]
+    assert complete("set", "qwen3-8b", "ctx=32768", "vllm_g") == ["vllm_gpu_util="]
+    assert complete("set", "qwen3-8b", "ctx=") == []  # the value is free text
+    assert complete("unset", "qwen3-8b", "ctx", "ex") == ["extra_args"]
+    assert complete("install", "llama-server", "--variant", "") == [
+        "cpu",
+        "cuda",
+        "vulkan",
+        "rocm",
+        "metal",
+        "sycl",
+        "openvino",
+    ]
+    assert complete("install", "my-server", "--variant", "") == ["fast", "slow"]
+    assert complete("releases", "my-server", "--variant=s") == ["--variant=slow"]
+    assert complete("install", "my-server", "--variant", "=", "f") == ["fast"]  # bash's split
+    options = complete("install", "llama-server", "")  # a version needs the network: options
+    assert "--variant" in options and "--dry-run" in options and "--version" not in options
+    assert complete("doctor", "") == [
+        "--config",
+        "--debug",
+        "--fix",
+        "--help",
+        "--home",
+        "--json",
+        "--quiet",
+    ]
+    assert complete("install", "llama-server", "b100", "--dry-run", "--pl") == ["--platform"]
+    assert complete("sync", "") == []  # a lock file's path: left to the shell
+
+
+def test_completing_variants_loads_no_pydantic() -> None:
+    from tests.cli.test_startup import loaded_after
+
+    out, loaded = loaded_after("__complete", "--", "install", "vllm", "--variant", "")
+    assert out.split() == ["cuda", "cpu", "rocm"]
+    assert "pydantic" not in loaded

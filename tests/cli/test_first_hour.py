@@ -217,3 +217,46 @@ def test_completing_variants_loads_no_pydantic() -> None:
     out, loaded = loaded_after("__complete", "--", "install", "vllm", "--variant", "")
     assert out.split() == ["cuda", "cpu", "rocm"]
     assert "pydantic" not in loaded
+
+
+# --- 3: the web extra's hint -----------------------------------------------------------------
+
+WITHOUT_WEB = (
+    "import sys; sys.modules['uvicorn'] = None; sys.modules['starlette'] = None\n"
+    "from backendmgr.cli.main import main; sys.exit(main(['serve']))"
+)
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "hint"),
+    [
+        (None, "-m pip install 'backendmgr[web]'"),
+        ({"url": "file:///src/my%20backendmgr", "dir_info": {"editable": True}}, "EDITABLE"),
+        ({"url": "file:///src/bm", "dir_info": {}}, "cd /src/bm && PY -m pip install '.[web]'"),
+    ],
+)
+def test_the_web_extras_hint_fits_how_backendmgr_was_installed(
+    tmp_path: Path, direct_url: dict[str, object] | None, hint: str
+) -> None:
+    """What pip recorded for the install (``direct_url.json``) decides the hint; a record on
+    PYTHONPATH stands for the installed one."""
+    record = tmp_path / "site" / "backendmgr-1.0.dist-info"
+    record.mkdir(parents=True)
+    (record / "METADATA").write_text("Metadata-Version: 2.1\nName: backendmgr\nVersion: 1.0\n")
+    if direct_url is not None:
+        (record / "direct_url.json").write_text(json.dumps(direct_url))
+    shown = subprocess.run(
+        [sys.executable, "-c", WITHOUT_WEB],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(record.parent)},
+    )
+    assert shown.returncode == 1
+    line = shown.stderr.strip()
+    assert line.startswith("error: backendmgr serve needs the web extra"), shown.stderr
+    py = sys.executable
+    if hint == "EDITABLE":  # the folder named, quoted for a shell
+        hint = f"cd '/src/my backendmgr' && {py} -m pip install -e '.[web]'"
+    assert line.endswith(hint.replace("PY", py)), line

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 from collections.abc import Callable
@@ -260,3 +261,39 @@ def test_the_web_extras_hint_fits_how_backendmgr_was_installed(
     if hint == "EDITABLE":  # the folder named, quoted for a shell
         hint = f"cd '/src/my backendmgr' && {py} -m pip install -e '.[web]'"
     assert line.endswith(hint.replace("PY", py)), line
+
+
+# --- 13: serve --json ------------------------------------------------------------------------
+
+
+def test_serve_json_prints_where_it_listens_at_start() -> None:
+    pytest.importorskip("uvicorn", reason="the web extra is not installed")
+    import signal
+    import urllib.request
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "--json", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        said, _, _ = select.select([server.stdout], [], [], 30)
+        assert said, "serve --json printed nothing in 30 s"
+        started = json.loads(server.stdout.readline())
+        assert started["pid"] == server.pid
+        assert (started["host"], started["url"].split("/?")[0]) == (
+            "127.0.0.1",
+            f"http://127.0.0.1:{started['port']}",
+        )
+        assert "token=" in started["url"] and started["port"] > 0
+        # the secret URL opens the page (it hands the browser a cookie and sends it on)
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with browser.open(started["url"], timeout=10) as page:
+            assert page.status == 200
+    finally:
+        server.send_signal(signal.SIGTERM)
+        out, err = server.communicate(timeout=30)
+    assert out == ""  # one document: nothing more on stdout, also when it stops
+    assert "Traceback" not in err

@@ -98,15 +98,24 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     opened: list[Path] = []
 
     def ready(url: str) -> None:
-        # the whole address, token and all: this is the terminal of whoever started it
-        out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
+        from urllib.parse import urlsplit
+
+        where = urlsplit(url)
+        remote = None
         if args.host.strip("[]") in ("0.0.0.0", "::"):  # every address: name one that reaches it
             import socket
-            from urllib.parse import urlsplit
 
-            where = urlsplit(url)
-            port = where.port
-            out.info(f"from other machines: http://{socket.gethostname()}:{port}/?{where.query}")
+            remote = f"http://{socket.gethostname()}:{where.port}/?{where.query}"
+        if out.json_mode:  # one line, at once: a script that started the server reads it
+            started = {"url": url, "host": where.hostname, "port": where.port, "pid": os.getpid()}
+            if remote:
+                started["remote_url"] = remote
+            out.stdout.write(json.dumps(started) + "\n")
+            out.stdout.flush()
+        # the whole address, token and all: this is the terminal of whoever started it
+        out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
+        if remote:
+            out.info(f"from other machines: {remote}")
         if args.open:
             import webbrowser
 

@@ -297,3 +297,24 @@ def test_serve_json_prints_where_it_listens_at_start() -> None:
         out, err = server.communicate(timeout=30)
     assert out == ""  # one document: nothing more on stdout, also when it stops
     assert "Traceback" not in err
+
+
+# --- 1: a release folder to install from -----------------------------------------------------
+
+
+def test_mirror_explains_a_missing_folder(tmp_path: Path) -> None:
+    from tests.conftest import ROOT
+
+    missing = tmp_path / "releases"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "mirror.py"), str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"mirror.py: error: {missing} is not a folder of releases"), line
+    assert f"scripts/demo --keep {missing}" in line and f"backendmgr fetch {missing}" in line
+    assert not missing.exists()  # explained, not made up

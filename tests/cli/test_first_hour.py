@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -318,3 +319,55 @@ def test_mirror_explains_a_missing_folder(tmp_path: Path) -> None:
     assert line.startswith(f"mirror.py: error: {missing} is not a folder of releases"), line
     assert f"scripts/demo --keep {missing}" in line and f"backendmgr fetch {missing}" in line
     assert not missing.exists()  # explained, not made up
+
+
+# --- 2: scripts/test says what it will do ----------------------------------------------------
+
+
+def test_scripts_test_says_what_it_installs_and_how_long_it_takes() -> None:
+    from tests.conftest import ROOT
+
+    def plan(**env: str) -> str:
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "test"), "--plan"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **env},
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    told = plan(BACKENDMGR_NO_BROWSER="1")
+    assert "skips the browser test (BACKENDMGR_NO_BROWSER=1) and installs no Chromium" in told
+    assert "apt-get" not in told
+    assert "about 15 minutes on 2 CPU cores" in told
+    assert ".venv" in told
+    told = plan()
+    root = os.geteuid() == 0
+    if shutil.which("chromedriver"):
+        assert "runs the browser test with the headless Chromium found here" in told
+    elif root and shutil.which("apt-get"):
+        assert "installs Debian's chromium and chromium-driver for the whole machine" in told
+    else:
+        assert "skips the browser test: no headless Chromium here" in told
+
+
+def test_no_browser_skips_the_browser_test_with_its_reason() -> None:
+    pytest.importorskip("selenium", reason="selenium is not installed")
+    from tests.conftest import ROOT
+
+    browser_test = str(ROOT / "tests" / "web" / "test_browser.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", browser_test],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "BACKENDMGR_NO_BROWSER": "1"},
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "BACKENDMGR_NO_BROWSER is set: no browser test" in done.stdout
+    assert " passed" not in done.stdout

@@ -4,13 +4,13 @@ the CLI draws them and the HTTP API streams them (:meth:`ProgressEvent.as_json`)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .api_models import VerifyResult
 
-__all__ = ["EventSink", "JobEvent", "Phase", "ProgressEvent", "VerifiedEvent"]
+__all__ = ["EventSink", "JobEvent", "Phase", "ProgressEvent", "VerifiedEvent", "for_build"]
 
 Phase = Literal[
     "resolving",
@@ -28,7 +28,8 @@ Phase = Literal[
 @dataclass(frozen=True, slots=True)
 class ProgressEvent:
     """One step of a job. A ``downloading`` event with both ``asset`` and ``message`` is a note
-    about that download (``resuming … at 12.6 MiB of 42.0 MiB``), shown as a line of its own."""
+    about that download (``resuming … at 12.6 MiB of 42.0 MiB``), shown as a line of its own.
+    ``build`` names the build when several install at once (``sync``)."""
 
     phase: Phase
     asset: str = ""
@@ -36,10 +37,11 @@ class ProgressEvent:
     bytes_total: int | None = None
     bytes_per_s: float = 0.0
     message: str = ""
+    build: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """The event as the API's stream sends it (SPEC §7's fields under short names)."""
-        return {
+        data: dict[str, Any] = {
             "phase": self.phase,
             "asset": self.asset,
             "bytes": self.bytes_done,
@@ -47,6 +49,9 @@ class ProgressEvent:
             "rate": round(self.bytes_per_s, 1),
             "message": self.message,
         }
+        if self.build:  # sync's concurrent installs: which build the step belongs to
+            data["build"] = self.build
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +72,10 @@ JobEvent = ProgressEvent | VerifiedEvent
 """What a job's event stream carries: progress steps, and verify's per-model results."""
 
 EventSink = Callable[[ProgressEvent], None]
+
+
+def for_build(sink: EventSink | None, build: str) -> EventSink | None:
+    """``sink``, its events naming ``build``: concurrent installs share one sink."""
+    if sink is None:
+        return None
+    return lambda event: sink(replace(event, build=build))

@@ -274,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    if not args.root.is_dir():
+        parser.error(
+            f"{args.root} is not a folder of releases (<owner>/<repo>/<tag>/<asset>); make one "
+            f"with scripts/demo --keep {args.root} (the demo's) or backendmgr fetch {args.root} "
+            "(a lock's assets)"
+        )
     server = MirrorServer(
         args.root,
         args.host,

@@ -7,7 +7,8 @@
 3. activate another build: every model that is not pinned follows.
 
 Everything lives in a temporary folder; the mirror runs as ``scripts/mirror.py`` on 127.0.0.1
-and is stopped at the end.
+and is stopped at the end. ``--keep DIR`` builds the mirror's releases in DIR instead and leaves
+them there: a release folder to install from where GitHub cannot be reached.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import difflib
 import io
 import json
 import os
+import shlex
 import signal
 import struct
 import subprocess
@@ -200,12 +202,13 @@ class World:
 
 
 @contextmanager
-def demo_world() -> Iterator[World]:
+def demo_world(keep: Path | None = None) -> Iterator[World]:
     """Build the mirror (two llama.cpp releases), two models and a config in a temporary folder,
-    serve the mirror on 127.0.0.1, and on the way out stop it and remove everything."""
+    serve the mirror on 127.0.0.1, and on the way out stop it and remove everything but
+    ``keep``, where the mirror's releases are built when it is given."""
     with tempfile.TemporaryDirectory(prefix="backendmgr-demo-") as tmp_name:
         tmp = Path(tmp_name)
-        mirror_root = tmp / "mirror"
+        mirror_root = keep or tmp / "mirror"
         publish(mirror_root, "b11100", "2026-09-20T00:00:00Z", ["vulkan", "cpu"], HELP_OLD)
         publish(mirror_root, "b11211", "2026-09-27T00:00:00Z", ["vulkan", "cpu"], HELP_NEW)
         gguf(tmp / "models" / "qwen3-8b-q4_k_m.gguf", "qwen3", 36, 8, 40960)
@@ -328,6 +331,10 @@ UI_HINT = (
     "See the same on a web page: scripts/demo --ui (serves this demo's mirror and a fresh home "
     f"at http://127.0.0.1:{UI_PORT} until Ctrl-C)"
 )
+KEEP_HINT = (
+    "Keep these releases to install from without GitHub: scripts/demo --keep DIR (prints how "
+    "to serve them)"
+)
 # What --ui installs before serving: the newest build (active) and an older one beside it, so the
 # page has builds to activate and uninstall, while the CPU variant stays on the mirror for the
 # page's own install control and its live progress bar.
@@ -392,6 +399,30 @@ def serve_ui(world: World, port: int, open_page: bool, stop: Stop) -> int:
     return code or (1 if url is None else 0)
 
 
+MIRROR_PORT = 8765  # scripts/mirror.py's default
+
+
+def kept(folder: Path) -> str:
+    """What to run to install from the kept releases: serve them, point backendmgr at them."""
+    mirror = shlex.quote(str(ROOT / "scripts" / "mirror.py"))
+    api = f"http://127.0.0.1:{MIRROR_PORT}"
+    return (
+        f"The demo's releases are kept in {folder} (stand-in llama.cpp builds: they answer "
+        'every chat with "hello"). To install from them, serve the folder and point '
+        "backendmgr at it:\n"
+        f"  {mirror} {shlex.quote(str(folder))}\n"
+        f"  BACKENDMGR_GITHUB_API={api} backendmgr install llama-server"
+    )
+
+
+def keep_folder(text: str) -> Path:
+    """``--keep``: a folder that is missing or empty (a demo never mixes into other files)."""
+    folder = Path(text).expanduser().absolute()
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise argparse.ArgumentTypeError(f"{folder} is not an empty folder; name a new one")
+    return folder
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="scripts/demo",
@@ -408,6 +439,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--port", type=int, default=None, help=f"the page's port with --ui ({UI_PORT}; 0 picks one)"
     )
     parser.add_argument("--open", action="store_true", help="with --ui: open the page in a browser")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        type=keep_folder,
+        help="build the demo's release mirror in DIR (new or empty) and leave it there, to "
+        "install from with scripts/mirror.py DIR and BACKENDMGR_GITHUB_API",
+    )
     args = parser.parse_args(argv)
     if not args.ui and (args.port is not None or args.open):
         parser.error("--port and --open go with --ui")
@@ -419,16 +457,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.ui:
-        with demo_world() as world:
+        with demo_world(args.keep) as world:
             print(f"demo folder: {world.tmp} (removed at the end)", flush=True)
             journey(world)
         say("Done: the mirror is stopped and the temporary folders are gone.")
+        print(kept(args.keep) if args.keep else KEEP_HINT, flush=True)
         print(UI_HINT, flush=True)
         return 0
     stop = Stop()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with demo_world() as world:
+        with demo_world(args.keep) as world:
             print(f"demo folder: {world.tmp} (removed on Ctrl-C)", flush=True)
             code = serve_ui(world, UI_PORT if args.port is None else args.port, args.open, stop)
     finally:
@@ -436,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
     if code == 0:
         print("stopped; the mirror is stopped and the demo folder is removed", flush=True)
+        if args.keep:
+            print(kept(args.keep), flush=True)
     return code
 
 

@@ -17,9 +17,12 @@ from tests.conftest import ROOT
 DEMO = str(ROOT / "scripts" / "demo.py")
 
 
-def test_demo_runs_offline_and_cleans_up() -> None:
+def test_demo_runs_offline_and_cleans_up(tmp_path: Path) -> None:
+    """The journey; ``--keep`` leaves its releases, and the two commands it prints install
+    from them (issue 20: a build without GitHub)."""
+    releases = tmp_path / "releases"
     done = subprocess.run(
-        [sys.executable, DEMO],
+        [sys.executable, DEMO, "--keep", str(releases)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -48,6 +51,38 @@ def test_demo_runs_offline_and_cleans_up() -> None:
         "home at http://127.0.0.1:8577 until Ctrl-C)"
     )
     assert "MIRROR_DIR" not in out
+    said = out.split(f"The demo's releases are kept in {releases} ")[1].splitlines()
+    serve_it, point_at_it = [line.strip() for line in said[1:3]]
+    assert point_at_it == (
+        "BACKENDMGR_GITHUB_API=http://127.0.0.1:8765 backendmgr install llama-server"
+    )
+    assert serve_it == f"{ROOT / 'scripts' / 'mirror.py'} {releases}"
+    assert sorted(p.name for p in (releases / "ggml-org" / "llama.cpp").iterdir()) == [
+        "b11100",
+        "b11211",
+    ]
+    mirror = subprocess.Popen(
+        [sys.executable, *serve_it.split(), "--port", "0"],  # 8765 may be taken here
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert mirror.stdout is not None
+        api = mirror.stdout.readline().split(" at ")[1].split()[0]
+        env = {k: v for k, v in os.environ.items() if k != "BACKENDMGR_OFFLINE"}
+        installed = subprocess.run(
+            [sys.executable, "-m", "backendmgr", "install", "llama-server"],
+            env={**env, "BACKENDMGR_GITHUB_API": api},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        mirror.terminate()
+        mirror.wait(timeout=10)
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stdout.startswith("installed llama-server@b11211-cpu"), installed.stdout
 
 
 def _lines(stream: Iterable[str], into: queue.Queue[str]) -> None:

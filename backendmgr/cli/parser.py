@@ -11,12 +11,16 @@ import argparse
 import functools
 import gettext
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from .._version import __version__
 
-__all__ = ["UsageError", "build_parser", "command_of", "wants_json"]
+__all__ = ["UsageError", "build_parser", "command_of", "usage_check", "wants_json"]
+
+# A check of a command's arguments together (``--platform`` needs ``--dry-run``): returns the
+# usage error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
+Check = Callable[[argparse.Namespace], str | None]
 
 # argparse looks its own strings up through gettext for every parser it builds, and each lookup
 # searches the locale folders on disk again: with ~35 subcommands that was 40 % of building the
@@ -45,6 +49,27 @@ class _Parser(argparse.ArgumentParser):
         if not stub:  # a stand-in for a command not being run is never parsed with
             _add_global_options(self, top=top)
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse, but an unknown option and a check of the command's arguments are
+        reported by the command's own parser: its ``--help`` is the one that lists them."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        command = _command_parser(self, parsed)
+        if extras:
+            from ..errors import close_matches, did_you_mean
+
+            known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
+            flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
+            best = close_matches(flags[0], known, limit=1) if flags else []  # one, not three
+            close = did_you_mean(flags[0], best)
+            command.error(f"unrecognized arguments: {' '.join(extras)}{close}")
+        for check in getattr(parsed, "usage_checks", ()):
+            problem = check(parsed)
+            if problem:
+                command.error(problem)
+        return parsed
+
     def error(self, message: str) -> NoReturn:
         see = f"see '{self.prog} --help'"
         line = f"{message} ({see})" if message.endswith("?") else f"{message}; {see}"
@@ -61,6 +86,24 @@ class _Parser(argparse.ArgumentParser):
             if isinstance(action, argparse._SubParsersAction):
                 raise argparse.ArgumentError(None, f'unknown command "{value}"{hint}')
             raise argparse.ArgumentError(action, f'invalid choice "{value}"{hint}')
+
+
+def _command_parser(
+    parser: argparse.ArgumentParser, parsed: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The innermost parser ``parsed`` went through (``backends add``'s, ``install``'s)."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(parsed, sub.dest, None) if sub is not None else None
+        if sub is None or name not in sub.choices:
+            return parser
+        parser = sub.choices[name]
+
+
+def usage_check(parser: argparse.ArgumentParser, check: Check) -> None:
+    """Run ``check`` on the parsed arguments of ``parser``'s command (exit 2 when it fails)."""
+    checks = parser.get_default("usage_checks") or ()
+    parser.set_defaults(usage_checks=(*checks, check))
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:

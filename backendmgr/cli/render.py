@@ -96,8 +96,21 @@ class ProgressView:
         self.live = out.is_terminal and not out.quiet and not out.json_mode
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
-        self._last_phase = ""
-        self._last_message = ""
+        self._last: dict[str, tuple[str, str]] = {}  # per build: the phase and message shown
+        self._installing: set[str] = set()  # builds whose installer output was summarised
+        # per (build, asset): bytes a .part held before this run, and bytes reached so far
+        self._resumed: dict[tuple[str, str], int] = {}
+        self._reached: dict[tuple[str, str], int] = {}
+
+    @property
+    def resumed_bytes(self) -> int:
+        """Bytes of this run's downloads that an earlier run had already fetched."""
+        return sum(self._resumed.values())
+
+    @property
+    def downloaded_bytes(self) -> int:
+        """Bytes fetched by this run (a resumed download counts from where it resumed)."""
+        return sum(n - self._resumed.get(key, 0) for key, n in self._reached.items())
 
     def __enter__(self) -> ProgressView:
         if self.live:
@@ -128,20 +141,28 @@ class ProgressView:
             self._progress.stop()
 
     def __call__(self, event: Any) -> None:
+        build = event.build
+        # concurrent installs (sync) share this view: each line names its build
+        prefix = f"{build}: " if build else ""
         if event.phase in ("failed", "cancelled"):
             return  # the error line says why; printing it here too would say it twice
         if event.phase == "downloading" and event.message and not event.asset:
             # installer output (pip / uv): streamed on a terminal, summarised otherwise
             if self._progress is not None:
-                self._note(event.message)
-            elif self._last_phase != "installing" and not self.out.quiet and not self.out.json_mode:
-                self._last_phase = "installing"
-                self.out.stderr.write("installing\n")
+                self._note(prefix + event.message)
+            elif build not in self._installing and not self.out.quiet and not self.out.json_mode:
+                self._installing.add(build)
+                self.out.stderr.write(f"{prefix}installing\n")
             return
         message = event.message
-        if event.phase == "downloading" and event.asset and message:
-            self._note(message)  # e.g. "resuming … at 12.6 MiB of 42.0 MiB"
-            message = ""
+        if event.phase == "downloading" and event.asset:
+            key = (build, event.asset)
+            if message and not self._reached.get(key):  # a .part from an earlier run
+                self._resumed[key] = event.bytes_done
+            self._reached[key] = max(self._reached.get(key, 0), event.bytes_done)
+            if message:
+                self._note(prefix + message)  # e.g. "resuming … at 12.6 MiB of 42.0 MiB"
+                message = ""
         if self._progress is not None and event.phase == "downloading" and event.asset:
             task = self._tasks.get(event.asset)
             if task is None:
@@ -149,10 +170,16 @@ class ProgressView:
                 self._tasks[event.asset] = task
             self._progress.update(task, completed=event.bytes_done, total=event.bytes_total)
             return
-        if event.phase == self._last_phase and message in ("", self._last_message):
-            return  # one line per phase, plus any new message within it (waiting for a lock)
-        self._last_phase, self._last_message = event.phase, message
-        self._note(f"{event.phase} {message or event.asset}".rstrip(), indent="")
+        phase, shown = self._last.get(build, ("", ""))
+        if event.phase == phase:
+            # one line per phase, plus any new message within it (waiting for a lock), which
+            # reads on its own: "waiting for another backendmgr (pid N) …"
+            if message not in ("", shown):
+                self._last[build] = (phase, message)
+                self._note(prefix + message)
+            return
+        self._last[build] = (event.phase, message)
+        self._note(f"{prefix}{event.phase} {message or event.asset}".rstrip(), indent="")
 
     def _note(self, message: str, indent: str = "  ") -> None:
         """One line of progress, above the bars or on stderr; the text holds names a server or
@@ -189,14 +216,21 @@ def _speed_column() -> Any:
     return SpeedColumn()
 
 
-def install_summary(result: InstallResult, seconds: float) -> str | None:
-    """One line after a finished install: size, time, average speed and how it was verified."""
+def install_summary(
+    result: InstallResult, seconds: float, view: ProgressView | None = None
+) -> str | None:
+    """One line after a finished install: size, time, average speed and how it was verified.
+    The speed counts only what this run fetched (``view``'s count): bytes resumed from an
+    earlier run's ``.part`` arrived before the clock started."""
     if result.dry_run or result.already_installed:
         return None
     assets = result.assets
     total = sum(a.size or 0 for a in assets)
     checks = sorted({_VERIFIED.get(str(a.verified_by), "?") for a in assets})
     verified = ", ".join(checks) if checks else "its installer"
-    speed = f", {format_size(total / seconds)}/s" if total and seconds > 0 else ""
+    fetched = total if view is None else view.downloaded_bytes
+    speed = f", {format_size(fetched / seconds)}/s" if fetched and seconds > 0 else ""
     size = format_size(total) if assets else "a virtual environment"
+    if view is not None and view.resumed_bytes:
+        size += f" ({format_size(view.resumed_bytes)} of it resumed)"
     return f"{result.id}: {size} in {format_duration(seconds)}{speed}; verified by {verified}"

@@ -11,7 +11,7 @@ import anyio
 from ..api_models import SyncResult
 from ..config.models import Settings
 from ..errors import BackendmgrError, ConfigError, Refused
-from ..events import EventSink
+from ..events import EventSink, for_build
 from ..install.store import InstalledEntry
 from ..lockfile import GithubLock, LockedBuild, LockFile, PypiLock, read_lock, same_build
 from ..requests import ActivateRequest, InstallRequest, SyncRequest, UninstallRequest
@@ -149,7 +149,7 @@ class Syncer:
                         reinstall=reinstall,
                         generate=False,
                     ),
-                    on_event,
+                    for_build(on_event, build.id),
                     Locked(
                         sha256={a.name: a.sha256 for a in build.assets}
                         if isinstance(build.source, GithubLock)

@@ -211,7 +211,7 @@ def test_bad_extra_args_are_refused_when_set(models: Path, config_path: Path) ->
 
 
 def test_backends_add_checks_kind_and_path(tmp_path: Path, config_path: Path) -> None:
-    line = error_line(bm("backends", "add", "x", "--kind", "lama", "--path", "/bin/sh"))
+    line = error_line(bm("backends", "add", "x", "--kind", "lama", "--path", "/bin/sh"), 2)
     assert 'unknown kind "lama"; did you mean llama' in line and "custom" in line
     missing = tmp_path / "nope" / "llama-server"
     assert "does not exist" in error_line(

@@ -28,11 +28,22 @@ DRIVER = shutil.which("chromedriver")
 VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
 SCREENSHOT = os.environ.get("BACKENDMGR_SCREENSHOT")  # read before the fixtures clear it
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and DRIVER),
-    reason="headless Chromium is not installed (Debian: apt-get install chromium chromium-driver;"
-    " scripts/test does this when run as root)",
+# read at import, before the fixtures clear BACKENDMGR_*: scripts/test honours it too
+NO_BROWSER = os.environ.get("BACKENDMGR_NO_BROWSER", "").strip().lower() in (
+    "1",
+    "true",
+    "yes",
+    "on",
 )
+
+pytestmark = [
+    pytest.mark.skipif(NO_BROWSER, reason="BACKENDMGR_NO_BROWSER is set: no browser test"),
+    pytest.mark.skipif(
+        not (CHROMIUM and DRIVER),
+        reason="headless Chromium is not installed (Debian: apt-get install chromium "
+        "chromium-driver; scripts/test does this when run as root)",
+    ),
+]
 
 
 @pytest.fixture

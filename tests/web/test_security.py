@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backendmgr.cli.commands.serve import NEEDS_EXTRA
+from backendmgr.cli.commands.serve import needs_extra
 from backendmgr.mirror import MirrorServer
 from tests.web.conftest import Running, Setup, serve_process
 
@@ -331,7 +331,7 @@ def test_without_the_web_extra_serve_says_how_to_get_it(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert shown.returncode == 1
-    assert shown.stderr == f"error: {NEEDS_EXTRA}\n"
+    assert shown.stderr == f"error: {needs_extra()}\n"
     assert time.monotonic() - started < 30
     # and the rest of the CLI does not need it
     listing = subprocess.run(

@@ -19,7 +19,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     add = actions.add_parser("add", help="append a manual row")
     add.add_argument("id", help="a new row id (no '@', not a catalog component id)")
     add.add_argument(
-        "--kind", required=True, help="llama, vllm, sd, tts, asr, audiocpp, …, or custom"
+        "--kind",
+        required=True,
+        type=_kind,
+        help="llama, vllm, sd, tts, asr, audiocpp, …, or custom",
     )
     add.add_argument("--path", required=True, help="the executable")
     add.add_argument("--name", default="", help="a display name")
@@ -38,6 +41,26 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     d.add_argument("row", help="a row id from 'backendmgr backends'")
     add_no_generate(d)
     d.set_defaults(handler=set_default)
+
+
+def _kind(text: str) -> str:
+    """``--kind``: a known kind, else a usage error with the nearest ones (the registry checks
+    again for the API)."""
+    from ...errors import InvalidInput, escaped, unknown
+    from ...registry.kinds import KNOWN_KINDS, normalize_kind
+
+    if normalize_kind(text) in KNOWN_KINDS:
+        return text
+    hint = f"known kinds: {', '.join(KNOWN_KINDS)}"
+    error = unknown(
+        f'unknown kind "{escaped(text)}"',
+        normalize_kind(text),
+        KNOWN_KINDS,
+        hint=hint,
+        always_hint=True,
+        error=InvalidInput,
+    )
+    raise argparse.ArgumentTypeError(str(error))
 
 
 async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

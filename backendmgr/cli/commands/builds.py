@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ...limits import RELEASES_LIMIT
+from ..parser import usage_check
 from ..render import format_size
 from .common import add_no_generate, report
 
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     i.add_argument("--platform", metavar="OS-ARCH", help="with --dry-run: plan for another host")
     add_no_generate(i)
     i.set_defaults(handler=install)
+    usage_check(i, _platform_needs_dry_run)
 
     u = sub.add_parser("uninstall", help="remove installed builds (all or none)")
     u.add_argument("builds", nargs="+", metavar="BUILD", help="COMPONENT@VERSION-VARIANT")
@@ -69,6 +71,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     d = sub.add_parser("doctor", help="registry vs disk, stale pins, leftovers")
     d.add_argument("--fix", action="store_true", help="repair what can be repaired")
     d.set_defaults(handler=doctor)
+
+
+def _platform_needs_dry_run(args: argparse.Namespace) -> str | None:
+    if args.platform is not None and not args.dry_run:
+        return "--platform describes another machine; use it with --dry-run"
+    return None
 
 
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -147,7 +155,7 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             generate=not args.no_generate,
         )
         outcome = await mgr.install(request, on_event=view)
-    summary = install_summary(outcome, time.monotonic() - started)
+    summary = install_summary(outcome, time.monotonic() - started, view)
     if summary:
         out.note(summary)
     return report(out, outcome)

@@ -6,7 +6,9 @@ import argparse
 import html
 import json
 import os
+import shlex
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,44 @@ if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
 
-NEEDS_EXTRA = "backendmgr serve needs the web extra: pip install 'backendmgr[web]'"
+
+def needs_extra() -> str:
+    """How to get the web extra, fitting how backendmgr was installed: from a checkout (pip
+    records its folder in ``direct_url.json``, editable or not) the command runs there, as
+    ``pip install 'backendmgr[web]'`` finds no such distribution for a checkout. The pip is
+    this interpreter's, so the extra lands where backendmgr runs."""
+    pip = f"{shlex.quote(sys.executable)} -m pip install"
+    found = _checkout()
+    if found is None:
+        how = f"{pip} 'backendmgr[web]'"
+    else:
+        folder, editable = found
+        how = f"cd {shlex.quote(str(folder))} && {pip} {'-e ' if editable else ''}'.[web]'"
+    return f"backendmgr serve needs the web extra (starlette, uvicorn): {how}"
+
+
+def _checkout() -> tuple[Path, bool] | None:
+    """The folder backendmgr was installed from, and whether editably; ``None`` for an install
+    from a package index (or a wheel)."""
+    from importlib import metadata
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    try:
+        dist = metadata.distribution("backendmgr")
+    except metadata.PackageNotFoundError:  # not installed: run from a checkout on sys.path
+        root = Path(__file__).resolve().parents[3]
+        return (root, True) if (root / "pyproject.toml").is_file() else None
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except ValueError:
+        return None
+    if not isinstance(direct, dict) or not isinstance(direct.get("dir_info"), dict):
+        return None  # from an index, a wheel file or a VCS URL
+    where = urlsplit(str(direct.get("url", "")))
+    if where.scheme != "file":
+        return None
+    return Path(url2pathname(where.path)), direct["dir_info"].get("editable") is True
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -49,7 +88,7 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError:
-        raise BackendmgrError(NEEDS_EXTRA) from None
+        raise BackendmgrError(needs_extra()) from None
     from ...web import serve as run_server
     from ...web.security import check_token
 
@@ -59,15 +98,24 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     opened: list[Path] = []
 
     def ready(url: str) -> None:
-        # the whole address, token and all: this is the terminal of whoever started it
-        out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
+        from urllib.parse import urlsplit
+
+        where = urlsplit(url)
+        remote = None
         if args.host.strip("[]") in ("0.0.0.0", "::"):  # every address: name one that reaches it
             import socket
-            from urllib.parse import urlsplit
 
-            where = urlsplit(url)
-            port = where.port
-            out.info(f"from other machines: http://{socket.gethostname()}:{port}/?{where.query}")
+            remote = f"http://{socket.gethostname()}:{where.port}/?{where.query}"
+        if out.json_mode:  # one line, at once: a script that started the server reads it
+            started = {"url": url, "host": where.hostname, "port": where.port, "pid": os.getpid()}
+            if remote:
+                started["remote_url"] = remote
+            out.stdout.write(json.dumps(started) + "\n")
+            out.stdout.flush()
+        # the whole address, token and all: this is the terminal of whoever started it
+        out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
+        if remote:
+            out.info(f"from other machines: {remote}")
         if args.open:
             import webbrowser
 

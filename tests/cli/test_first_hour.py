@@ -1,0 +1,373 @@
+"""The first hour of a new user (issue 20): the places that misled or stopped one, each through
+the real CLI (in this process, or as a child process where the console entry point, a shell
+or a server matters)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from backendmgr.mirror import MirrorServer
+from tests.conftest import CliResult
+from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
+
+Cli = Callable[..., CliResult]
+
+
+def usage_error(result: CliResult) -> str:
+    """The one ``error:`` line of a usage error (exit status 2)."""
+    assert result.code == 2, result
+    assert "Traceback" not in result.err, result.err
+    errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.err
+    return errors[0]
+
+
+# --- 11: usage errors ------------------------------------------------------------------------
+
+
+def test_a_mistyped_option_names_the_option_and_the_commands_help(cli: Cli) -> None:
+    line = usage_error(cli("install", "llama-server", "--varient", "cuda"))
+    assert "--varient" in line and "did you mean --variant?" in line
+    assert "see 'backendmgr install --help'" in line
+    line = usage_error(cli("backends", "add", "x", "--kind", "llama", "--path", "/bin/sh", "--nme"))
+    assert "did you mean --name?" in line and "'backendmgr backends add --help'" in line
+    assert "did you mean --json?" in usage_error(cli("list", "--jsn"))
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("backends", "add", "x", "--kind", "lama", "--path", "/bin/sh"), "did you mean llama"),
+        (("install", "llama-server", "--platform", "windows-x64"), "use it with --dry-run"),
+    ],
+)
+def test_usage_errors_exit_2(
+    cli: Cli, config_path: Path, args: tuple[str, ...], needle: str
+) -> None:
+    line = usage_error(cli(*args))
+    assert needle in line
+    assert not config_path.exists()  # nothing was written
+
+
+def test_completion_has_no_json_form(cli: Cli) -> None:
+    for args in (("completion", "bash", "--json"), ("--json", "completion", "zsh")):
+        result = cli(*args)
+        assert "no JSON form" in usage_error(result)
+        assert json.loads(result.out) == {"error": result.err[7:].strip(), "exit": 2}
+    assert cli("completion", "bash").out.startswith("# bash completion for backendmgr")
+
+
+# --- 11: progress lines and the summary ------------------------------------------------------
+
+
+def test_waiting_for_another_install_reads_as_a_sentence(
+    mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    publish_llama(mirror_root, "b100", ["vulkan"])
+    locks = tmp_path / "home" / "locks"
+    locks.mkdir(parents=True)
+    held = locks / "llama-server@b100-vulkan.lock"
+    lines: list[str] = []
+    with FileLock(held):  # as another backendmgr installing the same build would
+        Path(f"{held}.pid").write_text(f"{os.getpid()}\n")
+        child = subprocess.Popen(
+            [sys.executable, "-m", "backendmgr", "install", "llama-server", "b100"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stderr is not None
+        while not any("waiting" in line for line in lines):
+            line = child.stderr.readline()
+            assert line, lines  # the child ended without saying whom it waits for
+            lines.append(line.rstrip("\n"))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, (out, err)
+    wait = (
+        f"waiting for another backendmgr (pid {os.getpid()}) installing llama-server@b100-vulkan…"
+    )
+    assert lines == ["resolving llama-server b100 vulkan", wait]
+
+
+def test_a_resumed_install_counts_only_this_runs_bytes_in_its_speed(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    name = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
+    blob = Entry("build/bin/blob.bin", os.urandom(3 << 20))  # random: the gzip stays 3 MiB
+    data = make_tar([*llama_entries("b100"), blob])
+    publish(mirror_root, "ggml-org/llama.cpp", "b100", {name: data})
+    # the first run loses its connection 256 KiB before the end, and the server then goes away
+    mirror.cut_every = len(data) - (256 << 10)
+    downloads = [0]
+
+    def gone_after_the_first(handler: object) -> bool:
+        if not getattr(handler, "route", "").startswith("/download/"):
+            return False
+        downloads[0] += 1
+        if downloads[0] == 1:
+            return False
+        handler.send_json(404, {"message": "Not Found"})  # type: ignore[attr-defined]
+        return True
+
+    mirror.hooks.append(gone_after_the_first)
+    assert cli("install", "llama-server").code == 1
+    mirror.hooks.clear()
+    mirror.cut_every = None
+    rate = 256 << 10
+    mirror.throttle = rate  # the last 256 KiB take about a second
+    result = cli("install", "llama-server")
+    assert result.code == 0, result
+    assert re.search(rf"resuming {re.escape(name)} at \S+ MiB", result.err), result.err
+    summary = [line for line in result.err.splitlines() if line.startswith("llama-server@")]
+    assert len(summary) == 1, result.err
+    assert "of it resumed)" in summary[0]
+    found = re.search(r"([\d.]+) (B|KiB|MiB)/s", summary[0])
+    assert found, summary[0]
+    speed = float(found[1]) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}[found[2]]
+    assert speed <= rate * 1.2, summary[0]  # 3 MiB over the whole run would be far above it
+
+
+def test_sync_names_the_build_on_each_line_of_its_concurrent_installs(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    publish_llama(mirror_root, "b100", ["vulkan", "cpu"])
+    assert cli("install", "llama-server", "b100").code == 0
+    assert cli("install", "llama-server", "b100", "--variant", "cpu").code == 0
+    lock = tmp_path / "backendmgr.lock"
+    assert cli("lock", "--output", str(lock)).code == 0
+    other = ["--home", str(tmp_path / "other-home")]  # a second machine
+    result = cli(*other, "sync", str(lock))
+    assert result.code == 0, result
+    ids = ("llama-server@b100-cpu", "llama-server@b100-vulkan")
+    lines = result.err.splitlines()
+    for build in ids:
+        mine = [line for line in lines if line.startswith(f"{build}: ")]
+        assert [line.split()[1] for line in mine][:2] == ["resolving", "downloading"], lines
+    assert all(line.startswith(ids) for line in lines), lines
+
+
+# --- 10: completion --------------------------------------------------------------------------
+
+
+def test_completion_offers_keys_variants_and_options(cli: Cli, config_path: Path) -> None:
+    user = config_path.parent / "manifests"
+    user.mkdir(parents=True)
+    (user / "mine.yaml").write_text(
+        "id: my-server\nkind: llama\nvariants:\n  - id: fast\n  - {id: slow, label: Slow}\n"
+    )
+
+    def complete(*words: str) -> list[str]:
+        result = cli("__complete", "--", *words)
+        assert result.code == 0 and result.err == "", result
+        return result.out.splitlines()
+
+    assert complete("set", "qwen3-8b", "") == [
+        "ctx=",
+        "vram_target_gb=",
+        "vllm_gpu_util=",
+        "vllm_tensor_parallel=",
+        "vllm_tokenizer=",
+        "vllm_tool_parser=",
+        "extra_args=",
+        "unlisted=",
+        "llama_swap=",
+    ]
+    assert complete("set", "qwen3-8b", "ctx=32768", "vllm_g") == ["vllm_gpu_util="]
+    assert complete("set", "qwen3-8b", "ctx=") == []  # the value is free text
+    assert complete("unset", "qwen3-8b", "ctx", "ex") == ["extra_args"]
+    assert complete("install", "llama-server", "--variant", "") == [
+        "cpu",
+        "cuda",
+        "vulkan",
+        "rocm",
+        "metal",
+        "sycl",
+        "openvino",
+    ]
+    assert complete("install", "my-server", "--variant", "") == ["fast", "slow"]
+    assert complete("releases", "my-server", "--variant=s") == ["--variant=slow"]
+    assert complete("install", "my-server", "--variant", "=", "f") == ["fast"]  # bash's split
+    options = complete("install", "llama-server", "")  # a version needs the network: options
+    assert "--variant" in options and "--dry-run" in options and "--version" not in options
+    assert complete("doctor", "") == [
+        "--config",
+        "--debug",
+        "--fix",
+        "--help",
+        "--home",
+        "--json",
+        "--quiet",
+    ]
+    assert complete("install", "llama-server", "b100", "--dry-run", "--pl") == ["--platform"]
+    assert complete("sync", "") == []  # a lock file's path: left to the shell
+
+
+def test_completing_variants_loads_no_pydantic() -> None:
+    from tests.cli.test_startup import loaded_after
+
+    out, loaded = loaded_after("__complete", "--", "install", "vllm", "--variant", "")
+    assert out.split() == ["cuda", "cpu", "rocm"]
+    assert "pydantic" not in loaded
+
+
+# --- 3: the web extra's hint -----------------------------------------------------------------
+
+WITHOUT_WEB = (
+    "import sys; sys.modules['uvicorn'] = None; sys.modules['starlette'] = None\n"
+    "from backendmgr.cli.main import main; sys.exit(main(['serve']))"
+)
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "hint"),
+    [
+        (None, "-m pip install 'backendmgr[web]'"),
+        ({"url": "file:///src/my%20backendmgr", "dir_info": {"editable": True}}, "EDITABLE"),
+        ({"url": "file:///src/bm", "dir_info": {}}, "cd /src/bm && PY -m pip install '.[web]'"),
+    ],
+)
+def test_the_web_extras_hint_fits_how_backendmgr_was_installed(
+    tmp_path: Path, direct_url: dict[str, object] | None, hint: str
+) -> None:
+    """What pip recorded for the install (``direct_url.json``) decides the hint; a record on
+    PYTHONPATH stands for the installed one."""
+    record = tmp_path / "site" / "backendmgr-1.0.dist-info"
+    record.mkdir(parents=True)
+    (record / "METADATA").write_text("Metadata-Version: 2.1\nName: backendmgr\nVersion: 1.0\n")
+    if direct_url is not None:
+        (record / "direct_url.json").write_text(json.dumps(direct_url))
+    shown = subprocess.run(
+        [sys.executable, "-c", WITHOUT_WEB],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(record.parent)},
+    )
+    assert shown.returncode == 1
+    line = shown.stderr.strip()
+    assert line.startswith("error: backendmgr serve needs the web extra"), shown.stderr
+    py = sys.executable
+    if hint == "EDITABLE":  # the folder named, quoted for a shell
+        hint = f"cd '/src/my backendmgr' && {py} -m pip install -e '.[web]'"
+    assert line.endswith(hint.replace("PY", py)), line
+
+
+# --- 13: serve --json ------------------------------------------------------------------------
+
+
+def test_serve_json_prints_where_it_listens_at_start() -> None:
+    pytest.importorskip("uvicorn", reason="the web extra is not installed")
+    import signal
+    import urllib.request
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "--json", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        said, _, _ = select.select([server.stdout], [], [], 30)
+        assert said, "serve --json printed nothing in 30 s"
+        started = json.loads(server.stdout.readline())
+        assert started["pid"] == server.pid
+        assert (started["host"], started["url"].split("/?")[0]) == (
+            "127.0.0.1",
+            f"http://127.0.0.1:{started['port']}",
+        )
+        assert "token=" in started["url"] and started["port"] > 0
+        # the secret URL opens the page (it hands the browser a cookie and sends it on)
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with browser.open(started["url"], timeout=10) as page:
+            assert page.status == 200
+    finally:
+        server.send_signal(signal.SIGTERM)
+        out, err = server.communicate(timeout=30)
+    assert out == ""  # one document: nothing more on stdout, also when it stops
+    assert "Traceback" not in err
+
+
+# --- 1: a release folder to install from -----------------------------------------------------
+
+
+def test_mirror_explains_a_missing_folder(tmp_path: Path) -> None:
+    from tests.conftest import ROOT
+
+    missing = tmp_path / "releases"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "mirror.py"), str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"mirror.py: error: {missing} is not a folder of releases"), line
+    assert f"scripts/demo --keep {missing}" in line and f"backendmgr fetch {missing}" in line
+    assert not missing.exists()  # explained, not made up
+
+
+# --- 2: scripts/test says what it will do ----------------------------------------------------
+
+
+def test_scripts_test_says_what_it_installs_and_how_long_it_takes() -> None:
+    from tests.conftest import ROOT
+
+    def plan(**env: str) -> str:
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "test"), "--plan"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **env},
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    told = plan(BACKENDMGR_NO_BROWSER="1")
+    assert "skips the browser test (BACKENDMGR_NO_BROWSER=1) and installs no Chromium" in told
+    assert "apt-get" not in told
+    assert "about 15 minutes on 2 CPU cores" in told
+    assert ".venv" in told
+    told = plan()
+    root = os.geteuid() == 0
+    if shutil.which("chromedriver"):
+        assert "runs the browser test with the headless Chromium found here" in told
+    elif root and shutil.which("apt-get"):
+        assert "installs Debian's chromium and chromium-driver for the whole machine" in told
+    else:
+        assert "skips the browser test: no headless Chromium here" in told
+
+
+def test_no_browser_skips_the_browser_test_with_its_reason() -> None:
+    pytest.importorskip("selenium", reason="selenium is not installed")
+    from tests.conftest import ROOT
+
+    browser_test = str(ROOT / "tests" / "web" / "test_browser.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", browser_test],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "BACKENDMGR_NO_BROWSER": "1"},
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "BACKENDMGR_NO_BROWSER is set: no browser test" in done.stdout
+    assert " passed" not in done.stdout

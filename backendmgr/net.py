@@ -195,7 +195,7 @@ def describe_network_failure(exc: BaseException, url: str, net: NetSettings) -> 
             f"no connection to {where} was free within {_seconds(net.read_timeout)} (pool timeout)"
         )
     if isinstance(exc, httpx.ConnectError):
-        return f"cannot reach {where}: {reason}"
+        return f"cannot reach {where}: {reason}{_way_out(url, net)}"
     if isinstance(exc, httpx.RemoteProtocolError):
         return f"{where} broke the HTTP protocol: {reason}"
     if isinstance(exc, httpx.DecodingError):
@@ -205,6 +205,19 @@ def describe_network_failure(exc: BaseException, url: str, net: NetSettings) -> 
     if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
         return f"refusing the URL {_printable(url)!r}: {reason}"
     return f"{where}: {type(exc).__name__}: {reason}"
+
+
+def _way_out(url: str, net: NetSettings) -> str:
+    """What to do when the release API cannot be reached: a mirror, or the cache alone."""
+    if urlsplit(url).hostname != urlsplit(net.api_base).hostname:
+        return ""
+    if net.api_base != DEFAULT_API:
+        return "; is the mirror BACKENDMGR_GITHUB_API names running there (scripts/mirror.py DIR)?"
+    return (
+        "; without GitHub here, serve releases from a folder (scripts/demo --keep DIR, or "
+        "backendmgr fetch DIR where GitHub is reachable) with scripts/mirror.py DIR and set "
+        "BACKENDMGR_GITHUB_API to its address, or set BACKENDMGR_OFFLINE=1 for cached listings"
+    )
 
 
 def network_error(exc: BaseException, url: str, net: NetSettings) -> NetworkError:

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .._fs import atomic_write_bytes
 from .._yaml import check_yaml, read_limited
-from ..errors import ConfigError, Refused, escaped, validation_problem
-from .models import Settings
+from ..errors import ConfigError, Refused, did_you_mean, escaped, validation_problem
+from .models import BackendRow, ModelOverride, Settings
 
 __all__ = ["ConfigStore", "LoadedConfig"]
 
@@ -181,8 +181,23 @@ def _describe(path: Path, doc: CommentedMap, exc: ValidationError) -> str:
         said = "unknown" if problem.kind == "extra_forbidden" else "missing"
         parent = problem.field.removesuffix(str(problem.loc[-1])).rstrip(".")
         where = f" in {parent}" if parent else ""
-        return f'{path} line {line}: {said} key "{escaped(str(problem.loc[-1]), 200)}"{where}'
+        key = str(problem.loc[-1])
+        hint = did_you_mean(key, _keys_at(problem.loc)) if said == "unknown" else ""
+        return f'{path} line {line}: {said} key "{escaped(key, 200)}"{where}{hint}'
     return problem.line(f"{path} line {line}")
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys allowed where ``loc`` points: the file's top level, a row, or a model's
+    overrides (for "did you mean" on a mistyped key)."""
+    model: type[BaseModel] = Settings
+    if len(loc) == 3 and loc[0] == "backends":
+        model = BackendRow
+    elif len(loc) == 3 and loc[0] == "models":
+        model = ModelOverride
+    elif len(loc) != 1:
+        return []
+    return list(model.model_fields)
 
 
 def _check_unique_ids(path: Path, doc: CommentedMap, settings: Settings) -> None:

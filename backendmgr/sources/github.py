@@ -16,7 +16,7 @@ import httpx
 
 from .._fs import atomic_write_bytes, sanitize_segment
 from ..errors import MalformedId, NetworkError, NotFound
-from ..net import NetSettings, get_bounded
+from ..net import DEFAULT_API, NetSettings, get_bounded
 from .models import Release, ReleaseAsset, newest_releases_first, tag_problem
 
 __all__ = ["CACHE_SECONDS", "GithubReleases", "validate_repo"]
@@ -140,7 +140,8 @@ class GithubReleases:
                 when = datetime.fromtimestamp(int(reset)).astimezone().strftime("%H:%M %Z").strip()
             raise NetworkError(f"GitHub rate limit reached; resets at {when}; set GITHUB_TOKEN")
         if response.status_code == 404:
-            raise NotFound(f"GitHub repository {repo} not found (HTTP 404)")
+            where = "GitHub" if self.net.api_base == DEFAULT_API else self.net.api_base
+            raise NotFound(f"{where} has no repository {repo} (HTTP 404)")
         raise NetworkError(
             f"GitHub API answered HTTP {response.status_code} for {repo}; try again later"
         )

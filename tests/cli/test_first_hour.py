@@ -371,3 +371,63 @@ def test_no_browser_skips_the_browser_test_with_its_reason() -> None:
     assert done.returncode == 0, done.stdout[-2000:]
     assert "BACKENDMGR_NO_BROWSER is set: no browser test" in done.stdout
     assert " passed" not in done.stdout
+
+
+# --- 1 and 11: errors that name the way out ----------------------------------------------------
+
+
+def test_an_unreachable_release_api_names_the_way_out(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    import httpx
+
+    from backendmgr.net import NetSettings, describe_network_failure
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("BACKENDMGR_GITHUB_API", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("BACKENDMGR_OFFLINE", raising=False)
+    result = cli("install", "llama-server")
+    assert result.code == 1
+    (line,) = [x for x in result.err.splitlines() if x.startswith("error: ")]
+    assert f"cannot reach 127.0.0.1:{port}" in line and "BACKENDMGR_GITHUB_API" in line
+    assert "scripts/mirror.py" in line
+    # the default API (no request is sent here): every way to a build without GitHub
+    said = describe_network_failure(
+        httpx.ConnectError("Name or service not known"),
+        "https://api.github.com/repos/ggml-org/llama.cpp/releases",
+        NetSettings(),
+    )
+    for way in ("scripts/demo --keep DIR", "BACKENDMGR_GITHUB_API", "BACKENDMGR_OFFLINE=1"):
+        assert way in said
+    assert "\n" not in said
+    # a download host that is not the API gets no advice about the API
+    other = describe_network_failure(
+        httpx.ConnectError("refused"), "https://example.invalid/a.tar.gz", NetSettings()
+    )
+    assert other == "cannot reach example.invalid: refused"
+
+
+def test_a_mirror_without_the_repository_names_the_mirror(cli: Cli, mirror: MirrorServer) -> None:
+    result = cli("releases", "llama-server")
+    assert result.code == 1
+    assert f"{mirror.base_url} has no repository ggml-org/llama.cpp (HTTP 404)" in result.err
+    assert "GitHub" not in result.err
+
+
+def test_a_mistyped_config_key_says_which_key_was_meant(cli: Cli, config_path: Path) -> None:
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    for text, expected in (
+        ("modles_dirs: [/m]\n", 'unknown key "modles_dirs"; did you mean models_dirs?'),
+        (
+            "backends:\n  - {id: a, kind: llama, path: /x, defualt: true}\n",
+            'unknown key "defualt" in backends[0]; did you mean default?',
+        ),
+        ("models:\n  m:\n    ctxx: 5\n", 'unknown key "ctxx" in models.m; did you mean ctx?'),
+    ):
+        config_path.write_text(text)
+        result = cli("list")
+        assert result.code == 1 and expected in result.err, result.err

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 TOOLS = ("curl", "openssl", "tar", "unzip", "bash")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 DEMO = str(ROOT / "scripts" / "demo.py")
 

@@ -4,12 +4,8 @@ fake ``vllm`` package with a ``ToolParserManager``) and recorded in its receipt.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import sys
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,10 +14,9 @@ from ruamel.yaml import YAML
 from backendmgr.emit import tools
 from backendmgr.emit.tools import KNOWN_PARSERS, against_build, tool_parser
 from backendmgr.install import venv_job
-from tests.conftest import CliResult
-from tests.ggufs import LLAMA3_8B, write_hf
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, ok
+from tests.support.ggufs import LLAMA3_8B, write_hf
+from tests.support.wheels import make_wheel
 
 
 @pytest.mark.parametrize(
@@ -141,31 +136,6 @@ GPT_OSS = {
 }
 
 
-def make_wheel(folder: Path, version: str, extra: dict[str, str]) -> Path:
-    """A real wheel: a console script that reports its version, plus a fake ``vllm``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    dist = f"toy_server-{version}.dist-info"
-    files = {
-        "toy_server/__init__.py": (f'def main() -> None:\n    print("toy-server {version}")\n'),
-        **extra,
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-        f"{dist}/entry_points.txt": "[console_scripts]\ntoy-server = toy_server:main\n",
-    }
-    record = []
-    for name, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
-    record.append(f"{dist}/RECORD,,")
-    path = folder / f"toy_server-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-        zf.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
-    return path
-
-
 def registry_at(path: str, body: str) -> dict[str, str]:
     parts = path.split(".")
     files = {"/".join(parts[:i]) + "/__init__.py": "" for i in range(1, len(parts))}
@@ -191,11 +161,6 @@ def toy(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     write_hf(models / "gpt-oss-20b", GPT_OSS, weights=1 << 20)
     config_path.write_text(f"models_dirs: [{json.dumps(str(models))}]\n")
     return wheels
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    return result
 
 
 def receipt(tmp_path: Path, version: str) -> dict[str, object]:

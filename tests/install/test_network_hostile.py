@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import os
+import select
 import socket
 import threading
 import time
@@ -21,10 +22,9 @@ from backendmgr.install.download import download
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from backendmgr.net import NetSettings, make_client
 from backendmgr.sources.models import ReleaseAsset
-from tests.conftest import CliResult
 from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
+from tests.support.cli import Cli, CliResult
 
-Cli = Callable[..., CliResult]
 NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
 LISTING = "/repos/ggml-org/llama.cpp/releases"
 
@@ -201,7 +201,8 @@ def test_full_backlog_names_the_connect_timeout(cli: Cli, monkeypatch: pytest.Mo
         c.setblocking(False)
         c.connect_ex(("127.0.0.1", port))
         fillers.append(c)
-    time.sleep(0.2)
+    # the first handshake completes into the queue; the rest wait on it
+    assert select.select([], fillers[:1], [], 10)[1], "the first connection was not accepted"
     monkeypatch.delenv("BACKENDMGR_OFFLINE")
     monkeypatch.setenv("BACKENDMGR_GITHUB_API", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("BACKENDMGR_TIMEOUT", "1")

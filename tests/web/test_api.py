@@ -14,18 +14,11 @@ import httpx
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
-from tests.web.conftest import Running, Setup, sse
+from tests.support import Setup, big_release, publish_llama
+from tests.support.manager import phases
+from tests.support.web import Running, sse
 
-VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
 ORDER = ["resolving", "downloading", "verifying", "extracting", "committing", "registering"]
-
-
-def big_release(root: Path, tag: str) -> bytes:
-    """A vulkan build with 3 MiB of random bytes: a throttled download takes a while."""
-    data = make_tar([*llama_entries(tag), Entry("build/bin/blob.bin", os.urandom(3 << 20))])
-    publish(root, "ggml-org/llama.cpp", tag, {VULKAN.format(tag=tag): data})
-    return data
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,14 +31,6 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-def phases(events: list[dict[str, Any]]) -> list[str]:
-    out: list[str] = []
-    for e in events:
-        if not out or out[-1] != e["phase"]:
-            out.append(e["phase"])
-    return out
 
 
 async def install(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:

@@ -3,7 +3,6 @@ document validates against it, carries no key it does not name, and the two agre
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -17,8 +16,8 @@ from pydantic import BaseModel
 
 from backendmgr import api_models as am
 from backendmgr.mirror import MirrorServer
-from tests.support import publish_llama
-from tests.web.conftest import Setup
+from tests.support import Setup, publish_llama
+from tests.support.web import finished, sse
 
 MODEL = "qwen3-8b-q4_k_m"
 
@@ -86,11 +85,8 @@ async def test_every_command_json_validates_against_the_api_model(
     checked(am.InstallResult, installed)
     job = await client.post("/api/builds", json={"component": "llama-server", "version": "b100"})
     job_id = job.json()["id"]
-    for _ in range(600):
-        state = (await client.get(f"/api/jobs/{job_id}")).json()
-        if state["state"] != "running":
-            break
-        await asyncio.sleep(0.05)
+    await sse(client, job_id)  # to its end
+    state = await finished(client, job_id)
     assert state["state"] == "done", state
     checked(am.InstallResult, state["result"])
     assert set(state["result"]) == set(installed)  # one model: the same keys, message included
@@ -141,11 +137,8 @@ async def test_every_command_json_validates_against_the_api_model(
 async def job_result(client: httpx.AsyncClient, job: httpx.Response) -> dict[str, Any]:
     assert job.status_code == 202, job.text
     job_id = job.json()["id"]
-    for _ in range(1200):
-        state = (await client.get(f"/api/jobs/{job_id}")).json()
-        if state["state"] != "running":
-            break
-        await asyncio.sleep(0.05)
+    await sse(client, job_id)  # to its end
+    state = await finished(client, job_id)
     assert state["state"] == "done", state
     result: dict[str, Any] = state["result"]
     return result

@@ -16,7 +16,8 @@ import pytest
 
 from backendmgr.cli.commands.serve import NEEDS_EXTRA
 from backendmgr.mirror import MirrorServer
-from tests.web.conftest import Running, Setup, serve_process
+from tests.support import Setup, big_release, wait_until
+from tests.support.web import Running, serve_process
 
 PIN = "/api/models/qwen3-8b-q4_k_m/pin"
 
@@ -349,8 +350,6 @@ def test_ctrl_c_stops_a_running_install_cleanly(
 ) -> None:
     """Stopping the server cancels its jobs as Ctrl-C cancels the CLI's install: the
     download's .part stays for a resume, nothing half-installed, and the server exits 0."""
-    from tests.web.test_api import big_release
-
     big_release(mirror_root, "b100")
     mirror.throttle = 256 << 10
     proc, line = serve_process()
@@ -361,11 +360,12 @@ def test_ctrl_c_stops_a_running_install_cleanly(
             c.get(url)
             job = c.post("/api/builds", json={"component": "llama-server", "version": "b100"})
             assert job.status_code == 202, job.text
-            deadline = time.monotonic() + 20
-            while not list((setup.home / "downloads").glob("*.part")):
-                assert time.monotonic() < deadline, "the download did not start"
-                time.sleep(0.05)
-            time.sleep(0.3)
+            part = wait_until(
+                lambda: next((setup.home / "downloads").glob("*.part"), None),
+                "the download started",
+                proc=proc,
+            )
+            wait_until(lambda: part.stat().st_size > 0, "the first bytes arrived", proc=proc)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
@@ -422,10 +422,7 @@ def test_open_never_puts_the_token_on_a_command_line(setup: Setup, tmp_path: Pat
     try:
         url = line.split()[3]
         secret = (setup.home / "serve-secret").read_text().strip()
-        deadline = time.monotonic() + 20
-        while not record.exists():
-            assert time.monotonic() < deadline, "the browser was not started"
-            time.sleep(0.05)
+        wait_until(record.exists, "the browser was started", proc=proc)
         opened = json.loads(record.read_text())
         page = Path(opened["page"])
         assert page.is_file()

@@ -19,7 +19,7 @@ from backendmgr.config.paths import Paths
 from backendmgr.manager import Manager
 from backendmgr.serve_check import check_command
 from tests.support import await_until, wait_until
-from tests.support.cli import CliResult, run_backendmgr, spawn_backendmgr
+from tests.support.cli import CliResult, run_in_process, spawn_backendmgr
 from tests.support.ggufs import QWEN3_8B, write_gguf, write_hf
 from tests.support.processes import recorded_pids, running
 from tests.support.standins import SERVER_STANDIN as SERVER
@@ -82,12 +82,14 @@ def fakes(tmp_path: Path, config_path: Path) -> dict[str, Path]:
 
 
 def bm(fakes: dict[str, Path], *args: str, path: str | None = None) -> CliResult:
-    env = {"FAKE_DIR": str(fakes["fake"])}
-    if path is not None:
-        env["PATH"] = path
-    proc = run_backendmgr(*args, env=env, timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+    """``backendmgr ARGS`` in this process, with the stand-ins' FAKE_DIR (and ``path``) set."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FAKE_DIR", str(fakes["fake"]))
+        if path is not None:
+            env.setenv("PATH", path)
+        result = run_in_process(*args)
+    assert "Traceback" not in result.err, result.err
+    return result
 
 
 def set_extra(fakes: dict[str, Path], model: str, extra: str) -> None:

@@ -17,6 +17,7 @@ from tests.support.paths import ROOT
 DEMO = str(ROOT / "scripts" / "demo.py")
 
 
+@pytest.mark.slow(reason="the whole demo: a dozen commands, installs and a verify, end to end")
 def test_demo_runs_offline_and_cleans_up() -> None:
     done = subprocess.run(
         [sys.executable, DEMO],

@@ -18,8 +18,12 @@ from tests.support.wait import wait_until
 from tests.support.wheels import TOY_MANIFEST as MANIFEST
 from tests.support.wheels import make_wheel
 
+# Each install builds a real venv; with plain venv + pip that is ensurepip and a pip run, several
+# seconds of CPU, so the pip variants are the slow ones.
+PIP_IS_SLOW = pytest.mark.slow(reason="a real venv per install: ensurepip, then pip")
 
-@pytest.fixture(params=["uv", "pip"])
+
+@pytest.fixture(params=["uv", pytest.param("pip", marks=PIP_IS_SLOW)])
 def installer(
     request: pytest.FixtureRequest,
     tmp_path: Path,

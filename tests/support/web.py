@@ -96,6 +96,20 @@ async def sse(client: httpx.AsyncClient, job_id: str, *, until: Any = None) -> l
     return events
 
 
+def serving(url: str, proc: subprocess.Popen[str]) -> None:
+    """Wait until a ``serve`` process answers HTTP at ``url`` (any status): its server loop
+    runs, with Ctrl-C handled by it."""
+
+    def answers() -> bool:
+        try:
+            httpx.get(url, timeout=5)
+        except httpx.HTTPError:
+            return False
+        return True
+
+    wait_until(answers, f"the server answered at {url}", timeout=60, proc=proc)
+
+
 def serve_process(*args: str, **env: str) -> tuple[subprocess.Popen[str], str]:
     """``backendmgr serve --port 0 ARGS`` as a real process (for signals and the terminal):
     the process and the first line it printed (``backendmgr serving on URL …``)."""

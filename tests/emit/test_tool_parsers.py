@@ -180,8 +180,10 @@ def gpt_oss_entry(cli: Cli, config_path: Path) -> tuple[dict[str, object], str]:
 def test_an_older_build_without_the_parser_leaves_tool_calling_off(
     cli: Cli, toy: Path, tmp_path: Path, config_path: Path
 ) -> None:
-    make_wheel(toy, "1.0.0", registry_at("vllm.entrypoints.openai.tool_parsers", OLD_REGISTRY))
-    make_wheel(toy, "2.0.0", registry_at("vllm.tool_parsers", NEW_REGISTRY))
+    make_wheel(
+        toy, "1.0.0", extra=registry_at("vllm.entrypoints.openai.tool_parsers", OLD_REGISTRY)
+    )
+    make_wheel(toy, "2.0.0", extra=registry_at("vllm.tool_parsers", NEW_REGISTRY))
     ok(cli("install", "toy", "1.0.0", "--activate"))
     assert receipt(tmp_path, "1.0.0")["tool_parsers"] == ["hermes", "llama3_json", "mistral"]
     entry, text = gpt_oss_entry(cli, config_path)
@@ -214,7 +216,7 @@ def test_an_older_build_without_the_parser_leaves_tool_calling_off(
 def test_an_unknown_vllm_tool_parser_is_a_warning_naming_the_registered_ones(
     cli: Cli, toy: Path, tmp_path: Path, config_path: Path
 ) -> None:
-    make_wheel(toy, "2.0.0", registry_at("vllm.tool_parsers", NEW_REGISTRY))
+    make_wheel(toy, "2.0.0", extra=registry_at("vllm.tool_parsers", NEW_REGISTRY))
     ok(cli("install", "toy", "2.0.0", "--activate"))
     model = next(
         m["id"]
@@ -254,7 +256,7 @@ def test_a_probe_that_fails_is_unknown_never_a_failed_install(
     registry: str,
 ) -> None:
     monkeypatch.setattr(venv_job, "PROBE_TIMEOUT_S", 3.0)
-    make_wheel(toy, "1.0.0", registry_at("vllm.tool_parsers", registry))
+    make_wheel(toy, "1.0.0", extra=registry_at("vllm.tool_parsers", registry))
     ok(cli("install", "toy", "1.0.0", "--activate"))
     assert receipt(tmp_path, "1.0.0")["tool_parsers"] is None
     entry, _ = gpt_oss_entry(cli, config_path)  # unknown: the table's parser, as before

@@ -143,7 +143,7 @@ async def test_update_prune_and_cache_clean_agree_too(
     mirror: MirrorServer, mirror_root: Path, client: httpx.AsyncClient, setup: Setup
 ) -> None:
     publish_llama(mirror_root, "b90", published_at="2026-11-01T00:00:00Z")
-    assert await cli_json("install", "llama-server", "b90")["id"] == "llama-server@b90-vulkan"
+    assert (await cli_json("install", "llama-server", "b90"))["id"] == "llama-server@b90-vulkan"
     publish_llama(mirror_root, "b100", published_at="2026-11-20T00:00:00Z")
     dry = await cli_json("update", "--dry-run")
     checked(am.UpdateResult, dry)

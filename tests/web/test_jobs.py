@@ -14,7 +14,7 @@ import anyio
 import httpx
 import pytest
 
-from backendmgr.mirror import MirrorServer
+from backendmgr.mirror import MirrorHandler, MirrorServer
 from backendmgr.results import Outcome
 from backendmgr.web.jobs import MAX_FINISHED, MAX_RUNNING, Jobs
 from tests.support import Setup, await_until, big_release, wait_until
@@ -149,6 +149,7 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
     mirror.throttle = 128 << 10
     proc, line = serve_process()
     errors: list[BaseException] = []
+    never = threading.Event()  # the listing that does not come (until the test ends)
     try:
         url = line.split()[3]
         base = url.split("?")[0]
@@ -178,8 +179,14 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
             proc=proc,
         )
         answers: list[httpx.Response] = []
+
         # and a request whose handler is waiting on a listing that does not come
-        mirror.hooks.append(lambda handler: "releases" in handler.path and time.sleep(30))
+        def stall(handler: MirrorHandler) -> bool:
+            if "releases" in handler.path:
+                never.wait(60)
+            return False  # then served as usual
+
+        mirror.hooks.append(stall)
         waiting = threading.Thread(
             target=lambda: _quietly(
                 lambda: answers.append(client.get("/api/releases/llama-server?refresh=1"))
@@ -200,6 +207,7 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
         waiting.join(10)
         client.close()
     finally:
+        never.set()
         if proc.poll() is None:
             proc.kill()
             proc.wait()

@@ -16,6 +16,7 @@ from backendmgr.emit.tools import KNOWN_PARSERS, against_build, tool_parser
 from backendmgr.install import venv_job
 from tests.support.cli import Cli, ok
 from tests.support.ggufs import LLAMA3_8B, write_hf
+from tests.support.wheels import TOY_MANIFEST as MANIFEST
 from tests.support.wheels import make_wheel
 
 
@@ -102,16 +103,6 @@ def test_against_build() -> None:
 
 
 # --- through the real CLI: a vLLM build's receipt lists the parsers it registers -------------
-
-MANIFEST = """\
-id: toy
-name: Toy vLLM
-kind: vllm
-source: {type: pypi, package: toy-server}
-exe: {default: bin/toy-server, windows: Scripts/toy-server.exe}
-variants:
-  - {id: cpu, label: CPU, platforms: [linux-x64, linux-arm64]}
-"""
 
 OLD_REGISTRY = """\
 class ToolParserManager:

@@ -42,6 +42,14 @@ def run_in_process(*args: str) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+async def run_in_worker(*args: str) -> CliResult:
+    """``run_in_process`` from async test code: in a worker thread, so that the test's event
+    loop keeps running (a served app has its own thread and loop)."""
+    import anyio
+
+    return await anyio.to_thread.run_sync(lambda: run_in_process(*args))
+
+
 def completed(result: CliResult, *args: str) -> subprocess.CompletedProcess[str]:
     """``result`` shaped as ``subprocess.run`` returns it, for tests written against that."""
     return subprocess.CompletedProcess(["backendmgr", *args], result.code, result.out, result.err)

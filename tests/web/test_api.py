@@ -15,6 +15,7 @@ import pytest
 
 from backendmgr.mirror import MirrorServer
 from tests.support import Setup, big_release, publish_llama
+from tests.support.cli import run_in_worker
 from tests.support.manager import phases
 from tests.support.web import Running, sse
 
@@ -228,10 +229,10 @@ async def test_registry_and_model_changes_and_errors_in_the_cli_words(
         got = await client.request(method, path, json=body)
         assert got.status_code == status, (path, got.text)
         assert (await client.get("/api/jobs")).json() == []  # refused before any job started
-        shown = cli(*argv)
-        assert shown.returncode == got.json()["exit"] == 1, shown
-        last = shown.stderr.strip().splitlines()[-1]  # after any progress line
-        assert last == f"error: {got.json()['error']}", (path, shown.stderr)
+        shown = await run_in_worker(*argv)  # the CLI's main(), in this process
+        assert shown.code == got.json()["exit"] == 1, shown
+        last = shown.err.strip().splitlines()[-1]  # after any progress line
+        assert last == f"error: {got.json()['error']}", (path, shown.err)
     assert setup.config.read_bytes() == before
 
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from pydantic import BaseModel
@@ -15,16 +14,15 @@ from pydantic import BaseModel
 from backendmgr import api_models as am
 from backendmgr.mirror import MirrorServer
 from tests.support import Setup, publish_llama
-from tests.support.cli import run_in_process
+from tests.support.cli import run_in_worker
 from tests.support.web import finished, sse
 
 MODEL = "qwen3-8b-q4_k_m"
 
 
 async def cli_json(*args: str) -> Any:
-    """``backendmgr ARGS --json`` through ``main()`` in a worker thread of this process (the
-    test's event loop keeps running; the server has its own thread and loop)."""
-    shown = await anyio.to_thread.run_sync(lambda: run_in_process(*args, "--json"))
+    """``backendmgr ARGS --json`` through ``main()``, in a worker thread of this process."""
+    shown = await run_in_worker(*args, "--json")
     assert shown.code == 0, (args, shown.err)
     return json.loads(shown.out)
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.support import Entry, llama_entries, make_tar, publish, tree
+from tests.support import big_release, tree
 from tests.support.cli import Cli
 from tests.support.wait import wait_until
 
@@ -19,10 +19,7 @@ NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
 
 def release(root: Path) -> bytes:
     """The server first, then 4 MiB that do not compress: a stream with a long tail."""
-    entries = [*llama_entries("b100"), Entry("build/bin/blob.bin", os.urandom(4 << 20))]
-    data = make_tar(entries)
-    publish(root, "ggml-org/llama.cpp", "b100", {NAME: data})
-    return data
+    return big_release(root, size=4 << 20)
 
 
 def staged(home: Path) -> list[Path]:

@@ -7,5 +7,6 @@ from tests.support.fixtures import (  # noqa: F401  (fixtures)
     mirror,
     mirror_root,
     pytest_collection_modifyitems,
+    pytest_configure,
     setup,
 )

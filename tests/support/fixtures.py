@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,6 +71,14 @@ def setup(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     models, manual = user_setup(tmp_path, config_path)
     home = tmp_path / "home"
     return Setup(home, config_path, home / "llama-swap.yaml", models, manual)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C tests signal the children they start. A shell starts a background job with SIGINT
+    ignored, and an ignored signal stays ignored across exec, so a suite run that way would
+    hand its children a deaf Ctrl-C; a handled one is reset to the default in them."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

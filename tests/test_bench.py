@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 TOOLS = ("curl", "openssl", "tar", "unzip", "bash")
 
@@ -15,6 +15,7 @@ TOOLS = ("curl", "openssl", "tar", "unzip", "bash")
 @pytest.mark.skipif(
     any(shutil.which(t) is None for t in TOOLS), reason="the install references need " + str(TOOLS)
 )
+@pytest.mark.slow(reason="times backendmgr against the reference tools, several rounds each")
 def test_bench_quick_run_interleaves_and_computes_goals() -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench.py"), "--quick", "--json"],

@@ -12,11 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 DEMO = str(ROOT / "scripts" / "demo.py")
 
 
+@pytest.mark.slow(reason="the whole demo: a dozen commands, installs and a verify, end to end")
 def test_demo_runs_offline_and_cleans_up(tmp_path: Path) -> None:
     """The journey; ``--keep`` leaves its releases, and the two commands it prints install
     from them (issue 20: a build without GitHub)."""

@@ -20,9 +20,10 @@ import pytest
 
 from backendmgr.cli import main as cli_main
 from backendmgr.mirror import MirrorServer
-from tests.conftest import ROOT
-from tests.ggufs import write_gguf
-from tests.support import SERVER_STANDIN, Entry, make_tar, publish, tree
+from tests.support import Entry, make_tar, publish, tree
+from tests.support.ggufs import write_gguf
+from tests.support.paths import ROOT
+from tests.support.standins import SERVER_STANDIN
 
 BIN = Path(sys.executable).parent
 PLAYBOOK = ROOT / "ansible" / "rollout.yml"

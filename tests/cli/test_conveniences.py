@@ -1,5 +1,6 @@
 """update, prune, cache clean, which, config, completion, releases marks and uninstall of
-several builds: the real CLI in a child process, installing from the loopback mirror."""
+several builds: the CLI's ``main()`` in this process (completion scripts run in real shells),
+installing from the loopback mirror."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pytest
 from filelock import FileLock
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import run_backendmgr
-from tests.ggufs import write_gguf
 from tests.support import publish_llama
+from tests.support.cli import completed, run_in_process
+from tests.support.ggufs import write_gguf
 
 SHELLS = ["bash", "zsh", "fish"]
 
@@ -24,7 +25,7 @@ Proc = subprocess.CompletedProcess[str]
 
 
 def bm(*args: str) -> Proc:
-    return run_backendmgr(*args)
+    return completed(run_in_process(*args), *args)
 
 
 def ok(result: Proc) -> Proc:

@@ -1,6 +1,7 @@
-"""Everyday use through the real console entry point (a child process per command): global
-options anywhere, "did you mean", warnings, ``--json`` failures, progress summary, hand edits
-of the generated file, and the small usage checks (issue 9, SPEC §13)."""
+"""Everyday use through the CLI's ``main()``, in this process: global options anywhere, "did
+you mean", warnings, ``--json`` failures, progress summary, hand edits of the generated file,
+and the small usage checks (issue 9, SPEC §13). One test runs the real console entry point to
+hold its exit codes to ``main()``'s."""
 
 from __future__ import annotations
 
@@ -14,31 +15,16 @@ from pathlib import Path
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult, run_backendmgr
-from tests.ggufs import write_gguf
 from tests.support import publish_llama
+from tests.support.cli import CliResult, error_line, ok, run_backendmgr, run_in_process
+from tests.support.ggufs import write_gguf
 
 GIB = 1 << 30
 GLOBALS = ("--config", "--home", "--json", "--quiet", "--debug")
 
 
 def bm(*args: str) -> CliResult:
-    proc = run_backendmgr(*args)
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    assert "Traceback" not in result.err, result.err
-    return result
-
-
-def error_line(result: CliResult, code: int = 1) -> str:
-    assert result.code == code, result
-    assert "Traceback" not in result.err, result.err
-    errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, result.err
-    return errors[0]
+    return run_in_process(*args)
 
 
 def warnings(result: CliResult) -> list[str]:
@@ -55,6 +41,16 @@ def models(tmp_path: Path, config_path: Path) -> Path:
         "backends:\n  - {id: llama-src, kind: llama, path: /opt/llama/llama-server}\n"
     )
     return root
+
+
+def test_the_console_entry_point_exits_with_main_s_code(models: Path) -> None:
+    """What the tests below check through ``main()`` holds for ``python -m backendmgr``: its
+    output and exit status (0, 1 for a refused command, 2 for a usage error)."""
+    for args, code in ((("--json", "list"), 0), (("pin", "nope", "x"), 1), (("lst",), 2)):
+        proc = run_backendmgr(*args)
+        in_process = run_in_process(*args)
+        assert proc.returncode == in_process.code == code, (args, proc.stderr)
+        assert (proc.stdout, proc.stderr) == (in_process.out, in_process.err), args
 
 
 # --- global options anywhere ----------------------------------------------------------------

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult, run_backendmgr
-from tests.ggufs import write_gguf
 from tests.support import publish_llama
+from tests.support.cli import CliResult, run_backendmgr
+from tests.support.ggufs import write_gguf
 
 GIB = 1 << 30
 READS = [

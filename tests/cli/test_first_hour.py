@@ -18,8 +18,8 @@ import pytest
 from filelock import FileLock
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult
 from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
+from tests.support.cli import CliResult
 
 Cli = Callable[..., CliResult]
 
@@ -304,7 +304,7 @@ def test_serve_json_prints_where_it_listens_at_start() -> None:
 
 
 def test_mirror_explains_a_missing_folder(tmp_path: Path) -> None:
-    from tests.conftest import ROOT
+    from tests.support.paths import ROOT
 
     missing = tmp_path / "releases"
     done = subprocess.run(
@@ -325,7 +325,7 @@ def test_mirror_explains_a_missing_folder(tmp_path: Path) -> None:
 
 
 def test_scripts_test_says_what_it_installs_and_how_long_it_takes() -> None:
-    from tests.conftest import ROOT
+    from tests.support.paths import ROOT
 
     def plan(**env: str) -> str:
         done = subprocess.run(
@@ -356,7 +356,7 @@ def test_scripts_test_says_what_it_installs_and_how_long_it_takes() -> None:
 
 def test_no_browser_skips_the_browser_test_with_its_reason() -> None:
     pytest.importorskip("selenium", reason="selenium is not installed")
-    from tests.conftest import ROOT
+    from tests.support.paths import ROOT
 
     browser_test = str(ROOT / "tests" / "web" / "test_browser.py")
     done = subprocess.run(

@@ -4,15 +4,12 @@ at load with the file, line and entry named, never echoed raw."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from backendmgr.discovery.models import unsafe_char
-from tests.conftest import CliResult, run_backendmgr
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, CliResult, run_backendmgr
 
 CONFIG = """\
 # hand-written

@@ -11,18 +11,17 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult
-from tests.ggufs import write_gguf
-from tests.install.test_venv import MANIFEST, make_wheel
 from tests.support import Entry, llama_entries, make_tar, publish, publish_llama, tree
+from tests.support.cli import Cli, CliResult
+from tests.support.ggufs import write_gguf
+from tests.support.wheels import TOY_MANIFEST as MANIFEST
+from tests.support.wheels import make_wheel
 
-Cli = Callable[..., CliResult]
 VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
 
 
@@ -455,6 +454,7 @@ def test_prune_keeps_pinned_builds_unless_forced(
 # --- kill -9 -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow(reason="six real syncs killed at random moments (seeded)")
 def test_kill_9_during_sync_leaves_every_build_absent_or_complete(
     two: tuple[Machine, Machine], mirror: MirrorServer, mirror_root: Path
 ) -> None:

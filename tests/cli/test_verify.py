@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,9 +18,11 @@ import pytest
 from backendmgr.config.paths import Paths
 from backendmgr.manager import Manager
 from backendmgr.serve_check import check_command
-from tests.conftest import CliResult, run_backendmgr
-from tests.ggufs import QWEN3_8B, write_gguf, write_hf
-from tests.support import SERVER_STANDIN as SERVER
+from tests.support import await_until, wait_until
+from tests.support.cli import CliResult, run_in_process, spawn_backendmgr
+from tests.support.ggufs import QWEN3_8B, write_gguf, write_hf
+from tests.support.processes import recorded_pids, running
+from tests.support.standins import SERVER_STANDIN as SERVER
 
 MIB = 1 << 20
 
@@ -43,30 +44,22 @@ def _exe(path: Path, body: str) -> Path:
     return path
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that is not us counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def pids(fake: Path) -> list[int]:
     path = fake / "pids"
     return [int(x) for x in path.read_text().split()] if path.exists() else []
 
 
 def gone_soon(pid: int) -> bool:
-    for _ in range(50):  # a killed grandchild is reaped by init a moment later
-        if not alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
+    """A killed grandchild is reaped by init a moment later (a zombie does not count)."""
+    try:
+        wait_until(lambda: not running(pid), f"process {pid} ended", timeout=10)
+    except AssertionError:
+        return False
+    return True
 
 
 @pytest.fixture
-def setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
+def fakes(tmp_path: Path, config_path: Path) -> dict[str, Path]:
     fake = tmp_path / "fake"
     fake.mkdir()
     server = _exe(tmp_path / "bin" / "llama-server", SERVER)
@@ -88,27 +81,29 @@ def setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
     return {"fake": fake, "bin": tmp_path / "bin", "config": config_path}
 
 
-def bm(setup: dict[str, Path], *args: str, path: str | None = None) -> CliResult:
-    env = {"FAKE_DIR": str(setup["fake"])}
-    if path is not None:
-        env["PATH"] = path
-    proc = run_backendmgr(*args, env=env, timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+def bm(fakes: dict[str, Path], *args: str, path: str | None = None) -> CliResult:
+    """``backendmgr ARGS`` in this process, with the stand-ins' FAKE_DIR (and ``path``) set."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FAKE_DIR", str(fakes["fake"]))
+        if path is not None:
+            env.setenv("PATH", path)
+        result = run_in_process(*args)
+    assert "Traceback" not in result.err, result.err
+    return result
 
 
-def set_extra(setup: dict[str, Path], model: str, extra: str) -> None:
-    result = bm(setup, "set", model, f"extra_args={extra}", "--no-generate")
+def set_extra(fakes: dict[str, Path], model: str, extra: str) -> None:
+    result = bm(fakes, "set", model, f"extra_args={extra}", "--no-generate")
     assert result.code == 0, result
 
 
-def test_every_role_and_vllm_are_verified_and_shown_by_models(setup: dict[str, Path]) -> None:
+def test_every_role_and_vllm_are_verified_and_shown_by_models(fakes: dict[str, Path]) -> None:
     # a fake nvidia-smi reports 6462 MiB for each process of the group
-    _exe(setup["bin"] / "nvidia-smi", NVIDIA_SMI)
-    path = f"{setup['bin']}:{os.environ['PATH']}"
-    before = bm(setup, "models")
+    _exe(fakes["bin"] / "nvidia-smi", NVIDIA_SMI)
+    path = f"{fakes['bin']}:{os.environ['PATH']}"
+    before = bm(fakes, "models")
     assert before.code == 0 and "not verified" in before.out
-    result = bm(setup, "verify", "--json", path=path)
+    result = bm(fakes, "verify", "--json", path=path)
     assert result.code == 0, result
     doc = json.loads(result.out)
     assert doc["failed"] == 0
@@ -121,7 +116,7 @@ def test_every_role_and_vllm_are_verified_and_shown_by_models(setup: dict[str, P
     assert by_id["chat"]["gpu_gib"] == round(6462 / 1024, 3)
     assert by_id["hfchat-bf16"]["gpu_gib"] == round(2 * 6462 / 1024, 3)  # vllm and its engine
     requests = [
-        json.loads(line) for line in (setup["fake"] / "requests").read_text().split("\n")[:-1]
+        json.loads(line) for line in (fakes["fake"] / "requests").read_text().split("\n")[:-1]
     ]
     paths = sorted(p for p, _ in requests)
     assert paths == sorted(
@@ -130,35 +125,35 @@ def test_every_role_and_vllm_are_verified_and_shown_by_models(setup: dict[str, P
     chats = [req for p, req in requests if p == "/v1/chat/completions"]
     assert all(req["max_tokens"] == 4 for req in chats)
     assert {req["model"] for req in chats} == {"chat", "hfchat-bf16"}
-    started = pids(setup["fake"])
+    started = pids(fakes["fake"])
     assert len(started) == 5  # four servers and the vllm engine child
     assert not [p for p in started if not gone_soon(p)]
     # models shows the result beside the estimate, in text and JSON
-    shown = bm(setup, "models", "--json")
+    shown = bm(fakes, "models", "--json")
     rows = {r["id"]: r for r in json.loads(shown.out)}
     assert rows["chat"]["verified"]["ok"] is True
     assert rows["chat"]["verification"] == "verified today: ok in {:.1f} s, 6.31 GiB".format(
         by_id["chat"]["ready_s"]
     )
-    text = bm(setup, "models").out
+    text = bm(fakes, "models").out
     assert "verified today: ok in" in text and "6.31 GiB (est " in text
     # a changed command is "not verified" again; the others keep their result
-    set_extra(setup, "chat", "--threads 4")
-    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    set_extra(fakes, "chat", "--threads 4")
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
     assert rows["chat"]["verified"] is None and rows["chat"]["verification"] == "not verified"
     assert rows["embed"]["verified"]["ok"] is True
     # so is one whose executable changed
-    server = setup["bin"] / "llama-server"
+    server = fakes["bin"] / "llama-server"
     server.write_text(server.read_text() + "\n# rebuilt\n")
-    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
     assert rows["embed"]["verification"] == "not verified"
 
 
-def test_failures_are_reported_and_leave_no_child(setup: dict[str, Path]) -> None:
-    set_extra(setup, "chat", "--fake-mode crash")
-    set_extra(setup, "embed", "--fake-mode never")
-    set_extra(setup, "rank", "--fake-mode 500")
-    result = bm(setup, "verify", "chat", "embed", "rank", "--timeout", "2", "--keep-going")
+def test_failures_are_reported_and_leave_no_child(fakes: dict[str, Path]) -> None:
+    set_extra(fakes, "chat", "--fake-mode crash")
+    set_extra(fakes, "embed", "--fake-mode never")
+    set_extra(fakes, "rank", "--fake-mode 500")
+    result = bm(fakes, "verify", "chat", "embed", "rank", "--timeout", "2", "--keep-going")
     assert result.code == 1
     lines = result.out.splitlines()
     assert lines[0].startswith("chat: failed: exited with status 3: ")
@@ -170,65 +165,58 @@ def test_failures_are_reported_and_leave_no_child(setup: dict[str, Path]) -> Non
     assert result.err.strip().splitlines()[-1] == (
         "error: 3 of 3 models failed verification: chat, embed, rank"
     )
-    started = pids(setup["fake"])
+    started = pids(fakes["fake"])
     assert len(started) == 3
     assert not [p for p in started if not gone_soon(p)]
-    shown = {m["id"]: m["verification"] for m in json.loads(bm(setup, "models", "--json").out)}
+    shown = {m["id"]: m["verification"] for m in json.loads(bm(fakes, "models", "--json").out)}
     assert shown["embed"] == "verified today: failed (not healthy within 2 s)"
     assert shown["chat"].startswith("verified today: failed (exited with status 3: ")
     assert len(shown["chat"]) < 150  # the table shows a summary; verify's report has the rest
     # without --keep-going the first failure ends the run
-    again = bm(setup, "verify", "--json", "--timeout", "2")
+    again = bm(fakes, "verify", "--json", "--timeout", "2")
     assert again.code == 1
     doc = json.loads(again.out)
     assert [r["id"] for r in doc["results"]] == ["chat"] and doc["failed"] == 1
 
 
-def test_bad_input_is_one_error_line(setup: dict[str, Path]) -> None:
-    unknown = bm(setup, "verify", "chta")
+def test_bad_input_is_one_error_line(fakes: dict[str, Path]) -> None:
+    unknown = bm(fakes, "verify", "chta")
     assert unknown.code == 1
     assert unknown.err.startswith('error: no model "chta" was discovered')
     assert "chat" in unknown.err
     for bad in ("0", "-3", "nan", "1e99", "soon"):
-        result = bm(setup, "verify", "--timeout", bad)
+        result = bm(fakes, "verify", "--timeout", bad)
         assert result.code == 2 and "--timeout" in result.err, (bad, result)
-    assert pids(setup["fake"]) == []
+    assert pids(fakes["fake"]) == []
 
 
-def test_checkendpoint_is_followed(setup: dict[str, Path], config_path: Path) -> None:
+def test_checkendpoint_is_followed(fakes: dict[str, Path], config_path: Path) -> None:
     config_path.write_text(
         config_path.read_text()
         + "  chat:\n    extra_args: '--fake-health /ready'\n"
         + "    llama_swap: {checkEndpoint: /ready}\n"
     )
-    assert bm(setup, "verify", "chat").code == 0
-    set_extra(setup, "chat", "--fake-health /elsewhere")  # /ready now answers 404
-    result = bm(setup, "verify", "chat", "--timeout", "1.5")
+    assert bm(fakes, "verify", "chat").code == 0
+    set_extra(fakes, "chat", "--fake-health /elsewhere")  # /ready now answers 404
+    result = bm(fakes, "verify", "chat", "--timeout", "1.5")
     assert result.code == 1 and "not healthy within 1.5 s" in result.out
 
 
-def test_ctrl_c_stops_the_child(setup: dict[str, Path]) -> None:
-    set_extra(setup, "chat", "--fake-mode never")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backendmgr", "verify", "chat", "--timeout", "60"],
-        env={**os.environ, "FAKE_DIR": str(setup["fake"])},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+def test_ctrl_c_stops_the_child(fakes: dict[str, Path]) -> None:
+    set_extra(fakes, "chat", "--fake-mode never")
+    proc = spawn_backendmgr(
+        "verify", "chat", "--timeout", "60", env={**os.environ, "FAKE_DIR": str(fakes["fake"])}
     )
     try:
-        for _ in range(300):
-            if pids(setup["fake"]):
-                break
-            time.sleep(0.05)
-        (child,) = pids(setup["fake"])
-        assert alive(child)
-        time.sleep(0.3)
+        # the child notes its pid once it runs: verify holds it by then
+        (child,) = recorded_pids(fakes["fake"] / "pids", timeout=120, proc=proc)
+        assert running(child)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
     assert proc.returncode == 130, (out, err)
     assert "error: cancelled" in err and "Traceback" not in err
     assert gone_soon(child)
@@ -236,13 +224,13 @@ def test_ctrl_c_stops_the_child(setup: dict[str, Path]) -> None:
 
 @pytest.mark.asyncio
 async def test_cancel_and_sigterm_ignored_use_sigkill(
-    setup: dict[str, Path], tmp_path: Path
+    fakes: dict[str, Path], tmp_path: Path
 ) -> None:
     """Through the async API: a cancelled verify stops its child; one that ignores SIGTERM is
     killed after the grace period."""
-    os.environ["FAKE_DIR"] = str(setup["fake"])
+    os.environ["FAKE_DIR"] = str(fakes["fake"])
     try:
-        server = str(setup["bin"] / "llama-server")
+        server = str(fakes["bin"] / "llama-server")
         argv = [server, "--port", "${PORT}", "--fake-mode", "stubborn", "--fake-child", "1"]
         seen: list[int] = []
         start = time.monotonic()
@@ -251,10 +239,10 @@ async def test_cancel_and_sigterm_ignored_use_sigkill(
         )
         assert result.ok, result
         assert time.monotonic() - start < 20
-        assert not [p for p in pids(setup["fake"]) if not gone_soon(p)]
+        assert not [p for p in pids(fakes["fake"]) if not gone_soon(p)]
 
-        (setup["fake"] / "pids").unlink()
-        mgr = Manager(Paths.resolve(config=str(setup["config"]), home=str(tmp_path / "home")))
+        (fakes["fake"] / "pids").unlink()
+        mgr = Manager(Paths.resolve(config=str(fakes["config"]), home=str(tmp_path / "home")))
         await mgr.set_overrides(
             "chat", {"extra_args": "--fake-mode never --fake-child 1"}, generate=False
         )
@@ -263,13 +251,12 @@ async def test_cancel_and_sigterm_ignored_use_sigkill(
             tg.start_soon(
                 lambda: mgr.verify(["chat"], timeout=60, on_start=lambda i, p: started.append(p))
             )
-            for _ in range(200):
-                if len(pids(setup["fake"])) == 2:
-                    break
-                await anyio.sleep(0.05)
+            await await_until(
+                lambda: len(pids(fakes["fake"])) == 2, "the server and its child started"
+            )
             tg.cancel_scope.cancel()
-        assert started and len(pids(setup["fake"])) == 2
-        assert not [p for p in pids(setup["fake"]) if not gone_soon(p)]
+        assert started and len(pids(fakes["fake"])) == 2
+        assert not [p for p in pids(fakes["fake"]) if not gone_soon(p)]
     finally:
         del os.environ["FAKE_DIR"]
 
@@ -295,18 +282,18 @@ def test_a_build_installed_from_the_mirror_is_verified(
     config_path.write_text(f"models_dirs: [{json.dumps(str(root))}]\n")
     fake = tmp_path / "fake"
     fake.mkdir()
-    setup = {"fake": fake}
-    installed = bm(setup, "install", "llama-server", "--json")
+    fakes = {"fake": fake}
+    installed = bm(fakes, "install", "llama-server", "--json")
     assert installed.code == 0, installed
-    result = bm(setup, "verify", "--json")
+    result = bm(fakes, "verify", "--json")
     assert result.code == 0, result
     (only,) = json.loads(result.out)["results"]
     assert only["id"] == "chat" and only["ok"] and only["backend"] == "llama-server"
     assert not [p for p in pids(fake) if not gone_soon(p)]
-    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
     assert rows["chat"]["verification"].startswith("verified today: ok in ")
     # the same build reinstalled has a new receipt (installed_at): not verified again
-    again = bm(setup, "install", "llama-server", "b100", "--reinstall", "--json")
+    again = bm(fakes, "install", "llama-server", "b100", "--reinstall", "--json")
     assert again.code == 0, again
-    rows = {r["id"]: r for r in json.loads(bm(setup, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
     assert rows["chat"]["verification"] == "not verified"

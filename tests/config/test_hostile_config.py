@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_backendmgr
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, CliResult, run_backendmgr
 
 
 def alias_bomb(levels: int) -> str:

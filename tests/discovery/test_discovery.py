@@ -7,7 +7,7 @@ import pytest
 
 from backendmgr.discovery.models import DiscoveredModel, Discovery, assign_ids, hf_qualifies
 from backendmgr.discovery.walk import discover, scan_folders
-from tests.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, T5, write_gguf, write_hf
+from tests.support.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, T5, write_gguf, write_hf
 
 
 def run(tmp_path: Path, *dirs: Path) -> Discovery:

@@ -10,7 +10,7 @@ import pytest
 
 from backendmgr.discovery.gguf import GgufError, parse_header, read_gguf_metadata
 from backendmgr.discovery.meta import meta_from_gguf
-from tests.ggufs import write_gguf
+from tests.support.ggufs import write_gguf
 
 
 def test_reads_wanted_keys_from_a_real_file(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ and a model that needs a missing one is SKIPPED naming the builds that have it."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,26 +11,19 @@ import pytest
 from ruamel.yaml import YAML
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult
-from tests.ggufs import write_gguf
-from tests.install.test_capabilities import NEW_HELP, OLD_HELP
-from tests.support import publish_llama
+from tests.support import ok, publish_llama
+from tests.support.cli import Cli
+from tests.support.ggufs import write_gguf
+from tests.support.standins import NEW_HELP, OLD_HELP
 
-Cli = Callable[..., CliResult]
 GIB = 1 << 30
 OLD = "llama-server@b100-vulkan"
 NEW = "llama-server@b200-vulkan"
 BARE = "llama-server@b300-vulkan"
 
 
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    assert "Traceback" not in result.err
-    return result
-
-
 @pytest.fixture
-def setup(
+def output(
     cli: Cli,
     mirror: MirrorServer,
     mirror_root: Path,
@@ -81,23 +73,23 @@ def comments_above(text: str, model_id: str) -> list[str]:
     return above[::-1]
 
 
-def test_new_build_gets_every_flag(cli: Cli, setup: Path) -> None:
+def test_new_build_gets_every_flag(cli: Cli, output: Path) -> None:
     ok(cli("generate", "--force"))
-    got = models(setup)
+    got = models(output)
     assert "--jinja" in got["qwen3-8b"]["cmd"].splitlines()
     assert got["qwen2.5-vl-7b"]["cmd"].count("--mmproj") == 1
     assert got["nomic-embed"]["cmd"].splitlines()[-2:] == ["--embedding", "--pooling mean"]
     assert got["bge-reranker"]["cmd"].splitlines()[-1] == "--reranking"
-    assert "left out" not in setup.read_text()
+    assert "left out" not in output.read_text()
 
 
 def test_pinned_old_build_leaves_out_flags_and_skips_what_it_cannot_run(
-    cli: Cli, setup: Path
+    cli: Cli, output: Path
 ) -> None:
     for model in ("qwen3-8b", "qwen2.5-vl-7b", "nomic-embed", "bge-reranker"):
         ok(cli("pin", model, OLD))
-    text = setup.read_text()
-    got = models(setup)
+    text = output.read_text()
+    got = models(output)
     chat = got["qwen3-8b"]
     assert "--jinja" not in chat["cmd"] and chat["metadata"]["build"] == OLD
     assert f"# NOTE --jinja left out: {OLD} does not list it in --help" in comments_above(
@@ -126,23 +118,23 @@ def test_pinned_old_build_leaves_out_flags_and_skips_what_it_cannot_run(
     ok(cli("doctor"))
     # back on the new build, everything returns
     ok(cli("pin", "bge-reranker", NEW))
-    assert models(setup)["bge-reranker"]["cmd"].splitlines()[-1] == "--reranking"
+    assert models(output)["bge-reranker"]["cmd"].splitlines()[-1] == "--reranking"
 
 
-def test_unknown_capabilities_emit_as_before(cli: Cli, setup: Path) -> None:
+def test_unknown_capabilities_emit_as_before(cli: Cli, output: Path) -> None:
     for model in ("qwen3-8b", "bge-reranker"):
         ok(cli("pin", model, BARE))
-    got = models(setup)
+    got = models(output)
     assert "--jinja" in got["qwen3-8b"]["cmd"].splitlines()
     assert got["bge-reranker"]["cmd"].splitlines()[-1] == "--reranking"
-    assert "left out" not in setup.read_text()
+    assert "left out" not in output.read_text()
 
 
-def test_extra_args_the_build_does_not_list_get_a_note_and_stay(cli: Cli, setup: Path) -> None:
+def test_extra_args_the_build_does_not_list_get_a_note_and_stay(cli: Cli, output: Path) -> None:
     ok(cli("pin", "qwen3-8b", OLD))
     ok(cli("set", "qwen3-8b", "extra_args=-fa on --no-mmap -c 8192"))
-    text = setup.read_text()
-    cmd = models(setup)["qwen3-8b"]["cmd"]
+    text = output.read_text()
+    cmd = models(output)["qwen3-8b"]["cmd"]
     assert cmd.splitlines()[-1] == "-fa on --no-mmap -c 8192"  # the user's words stand
     notes = comments_above(text, "qwen3-8b")
     assert any(
@@ -150,7 +142,7 @@ def test_extra_args_the_build_does_not_list_get_a_note_and_stay(cli: Cli, setup:
     ), notes
 
 
-def test_no_build_has_it(cli: Cli, setup: Path, tmp_path: Path) -> None:
+def test_no_build_has_it(cli: Cli, output: Path, tmp_path: Path) -> None:
     """A manual row probed on first use: its lacks are named, and no build is offered when
     none of the installed ones lists the flag either."""
     exe = tmp_path / "mine" / "llama-server"
@@ -161,7 +153,7 @@ def test_no_build_has_it(cli: Cli, setup: Path, tmp_path: Path) -> None:
     ok(cli("backends", "add", "mine", "--kind", "llama.cpp", "--path", str(exe)))
     ok(cli("pin", "nomic-embed", "mine"))
     ok(cli("pin", "bge-reranker", "mine"))
-    text = setup.read_text()
+    text = output.read_text()
     assert '# SKIPPED "nomic-embed": mine does not list --embedding, which an embedding model ' in (
         text
     )
@@ -171,5 +163,5 @@ def test_no_build_has_it(cli: Cli, setup: Path, tmp_path: Path) -> None:
     ok(cli("uninstall", NEW))
     assert (
         '# SKIPPED "bge-reranker": mine does not list --reranking, which a reranker model needs; '
-        "no installed build lists it" in setup.read_text()
+        "no installed build lists it" in output.read_text()
     )

@@ -6,7 +6,6 @@ import json
 import os
 import random
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import SHARED, CliResult
-from tests.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, write_gguf, write_hf
 from tests.support import publish_llama
+from tests.support.cli import Cli, ok
+from tests.support.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, write_gguf, write_hf
+from tests.support.paths import SHARED
 
-Cli = Callable[..., CliResult]
 GIB = 1 << 30
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
 
@@ -129,11 +128,6 @@ def load(config_path: Path) -> dict[str, Any]:
 
 def cmds(config_path: Path) -> dict[str, str]:
     return {k: v["cmd"] for k, v in load(config_path)["models"].items()}
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    return result
 
 
 def check_schema(config_path: Path) -> None:

@@ -16,10 +16,10 @@ import pytest
 from ruamel.yaml import YAML
 
 from backendmgr.emit.verify import CAPABILITY_KEYS
-from tests.conftest import SHARED, CliResult
-from tests.ggufs import LLAMA3_8B, write_gguf, write_hf
+from tests.support.cli import Cli, ok
+from tests.support.ggufs import LLAMA3_8B, write_gguf, write_hf
+from tests.support.paths import SHARED
 
-Cli = Callable[..., CliResult]
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
 PWN = "m\n  pwn:\n    cmd: touch PWNED_BY_FILENAME\n    x: |\n      .gguf"
 HOSTILE_NAMES = [PWN, "a\nb.gguf", "c\rd.gguf", "e\u2028f.gguf", "g\th.gguf", "i\u202ej.gguf"]
@@ -60,11 +60,6 @@ def check_schema(config_path: Path) -> None:
     import jsonschema
 
     jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(load(config_path))
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    return result
 
 
 def test_capability_keys_are_the_schemas() -> None:

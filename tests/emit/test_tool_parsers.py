@@ -4,12 +4,8 @@ fake ``vllm`` package with a ``ToolParserManager``) and recorded in its receipt.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import sys
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,10 +14,10 @@ from ruamel.yaml import YAML
 from backendmgr.emit import tools
 from backendmgr.emit.tools import KNOWN_PARSERS, against_build, tool_parser
 from backendmgr.install import venv_job
-from tests.conftest import CliResult
-from tests.ggufs import LLAMA3_8B, write_hf
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, ok
+from tests.support.ggufs import LLAMA3_8B, write_hf
+from tests.support.wheels import TOY_MANIFEST as MANIFEST
+from tests.support.wheels import make_wheel
 
 
 @pytest.mark.parametrize(
@@ -108,16 +104,6 @@ def test_against_build() -> None:
 
 # --- through the real CLI: a vLLM build's receipt lists the parsers it registers -------------
 
-MANIFEST = """\
-id: toy
-name: Toy vLLM
-kind: vllm
-source: {type: pypi, package: toy-server}
-exe: {default: bin/toy-server, windows: Scripts/toy-server.exe}
-variants:
-  - {id: cpu, label: CPU, platforms: [linux-x64, linux-arm64]}
-"""
-
 OLD_REGISTRY = """\
 class ToolParserManager:
     tool_parsers = {}
@@ -139,31 +125,6 @@ GPT_OSS = {
     "model_type": "gpt_oss",
     "num_hidden_layers": 24,
 }
-
-
-def make_wheel(folder: Path, version: str, extra: dict[str, str]) -> Path:
-    """A real wheel: a console script that reports its version, plus a fake ``vllm``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    dist = f"toy_server-{version}.dist-info"
-    files = {
-        "toy_server/__init__.py": (f'def main() -> None:\n    print("toy-server {version}")\n'),
-        **extra,
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-        f"{dist}/entry_points.txt": "[console_scripts]\ntoy-server = toy_server:main\n",
-    }
-    record = []
-    for name, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
-    record.append(f"{dist}/RECORD,,")
-    path = folder / f"toy_server-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-        zf.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
-    return path
 
 
 def registry_at(path: str, body: str) -> dict[str, str]:
@@ -193,11 +154,6 @@ def toy(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     return wheels
 
 
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    return result
-
-
 def receipt(tmp_path: Path, version: str) -> dict[str, object]:
     path = tmp_path / "home" / "builds" / "toy" / f"{version}-cpu" / ".backendmgr.json"
     data: dict[str, object] = json.loads(path.read_text())
@@ -215,8 +171,10 @@ def gpt_oss_entry(cli: Cli, config_path: Path) -> tuple[dict[str, object], str]:
 def test_an_older_build_without_the_parser_leaves_tool_calling_off(
     cli: Cli, toy: Path, tmp_path: Path, config_path: Path
 ) -> None:
-    make_wheel(toy, "1.0.0", registry_at("vllm.entrypoints.openai.tool_parsers", OLD_REGISTRY))
-    make_wheel(toy, "2.0.0", registry_at("vllm.tool_parsers", NEW_REGISTRY))
+    make_wheel(
+        toy, "1.0.0", extra=registry_at("vllm.entrypoints.openai.tool_parsers", OLD_REGISTRY)
+    )
+    make_wheel(toy, "2.0.0", extra=registry_at("vllm.tool_parsers", NEW_REGISTRY))
     ok(cli("install", "toy", "1.0.0", "--activate"))
     assert receipt(tmp_path, "1.0.0")["tool_parsers"] == ["hermes", "llama3_json", "mistral"]
     entry, text = gpt_oss_entry(cli, config_path)
@@ -249,7 +207,7 @@ def test_an_older_build_without_the_parser_leaves_tool_calling_off(
 def test_an_unknown_vllm_tool_parser_is_a_warning_naming_the_registered_ones(
     cli: Cli, toy: Path, tmp_path: Path, config_path: Path
 ) -> None:
-    make_wheel(toy, "2.0.0", registry_at("vllm.tool_parsers", NEW_REGISTRY))
+    make_wheel(toy, "2.0.0", extra=registry_at("vllm.tool_parsers", NEW_REGISTRY))
     ok(cli("install", "toy", "2.0.0", "--activate"))
     model = next(
         m["id"]
@@ -289,7 +247,7 @@ def test_a_probe_that_fails_is_unknown_never_a_failed_install(
     registry: str,
 ) -> None:
     monkeypatch.setattr(venv_job, "PROBE_TIMEOUT_S", 3.0)
-    make_wheel(toy, "1.0.0", registry_at("vllm.tool_parsers", registry))
+    make_wheel(toy, "1.0.0", extra=registry_at("vllm.tool_parsers", registry))
     ok(cli("install", "toy", "1.0.0", "--activate"))
     assert receipt(tmp_path, "1.0.0")["tool_parsers"] is None
     entry, _ = gpt_oss_entry(cli, config_path)  # unknown: the table's parser, as before

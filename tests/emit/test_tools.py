@@ -1,17 +1,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
 from backendmgr.emit.tools import tool_parser
-from tests.conftest import CliResult
-from tests.ggufs import QWEN3_5_WRAPPER, write_hf
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli
+from tests.support.ggufs import QWEN3_5_WRAPPER, write_hf
 
 
 @pytest.mark.parametrize(

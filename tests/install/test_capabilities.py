@@ -4,9 +4,7 @@ the receipt, shown by ``list``/``backends``, warned about when a GPU build finds
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,50 +17,13 @@ from backendmgr.catalog.capabilities import (
 )
 from backendmgr.install import probe
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult
-from tests.support import llama_entries, make_tar, publish, publish_llama
+from tests.support import llama_entries, make_tar, ok, publish, publish_llama
+from tests.support.cli import Cli
+from tests.support.processes import assert_none_left, pids_in
+from tests.support.standins import NEW_HELP, OLD_HELP
 
-Cli = Callable[..., CliResult]
-
-# Shaped like llama-server's own --help (b11xxx): option column, metavar, two spaces, prose.
-NEW_HELP = """\
------ common params -----
-
--h,    --help, --usage                  print usage and exit
---version                               show version and build info
--t,    --threads N                      number of threads to use during generation
-                                        (env: LLAMA_ARG_THREADS)
--c,    --ctx-size N                     size of the prompt context (default: 4096, 0 = loaded
-                                        from model); see also --rope-scale and -fa
--fa,   --flash-attn [on|off|auto]       set Flash Attention use ('on', 'off', or 'auto')
---list-devices                          print list of available devices and exit
--ngl,  --gpu-layers, --n-gpu-layers N   max. number of layers to store in VRAM
--m,    --model FNAME                    model path to load
---mmproj FILE                           path to a multimodal projector file
---jinja                                 use jinja template for chat (default: enabled)
---embedding, --embeddings               restrict to only support embedding use case
---pooling {none,mean,cls,last,rank}     pooling type for embeddings
---reranking, --rerank                   enable reranking endpoint on server
---host HOST                             ip address to listen on
---port PORT                             port to listen (default: 8080)
-"""
-OLD_HELP = """\
--h,    --help, --usage                  print usage and exit
--c,    --ctx-size N                     size of the prompt context
--ngl,  --gpu-layers N                   max. number of layers to store in VRAM
--m,    --model FNAME                    model path
---embedding                             restrict to only support embedding use case
---host HOST                             ip address to listen on
---port PORT                             port to listen (default: 8080)
-"""
 CUDA_DEVICES = "Available devices:\n  CUDA0: NVIDIA H200 (143771 MiB, 143000 MiB free)\n"
 NO_DEVICES = "Available devices:\n"
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    assert "Traceback" not in result.err
-    return result
 
 
 def test_options_are_read_from_the_option_column_only() -> None:
@@ -157,16 +118,6 @@ def test_no_smoke_means_no_probe(cli: Cli, mirror: MirrorServer, mirror_root: Pa
     assert json.loads(ok(cli("--json", "list")).out)[0]["capabilities"] is None
 
 
-def _dead(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # a zombie still answers kill(0); it is not running
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split()[2] == "Z"
-
-
 @pytest.mark.parametrize("mode", ["hang", "flood", "crash"])
 def test_a_hostile_help_never_fails_the_install_or_leaves_a_process(
     cli: Cli,
@@ -201,11 +152,7 @@ def test_a_hostile_help_never_fails_the_install_or_leaves_a_process(
     expected = {"hang": "did not finish", "flood": "more than 1 MiB", "crash": "exit status"}
     assert expected[mode] in caps["error"]
     if mode != "crash":
-        for pid in pids.read_text().split():
-            deadline = time.monotonic() + 5
-            while not _dead(int(pid)) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert _dead(int(pid)), f"probe left process {pid} running"
+        assert_none_left(pids_in(pids))  # the probe stopped the program and its child
 
 
 def manual_server(path: Path, help_text: str, counter: Path) -> None:

@@ -5,29 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.conftest import CliResult
-from tests.support import make_tar, publish, publish_llama
-
-Cli = Callable[..., CliResult]
-NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
-
-
-def big_release(root: Path) -> bytes:
-    """A release whose asset is large enough to cut half way (random bytes do not compress)."""
-    import os
-
-    from tests.support import Entry, llama_entries
-
-    entries = [*llama_entries("b100"), Entry("build/bin/blob.bin", os.urandom(3 << 20))]
-    data = make_tar(entries)
-    publish(root, "ggml-org/llama.cpp", "b100", {NAME: data})
-    return data
+from tests.support import NAME, big_release, publish_llama
+from tests.support.cli import Cli
 
 
 def downloads(server: MirrorServer) -> list[dict[str, str]]:

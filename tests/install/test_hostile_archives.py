@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult
 from tests.support import (
     Entry,
     empty_files_tar_gz,
@@ -28,8 +27,7 @@ from tests.support import (
     tree,
     zeros_bomb_tar_gz,
 )
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, error_line
 
 SCRIPT = b"#!/bin/sh\necho tool 1.0\n"
 TOOL_MANIFEST = (
@@ -49,14 +47,6 @@ def tool(config_path: Path) -> None:
 
 def tool_entries(*extra: Entry) -> list[Entry]:
     return [Entry("tool/bin/tool", SCRIPT, mode=0o755), *extra]
-
-
-def error_line(result: CliResult) -> str:
-    assert result.code == 1, result
-    assert "Traceback" not in result.err, result.err
-    errors = [line for line in result.err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.err
-    return errors[0]
 
 
 def assert_nothing_installed(home: Path, config_path: Path) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.conftest import CliResult
 from tests.support import publish_llama
+from tests.support.cli import CliResult
 
 Cli = Callable[..., CliResult]
 LISTING = "/repos/ggml-org/llama.cpp/releases"

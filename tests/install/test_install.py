@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.conftest import CliResult
 from tests.support import make_tar, publish, publish_llama, server_script, tree
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli, error_line, ok
 
 
 def registry(cli: Cli) -> list[tuple[str, str, str, bool, bool, str]]:
@@ -29,14 +27,6 @@ def exe(home: Path, build: str) -> str:
     return str(home / "builds" / "llama-server" / build / "build" / "bin" / "llama-server")
 
 
-def error_line(result: CliResult) -> str:
-    """The one ``error:`` line; progress lines (one per phase) may come before it."""
-    errors = [line for line in result.err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, result.err
-    assert "Traceback" not in result.err
-    return errors[0]
-
-
 def strip_digests(mirror: MirrorServer) -> None:
     """Make the mirror publish no per-asset digest, as some releases do not."""
     original = mirror.releases
@@ -49,11 +39,6 @@ def strip_digests(mirror: MirrorServer) -> None:
         return listing
 
     mirror.releases = undigested  # type: ignore[method-assign]
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    return result
 
 
 def test_round_trip_two_versions_two_variants(

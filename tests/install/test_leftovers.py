@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,8 @@ import pytest
 from backendmgr.config.paths import Paths
 from backendmgr.install.store import RECEIPT, BuildStore
 from backendmgr.mirror import MirrorServer
-from tests.conftest import CliResult
 from tests.support import publish_llama
-
-Cli = Callable[..., CliResult]
+from tests.support.cli import Cli
 
 
 def installed_build(cli: Cli, mirror_root: Path, home: Path) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
+import select
 import socket
 import threading
 import time
@@ -21,10 +21,9 @@ from backendmgr.install.download import download
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from backendmgr.net import NetSettings, make_client
 from backendmgr.sources.models import ReleaseAsset
-from tests.conftest import CliResult
-from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
+from tests.support import big_release, publish_llama
+from tests.support.cli import Cli, CliResult
 
-Cli = Callable[..., CliResult]
 NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
 LISTING = "/repos/ggml-org/llama.cpp/releases"
 
@@ -116,17 +115,10 @@ def test_token_origin_compares_scheme_host_and_port() -> None:
 # --- item 9: a link that drops every 300 KB ---------------------------------------------------
 
 
-def flaky_release(root: Path) -> bytes:
-    entries = [*llama_entries("b100"), Entry("build/bin/blob.bin", os.urandom(3 << 20))]
-    data = make_tar(entries)
-    publish(root, "ggml-org/llama.cpp", "b100", {NAME: data})
-    return data
-
-
 def test_link_dropping_every_300_kb_resumes_from_every_byte(
     cli: Cli, mirror: MirrorServer, mirror_root: Path
 ) -> None:
-    data = flaky_release(mirror_root)
+    data = big_release(mirror_root)
     cut = 300_000
     mirror.cut_every = cut
     result = cli("install", "llama-server")
@@ -145,11 +137,12 @@ def test_link_dropping_every_300_kb_resumes_from_every_byte(
     assert f"resuming {NAME} at 2.9 MiB of {mib:.1f} MiB" in result.err
 
 
+@pytest.mark.slow(reason="five retries at the CLI's own backoff: 15.5 s of waiting")
 def test_retries_without_progress_still_give_up(
     cli: Cli, mirror: MirrorServer, mirror_root: Path
 ) -> None:
     """A server that cuts after a few bytes every time makes no progress: bounded, resumable."""
-    data = flaky_release(mirror_root)
+    data = big_release(mirror_root)
     mirror.cut_every = 1000
     result = cli("install", "llama-server")
     line = one_line_error(result)
@@ -201,7 +194,8 @@ def test_full_backlog_names_the_connect_timeout(cli: Cli, monkeypatch: pytest.Mo
         c.setblocking(False)
         c.connect_ex(("127.0.0.1", port))
         fillers.append(c)
-    time.sleep(0.2)
+    # the first handshake completes into the queue; the rest wait on it
+    assert select.select([], fillers[:1], [], 10)[1], "the first connection was not accepted"
     monkeypatch.delenv("BACKENDMGR_OFFLINE")
     monkeypatch.setenv("BACKENDMGR_GITHUB_API", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("BACKENDMGR_TIMEOUT", "1")

@@ -3,65 +3,27 @@ test builds (PIP_FIND_LINKS + PIP_NO_INDEX), with uv and with plain venv + pip."
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import signal
 import stat
 import subprocess
 import sys
-import time
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.support.cli import Cli, ok, spawn_backendmgr
+from tests.support.wait import wait_until
+from tests.support.wheels import TOY_MANIFEST as MANIFEST
+from tests.support.wheels import make_wheel
 
-Cli = Callable[..., CliResult]
-
-MANIFEST = """\
-id: toy
-name: Toy server
-kind: vllm
-source: {type: pypi, package: toy-server}
-exe: {default: bin/toy-server, windows: Scripts/toy-server.exe}
-variants:
-  - {id: cpu, label: CPU, platforms: [linux-x64, linux-arm64]}
-"""
+# Each install builds a real venv; with plain venv + pip that is ensurepip and a pip run, several
+# seconds of CPU, so the pip variants are the slow ones.
+PIP_IS_SLOW = pytest.mark.slow(reason="a real venv per install: ensurepip, then pip")
 
 
-def make_wheel(folder: Path, version: str, *, padding: int = 0, entry: str = "main") -> Path:
-    """A real wheel with a console script that reports its own version."""
-    folder.mkdir(parents=True, exist_ok=True)
-    dist = f"toy_server-{version}.dist-info"
-    files = {
-        "toy_server/__init__.py": (
-            f'__version__ = "{version}"\n\n\ndef main() -> None:\n'
-            '    print(f"toy-server {__version__}")\n'
-        ),
-        "toy_server/blob.txt": "x" * padding,
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-        f"{dist}/entry_points.txt": f"[console_scripts]\ntoy-server = toy_server:{entry}\n",
-    }
-    record = []
-    for name, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
-    record.append(f"{dist}/RECORD,,")
-    path = folder / f"toy_server-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-        zf.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
-    return path
-
-
-@pytest.fixture(params=["uv", "pip"])
+@pytest.fixture(params=["uv", pytest.param("pip", marks=PIP_IS_SLOW)])
 def installer(
     request: pytest.FixtureRequest,
     tmp_path: Path,
@@ -85,11 +47,6 @@ def installer(
         assert uv.is_file(), "the test extras install uv"
         monkeypatch.setenv("BACKENDMGR_UV", str(uv))
     return str(request.param)
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result
-    return result
 
 
 def test_two_versions_side_by_side(cli: Cli, installer: str, tmp_path: Path) -> None:
@@ -152,37 +109,29 @@ def test_failed_pip_run_reports_its_last_lines(
     assert not config_path.exists()
 
 
-def test_kill_9_during_install_lists_nothing(installer: str, tmp_path: Path) -> None:
+def test_kill_9_during_install_lists_nothing(cli: Cli, installer: str, tmp_path: Path) -> None:
     make_wheel(tmp_path / "wheels", "3.0.0", padding=20 << 20)
     target = tmp_path / "home" / "builds" / "toy" / "3.0.0-cpu"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "backendmgr", "install", "toy", "3.0.0"],
-        env=dict(os.environ),
+    proc = spawn_backendmgr(
+        "install",
+        "toy",
+        "3.0.0",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while not list(target.parent.glob("3.0.0-cpu.staging-*/bin")):
-        assert time.monotonic() < deadline and proc.poll() is None, "the install never started"
-        time.sleep(0.01)
+    wait_until(
+        lambda: list(target.parent.glob("3.0.0-cpu.staging-*/bin")),
+        "the install started building its venv",
+        timeout=120,
+        proc=proc,
+    )
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not target.exists()  # the venv is built in a staging folder, never in place
-    listed = subprocess.run(
-        [sys.executable, "-m", "backendmgr", "--json", "list"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(listed.stdout) == []
-    again = subprocess.run(
-        [sys.executable, "-m", "backendmgr", "install", "toy", "3.0.0"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert again.returncode == 0, again.stderr
+    # what is left is checked (and repaired by the next install) in this process
+    assert json.loads(ok(cli("--json", "list")).out) == []
+    ok(cli("install", "toy", "3.0.0"))
     assert (target / ".backendmgr.json").exists()
 
 

@@ -13,7 +13,6 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -25,97 +24,16 @@ from backendmgr.errors import InstallFailed
 from backendmgr.events import ProgressEvent
 from backendmgr.manager import Manager
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.conftest import CliResult
-from tests.support import (
-    Entry,
-    llama_entries,
-    make_tar,
-    publish,
-    publish_llama,
-    tree,
-    user_setup,
+from tests.support import VULKAN, Setup, await_until, big_release, publish_llama
+from tests.support.cli import CliResult
+from tests.support.manager import (
+    ORDER,
+    assert_old_state,
+    assert_one_terminal,
+    downloads_left,
+    generated,
+    phases,
 )
-
-ORDER = [
-    "resolving",
-    "downloading",
-    "verifying",
-    "extracting",
-    "committing",
-    "registering",
-    "done",
-]
-TERMINAL = {"done", "failed", "cancelled"}
-VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
-
-
-@dataclass
-class Setup:
-    home: Path
-    config: Path
-    output: Path
-    models: Path
-    manual_exe: Path
-
-    def snapshot(self) -> tuple[bytes, bytes]:
-        return self.config.read_bytes(), self.output.read_bytes()
-
-
-@pytest.fixture
-def setup(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
-    """A user's config with a hand-made row and a models folder, and its generated output."""
-    monkeypatch.setenv("BACKENDMGR_VRAM_GB", "24")
-    models, manual = user_setup(tmp_path, config_path)
-    home = tmp_path / "home"
-    return Setup(home, config_path, home / "llama-swap.yaml", models, manual)
-
-
-def manager() -> Manager:
-    """A Manager as a server would hold one: the environment the fixtures set, fast retries."""
-    return Manager(retry_backoff=0.01)
-
-
-async def generated(setup: Setup) -> Manager:
-    mgr = manager()
-    outcome = await mgr.generate()
-    setup.output = Path(outcome.output)
-    assert setup.output.is_file()
-    return mgr
-
-
-def big_release(root: Path, tag: str = "b100", *, script: bytes | None = None) -> bytes:
-    """A vulkan build large enough (random bytes) that a throttled download takes a while."""
-    entries = [*llama_entries(tag), Entry("build/bin/blob.bin", os.urandom(3 << 20))]
-    if script is not None:
-        entries = [
-            Entry(e.name, script, mode=0o755) if e.name.endswith("/llama-server") else e
-            for e in entries
-        ]
-    data = make_tar(entries)
-    publish(root, "ggml-org/llama.cpp", tag, {VULKAN.format(tag=tag): data})
-    return data
-
-
-def builds_tree(home: Path) -> list[str]:
-    folder = home / "builds"
-    return tree(folder) if folder.exists() else []
-
-
-def downloads_left(home: Path) -> list[str]:
-    folder = home / "downloads"
-    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
-
-
-async def assert_old_state(mgr: Manager, setup: Setup, before: tuple[bytes, bytes]) -> None:
-    """Nothing installed, no scratch folder, the user's files byte for byte as they were;
-    only resumable downloads may stay, and doctor finds nothing to complain about."""
-    assert await mgr.list_builds() == []
-    assert [p for p in builds_tree(setup.home) if not p.endswith(".lock")] in ([], ["llama-server"])
-    assert all(n.endswith((".part", ".part.json")) for n in downloads_left(setup.home))
-    assert mgr.builds.leftovers() == []
-    assert setup.snapshot() == before
-    report = await mgr.doctor()
-    assert report.ok, report
 
 
 async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = True) -> None:
@@ -131,6 +49,19 @@ async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = Tru
     assert mgr.builds.leftovers() == []
     report = await mgr.doctor()
     assert isinstance(report, DoctorReport) and report.ok, report
+
+
+# Where a release's size is not the point (a cancel before the download or after the commit),
+# a small one keeps the steps around it quick.
+SMALL = 1024
+
+
+def exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class Stall:
@@ -149,9 +80,7 @@ class Stall:
         return False
 
     async def wait_entered(self) -> None:
-        with anyio.fail_after(10):
-            while not self.entered.is_set():
-                await anyio.sleep(0.01)
+        await await_until(self.entered.is_set, f"a request to {self.prefix} arrived")
 
 
 async def install_cancelled_when(
@@ -171,20 +100,6 @@ async def install_cancelled_when(
     return events
 
 
-def phases(events: list[ProgressEvent]) -> list[str]:
-    """Each phase once, in the order first seen."""
-    out: list[str] = []
-    for e in events:
-        if not out or out[-1] != e.phase:
-            out.append(e.phase)
-    return out
-
-
-def assert_one_terminal(events: list[ProgressEvent], terminal: str) -> None:
-    assert [e.phase for e in events if e.phase in TERMINAL] == [terminal]
-    assert events[-1].phase == terminal
-
-
 # --- cancel at each phase ------------------------------------------------------------------
 
 
@@ -192,7 +107,7 @@ def assert_one_terminal(events: list[ProgressEvent], terminal: str) -> None:
 async def test_cancel_while_listing_releases(
     mirror: MirrorServer, mirror_root: Path, setup: Setup
 ) -> None:
-    big_release(mirror_root)
+    big_release(mirror_root, size=SMALL)
     mgr = await generated(setup)
     before = setup.snapshot()
     stall = Stall(mirror, "/repos/ggml-org/llama.cpp/releases")
@@ -275,7 +190,7 @@ async def test_cancel_during_the_smoke_check_kills_the_program(
 ) -> None:
     marker = tmp_path / "smoke.pid"
     script = f'#!/bin/sh\necho $$ > "{marker}.tmp" && mv "{marker}.tmp" "{marker}"\nexec sleep 60\n'
-    big_release(mirror_root, script=script.encode())
+    big_release(mirror_root, script=script.encode(), size=SMALL)
     mgr = await generated(setup)
     before = setup.snapshot()
     events: list[ProgressEvent] = []
@@ -285,17 +200,14 @@ async def test_cancel_during_the_smoke_check_kills_the_program(
             await mgr.install("llama-server", "b100", on_event=events.append)
 
         tg.start_soon(run)
-        with anyio.fail_after(20):
-            while not marker.exists():
-                await anyio.sleep(0.01)
+        await await_until(marker.exists, "the smoke check started the program", timeout=60)
         tg.cancel_scope.cancel()
     assert phases(events)[-2:] == ["extracting", "cancelled"]
     assert_one_terminal(events, "cancelled")
     pid = int(marker.read_text())
-    with anyio.fail_after(5), pytest.raises(ProcessLookupError):  # killed, not left sleeping
-        while True:  # a cancel that lands while the process starts leaves reaping to asyncio
-            os.kill(pid, 0)
-            await anyio.sleep(0.02)
+    # killed, not left sleeping (a cancel that lands while the process starts leaves reaping
+    # to asyncio, so it may take a moment)
+    await await_until(lambda: not exists(pid), f"the smoke-checked program {pid} was reaped")
     await assert_old_state(mgr, setup, before)
 
     # the verified archive was kept: the next attempt downloads nothing again
@@ -311,7 +223,7 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
 ) -> None:
     """Past the commit there is no old state to go back to: the build is installed and
     registered, and the cancel is still reported (the llama-swap config may lag)."""
-    big_release(mirror_root)
+    big_release(mirror_root, size=SMALL)
     mgr = await generated(setup)
     config_before = setup.config.read_bytes()
     events = await install_cancelled_when(mgr, lambda e: e.phase == phase)

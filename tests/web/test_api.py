@@ -14,18 +14,12 @@ import httpx
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.support import Entry, llama_entries, make_tar, publish, publish_llama
-from tests.web.conftest import Running, Setup, sse
+from tests.support import Setup, big_release, publish_llama
+from tests.support.cli import run_in_worker
+from tests.support.manager import phases
+from tests.support.web import Running, sse
 
-VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
 ORDER = ["resolving", "downloading", "verifying", "extracting", "committing", "registering"]
-
-
-def big_release(root: Path, tag: str) -> bytes:
-    """A vulkan build with 3 MiB of random bytes: a throttled download takes a while."""
-    data = make_tar([*llama_entries(tag), Entry("build/bin/blob.bin", os.urandom(3 << 20))])
-    publish(root, "ggml-org/llama.cpp", tag, {VULKAN.format(tag=tag): data})
-    return data
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -38,14 +32,6 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-def phases(events: list[dict[str, Any]]) -> list[str]:
-    out: list[str] = []
-    for e in events:
-        if not out or out[-1] != e["phase"]:
-            out.append(e["phase"])
-    return out
 
 
 async def install(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
@@ -243,10 +229,10 @@ async def test_registry_and_model_changes_and_errors_in_the_cli_words(
         got = await client.request(method, path, json=body)
         assert got.status_code == status, (path, got.text)
         assert (await client.get("/api/jobs")).json() == []  # refused before any job started
-        shown = cli(*argv)
-        assert shown.returncode == got.json()["exit"] == 1, shown
-        last = shown.stderr.strip().splitlines()[-1]  # after any progress line
-        assert last == f"error: {got.json()['error']}", (path, shown.stderr)
+        shown = await run_in_worker(*argv)  # the CLI's main(), in this process
+        assert shown.code == got.json()["exit"] == 1, shown
+        last = shown.err.strip().splitlines()[-1]  # after any progress line
+        assert last == f"error: {got.json()['error']}", (path, shown.err)
     assert setup.config.read_bytes() == before
 
 

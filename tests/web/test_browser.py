@@ -18,8 +18,16 @@ from typing import Any
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.support import SERVER_STANDIN, Entry, llama_entries, make_tar, publish, publish_llama
-from tests.web.conftest import Running, Setup
+from tests.support import (
+    Entry,
+    Setup,
+    llama_entries,
+    make_tar,
+    publish,
+    publish_llama,
+)
+from tests.support.standins import SERVER_STANDIN
+from tests.support.web import Running
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 

@@ -18,9 +18,9 @@ from pydantic import BaseModel, ValidationError
 from backendmgr import errors as e
 from backendmgr.boundary import failure_of
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.conftest import CliResult
-from tests.support import publish_llama
-from tests.web.conftest import Setup, sse
+from tests.support import Setup, publish_llama
+from tests.support.cli import CliResult
+from tests.support.web import sse
 
 Cli = Callable[..., CliResult]
 PEP691 = "application/vnd.pypi.simple.v1+json"

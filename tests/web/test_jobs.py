@@ -4,20 +4,22 @@ dies with it, a server that stops while a job will not, and Ctrl-C with a reques
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
-from backendmgr.mirror import MirrorServer
+from backendmgr.mirror import MirrorHandler, MirrorServer
 from backendmgr.results import Outcome
 from backendmgr.web.jobs import MAX_FINISHED, MAX_RUNNING, Jobs
-from tests.web.conftest import Setup, serve_process, sse
+from tests.support import Setup, await_until, big_release, wait_until
+from tests.support.processes import recorded_pids, running
+from tests.support.web import serve_process, sse
 
 MODEL = "qwen3-8b-q4_k_m"
 
@@ -39,14 +41,6 @@ def sleeper(tmp_path: Path) -> tuple[Path, Path]:
     )
     exe.chmod(0o755)
     return exe, pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.asyncio
@@ -80,22 +74,18 @@ async def test_verify_jobs_are_capped_and_cancelling_one_kills_its_child(
     for job_id in started:
         first = await sse(client, job_id, until=lambda e: True)
         assert first[0]["phase"] == "verifying" and first[0]["asset"] == MODEL
-    deadline = time.monotonic() + 20
-    while len(pids.read_text().split()) < MAX_RUNNING if pids.exists() else True:
-        assert time.monotonic() < deadline, "the children did not start"
-        await asyncio.sleep(0.05)
-    children = [int(p) for p in pids.read_text().split()]
-    assert all(alive(pid) for pid in children)
+    children = await anyio.to_thread.run_sync(recorded_pids, pids, MAX_RUNNING)
+    assert all(running(pid) for pid in children)
 
     for job_id in started:
         cancelled = await client.request("DELETE", f"/api/jobs/{job_id}")
         assert cancelled.status_code == 200, cancelled.text
         assert cancelled.json()["state"] == "cancelled"
         assert (await sse(client, job_id))[-1]["phase"] == "cancelled"
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in children):
-        assert time.monotonic() < deadline, "a verify child outlived its cancelled job"
-        await asyncio.sleep(0.05)
+    await await_until(
+        lambda: not any(running(pid) for pid in children),
+        "every verify child ended with its cancelled job",
+    )
     # room again
     again = await client.post("/api/verify", json={"models": [MODEL], "timeout": 600})
     assert again.status_code == 202
@@ -124,16 +114,18 @@ async def test_closing_waits_a_bounded_time_for_a_stuck_job(
     """A job whose clean-up hangs does not keep the server from stopping; it says so."""
     jobs = Jobs()
     release = asyncio.Event()
+    entered = asyncio.Event()
 
     async def stuck(on_event: Any) -> Outcome:
         try:
+            entered.set()
             await asyncio.sleep(60)
         finally:
             await release.wait()  # clean-up that does not end
         return Outcome(message="never")
 
     job = jobs.start("test", {}, stuck)
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(entered.wait(), 30)
     began = time.monotonic()
     await jobs.close(wait=0.5)
     assert 0.4 < time.monotonic() - began < 3
@@ -153,12 +145,11 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
 ) -> None:
     """Ctrl-C while a progress stream and a cancel are in flight: the server stops at once,
     exit 0, and nothing but its own lines on the terminal."""
-    from tests.web.test_api import big_release
-
     big_release(mirror_root, "b100")
     mirror.throttle = 128 << 10
     proc, line = serve_process()
     errors: list[BaseException] = []
+    never = threading.Event()  # the listing that does not come (until the test ends)
     try:
         url = line.split()[3]
         base = url.split("?")[0]
@@ -182,13 +173,20 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
         reader = threading.Thread(target=stream, daemon=True)
         reader.start()
         assert streaming.wait(20)
-        deadline = time.monotonic() + 20
-        while not list((setup.home / "downloads").glob("*.part")):
-            assert time.monotonic() < deadline, "the download did not start"
-            time.sleep(0.05)
+        wait_until(
+            lambda: list((setup.home / "downloads").glob("*.part")),
+            "the download started",
+            proc=proc,
+        )
         answers: list[httpx.Response] = []
+
         # and a request whose handler is waiting on a listing that does not come
-        mirror.hooks.append(lambda handler: "releases" in handler.path and time.sleep(30))
+        def stall(handler: MirrorHandler) -> bool:
+            if "releases" in handler.path:
+                never.wait(60)
+            return False  # then served as usual
+
+        mirror.hooks.append(stall)
         waiting = threading.Thread(
             target=lambda: _quietly(
                 lambda: answers.append(client.get("/api/releases/llama-server?refresh=1"))
@@ -196,10 +194,11 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
             daemon=True,
         )
         waiting.start()
-        deadline = time.monotonic() + 10
-        while not [p for p, _ in mirror.requests if "releases" in p and "download" not in p][1:]:
-            assert time.monotonic() < deadline, "the listing was not asked for"
-            time.sleep(0.05)
+        wait_until(
+            lambda: [p for p, _ in mirror.requests if "releases" in p and "download" not in p][1:],
+            "the listing was asked for",
+            proc=proc,
+        )
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
@@ -208,6 +207,7 @@ def test_ctrl_c_with_requests_open_prints_no_traceback(
         waiting.join(10)
         client.close()
     finally:
+        never.set()
         if proc.poll() is None:
             proc.kill()
             proc.wait()

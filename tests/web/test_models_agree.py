@@ -3,11 +3,7 @@ document validates against it, carries no key it does not name, and the two agre
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +13,18 @@ from pydantic import BaseModel
 
 from backendmgr import api_models as am
 from backendmgr.mirror import MirrorServer
-from tests.support import publish_llama
-from tests.web.conftest import Setup
+from tests.support import Setup, publish_llama
+from tests.support.cli import run_in_worker
+from tests.support.web import finished, sse
 
 MODEL = "qwen3-8b-q4_k_m"
 
 
-def cli_json(*args: str) -> Any:
-    shown = subprocess.run(
-        [sys.executable, "-m", "backendmgr", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=120,
-        check=False,
-    )
-    assert shown.returncode == 0, (args, shown.stderr)
-    return json.loads(shown.stdout)
+async def cli_json(*args: str) -> Any:
+    """``backendmgr ARGS --json`` through ``main()``, in a worker thread of this process."""
+    shown = await run_in_worker(*args, "--json")
+    assert shown.code == 0, (args, shown.err)
+    return json.loads(shown.out)
 
 
 def checked(model: type[BaseModel], document: Any) -> list[BaseModel]:
@@ -75,27 +66,24 @@ async def test_every_command_json_validates_against_the_api_model(
         (["config", "show"], "/api/config", am.ConfigInfo),
     ]
     for argv, path, model in reads:
-        doc = cli_json(*argv)
+        doc = await cli_json(*argv)
         checked(model, doc)
         api = (await client.get(path)).json()
         checked(model, api)
         same(doc, api)
 
     # install: the CLI's document and the job's result
-    installed = cli_json("install", "llama-server", "b90")
+    installed = await cli_json("install", "llama-server", "b90")
     checked(am.InstallResult, installed)
     job = await client.post("/api/builds", json={"component": "llama-server", "version": "b100"})
     job_id = job.json()["id"]
-    for _ in range(600):
-        state = (await client.get(f"/api/jobs/{job_id}")).json()
-        if state["state"] != "running":
-            break
-        await asyncio.sleep(0.05)
+    await sse(client, job_id)  # to its end
+    state = await finished(client, job_id)
     assert state["state"] == "done", state
     checked(am.InstallResult, state["result"])
     assert set(state["result"]) == set(installed)  # one model: the same keys, message included
     assert installed["message"].startswith("installed llama-server@b90-vulkan and activated it")
-    builds = cli_json("list")
+    builds = await cli_json("list")
     checked(am.BuildInfo, builds)
     same(builds, (await client.get("/api/builds")).json())
 
@@ -126,26 +114,23 @@ async def test_every_command_json_validates_against_the_api_model(
         checked(model, api_doc.json())
         if argv[0] in ("backends", "uninstall"):
             continue  # not repeatable: the CLI's documents are checked below
-        doc = cli_json(*argv)
+        doc = await cli_json(*argv)
         checked(model, doc)
         # the same keys (a repeat may warn where the first did not, or keep a backup)
         assert set(doc) - {"warnings", "backup"} == set(api_doc.json()) - {"warnings"}, argv
         assert isinstance(doc["message"], str) and isinstance(doc["changed"], bool), doc
 
     add = ["backends", "add", "o2", "--kind", "llama", "--path", str(exe)]
-    checked(am.BackendRowResult, cli_json(*add))
-    checked(am.RemovedRow, cli_json("backends", "remove", "o2"))
-    checked(am.UninstallResult, cli_json("uninstall", "llama-server@b90-vulkan", "--force"))
+    checked(am.BackendRowResult, await cli_json(*add))
+    checked(am.RemovedRow, await cli_json("backends", "remove", "o2"))
+    checked(am.UninstallResult, await cli_json("uninstall", "llama-server@b90-vulkan", "--force"))
 
 
 async def job_result(client: httpx.AsyncClient, job: httpx.Response) -> dict[str, Any]:
     assert job.status_code == 202, job.text
     job_id = job.json()["id"]
-    for _ in range(1200):
-        state = (await client.get(f"/api/jobs/{job_id}")).json()
-        if state["state"] != "running":
-            break
-        await asyncio.sleep(0.05)
+    await sse(client, job_id)  # to its end
+    state = await finished(client, job_id)
     assert state["state"] == "done", state
     result: dict[str, Any] = state["result"]
     return result
@@ -156,9 +141,9 @@ async def test_update_prune_and_cache_clean_agree_too(
     mirror: MirrorServer, mirror_root: Path, client: httpx.AsyncClient, setup: Setup
 ) -> None:
     publish_llama(mirror_root, "b90", published_at="2026-11-01T00:00:00Z")
-    assert cli_json("install", "llama-server", "b90")["id"] == "llama-server@b90-vulkan"
+    assert (await cli_json("install", "llama-server", "b90"))["id"] == "llama-server@b90-vulkan"
     publish_llama(mirror_root, "b100", published_at="2026-11-20T00:00:00Z")
-    dry = cli_json("update", "--dry-run")
+    dry = await cli_json("update", "--dry-run")
     checked(am.UpdateResult, dry)
     api_dry = await job_result(client, await client.post("/api/update", json={"dry_run": True}))
     checked(am.UpdateResult, api_dry)
@@ -169,7 +154,7 @@ async def test_update_prune_and_cache_clean_agree_too(
     assert done["updates"][0]["action"] == "installed"
     assert (await client.post("/api/update", json={"components": ["nope"]})).status_code == 404
 
-    pruned_dry = cli_json("prune", "--dry-run")
+    pruned_dry = await cli_json("prune", "--dry-run")
     checked(am.PruneResult, pruned_dry)
     api_pruned = (await client.post("/api/prune", json={"dry_run": True})).json()
     checked(am.PruneResult, api_pruned)
@@ -183,7 +168,7 @@ async def test_update_prune_and_cache_clean_agree_too(
     bad = await client.post("/api/prune", json={"keep": -1})
     assert bad.status_code == 422 and bad.json()["exit"] == 2
 
-    cleaned_dry = cli_json("cache", "clean", "--dry-run")
+    cleaned_dry = await cli_json("cache", "clean", "--dry-run")
     checked(am.CacheCleanResult, cleaned_dry)
     api_cleaned = (await client.post("/api/cache/clean", json={"dry_run": True})).json()
     checked(am.CacheCleanResult, api_cleaned)

@@ -3,7 +3,6 @@ page's secret, the token; and ``backendmgr serve`` itself as a user starts and s
 
 from __future__ import annotations
 
-import os
 import signal
 import stat
 import subprocess
@@ -16,7 +15,9 @@ import pytest
 
 from backendmgr.cli.commands.serve import needs_extra
 from backendmgr.mirror import MirrorServer
-from tests.web.conftest import Running, Setup, serve_process
+from tests.support import Setup, big_release, wait_until
+from tests.support.cli import run_in_process
+from tests.support.web import Running, serve_process, serving
 
 PIN = "/api/models/qwen3-8b-q4_k_m/pin"
 
@@ -236,47 +237,27 @@ async def test_with_a_token_every_request_needs_it(setup: Setup) -> None:
         running.stop()
 
 
-def test_beyond_loopback_without_a_token_is_refused_at_start(setup: Setup) -> None:
+def test_beyond_loopback_without_a_token_is_refused_at_start(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused before anything listens: ``main()`` in this process says so (the real process's
+    start and stop are tested below)."""
     for host in ("0.0.0.0", "192.0.2.1", "::"):
-        shown = subprocess.run(
-            [sys.executable, "-m", "backendmgr", "serve", "--host", host, "--port", "0"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert shown.returncode == 1, shown
-        assert shown.stderr.startswith(f"error: binding to {host} would let other machines")
-        assert "--token" in shown.stderr and "Traceback" not in shown.stderr
-    short = subprocess.run(
-        [sys.executable, "-m", "backendmgr", "serve", "--host", "0.0.0.0", "--token", "abc"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert short.returncode == 1 and "at least 16 characters" in short.stderr
+        shown = run_in_process("serve", "--host", host, "--port", "0")
+        assert shown.code == 1, shown
+        assert shown.err.startswith(f"error: binding to {host} would let other machines")
+        assert "--token" in shown.err and "Traceback" not in shown.err
+    short = run_in_process("serve", "--host", "0.0.0.0", "--token", "abc")
+    assert short.code == 1 and "at least 16 characters" in short.err
     for bad in ("x" * 15, "a" * 20 + "/", "ä" * 20, "a b" * 8, "x" * 513):
-        shown = subprocess.run(
-            [sys.executable, "-m", "backendmgr", "serve", "--port", "0"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, "BACKENDMGR_TOKEN": bad},
-        )
-        assert shown.returncode == 1, bad
-        assert shown.stderr == (
+        monkeypatch.setenv("BACKENDMGR_TOKEN", bad)
+        shown = run_in_process("serve", "--port", "0")
+        assert shown.code == 1, bad
+        assert shown.err == (
             "error: the token must be at least 16 characters (at most 512) of A-Z a-z 0-9 . _ ~ -\n"
         ), bad
-    helped = subprocess.run(
-        [sys.executable, "-m", "backendmgr", "serve", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "BACKENDMGR_TOKEN is safer" in " ".join(helped.stdout.split())
+    helped = run_in_process("serve", "--help")
+    assert "BACKENDMGR_TOKEN is safer" in " ".join(helped.out.split())
 
 
 def test_serve_prints_its_url_serves_and_stops_on_ctrl_c(setup: Setup) -> None:
@@ -309,15 +290,9 @@ def test_a_busy_port_is_one_error_line(setup: Setup) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        shown = subprocess.run(
-            [sys.executable, "-m", "backendmgr", "serve", "--port", str(port)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    assert shown.returncode == 1
-    assert shown.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
+        shown = run_in_process("serve", "--port", str(port))
+    assert shown.code == 1
+    assert shown.err.startswith(f"error: cannot listen on 127.0.0.1:{port}")
 
 
 def test_without_the_web_extra_serve_says_how_to_get_it(tmp_path: Path) -> None:
@@ -349,8 +324,6 @@ def test_ctrl_c_stops_a_running_install_cleanly(
 ) -> None:
     """Stopping the server cancels its jobs as Ctrl-C cancels the CLI's install: the
     download's .part stays for a resume, nothing half-installed, and the server exits 0."""
-    from tests.web.test_api import big_release
-
     big_release(mirror_root, "b100")
     mirror.throttle = 256 << 10
     proc, line = serve_process()
@@ -361,11 +334,12 @@ def test_ctrl_c_stops_a_running_install_cleanly(
             c.get(url)
             job = c.post("/api/builds", json={"component": "llama-server", "version": "b100"})
             assert job.status_code == 202, job.text
-            deadline = time.monotonic() + 20
-            while not list((setup.home / "downloads").glob("*.part")):
-                assert time.monotonic() < deadline, "the download did not start"
-                time.sleep(0.05)
-            time.sleep(0.3)
+            part = wait_until(
+                lambda: next((setup.home / "downloads").glob("*.part"), None),
+                "the download started",
+                proc=proc,
+            )
+            wait_until(lambda: part.stat().st_size > 0, "the first bytes arrived", proc=proc)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
@@ -422,10 +396,8 @@ def test_open_never_puts_the_token_on_a_command_line(setup: Setup, tmp_path: Pat
     try:
         url = line.split()[3]
         secret = (setup.home / "serve-secret").read_text().strip()
-        deadline = time.monotonic() + 20
-        while not record.exists():
-            assert time.monotonic() < deadline, "the browser was not started"
-            time.sleep(0.05)
+        wait_until(record.exists, "the browser was started", proc=proc)
+        serving(url.split("?")[0], proc)  # a Ctrl-C before it serves is a cancelled start
         opened = json.loads(record.read_text())
         page = Path(opened["page"])
         assert page.is_file()

@@ -1,0 +1,57 @@
+"""Real wheels of a toy server, for venv installs from a local folder (PIP_FIND_LINKS)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from pathlib import Path
+
+# A user manifest for the toy server: a pypi-sourced backend like vllm.
+TOY_MANIFEST = """\
+id: toy
+name: Toy server
+kind: vllm
+source: {type: pypi, package: toy-server}
+exe: {default: bin/toy-server, windows: Scripts/toy-server.exe}
+variants:
+  - {id: cpu, label: CPU, platforms: [linux-x64, linux-arm64]}
+"""
+
+
+def make_wheel(
+    folder: Path,
+    version: str,
+    *,
+    padding: int = 0,
+    entry: str = "main",
+    extra: dict[str, str] | None = None,
+) -> Path:
+    """A real wheel of ``toy-server`` whose console script prints its own version; ``padding``
+    bytes make it large, ``entry`` names the script's function (a missing one installs but does
+    not run), ``extra`` adds files (path → text)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"toy_server-{version}.dist-info"
+    files = {
+        "toy_server/__init__.py": (
+            f'__version__ = "{version}"\n\n\ndef main() -> None:\n'
+            '    print(f"toy-server {__version__}")\n'
+        ),
+        "toy_server/blob.txt": "x" * padding,
+        **(extra or {}),
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{dist}/entry_points.txt": f"[console_scripts]\ntoy-server = toy_server:{entry}\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    path = folder / f"toy_server-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+        zf.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
+    return path

@@ -65,7 +65,12 @@ class Generator:
         from filelock import FileLock
 
         target = self.ctx.output_path(await self.ctx.settings(), req.output)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if req.output is not None and not target.parent.is_dir():
+            # a typo in --output must not make folders (as root, anywhere)
+            raise InvalidInput(
+                f"the folder {target.parent} does not exist; create it or choose another --output"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)  # the config's own folder, first run
         async with hold(FileLock(self._output_lock(target))):
             # re-read under the lock: the newest settings win
             plan = await self.models.plan()

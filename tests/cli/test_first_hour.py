@@ -431,3 +431,12 @@ def test_a_mistyped_config_key_says_which_key_was_meant(cli: Cli, config_path: P
         config_path.write_text(text)
         result = cli("list")
         assert result.code == 1 and expected in result.err, result.err
+
+
+def test_generate_output_into_a_missing_folder_is_refused(cli: Cli, tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "x.yaml"
+    result = cli("generate", "--output", str(target))
+    assert result.code == 1
+    assert f"the folder {target.parent} does not exist" in result.err
+    assert not target.parent.exists()
+    assert cli("generate", "--output", str(tmp_path / "x.yaml")).code == 0  # a folder that is

@@ -138,7 +138,15 @@ class Manifest(_Strict):
         return {**data, "variants": filled}
 
     def exe_for(self, os_name: str) -> str:
-        return self.exe.get(os_name) or self.exe.get("default") or self.id  # type: ignore[call-overload]
+        """The executable inside a build, relative to its folder. In a package-index build
+        (a virtual environment) a bare name is a console script: ``bin/NAME``, or
+        ``Scripts/NAME.exe`` on Windows; a path such as ``bin/vllm`` stays as written."""
+        name: str = self.exe.get(os_name) or self.exe.get("default") or self.id  # type: ignore[call-overload]
+        if isinstance(self.source, PypiSource) and "/" not in name and "\\" not in name:
+            if os_name == "windows":
+                return f"Scripts/{name.removesuffix('.exe')}.exe"
+            return f"bin/{name}"
+        return name
 
     def variant(self, variant_id: str) -> Variant | None:
         return next((v for v in self.variants if v.id == variant_id), None)

@@ -239,3 +239,30 @@ def test_pypi_manifest_with_only_id_and_label_installs_here(
     assert (done["id"], done["activated"]) == ("toy@1.0.0-cpu", True)
     ran = subprocess.run([done["path"]], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == "toy-server 1.0.0"
+
+
+def test_a_bare_exe_name_in_a_pypi_manifest_is_the_venvs_console_script(
+    cli: Cli, tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20: ``exe: {linux: NAME}`` as SPEC §5 writes it means ``bin/NAME`` in the venv
+    (``Scripts/NAME.exe`` on Windows); a path stays a path."""
+    make_wheel(tmp_path / "wheels", "1.0.0")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.delenv("BACKENDMGR_OFFLINE")
+    monkeypatch.setenv("BACKENDMGR_UV", str(Path(sys.executable).parent / "uv"))
+    manifests = config_path.parent / "manifests"
+    manifests.mkdir(parents=True)
+    (manifests / "toy.yaml").write_text(
+        "id: toy\nkind: vllm\nsource: {type: pypi, package: toy-server}\n"
+        "exe: {linux: toy-server, windows: toy-server}\n"
+        "variants:\n  - id: cpu\n    label: CPU\n"
+    )
+    plan = json.loads(
+        ok(cli("--json", "install", "toy", "--dry-run", "--platform", "windows-x64")).out
+    )
+    assert plan["path"].endswith("Scripts/toy-server.exe")
+    done = json.loads(ok(cli("--json", "install", "toy", "1.0.0")).out)
+    assert done["path"].endswith("/bin/toy-server")
+    ran = subprocess.run([done["path"]], capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "toy-server 1.0.0"

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
     from ..catalog.matching import AssetChoice
     from ..sources.github import GithubReleases
+    from ..sources.models import Release
 
 __all__ = ["Releases"]
 
@@ -74,6 +75,8 @@ class Releases:
             ]
         async with self.ctx.github() as gh:
             listed = await gh.releases(source.repo, refresh=query.refresh)
+            if not query.refresh and not self.ctx.net.offline and self._behind(listed, manifest):
+                listed = await gh.releases(source.repo, refresh=True)  # a stale cached list
         out: list[ReleaseInfo] = []
         for rel in listed:
             ships = variants_in_release(manifest, rel, plat)
@@ -84,6 +87,18 @@ class Releases:
             if len(out) >= query.limit:
                 break
         return out
+
+    def _behind(self, listed: list[Release], manifest: Manifest) -> bool:
+        """Whether a build installed here is newer than every release in a (cached) listing:
+        then the listing is older than what is on disk and is fetched again."""
+        from ..versioning import version_key
+
+        if not listed:
+            return False
+        newest = max(version_key(r.tag) for r in listed)
+        return any(
+            version_key(e.receipt.version) > newest for e in self.ctx.builds.installed(manifest.id)
+        )
 
     async def choose(
         self,

@@ -440,3 +440,17 @@ def test_generate_output_into_a_missing_folder_is_refused(cli: Cli, tmp_path: Pa
     assert f"the folder {target.parent} does not exist" in result.err
     assert not target.parent.exists()
     assert cli("generate", "--output", str(tmp_path / "x.yaml")).code == 0  # a folder that is
+
+
+def test_a_cached_release_list_older_than_an_installed_build_refreshes_itself(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    publish_llama(mirror_root, "b100", ["vulkan"], published_at="2026-01-01T00:00:00Z")
+    listed = json.loads(cli("--json", "releases", "llama-server").out)
+    assert [r["tag"] for r in listed] == ["b100"]  # now cached for ten minutes
+    publish_llama(mirror_root, "b200", ["vulkan"], published_at="2026-02-01T00:00:00Z")
+    done = cli("--json", "install", "llama-server", "b200", "--variant", "vulkan")
+    assert done.code == 0, done.err
+    listed = json.loads(cli("--json", "releases", "llama-server").out)
+    assert [r["tag"] for r in listed] == ["b200", "b100"]
+    assert listed[0]["installed"] == ["vulkan"]

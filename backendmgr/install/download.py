@@ -29,6 +29,7 @@ from ..units import format_size
 
 __all__ = ["DataSink", "Downloaded", "download", "part_path"]
 
+RATE_AFTER_S = 0.5  # a download's speed is shown once it has run this long
 CHUNK = 1 << 20
 MAX_RETRIES = 5
 # An attempt that added at least this much (or finished) was progress: the retry count restarts,
@@ -204,7 +205,9 @@ async def _attempt(
                     now = time.monotonic()
                     if emit is not None and now - last_emit >= 0.1:
                         last_emit = now
-                        rate = (have - done_at_start) / max(now - started, 1e-6)
+                        # the first pieces arrive from buffers at once: no rate from them
+                        elapsed = now - started
+                        rate = (have - done_at_start) / elapsed if elapsed >= RATE_AFTER_S else 0.0
                         emit(ProgressEvent("downloading", asset.name, have, total, rate))
             except (httpx.TransportError, httpx.StreamError) as exc:
                 reason = describe_network_failure(exc, final_url, net)

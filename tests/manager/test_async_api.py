@@ -464,3 +464,19 @@ def test_the_cli_says_a_failure_once(
     assert result.code == 1
     assert result.err.count("Illegal instruction") == 1, result.err
     assert result.err.rstrip().splitlines()[-1].startswith("error: llama-server --version failed")
+
+
+@pytest.mark.asyncio
+async def test_the_first_rate_is_not_a_burst_from_buffers(
+    setup: Setup, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    """Issue 20: the first pieces of a download arrive from socket buffers at once; a rate
+    from them was absurd (194 MB/s on a 2 MB/s link). No rate is shown until it means one."""
+    big_release(mirror_root, size=3 << 20)
+    mirror.throttle = 2 << 20
+    events: list[ProgressEvent] = []
+    mgr = await generated(setup)
+    await mgr.install("llama-server", "b100", on_event=events.append)
+    rates = [e.bytes_per_s for e in events if e.phase == "downloading" and not e.message]
+    assert rates and max(rates) < 4 * (2 << 20), [round(r) for r in rates]
+    assert rates[-1] > 0  # the download's own average, at its end

@@ -83,7 +83,16 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
         from ..config.paths import Paths
         from ..manager import Manager
 
-        manager = Manager(Paths.resolve(config=args.config, home=args.home))
+        paths = Paths.resolve(config=args.config, home=args.home)
+        if args.config and not paths.config_file.exists() and _only_reads(args):
+            # a read of a config file that is not there would show defaults as if they were
+            # the user's (nothing installed); a change creates the file, so it may name one
+            return out.failure(
+                f"the config file {paths.config_file} does not exist; check --config, or "
+                "leave it out to use the default one",
+                1,
+            )
+        manager = Manager(paths)
         handler = args.handler if recording is None else _recorded(args.handler, recording)
         code: int = anyio.run(handler, manager, args, out)
         return code
@@ -94,6 +103,21 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
             raise
         failure = failure_of(exc)
         return out.failure(failure.message, failure.exit_code)
+
+
+# commands that only read the config (with these options): the rest may create it
+_READS = {"catalog", "releases", "list", "models", "cmd", "which", "config", "verify"}
+
+
+def _only_reads(args: argparse.Namespace) -> bool:
+    command = args.command
+    if command == "backends":
+        return getattr(args, "backends_action", None) is None
+    if command == "doctor":
+        return not args.fix
+    if command == "generate":
+        return bool(args.check)
+    return command in _READS and not getattr(args, "repair", False)
 
 
 def _recorded(handler: Any, recording: Any) -> Any:

@@ -454,3 +454,29 @@ def test_a_cached_release_list_older_than_an_installed_build_refreshes_itself(
     listed = json.loads(cli("--json", "releases", "llama-server").out)
     assert [r["tag"] for r in listed] == ["b200", "b100"]
     assert listed[0]["installed"] == ["vulkan"]
+
+
+def test_a_named_config_file_that_is_not_there_is_an_error_for_reads(
+    cli: Cli, tmp_path: Path
+) -> None:
+    missing = tmp_path / "typo" / "config.yaml"
+    for args in (("list",), ("backends",), ("models",), ("doctor",), ("generate", "--check")):
+        result = cli("--config", str(missing), *args)
+        assert result.code == 1, args
+        assert f"the config file {missing} does not exist" in result.err, args
+    assert not missing.parent.exists()
+    # a change may name a new file: it creates it
+    added = cli(
+        "--config",
+        str(missing),
+        "backends",
+        "add",
+        "x",
+        "--kind",
+        "custom",
+        "--path",
+        "/x",
+        "--force",
+    )
+    assert added.code == 0, added.err
+    assert missing.is_file()

@@ -5,6 +5,7 @@ there (or another process just built it), register it, and regenerate."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -29,14 +30,12 @@ if TYPE_CHECKING:
 __all__ = ["Installer", "Locked"]
 
 
+@dataclass(frozen=True, eq=False)
 class Installer:
-    def __init__(
-        self, ctx: Context, releases: Releases, activation: Activation, generator: Generator
-    ) -> None:
-        self.ctx = ctx
-        self.releases = releases
-        self.activation = activation
-        self.generator = generator
+    ctx: Context
+    releases: Releases
+    activation: Activation
+    generator: Generator
 
     async def install(
         self, req: InstallRequest, on_event: EventSink | None = None, locked: Locked | None = None

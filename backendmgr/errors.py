@@ -56,61 +56,56 @@ __all__ = [
 
 
 class BackendmgrError(Exception):
-    """Base of every error meant for a user; ``str(err)`` is the one-line message."""
+    """Base of every error meant for a user; ``str(err)`` is the one-line message.
+
+    A subclass states what differs from its base in its header, as the table above reads:
+    ``class NotFound(BackendmgrError, http=404)``."""
 
     exit_code = 1
     http_status = 500
 
+    def __init_subclass__(cls, *, exit: int | None = None, http: int | None = None) -> None:
+        super().__init_subclass__()
+        if exit is not None:
+            cls.exit_code = exit
+        if http is not None:
+            cls.http_status = http
 
-class InvalidInput(BackendmgrError):
+
+class InvalidInput(BackendmgrError, http=422):
     """Raised when a value given on the command line or through the API is invalid."""
-
-    http_status = 422
 
 
 class ConfigError(InvalidInput):
     """Raised when the config file or a manifest cannot be read or fails validation."""
 
 
-class NotFound(BackendmgrError):
+class NotFound(BackendmgrError, http=404):
     """Raised when a named component, variant, build, row or model does not exist."""
 
-    http_status = 404
 
-
-class Refused(BackendmgrError):
+class Refused(BackendmgrError, http=409):
     """Raised when a valid request would break a registry or install rule."""
 
-    http_status = 409
 
-
-class NetworkError(BackendmgrError):
+class NetworkError(BackendmgrError, http=502):
     """Raised when a download or release listing fails, or the network is switched off."""
 
-    http_status = 502
 
-
-class VerificationError(BackendmgrError):
+class VerificationError(BackendmgrError, http=502):
     """Raised when a download's size or checksum does not match what was published."""
 
-    http_status = 502
 
-
-class UnsafeArchive(BackendmgrError):
+class UnsafeArchive(BackendmgrError, http=502):
     """Raised when an archive member would land outside the build folder, or is a bomb."""
-
-    http_status = 502
 
 
 class InstallFailed(BackendmgrError):
     """Raised when a build's smoke check or its package installer fails."""
 
 
-class Cancelled(BackendmgrError):
+class Cancelled(BackendmgrError, exit=130, http=409):
     """Raised when the user interrupts an operation; nothing is half-done."""
-
-    exit_code = 130
-    http_status = 409
 
 
 def close_matches(word: str, candidates: Iterable[str], *, limit: int = 3) -> list[str]:
@@ -148,11 +143,9 @@ def unknown(
     return error(message + (f"; {hint}" if hint else ""))
 
 
-class UsageError(InvalidInput):
+class UsageError(InvalidInput, exit=2):
     """A malformed request (a body that is not JSON, a flag that is not true or false): exit
     status 2, like a CLI usage error (SPEC §13)."""
-
-    exit_code = 2
 
 
 class MalformedId(UsageError):

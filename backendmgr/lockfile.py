@@ -23,7 +23,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -71,6 +70,17 @@ def _segment(value: str) -> str:
     return value
 
 
+def _matching(pattern: re.Pattern[str], shape: str) -> AfterValidator:
+    """A field that must match ``pattern``; refused as ``shape, got '…'``."""
+
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"{shape}, got {value[:80]!r}")
+        return value
+
+    return AfterValidator(check)
+
+
 Segment = Annotated[str, AfterValidator(_segment)]
 """A name that becomes one path segment (an asset file, a tag folder): never ``..`` or ``/``."""
 Text = Annotated[str, Field(min_length=1, max_length=400)]
@@ -82,15 +92,8 @@ class _Strict(BaseModel):
 
 class GithubLock(_Strict):
     type: Literal["github"]
-    repo: str
+    repo: Annotated[str, _matching(_REPO, "repo must look like owner/name")]
     tag: Segment
-
-    @field_validator("repo")
-    @classmethod
-    def _repo(cls, value: str) -> str:
-        if not _REPO.match(value):
-            raise ValueError(f"repo must look like owner/name, got {value[:80]!r}")
-        return value
 
 
 class PypiLock(_Strict):
@@ -104,14 +107,7 @@ class LockedAsset(_Strict):
     name: Segment
     url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)]
     size: Annotated[int, Field(ge=0)]
-    sha256: str
-
-    @field_validator("sha256")
-    @classmethod
-    def _hex(cls, value: str) -> str:
-        if not _SHA256.match(value):
-            raise ValueError(f"sha256 must be 64 lowercase hex digits, got {value[:80]!r}")
-        return value
+    sha256: Annotated[str, _matching(_SHA256, "sha256 must be 64 lowercase hex digits")]
 
 
 class LockedBuild(_Strict):

@@ -12,6 +12,17 @@ from .locate import locate
 __all__ = ["Paths"]
 
 
+class _Below:
+    """A folder of a fixed name below the data home (or the config file's folder)."""
+
+    def __init__(self, name: str, *, config: bool = False) -> None:
+        self.name = name
+        self.config = config
+
+    def __get__(self, paths: Paths, owner: type[Paths] | None = None) -> Path:
+        return (paths.config_dir if self.config else paths.home) / self.name
+
+
 @dataclass(frozen=True, slots=True)
 class Paths:
     """The config file and the data home, plus the folders derived from the home (SPEC §1)."""
@@ -39,26 +50,10 @@ class Paths:
     def config_lock(self) -> Path:
         return self.config_file.with_name(self.config_file.name + ".lock")
 
-    @property
-    def user_manifests(self) -> Path:
-        return self.config_dir / "manifests"
-
-    @property
-    def default_output(self) -> Path:
-        return self.config_dir / "llama-swap.yaml"
-
-    @property
-    def builds(self) -> Path:
-        return self.home / "builds"
-
-    @property
-    def downloads(self) -> Path:
-        return self.home / "downloads"
-
-    @property
-    def cache(self) -> Path:
-        return self.home / "cache"
-
-    @property
-    def locks(self) -> Path:
-        return self.home / "locks"
+    # the folders SPEC §1 places below the config file's folder and below the data home
+    user_manifests = _Below("manifests", config=True)
+    default_output = _Below("llama-swap.yaml", config=True)
+    builds = _Below("builds")
+    downloads = _Below("downloads")
+    cache = _Below("cache")
+    locks = _Below("locks")

@@ -130,96 +130,115 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(float(value), 60.0) if value is not None else None
 
 
-async def _attempt(
-    client: httpx.AsyncClient,
-    net: NetSettings,
-    asset: ReleaseAsset,
-    part: Path,
-    emit: EventSink | None,
-    algorithms: Iterable[str] = (),
-    on_data: DataSink | None = None,
-) -> Downloaded:
-    have, digest = _hash_existing(part, algorithms)
-    total = asset.size
-    if total is not None and have == total and have > 0:
-        return digest.done(part, have)
-    if total is not None and have > total:
-        discard(part)
-        have, digest = 0, _Hashes(algorithms)
-    headers = {"Accept": "application/octet-stream"}
-    etag = _read_etag(part) if have else None
-    if have:
-        headers["Range"] = f"bytes={have}-"
-        if etag:
-            headers["If-Range"] = etag
-    try:
-        response, final_url = await open_following(
-            client, net, asset.url, headers, check=net.check_download_url, token=False, hops=10
-        )
-    except httpx.TransportError as exc:
-        raise _Retry(describe_network_failure(exc, asset.url, net)) from exc
-    except (httpx.HTTPError, httpx.StreamError) as exc:
-        raise NetworkError(describe_network_failure(exc, asset.url, net)) from exc
-    try:
-        status = response.status_code
-        if status in RETRY_STATUSES:
-            raise _Retry(f"HTTP {status}", _retry_after(response))
-        if status == 416 and have:
-            discard(part)
-            raise _Retry("HTTP 416 for a resumed range; starting over", 0)
-        if status not in (200, 206):
-            raise NetworkError(f"HTTP {status} for {final_url}; the download failed")
-        mode = "ab"
-        if status == 206 and have:
-            start = response.headers.get("content-range", "").split(" ")[-1].split("-")[0]
-            if start != str(have):
-                mode, have, digest = "wb", 0, _Hashes(algorithms)
-            elif emit is not None:
-                of = f" of {format_size(total)}" if total is not None else ""
-                message = f"resuming {asset.name} at {format_size(have)}{of}"
-                emit(ProgressEvent("downloading", asset.name, have, total, 0.0, message))
-        else:
-            mode, have, digest = "wb", 0, _Hashes(algorithms)
-        served = _served_size(response)
-        if total is not None and served is not None and served != total:
-            discard(part)
-            raise VerificationError(
-                f"{asset.name} is {served} bytes on the server but the release says {total}; "
-                "nothing was installed"
+@dataclass(frozen=True, slots=True)
+class _Transfer:
+    """One asset into its ``.part`` file: what every attempt at it needs."""
+
+    client: httpx.AsyncClient
+    net: NetSettings
+    asset: ReleaseAsset
+    part: Path
+    emit: EventSink | None
+    algorithms: tuple[str, ...]
+    on_data: DataSink | None
+
+    async def attempt(self) -> Downloaded:
+        have, digest = _hash_existing(self.part, self.algorithms)
+        total = self.asset.size
+        if total is not None and have == total and have > 0:
+            return digest.done(self.part, have)
+        if total is not None and have > total:
+            discard(self.part)
+            have, digest = 0, _Hashes(self.algorithms)
+        headers = {"Accept": "application/octet-stream"}
+        etag = _read_etag(self.part) if have else None
+        if have:
+            headers["Range"] = f"bytes={have}-"
+            if etag:
+                headers["If-Range"] = etag
+        try:
+            response, final_url = await open_following(
+                self.client,
+                self.net,
+                self.asset.url,
+                headers,
+                check=self.net.check_download_url,
+                token=False,
+                hops=10,
             )
-        _write_etag(part, response.headers.get("etag"))
-        if total is None and status == 200 and response.headers.get("content-length", "").isdigit():
-            total = int(response.headers["content-length"])
-        started, done_at_start = time.monotonic(), have
-        last_emit = 0.0
-        # unbuffered: every piece is in the file when on_data hears of it
-        with part.open(mode, buffering=0) as fh:
-            try:
-                # no re-chunking: every piece is written as it arrives, so a cut loses nothing
-                async for chunk in response.aiter_raw():
-                    _write_all(fh, chunk)
-                    digest.update(chunk)
-                    if on_data is not None:
-                        on_data(have, len(chunk))
-                    have += len(chunk)
-                    now = time.monotonic()
-                    if emit is not None and now - last_emit >= 0.1:
-                        last_emit = now
-                        # the first pieces arrive from buffers at once: no rate from them
-                        elapsed = now - started
-                        rate = (have - done_at_start) / elapsed if elapsed >= RATE_AFTER_S else 0.0
-                        emit(ProgressEvent("downloading", asset.name, have, total, rate))
-            except (httpx.TransportError, httpx.StreamError) as exc:
-                reason = describe_network_failure(exc, final_url, net)
-                raise _Retry(f"connection lost after {have} bytes: {reason}") from exc
-        if total is not None and have < total:
-            raise _Retry(f"connection closed after {have} of {total} bytes")
-        if emit is not None:
-            rate = (have - done_at_start) / max(time.monotonic() - started, 1e-6)
-            emit(ProgressEvent("downloading", asset.name, have, total, rate))
-        return digest.done(part, have)
-    finally:
-        await response.aclose()
+        except httpx.TransportError as exc:
+            raise _Retry(describe_network_failure(exc, self.asset.url, self.net)) from exc
+        except (httpx.HTTPError, httpx.StreamError) as exc:
+            raise NetworkError(describe_network_failure(exc, self.asset.url, self.net)) from exc
+        try:
+            status = response.status_code
+            if status in RETRY_STATUSES:
+                raise _Retry(f"HTTP {status}", _retry_after(response))
+            if status == 416 and have:
+                discard(self.part)
+                raise _Retry("HTTP 416 for a resumed range; starting over", 0)
+            if status not in (200, 206):
+                raise NetworkError(f"HTTP {status} for {final_url}; the download failed")
+            mode = "ab"
+            if status == 206 and have:
+                start = response.headers.get("content-range", "").split(" ")[-1].split("-")[0]
+                if start != str(have):
+                    mode, have, digest = "wb", 0, _Hashes(self.algorithms)
+                elif self.emit is not None:
+                    of = f" of {format_size(total)}" if total is not None else ""
+                    message = f"resuming {self.asset.name} at {format_size(have)}{of}"
+                    self.emit(
+                        ProgressEvent("downloading", self.asset.name, have, total, 0.0, message)
+                    )
+            else:
+                mode, have, digest = "wb", 0, _Hashes(self.algorithms)
+            served = _served_size(response)
+            if total is not None and served is not None and served != total:
+                discard(self.part)
+                raise VerificationError(
+                    f"{self.asset.name} is {served} bytes on the server but the release says "
+                    f"{total}; nothing was installed"
+                )
+            _write_etag(self.part, response.headers.get("etag"))
+            if (
+                total is None
+                and status == 200
+                and response.headers.get("content-length", "").isdigit()
+            ):
+                total = int(response.headers["content-length"])
+            started, done_at_start = time.monotonic(), have
+            last_emit = 0.0
+            # unbuffered: every piece is in the file when on_data hears of it
+            with self.part.open(mode, buffering=0) as fh:
+                try:
+                    # no re-chunking: every piece is written as it arrives, so a cut loses nothing
+                    async for chunk in response.aiter_raw():
+                        _write_all(fh, chunk)
+                        digest.update(chunk)
+                        if self.on_data is not None:
+                            self.on_data(have, len(chunk))
+                        have += len(chunk)
+                        now = time.monotonic()
+                        if self.emit is not None and now - last_emit >= 0.1:
+                            last_emit = now
+                            # the first pieces come from buffers at once: no rate from them
+                            elapsed = now - started
+                            done = have - done_at_start
+                            rate = done / elapsed if elapsed >= RATE_AFTER_S else 0.0
+                            self.emit(
+                                ProgressEvent("downloading", self.asset.name, have, total, rate)
+                            )
+                except (httpx.TransportError, httpx.StreamError) as exc:
+                    reason = describe_network_failure(exc, final_url, self.net)
+                    raise _Retry(f"connection lost after {have} bytes: {reason}") from exc
+            if total is not None and have < total:
+                raise _Retry(f"connection closed after {have} of {total} bytes")
+            if self.emit is not None:
+                rate = (have - done_at_start) / max(time.monotonic() - started, 1e-6)
+                self.emit(ProgressEvent("downloading", self.asset.name, have, total, rate))
+            return digest.done(self.part, have)
+        finally:
+            await response.aclose()
 
 
 async def download(
@@ -242,11 +261,12 @@ async def download(
     net.require_online(f"downloading {asset.name}")
     downloads.mkdir(parents=True, exist_ok=True)
     part = part_path(downloads, asset)
+    transfer = _Transfer(client, net, asset, part, emit, tuple(algorithms), on_data)
     attempt = 0  # attempts in a row that made no progress
     while True:
         before = size_on_disk(part)
         try:
-            return await _attempt(client, net, asset, part, emit, algorithms, on_data)
+            return await transfer.attempt()
         except _Retry as exc:
             if size_on_disk(part) - before >= PROGRESS_MIN:
                 attempt = 0  # the link works, it only drops: resume at once

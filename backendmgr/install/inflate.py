@@ -50,21 +50,10 @@ class Source(Protocol):
     def read(self, n: int = -1, /) -> bytes: ...
 
 
-class _Decoder(Protocol):
-    """The interface of lzma's and bz2's decompressors: bounded output, input kept inside."""
-
-    @property
-    def eof(self) -> bool: ...
-    @property
-    def needs_input(self) -> bool: ...
-    @property
-    def unused_data(self) -> bytes: ...
-    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
-
-
 class _Inflate:
-    """zlib's (or ISA-L's) decompressobj behind that interface: it hands back the input it did
-    not use (``unconsumed_tail``) instead of keeping it."""
+    """zlib's (or ISA-L's) decompressobj behind the interface of lzma's and bz2's
+    decompressors (bounded output, input kept inside): zlib's hands back the input it did not
+    use (``unconsumed_tail``) instead of keeping it."""
 
     def __init__(self, wbits: int) -> None:
         self._d = fast_zlib.decompressobj(wbits)
@@ -86,6 +75,9 @@ class _Inflate:
         out = self._d.decompress(self._tail + data if self._tail else data, max_length)
         self._tail = bytes(self._d.unconsumed_tail)
         return bytes(out)
+
+
+_Decoder = _Inflate | lzma.LZMADecompressor | bz2.BZ2Decompressor
 
 
 def _decoder(head: bytes) -> _Decoder | None:

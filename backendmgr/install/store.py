@@ -108,16 +108,13 @@ class InstalledEntry:
         return self.dir.joinpath(*self.receipt.exe.split("/"))
 
     def as_build(self) -> InstalledBuild:
-        r = self.receipt
-        return InstalledBuild(
-            component=r.component,
-            version=r.version,
-            variant=r.variant,
-            kind=r.kind,
-            name=r.name,
-            exe=str(self.exe_path),
-            installed_at=r.installed_at,
-        )
+        """The receipt's fields the registry reads, with the executable's full path."""
+        shared = self.receipt.model_dump(include=_BUILD_FIELDS)
+        return InstalledBuild(**shared, exe=str(self.exe_path))
+
+
+# What a receipt tells the registry as it is (``exe`` is relative in the receipt)
+_BUILD_FIELDS = set(InstalledBuild.model_fields) - {"exe"}
 
 
 def folder_size(path: Path) -> int:

@@ -27,10 +27,10 @@ class Registered:
     was_active: bool  # it was the activated build already
 
 
+@dataclass(frozen=True, eq=False)
 class Activation:
-    def __init__(self, ctx: Context, generator: Generator) -> None:
-        self.ctx = ctx
-        self.generator = generator
+    ctx: Context
+    generator: Generator
 
     async def register(self, entry: InstalledEntry, *, activate: bool) -> Registered:
         """Record the build's rows; activate it when asked, when its component has no working

@@ -5,6 +5,7 @@ there (or another process just built it), register it, and regenerate."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -29,14 +30,12 @@ if TYPE_CHECKING:
 __all__ = ["Installer", "Locked"]
 
 
+@dataclass(frozen=True, eq=False)
 class Installer:
-    def __init__(
-        self, ctx: Context, releases: Releases, activation: Activation, generator: Generator
-    ) -> None:
-        self.ctx = ctx
-        self.releases = releases
-        self.activation = activation
-        self.generator = generator
+    ctx: Context
+    releases: Releases
+    activation: Activation
+    generator: Generator
 
     async def install(
         self, req: InstallRequest, on_event: EventSink | None = None, locked: Locked | None = None
@@ -76,18 +75,19 @@ class Installer:
         async with open_source(
             ctx, self.releases, manifest, req.version, variant, os_name, plat, how
         ) as source:
-            build_id = registry.build_row_id(manifest.id, source.version, variant)
+            version = source.plan.version
+            build_id = registry.build_row_id(manifest.id, version, variant)
             if req.dry_run:
                 return self._dry_run(manifest, source, build_id, variant, os_name)
-            present = ctx.builds.get(manifest.id, source.version, variant) is not None
+            present = ctx.builds.get(manifest.id, version, variant) is not None
             waiting = _on_lock_wait(build_id, emit)
-            async with ctx.build_lock(manifest.id, source.version, variant, waiting) as waited:
-                existing = ctx.builds.get(manifest.id, source.version, variant)
+            async with ctx.build_lock(manifest.id, version, variant, waiting) as waited:
+                existing = ctx.builds.get(manifest.id, version, variant)
                 already = existing is not None and (not req.reinstall or waited)
                 by_other = already and waited and not present
                 if not already:
                     await source.build(emit)
-                entry = ctx.builds.get(manifest.id, source.version, variant)
+                entry = ctx.builds.get(manifest.id, version, variant)
                 assert entry is not None
         outcome = await self._finish(
             manifest, entry, req, already=already, by_other=by_other, emit=emit
@@ -99,8 +99,8 @@ class Installer:
         self, manifest: Manifest, source: BuildSource, build_id: str, variant: str, os_name: str
     ) -> InstallResult:
         """What would happen, or that nothing would; the source adds what it would fetch."""
-        target = source.target
-        installed = self.ctx.builds.get(manifest.id, source.version, variant) is not None
+        target = source.plan.target
+        installed = self.ctx.builds.get(manifest.id, source.plan.version, variant) is not None
         if installed:
             head = (
                 f"{build_id} is already installed in {target}; nothing to do "
@@ -113,7 +113,7 @@ class Installer:
             changed=False,
             id=build_id,
             component=manifest.id,
-            version=source.version,
+            version=source.plan.version,
             variant=variant,
             path=str(target / manifest.exe_for(os_name)),
             dir=str(target),

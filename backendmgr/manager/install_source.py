@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..api_models import AssetInfo, InstallResult
@@ -21,6 +20,7 @@ from .releases import Releases
 if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
     from ..install.archive_job import ArchivePlan
+    from ..install.commit import Planned
     from ..install.venv_job import VenvPlan
     from ..sources.github import GithubReleases
 
@@ -37,10 +37,10 @@ class Locked:
 
 
 class BuildSource(Protocol):
-    """One resolved build, ready to be built into ``target``."""
+    """One resolved build, ready to be built into its plan's ``target``."""
 
-    version: str
-    target: Path
+    @property
+    def plan(self) -> Planned: ...
 
     def dry_run(self, result: InstallResult) -> None:
         """Add what this source would fetch to a dry run's result."""
@@ -52,14 +52,12 @@ class BuildSource(Protocol):
         """Add what this kind of build tells about itself to the install's result."""
 
 
+@dataclass(frozen=True)
 class ArchiveSource:
-    def __init__(self, ctx: Context, plan: ArchivePlan, gh: GithubReleases, how: How) -> None:
-        self.ctx = ctx
-        self.plan = plan
-        self.gh = gh
-        self.how = how
-        self.version = plan.version
-        self.target = plan.target
+    ctx: Context
+    plan: ArchivePlan
+    gh: GithubReleases
+    how: How
 
     def dry_run(self, result: InstallResult) -> None:
         assets = self.plan.choice.assets
@@ -101,13 +99,11 @@ class ArchiveSource:
             result.warn("no checksum was published for this build; recorded its SHA-256 only")
 
 
+@dataclass(frozen=True)
 class VenvSource:
-    def __init__(self, ctx: Context, plan: VenvPlan, how: How) -> None:
-        self.ctx = ctx
-        self.plan = plan
-        self.how = how
-        self.version = plan.version
-        self.target = plan.target
+    ctx: Context
+    plan: VenvPlan
+    how: How
 
     def dry_run(self, result: InstallResult) -> None:
         from ..install.venv_job import pip_options

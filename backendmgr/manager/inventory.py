@@ -3,6 +3,8 @@ capabilities; a manual llama row is probed on first use)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import anyio
 
 from ..api_models import BackendRowInfo, BuildInfo
@@ -13,9 +15,9 @@ from .facts import activated_id, pinned_by
 __all__ = ["Inventory"]
 
 
+@dataclass(frozen=True, eq=False)
 class Inventory:
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
+    ctx: Context
 
     async def builds(self, component: str | None = None) -> list[BuildInfo]:
         if component is not None:

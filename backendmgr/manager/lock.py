@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,9 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True, eq=False)
 class Locks:
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
+    ctx: Context
 
     def lock_path(self, path: str | os.PathLike[str] | None = None) -> Path:
         """The lock named, else ``backendmgr.lock`` beside the config file."""

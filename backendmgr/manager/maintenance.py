@@ -4,6 +4,7 @@ component), ``prune`` (builds neither activated nor pinned) and ``cache clean``.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -38,18 +39,12 @@ def _size_of(path: Path) -> int:
     return 0
 
 
+@dataclass(frozen=True, eq=False)
 class Maintenance:
-    def __init__(
-        self,
-        ctx: Context,
-        installer: Installer,
-        uninstaller: Uninstaller,
-        generator: Generator,
-    ) -> None:
-        self.ctx = ctx
-        self.installer = installer
-        self.uninstaller = uninstaller
-        self.generator = generator
+    ctx: Context
+    installer: Installer
+    uninstaller: Uninstaller
+    generator: Generator
 
     async def update(self, req: UpdateRequest, on_event: EventSink | None = None) -> UpdateResult:
         """Newest release of each installed component, in its activated build's variant.

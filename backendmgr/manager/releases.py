@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..api_models import CatalogEntry, ReleaseInfo, VariantHere
@@ -24,9 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["Releases"]
 
 
+@dataclass(frozen=True, eq=False)
 class Releases:
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
+    ctx: Context
 
     async def catalog(self) -> list[CatalogEntry]:
         from ..catalog.manifest import source_label

@@ -5,6 +5,7 @@ locked builds and optionally removes the rest."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import anyio
 
@@ -26,22 +27,14 @@ from .uninstall import Uninstaller
 __all__ = ["Syncer"]
 
 
+@dataclass(frozen=True, eq=False)
 class Syncer:
-    def __init__(
-        self,
-        ctx: Context,
-        locks: Locks,
-        installer: Installer,
-        activation: Activation,
-        uninstaller: Uninstaller,
-        generator: Generator,
-    ) -> None:
-        self.ctx = ctx
-        self.locks = locks
-        self.installer = installer
-        self.activation = activation
-        self.uninstaller = uninstaller
-        self.generator = generator
+    ctx: Context
+    locks: Locks
+    installer: Installer
+    activation: Activation
+    uninstaller: Uninstaller
+    generator: Generator
 
     def _check_sources(self, lock: LockFile) -> None:
         """Every locked build belongs to a known component with the source the lock names."""

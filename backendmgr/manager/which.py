@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..api_models import ConfigInfo, WhichResult
 from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, Refused
@@ -15,10 +17,10 @@ from .models import Models
 __all__ = ["Which"]
 
 
+@dataclass(frozen=True, eq=False)
 class Which:
-    def __init__(self, ctx: Context, models: Models) -> None:
-        self.ctx = ctx
-        self.models = models
+    ctx: Context
+    models: Models
 
     async def which(self, target: str) -> WhichResult:
         """The executable that would run for a model, component, build or row, and why."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_no_generate, report
+from .common import add_no_generate, command, report, request_of
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -13,10 +13,11 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("backends", help="the registry in order; add or remove manual rows")
-    p.set_defaults(handler=list_backends)
+    p = command(
+        sub, "backends", list_backends, help="the registry in order; add or remove manual rows"
+    )
     actions = p.add_subparsers(dest="backends_action", metavar="ACTION", parser_class=type(p))
-    add = actions.add_parser("add", help="append a manual row")
+    add = command(actions, "add", add_backend, help="append a manual row")
     add.add_argument("id", help="a new row id (no '@', not a catalog component id)")
     add.add_argument(
         "--kind",
@@ -31,16 +32,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add.add_argument("--default", action="store_true", help="make it the ★ of its classes")
     add_no_generate(add)
-    add.set_defaults(handler=add_backend)
-    remove = actions.add_parser("remove", help="remove a manual row")
+    remove = command(actions, "remove", remove_backend, help="remove a manual row")
     remove.add_argument("id", help="a manual row id from 'backendmgr backends'")
     add_no_generate(remove)
-    remove.set_defaults(handler=remove_backend)
 
-    d = sub.add_parser("default", help="make ROW the ★ of every class its kind serves")
+    d = command(sub, "default", set_default, help="make ROW the ★ of every class its kind serves")
     d.add_argument("row", help="a row id from 'backendmgr backends'")
     add_no_generate(d)
-    d.set_defaults(handler=set_default)
 
 
 def _kind(text: str) -> str:
@@ -91,15 +89,7 @@ async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -
 async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...requests import AddBackendRequest
 
-    request = AddBackendRequest.of(
-        id=args.id,
-        kind=args.kind,
-        path=args.path,
-        name=args.name,
-        default=args.default,
-        force=args.force,
-        generate=not args.no_generate,
-    )
+    request = request_of(AddBackendRequest, args)
     return report(out, await mgr.add_backend(request))
 
 

@@ -1,19 +1,60 @@
-"""Helpers every command uses: shared flags and rendering of an :class:`Outcome`."""
+"""Helpers every command uses: declaring a command and its shared options, building its
+request from the parsed arguments, and rendering an :class:`Outcome` or a list of rows."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ...limits import Bounds
+    from ...manager import Manager
+    from ...requests import Request
     from ...results import Outcome
     from ..render import Renderer
+
+    R = TypeVar("R", bound=Request)
+    T = TypeVar("T", bound=BaseModel)
+    Handler = Callable[[Manager, argparse.Namespace, Renderer], Awaitable[int]]
+
+
+def command(
+    sub: argparse._SubParsersAction[Any], name: str, handler: Handler, **options: Any
+) -> argparse.ArgumentParser:
+    """The parser of one command, set to run ``handler``; ``options`` go to ``add_parser``."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, **options)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_count(
+    parser: argparse.ArgumentParser, flag: str, bounds: Bounds, *, default: int, help: str
+) -> None:
+    """An ``N`` option checked against its :mod:`backendmgr.limits` bounds, as the API is."""
+    parser.add_argument(flag, type=bounds.argument(), default=default, metavar="N", help=help)
 
 
 def add_no_generate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-generate", action="store_true", help="do not regenerate the llama-swap config"
     )
+
+
+def request_of(cls: type[R], args: argparse.Namespace, **given: Any) -> R:
+    """``cls`` from the parsed arguments: each field from the option of the same name
+    (``generate`` from ``--no-generate``), unless ``given`` names it."""
+    fields = dict(given)
+    for name in cls.model_fields:
+        if name in fields:
+            continue
+        if name == "generate" and hasattr(args, "no_generate"):
+            fields[name] = not args.no_generate
+        elif hasattr(args, name):
+            fields[name] = getattr(args, name)
+    return cls.of(**fields)
 
 
 def report(out: Renderer, outcome: Outcome) -> int:
@@ -25,4 +66,22 @@ def report(out: Renderer, outcome: Outcome) -> int:
         out.document(dump(outcome))
     else:
         out.info(outcome.message)
+    return 0
+
+
+def table(
+    out: Renderer,
+    rows: Sequence[T],
+    columns: Sequence[str],
+    cells: Callable[[T], Sequence[Any]],
+    *,
+    empty: str,
+) -> int:
+    """``rows`` as one JSON document, or as a table of ``cells(row)`` under ``columns``."""
+    from ...api_models import dump
+
+    if out.json_mode:
+        out.document(dump(rows))
+    else:
+        out.table(columns, [cells(r) for r in rows], empty=empty)
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import report
+from .common import command, report, request_of
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -14,8 +14,11 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    lk = sub.add_parser(
-        "lock", help="write backendmgr.lock: the exact builds installed here and the activated ones"
+    lk = command(
+        sub,
+        "lock",
+        lock,
+        help="write backendmgr.lock: the exact builds installed here and the activated ones",
     )
     lk.add_argument(
         "--output", metavar="PATH", help="where to write it (default: beside the config file)"
@@ -25,9 +28,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="DIR",
         help="also download every locked asset into DIR, laid out for scripts/mirror.py",
     )
-    lk.set_defaults(handler=lock)
 
-    s = sub.add_parser("sync", help="install, verify and activate exactly the builds of a lock")
+    s = command(sub, "sync", sync, help="install, verify and activate exactly the builds of a lock")
     s.add_argument("lockfile", nargs="?", metavar="LOCK", help="default: beside the config file")
     s.add_argument(
         "--locked",
@@ -37,14 +39,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     s.add_argument("--prune", action="store_true", help="remove builds the lock does not list")
     s.add_argument("--force", action="store_true", help="with --prune: remove pinned builds too")
     s.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
-    s.set_defaults(handler=sync)
 
-    f = sub.add_parser(
-        "fetch", help="download every asset of a lock into DIR, laid out for scripts/mirror.py"
+    f = command(
+        sub,
+        "fetch",
+        fetch,
+        help="download every asset of a lock into DIR, laid out for scripts/mirror.py",
     )
     f.add_argument("dir", metavar="DIR", help="where to lay out <owner>/<repo>/<tag>/<asset>")
     f.add_argument("lockfile", nargs="?", metavar="LOCK", help="default: beside the config file")
-    f.set_defaults(handler=fetch)
 
 
 async def lock(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -60,13 +63,7 @@ async def sync(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
         raise InvalidInput("--force only applies with --prune")
     with ProgressView(out) as view:
-        request = SyncRequest.of(
-            lock=args.lockfile,
-            locked=args.locked,
-            prune=args.prune,
-            force=args.force,
-            dry_run=args.dry_run,
-        )
+        request = request_of(SyncRequest, args, lock=args.lockfile)
         outcome = await mgr.sync(request, on_event=view)
     return report(out, outcome)
 

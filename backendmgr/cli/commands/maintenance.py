@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ...limits import PRUNE_KEEP
-from .common import add_no_generate, report
+from .common import add_count, add_no_generate, command, report, request_of
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -14,47 +14,40 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    u = sub.add_parser(
-        "update", help="install and activate the newest release of installed components"
+    u = command(
+        sub,
+        "update",
+        update,
+        help="install and activate the newest release of installed components",
     )
     u.add_argument("components", nargs="*", metavar="COMPONENT", help="default: every one")
     u.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
     add_no_generate(u)
-    u.set_defaults(handler=update)
 
-    p = sub.add_parser("prune", help="remove builds neither activated nor pinned")
+    p = command(sub, "prune", prune, help="remove builds neither activated nor pinned")
     p.add_argument("component", nargs="?", help="default: every component")
-    p.add_argument(
-        "--keep",
-        type=PRUNE_KEEP.argument(),
-        default=1,
-        metavar="N",
-        help=f"keep the N newest builds (1; at most {PRUNE_KEEP.high:g})",
-    )
+    keep = f"keep the N newest builds (1; at most {PRUNE_KEEP.high:g})"
+    add_count(p, "--keep", PRUNE_KEEP, default=1, help=keep)
     p.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     add_no_generate(p)
-    p.set_defaults(handler=prune)
 
     c = sub.add_parser("cache", help="the download and release-listing cache")
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
-    clean = csub.add_parser(
-        "clean", help="remove release listings, partial downloads and leftover folders"
+    clean = command(
+        csub,
+        "clean",
+        cache_clean,
+        help="remove release listings, partial downloads and leftover folders",
     )
     clean.add_argument("--dry-run", action="store_true", help="report, remove nothing")
-    clean.set_defaults(handler=cache_clean)
 
-    w = sub.add_parser("which", help="the executable that would run, and why")
+    w = command(sub, "which", which, help="the executable that would run, and why")
     w.add_argument("target", metavar="MODEL|COMPONENT|BUILD", help="a model, component or build")
-    w.set_defaults(handler=which)
 
     g = sub.add_parser("config", help="where the files are; the effective settings")
     gsub = g.add_subparsers(dest="config_command", metavar="ACTION", required=True)
-    gsub.add_parser("path", help="the config file, generated file and data home").set_defaults(
-        handler=config_path
-    )
-    gsub.add_parser("show", help="every setting, defaults filled in").set_defaults(
-        handler=config_show
-    )
+    command(gsub, "path", config_path, help="the config file, generated file and data home")
+    command(gsub, "show", config_show, help="every setting, defaults filled in")
 
 
 async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -62,9 +55,7 @@ async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ..render import ProgressView
 
     with ProgressView(out) as view:
-        request = UpdateRequest.of(
-            components=args.components, dry_run=args.dry_run, generate=not args.no_generate
-        )
+        request = request_of(UpdateRequest, args)
         outcome = await mgr.update(request, on_event=view)
     return report(out, outcome)
 
@@ -72,19 +63,14 @@ async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 async def prune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...requests import PruneRequest
 
-    request = PruneRequest.of(
-        component=args.component,
-        keep=args.keep,
-        dry_run=args.dry_run,
-        generate=not args.no_generate,
-    )
+    request = request_of(PruneRequest, args)
     return report(out, await mgr.prune(request))
 
 
 async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...requests import CacheCleanRequest
 
-    return report(out, await mgr.cache_clean(CacheCleanRequest(dry_run=args.dry_run)))
+    return report(out, await mgr.cache_clean(request_of(CacheCleanRequest, args)))
 
 
 async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_no_generate, report
+from .common import add_no_generate, command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
+    from .common import Handler
 
 
 # The keys ``set`` takes, for ``set --help``; a test keeps this equal to SETTABLE_KEYS.
@@ -32,27 +33,26 @@ def _keys_epilog() -> str:
     return "keys:\n" + "\n".join(lines) + '\n\nthe backend is set with "backendmgr pin".'
 
 
+def _keyed(
+    sub: argparse._SubParsersAction[Any], name: str, handler: Handler, help: str
+) -> argparse.ArgumentParser:
+    """``set`` and ``unset``: a command that lists the keys under its options."""
+    epilog = _keys_epilog()
+    formatter = argparse.RawDescriptionHelpFormatter
+    return command(sub, name, handler, help=help, epilog=epilog, formatter_class=formatter)
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
-        "set",
-        help="set per-model overrides (ctx, vllm_gpu_util, extra_args, …)",
-        epilog=_keys_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = _keyed(
+        sub, "set", set_overrides, "set per-model overrides (ctx, vllm_gpu_util, extra_args, …)"
     )
     p.add_argument("model", help="a model id from 'backendmgr models' (or one not found yet)")
     p.add_argument("pairs", nargs="+", metavar="KEY=VALUE", help="one or more settings; see keys")
     add_no_generate(p)
-    p.set_defaults(handler=set_overrides)
-    u = sub.add_parser(
-        "unset",
-        help="clear per-model overrides",
-        epilog=_keys_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    u = _keyed(sub, "unset", unset_overrides, "clear per-model overrides")
     u.add_argument("model", help="a model id")
     u.add_argument("keys", nargs="+", metavar="KEY", help="one or more keys; see keys")
     add_no_generate(u)
-    u.set_defaults(handler=unset_overrides)
 
 
 def _pairs(items: list[str]) -> dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_no_generate, report
+from .common import add_no_generate, command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -13,15 +13,13 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("pin", help="keep MODEL on one registry row (e.g. a build)")
+    p = command(sub, "pin", pin, help="keep MODEL on one registry row (e.g. a build)")
     p.add_argument("model", help="a model id from 'backendmgr models'")
     p.add_argument("row", help="a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm")
     add_no_generate(p)
-    p.set_defaults(handler=pin)
-    u = sub.add_parser("unpin", help="let MODEL follow the class default again")
+    u = command(sub, "unpin", unpin, help="let MODEL follow the class default again")
     u.add_argument("model", help="a model id")
     add_no_generate(u)
-    u.set_defaults(handler=unpin)
 
 
 async def pin(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

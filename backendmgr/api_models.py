@@ -137,6 +137,7 @@ class VerifyResult(_Result):
     est_vram_gb: float | None
     backend: str | None = None
     verified_at: str | None = None
+    device: str | None = None  # the GPU(s) the build said it loaded onto
 
     def line(self) -> str:
         """``qwen3: ok in 0.2 s, 6.31 GiB used, 6.37 GiB estimated`` or ``qwen3: failed: …``:
@@ -148,6 +149,8 @@ class VerifyResult(_Result):
             parts.append(f"{self.gpu_gib:.2f} GiB used")
         if self.est_vram_gb is not None:
             parts.append(f"{self.est_vram_gb:.2f} GiB estimated")
+        if self.device:
+            parts.append(f"on {self.device}")
         return f"{self.id}: " + ", ".join(parts)
 
 
@@ -176,6 +179,7 @@ class DoctorReport(_Result):
     problems: list[str]
     notes: list[str]
     fixed: list[str]
+    gpus: list[str] = Field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
 
 
 class WhichResult(_Result):

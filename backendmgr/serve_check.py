@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -44,6 +45,7 @@ class CheckResult:
     ready_s: float | None  # seconds from start to a healthy answer
     gpu_gib: float | None  # the process group's GPU memory, where nvidia-smi reports it
     pid: int | None  # the child, for callers that check it is gone
+    device: str | None = None  # the GPU(s) the build said it used: "CUDA0 (NVIDIA …)"
 
 
 def free_port() -> int:
@@ -58,13 +60,24 @@ def substitute_port(argv: list[str], port: int) -> list[str]:
     return [tok.replace("${PORT}", str(port)) for tok in argv]
 
 
+# llama.cpp names each device it loads onto: "... using device CUDA0 (NVIDIA GeForce RTX
+# 3060) - 11845 MiB free"; the numbering is the one its *_VISIBLE_DEVICES variable left.
+_USING_DEVICE = re.compile(r"\busing device (\w{1,32}) \(([^()]{1,120})\)")
+MAX_DEVICES_SEEN = 16
+
+
 class _Tail:
-    """The last lines of the child's output, bounded in count and length."""
+    """The last lines of the child's output, bounded in count and length, and the devices
+    the child said it used."""
 
     def __init__(self) -> None:
         self.lines: deque[str] = deque(maxlen=TAIL_LINES)
         self._partial = b""
         self.closed = anyio.Event()  # the child's output reached its end
+        self.devices: list[str] = []
+
+    def device(self) -> str | None:
+        return ", ".join(self.devices) or None
 
     def feed(self, chunk: bytes) -> None:
         data = self._partial + chunk
@@ -80,6 +93,11 @@ class _Tail:
         line = "".join(ch if ch.isprintable() else "?" for ch in line)
         if line.strip():
             self.lines.append(line[:TAIL_LINE_CHARS])
+        used = _USING_DEVICE.search(line)
+        if used and len(self.devices) < MAX_DEVICES_SEEN:
+            seen = f"{used.group(1)} ({used.group(2).strip()})"
+            if seen not in self.devices:
+                self.devices.append(seen)
 
     def text(self) -> str:
         lines = list(self.lines)
@@ -284,4 +302,4 @@ async def _exercise(
             reason = f"HTTP {answer.status_code} from {path}" + (f": {text}" if text else "")
             return CheckResult(False, reason, ready, None, process.pid)
         gpu = await gpu_memory_gib(process.pid, environ)
-        return CheckResult(True, None, ready, gpu, process.pid)
+        return CheckResult(True, None, ready, gpu, process.pid, tail.device())

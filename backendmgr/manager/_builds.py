@@ -721,8 +721,15 @@ class BuildsMixin(ManagerBase):
         output_problem, output_note = await anyio.to_thread.run_sync(self._check_output, settings)
         problems += output_problem
         notes += output_note
+        from ..emit.devices import pin_notes  # issue 24: the GPUs, and pins to missing ones
+
+        notes += pin_notes(settings, self.host.adapters)
         return DoctorReport(
-            ok=not problems, problems=problems, notes=notes, fixed=[str(p) for p in removed]
+            ok=not problems,
+            problems=problems,
+            notes=notes,
+            fixed=[str(p) for p in removed],
+            gpus=self.host.gpu_lines(),
         )
 
 

@@ -41,13 +41,14 @@ def _plan_one(
     card_gb: float | None,
     parsers: Any = None,
     caps: Any = None,
+    gpus: Any = (),
 ) -> Any:
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them)."""
     from ..emit.plan import Skip
 
     try:
-        return plan_model(settings, model, card_gb, parsers, caps)
+        return plan_model(settings, model, card_gb, parsers, caps, gpus)
     except (ArithmeticError, ValueError) as exc:
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
 
@@ -56,6 +57,7 @@ class ModelsMixin(ManagerBase):
     def _pipeline(self, settings: Settings) -> tuple[Any, Any, str]:
         """Discover, plan every model and hash the inputs (runs in a worker thread)."""
         from ..discovery.walk import discover, scan_folders
+        from ..emit.devices import uses_devices
         from ..emit.plan import plan_model
         from ..emit.regen import inputs_hash
         from ._capabilities import capability_index
@@ -66,10 +68,13 @@ class ModelsMixin(ManagerBase):
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, self.builds, self.paths.cache)
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
+        gpus = self.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
+        receipts += [f"gpu {g!r}" for g in gpus]
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
         plans = [
-            _plan_one(plan_model, settings, m, self.card_gb, parsers, caps) for m in found.models
+            _plan_one(plan_model, settings, m, self.card_gb, parsers, caps, gpus)
+            for m in found.models
         ]
         return found, plans, digest
 

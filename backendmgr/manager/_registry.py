@@ -173,6 +173,9 @@ class RegistryMixin(ManagerBase):
             raise InvalidInput(_first_error(exc)) from exc
         ctx = ModelOverride.model_validate(parsed).ctx
         warnings = await self._model_warnings(await self.settings(), model, ctx)
+        from ..emit.devices import device_warning  # issue 24: a device the host lacks
+
+        warnings += device_warning(ModelOverride.model_validate(parsed).device, self.host.adapters)
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)

@@ -173,6 +173,8 @@ class VerifyMixin(ModelsMixin):
         Without ``keep_going`` the first failure ends the run. ``on_start`` hears each child's
         pid (tests check it is gone afterwards).
         """
+        from ..emit.devices import entry_environ
+        from ..emit.document import entry_env
         from ..emit.plan import Entry
         from ..serve_check import check_command
 
@@ -216,7 +218,7 @@ class VerifyMixin(ModelsMixin):
                     model_id=model_id,
                     health_path=_health_path(planned.passthrough),
                     timeout=limit,
-                    env=self.environ,
+                    env=entry_environ(self.environ, entry_env(planned)),  # issue 24
                     on_start=_bind(on_start, model_id),
                 )
                 result = VerifyResult(
@@ -228,6 +230,7 @@ class VerifyMixin(ModelsMixin):
                     est_vram_gb=planned.metadata.get("est_vram_gb"),
                     backend=planned.resolution.row.id if planned.resolution.row else None,
                     verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    device=check.device,  # issue 24
                 )
                 record = {**result.model_dump(mode="json"), "key": verify_key(self, planned)}
                 await anyio.to_thread.run_sync(self._record, model_id, record)

@@ -67,7 +67,9 @@ _ENV_KEY = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")  # llama-swap's schema: ^[A-Z_]
 def device_indices(value: str) -> tuple[int, ...]:
     """``"1"`` → (1,), ``"0,1"`` → (0, 1): GPU indices as the build's vendor counts them.
     Raises ValueError with a one-line reason for anything else."""
-    parts = [p.strip() for p in value.split(",")]
+    if unsafe_char(value) is not None:
+        raise ValueError(f'device {shown(value, 40)} holds a control character; use e.g. "0,1"')
+    parts = [p.strip(" ") for p in value.split(",")]
     if len(parts) > MAX_DEVICES:
         raise ValueError(f"device names at most {MAX_DEVICES} GPUs")
     out: list[int] = []
@@ -226,6 +228,9 @@ class ModelOverride(_Frozen):
         if isinstance(value, str):
             import shlex
 
+            bad = unsafe_char(value)
+            if bad is not None:  # a newline is no word separator here: refused, not split
+                raise ValueError(f"env holds control character {bad}; use printable characters")
             try:
                 value = shlex.split(value)
             except ValueError as exc:

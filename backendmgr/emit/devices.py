@@ -36,6 +36,7 @@ _VENDORS = {"CUDA": "cuda", "ROCm": "rocm", "Vulkan": "vulkan", "SYCL": "sycl", 
 _NO_PIN = frozenset({"cpu", "metal"})  # no device to choose: the note says the pin is idle
 # Which host adapters a vendor's runtime numbers (Vulkan and unknown count every adapter).
 _HOST_VENDOR = {"cuda": "nvidia", "rocm": "amd", "sycl": "intel"}
+_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "sycl": "SYCL"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +148,7 @@ def plan_devices(
     if missing:
         notes.append(
             f"device {','.join(map(str, missing))} is not one of this host's "
-            f"{vendor.upper()} GPUs ({_listed(cards)}); sized as without a pin"
+            f"{_LABEL.get(vendor, vendor)} GPUs ({_listed(cards)}); sized as without a pin"
         )
     else:
         known = [cards[d].memory_gb for d in devices]

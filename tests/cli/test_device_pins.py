@@ -24,6 +24,7 @@ from backendmgr.discovery.meta import meta_from_gguf
 from backendmgr.emit.sizing import llama_context
 from backendmgr.mirror import MirrorServer
 from tests.conftest import SHARED, CliResult
+from tests.emit.test_injection import load, output
 from tests.ggufs import write_gguf
 from tests.support import publish_llama
 
@@ -47,16 +48,6 @@ def one_error(result: CliResult) -> str:
     errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, result.err
     return errors[0]
-
-
-def output(config_path: Path) -> Path:
-    return config_path.parent / "llama-swap.yaml"
-
-
-def load(config_path: Path) -> dict[str, Any]:
-    data = YAML(typ="safe").load(output(config_path).read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 def entry(config_path: Path, model: str) -> dict[str, Any]:

@@ -12,7 +12,6 @@ import pytest
 from backendmgr.catalog.capabilities import Capabilities
 from backendmgr.catalog.host import Adapter, detect_host, parse_gpu_override
 from backendmgr.config.models import BackendRow, ModelOverride, Settings
-from backendmgr.discovery.meta import ModelMeta
 from backendmgr.discovery.models import DiscoveredModel
 from backendmgr.emit.devices import (
     build_vendor,
@@ -25,6 +24,7 @@ from backendmgr.emit.devices import (
 from backendmgr.emit.plan import Entry, plan_model
 from backendmgr.emit.sizing import LLAMA_FIXED_GB, devices_card_gb, llama_context
 from backendmgr.registry.resolve import Resolution
+from tests.emit.test_sizing import BIG as META
 
 TWO_CARDS = "NVIDIA GeForce RTX 4090:24;NVIDIA GeForce RTX 3060:12"
 
@@ -143,7 +143,7 @@ def test_plan_for_each_kind_of_build() -> None:
     assert rocm.env == ("HIP_VISIBLE_DEVICES=1", "X_Y=2")
     assert rocm.memory_gb is None  # no AMD card 1 here: sized as without a pin, and said
     assert rocm.notes == (
-        "device 1 is not one of this host's ROCM GPUs (none); sized as without a pin",
+        "device 1 is not one of this host's ROCm GPUs (none); sized as without a pin",
     )
     cpu = plan_devices(ov, managed("cpu"), None, cards)
     assert cpu.env == ("X_Y=2",) and cpu.memory_gb is None
@@ -286,17 +286,6 @@ def test_memory_of_several_devices(memory: tuple[float, ...], tp: int | None, ca
     assert devices_card_gb(memory, tensor_parallel=tp) == pytest.approx(card)
 
 
-META = ModelMeta(
-    architecture="qwen3",
-    block_count=48,
-    head_count=32,
-    head_count_kv=8,
-    key_length=128,
-    value_length=128,
-    context_length=262144,
-)
-
-
 def model(fmt: Literal["gguf", "hf"] = "gguf") -> DiscoveredModel:
     return DiscoveredModel(id="m", path="/models/m.gguf", format=fmt, size_bytes=4 << 30, meta=META)
 
@@ -305,26 +294,17 @@ def settings(row: BackendRow, ov: ModelOverride, **kw: object) -> Settings:
     return Settings(backends=[row], models={"m": ov}, **kw)  # type: ignore[arg-type]
 
 
-CUDA_ROW = BackendRow(
-    id="llama-server",
-    kind="llama",
-    path="/b/cuda/llama-server",
-    managed=True,
-    default=True,
-    component="llama-server",
-    version="b1",
-    variant="cuda",
-)
-VLLM_ROW = BackendRow(
-    id="vllm",
-    kind="vllm",
-    path="/b/vllm/bin/vllm",
-    managed=True,
-    default=True,
-    component="vllm",
-    version="0.11.0",
-    variant="cuda",
-)
+def star(component: str, kind: str, version: str) -> BackendRow:
+    """The activated (★) row of an installed component, on a CUDA build."""
+    path = f"/b/{component}/{component}"
+    return BackendRow(
+        id=component, kind=kind, path=path, managed=True, default=True,
+        component=component, version=version, variant="cuda",
+    )  # fmt: skip
+
+
+CUDA_ROW = star("llama-server", "llama", "b1")
+VLLM_ROW = star("vllm", "vllm", "0.11.0")
 
 
 def planned(s: Settings, cards: tuple[Adapter, ...] = (), card_gb: float | None = 24.0) -> Entry:

@@ -227,6 +227,7 @@ def _llama(
     caps["context"] = ctx
     est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
+    extra += [f"device {ov.device}"] if dev.devices else []
     return Entry(
         model=model,
         resolution=res,
@@ -372,6 +373,7 @@ def _vllm(
     if "--tool-call-parser" not in theirs and (lacking or not parser):
         notes.append(lacking or why)
     summary = [f"max-model-len {sizing.max_model_len}", f"util {sizing.gpu_util:g}"]
+    summary += [f"device {ov.device}"] if dev.devices else []
     return Entry(
         model=model,
         resolution=res,

@@ -110,8 +110,13 @@ def _build_identity(mgr: ManagerBase, entry: Entry) -> str:
 
 
 def verify_key(mgr: ManagerBase, entry: Entry) -> str:
-    """The cache key: the command line and the build it runs."""
-    text = json.dumps([entry.argv, _build_identity(mgr, entry)], ensure_ascii=True)
+    """The cache key: the command line, the build it runs and its ``env`` (when it has one,
+    so that keys of entries without one stay as they were)."""
+    from ..emit.document import entry_env
+
+    parts: list[Any] = [entry.argv, _build_identity(mgr, entry)]
+    parts += [entry_env(entry)] if entry_env(entry) else []  # issue 24: another device
+    text = json.dumps(parts, ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

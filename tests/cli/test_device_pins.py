@@ -364,3 +364,11 @@ def test_verify_starts_the_entry_with_its_env_and_names_the_device(cli: Cli, ser
     assert seen[-1]["CUDA_VISIBLE_DEVICES"] == "1" and seen[-1]["MY_FLAG"] == "a: b # c"
     report = json.loads(ok(cli("--json", "verify", "qwen3-pinned")).out)
     assert report["results"][0]["device"] == "CUDA0 (NVIDIA GeForce RTX 3060)"
+    listed = {m["id"]: m for m in json.loads(ok(cli("--json", "models")).out)}
+    assert listed["qwen3-pinned"]["verification"].startswith("verified today: ok")
+    # another device is another run: the cached result no longer applies
+    ok(cli("set", "qwen3-pinned", "device=0"))
+    listed = {m["id"]: m for m in json.loads(ok(cli("--json", "models")).out)}
+    assert listed["qwen3-pinned"]["verification"] == "not verified"
+    result = ok(cli("verify", "qwen3-pinned"))
+    assert "on CUDA0 (NVIDIA GeForce RTX 4090)" in result.out

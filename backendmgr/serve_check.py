@@ -10,6 +10,7 @@ task still stops it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import socket
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,10 @@ NVIDIA_SMI_TIMEOUT_S = 10.0
 NVIDIA_SMI_CAP = 1 << 20
 
 
+Measure = Callable[[int, Mapping[str, str]], Awaitable[tuple[float, str] | None]]
+"""Reads a process group's memory: (GiB, what measured it), None when nothing can tell."""
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     ok: bool
@@ -44,6 +49,7 @@ class CheckResult:
     ready_s: float | None  # seconds from start to a healthy answer
     gpu_gib: float | None  # the process group's GPU memory, where nvidia-smi reports it
     pid: int | None  # the child, for callers that check it is gone
+    measured: tuple[float, str] | None = None  # ``measure``'s reading (GiB, by what), if asked
 
 
 def free_port() -> int:
@@ -196,10 +202,12 @@ async def check_command(
     grace: float = GRACE_S,
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    measure: Measure | None = None,
 ) -> CheckResult:
     """Run ``argv`` (``${PORT}`` filled in) until it answers one request; always stop it.
 
-    ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself.
+    ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself;
+    ``measure`` reads the group's memory after the request, while it still runs (``tune``).
     """
     environ = dict(os.environ if env is None else env)
     port = free_port()
@@ -229,6 +237,8 @@ async def check_command(
             result = await _exercise(
                 process, tail, base, health_path, path, body, timeout, started, environ
             )
+            if result.ok and measure is not None:
+                result = dataclasses.replace(result, measured=await measure(process.pid, environ))
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process, grace)

@@ -57,6 +57,7 @@ class Entry:
     unlisted: bool | None
     passthrough: dict[str, Any]
     notes: tuple[str, ...] = field(default=())
+    tuned: Mapping[str, Any] | None = None  # the measured record it was planned with (measure/)
 
     @property
     def argv(self) -> list[str]:

@@ -58,6 +58,7 @@ class ModelsMixin(ManagerBase):
         from ..discovery.walk import discover, scan_folders
         from ..emit.plan import plan_model
         from ..emit.regen import inputs_hash
+        from ..measure.tuned import TunedStore, apply_tuned
         from ._capabilities import capability_index
 
         scan = scan_folders(settings.models_dirs)
@@ -66,11 +67,19 @@ class ModelsMixin(ManagerBase):
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, self.builds, self.paths.cache)
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
+        receipts.append(TunedStore(self.paths).inputs_text())  # issue 22: measured contexts
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
         plans = [
             _plan_one(plan_model, settings, m, self.card_gb, parsers, caps) for m in found.models
         ]
+        plans = apply_tuned(  # issue 22: a tuned context in place of the estimate
+            self,
+            settings,
+            found.models,
+            plans,
+            lambda s, m: _plan_one(plan_model, s, m, self.card_gb, parsers, caps),
+        )
         return found, plans, digest
 
     async def plan(self) -> tuple[Settings, Any, list[Any], str]:
@@ -80,9 +89,10 @@ class ModelsMixin(ManagerBase):
 
     async def models_info(self) -> list[ModelInfo]:
         from ..emit.plan import Entry
+        from ..measure.tuned import tuning_text
         from ._verify import cached_result, read_results, verified_text
 
-        _, found, plans, _ = await self.plan()
+        settings, found, plans, _ = await self.plan()
         cache = await anyio.to_thread.run_sync(read_results, self)
         out = []
         for model, planned in zip(found.models, plans, strict=True):
@@ -112,6 +122,9 @@ class ModelsMixin(ManagerBase):
                     ),
                     "verified": checked,
                     "verification": verified_text(checked) if isinstance(planned, Entry) else None,
+                    "tuning": tuning_text(settings, planned)
+                    if isinstance(planned, Entry)
+                    else None,
                 }
             )
         for skip in found.skipped:

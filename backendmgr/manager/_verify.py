@@ -174,6 +174,7 @@ class VerifyMixin(ModelsMixin):
         pid (tests check it is gone afterwards).
         """
         from ..emit.plan import Entry
+        from ..measure.diagnose import failure_cause
         from ..serve_check import check_command
 
         if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_S:
@@ -228,6 +229,7 @@ class VerifyMixin(ModelsMixin):
                     est_vram_gb=planned.metadata.get("est_vram_gb"),
                     backend=planned.resolution.row.id if planned.resolution.row else None,
                     verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                    cause=failure_cause(settings, planned.model, planned.resolution, check.reason),
                 )
                 record = {**result.model_dump(mode="json"), "key": verify_key(self, planned)}
                 await anyio.to_thread.run_sync(self._record, model_id, record)

@@ -47,7 +47,8 @@ if piddir:
     with open(os.path.join(piddir, "pids"), "a") as fh:
         fh.write(f"{os.getpid()}\n")
     with open(os.path.join(piddir, "starts"), "a") as fh:
-        fh.write(json.dumps([os.path.basename(sys.argv[0]), stem, args]) + "\n")
+        row = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
+        fh.write(json.dumps([row, stem, args]) + "\n")
 
 def die(*lines, status=1):
     for line in lines:

@@ -203,6 +203,7 @@ def test_tune_finds_the_largest_context_by_resident_memory(s: Setup) -> None:
     assert argv[argv.index("-c") + 1] == "12288"
     (chat,) = s.json("models")
     assert chat["tuning"].startswith("tuned: ctx 12288, 0.")
+    assert "tuned: ctx 12288" in s.bm("models").out
     written = (s.config.parent / "llama-swap.yaml").read_text()
     assert "-c 12288" in written and "ctx 12288 tuned" in written
     # a hand-set ctx wins over it

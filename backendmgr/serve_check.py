@@ -133,20 +133,26 @@ def _parse_smi(text: str, group: int) -> float | None:
     return round(total / 1024, 3) if seen else None
 
 
-async def gpu_memory_gib(group: int, env: Mapping[str, str]) -> float | None:
-    """What ``nvidia-smi --query-compute-apps`` reports for the group; None without it."""
-    exe = shutil.which("nvidia-smi", path=env.get("PATH"))
+async def tool_output(name: str, args: list[str], env: Mapping[str, str]) -> str | None:
+    """A GPU tool's output (bounded in time and size); None when absent or failing."""
+    exe = shutil.which(name, path=env.get("PATH"))
     if exe is None:
         return None
-    argv = [exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
     try:
         with anyio.fail_after(NVIDIA_SMI_TIMEOUT_S):
-            done = await anyio.run_process(argv, check=False, env=dict(env))
+            done = await anyio.run_process([exe, *args], check=False, env=dict(env))
     except (OSError, TimeoutError):
         return None
     if done.returncode != 0:
         return None
-    return _parse_smi(done.stdout[:NVIDIA_SMI_CAP].decode("utf-8", "replace"), group)
+    return str(done.stdout[:NVIDIA_SMI_CAP].decode("utf-8", "replace"))
+
+
+async def gpu_memory_gib(group: int, env: Mapping[str, str]) -> float | None:
+    """What ``nvidia-smi --query-compute-apps`` reports for the group; None without it."""
+    args = ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+    text = await tool_output("nvidia-smi", args, env)
+    return None if text is None else _parse_smi(text, group)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

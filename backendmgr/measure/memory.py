@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,8 +17,6 @@ import anyio
 
 __all__ = ["group_memory", "group_rss_gib", "parse_rocm_pids"]
 
-ROCM_SMI_TIMEOUT_S = 10.0
-TOOL_CAP = 1 << 20  # bytes of a tool's output read
 PROC_ENTRIES_CAP = 1 << 16
 STATUS_CAP = 8192
 GIB = float(1 << 30)
@@ -93,30 +90,15 @@ def parse_rocm_pids(text: str, group: int) -> float | None:
     return round(total / GIB, 4) if seen else None
 
 
-async def _rocm_gib(group: int, env: Mapping[str, str]) -> float | None:
-    exe = shutil.which("rocm-smi", path=env.get("PATH"))
-    if exe is None:
-        return None
-    try:
-        with anyio.fail_after(ROCM_SMI_TIMEOUT_S):
-            done = await anyio.run_process(
-                [exe, "--showpids", "--json"], check=False, env=dict(env)
-            )
-    except (OSError, TimeoutError):
-        return None
-    if done.returncode != 0:
-        return None
-    return parse_rocm_pids(done.stdout[:TOOL_CAP].decode("utf-8", "replace"), group)
-
-
 async def group_memory(group: int, env: Mapping[str, str]) -> tuple[float, str] | None:
     """(GiB, what measured it) for the process group ``group``."""
-    from ..serve_check import gpu_memory_gib
+    from ..serve_check import gpu_memory_gib, tool_output
 
     nvidia = await gpu_memory_gib(group, env)
     if nvidia is not None:
         return nvidia, "nvidia-smi"
-    rocm = await _rocm_gib(group, env)
+    text = await tool_output("rocm-smi", ["--showpids", "--json"], env)
+    rocm = None if text is None else parse_rocm_pids(text, group)
     if rocm is not None:
         return rocm, "rocm-smi"
     rss = await anyio.to_thread.run_sync(group_rss_gib, group)

@@ -29,6 +29,7 @@ from anyio.abc import Process
 __all__ = ["CheckResult", "check_command", "free_port", "gpu_memory_gib", "substitute_port"]
 
 TAIL_LINES = 12  # lines of the child's output kept for a failure report
+LOG_LINES = 200  # kept to recognise a failure's cause: vLLM's root error precedes its traceback
 TAIL_LINE_CHARS = 240
 PARTIAL_CAP = 8192  # bytes of an unterminated line kept while more arrives
 BODY_CHARS = 200  # of an HTTP error body, in the reason
@@ -50,6 +51,7 @@ class CheckResult:
     gpu_gib: float | None  # the process group's GPU memory, where nvidia-smi reports it
     pid: int | None  # the child, for callers that check it is gone
     measured: tuple[float, str] | None = None  # ``measure``'s reading (GiB, by what), if asked
+    log: str | None = None  # an exit's reason with up to LOG_LINES lines, to find its cause
 
 
 def free_port() -> int:
@@ -68,7 +70,7 @@ class _Tail:
     """The last lines of the child's output, bounded in count and length."""
 
     def __init__(self) -> None:
-        self.lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self.lines: deque[str] = deque(maxlen=LOG_LINES)
         self._partial = b""
         self.closed = anyio.Event()  # the child's output reached its end
 
@@ -87,11 +89,11 @@ class _Tail:
         if line.strip():
             self.lines.append(line[:TAIL_LINE_CHARS])
 
-    def text(self) -> str:
+    def text(self, count: int = TAIL_LINES) -> str:
         lines = list(self.lines)
         if self._partial.strip():
             lines = [*lines, self._partial[:TAIL_LINE_CHARS].decode("utf-8", "replace")]
-        return " | ".join(lines[-TAIL_LINES:])
+        return " | ".join(lines[-count:])
 
 
 def _request_for(role: str, model_id: str) -> tuple[str, dict[str, Any]]:
@@ -190,12 +192,13 @@ async def _pump(process: Process, tail: _Tail) -> None:
         tail.closed.set()
 
 
-def _exited(process: Process, tail: _Tail) -> str:
+def _exited(process: Process, tail: _Tail, count: int = TAIL_LINES) -> str:
     code = process.returncode
     what = f"exited with status {code}" if code is not None and code >= 0 else ""
     if code is not None and code < 0:
         what = f"was killed by signal {-code}"
-    return f"{what}: {tail.text()}" if tail.text() else what
+    said = tail.text(count)
+    return f"{what}: {said}" if said else what
 
 
 async def check_command(
@@ -272,7 +275,14 @@ async def _exercise(
             if process.returncode is not None:
                 with anyio.move_on_after(1.0):  # let the pump read the last lines
                     await tail.closed.wait()
-                return CheckResult(False, _exited(process, tail), None, None, process.pid)
+                return CheckResult(
+                    False,
+                    _exited(process, tail),
+                    None,
+                    None,
+                    process.pid,
+                    log=_exited(process, tail, LOG_LINES),
+                )
             if time.monotonic() > deadline:
                 return CheckResult(
                     False, f"not healthy within {timeout:g} s", None, None, process.pid

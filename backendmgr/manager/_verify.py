@@ -229,7 +229,9 @@ class VerifyMixin(ModelsMixin):
                     est_vram_gb=planned.metadata.get("est_vram_gb"),
                     backend=planned.resolution.row.id if planned.resolution.row else None,
                     verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                    cause=failure_cause(settings, planned.model, planned.resolution, check.reason),
+                    cause=failure_cause(
+                        settings, planned.model, planned.resolution, check.log or check.reason
+                    ),
                 )
                 record = {**result.model_dump(mode="json"), "key": verify_key(self, planned)}
                 await anyio.to_thread.run_sync(self._record, model_id, record)

@@ -197,7 +197,8 @@ class MeasureService:
                 attempt = Attempt(backend=row.id, ok=False, reason=f"skipped: {planned.reason}")
             else:
                 check = await self._start(planned, limit, on_start)
-                cause = failure_cause(trial, planned.model, planned.resolution, check.reason)
+                why = check.log or check.reason
+                cause = failure_cause(trial, planned.model, planned.resolution, why)
                 attempt = Attempt(backend=row.id, ok=check.ok, reason=check.reason, cause=cause)
             tried.append(attempt)
             if on_attempt is not None:
@@ -309,7 +310,7 @@ class MeasureService:
                 return Trial(ctx, False, reason=f"skipped: {planned.reason}", memory=False)
             check = await self._start(planned, limit, on_start)
             gib, by = check.measured if check.measured else (None, None)
-            match = classify(check.reason)
+            match = classify(check.log or check.reason)
             result = Trial(
                 ctx,
                 check.ok,

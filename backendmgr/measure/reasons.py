@@ -96,6 +96,7 @@ CAUSES: tuple[Cause, ...] = (
             r"failed to allocate",
             r"No available memory for the cache blocks",
             r"larger than the maximum number of tokens that can be stored in KV cache",
+            r"KV cache is needed, which is larger than the available KV cache memory",
         ),
         "out of memory loading the model or allocating its KV cache at this context",
         ("backendmgr tune {model}",),

@@ -90,6 +90,8 @@ if limit is not None and ctx > limit:
             f"of tokens that can be stored in KV cache ({limit}). Try increasing "
             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing "
             "the engine.",
+            *[f"  File \"vllm/v1/engine/core.py\", line {700 + i}, in run_engine_core"
+              for i in range(30)],  # the root cause is far above the last lines
             "RuntimeError: Engine core initialization failed. See root cause above.")
     die(f"llama_kv_cache: {'CUDA0'} KV buffer size = {need:.2f} MiB",
         f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {need:.2f} MiB on device 0: "

@@ -131,6 +131,16 @@ LOGS: list[tuple[str, str, dict[str, str]]] = [
     ),
     (
         "out-of-memory",
+        log(
+            "(EngineCore_DP0 pid=4242) ValueError: To serve at least one request with the "
+            "models's max seq len (65536), (7.00 GiB KV cache is needed, which is larger than "
+            "the available KV cache memory (3.00 GiB). Based on the available memory, the "
+            "estimated maximum model length is 28000."
+        ),
+        {},
+    ),
+    (
+        "out-of-memory",
         'HTTP 500 from /v1/rerank: {"error": {"message": "CUDA error: out of memory"}}',
         {},
     ),

@@ -367,8 +367,8 @@ class MeasureService:
             attempts=len(outcome.trials),
         )
         said = (
-            f"{model_id}: ctx {best.ctx} fits ({best.gib:.2f} GiB measured by {record.measured_by}"
-            f" of {budget:g} GiB; estimate was {estimate}) on {backend}"
+            f"{model_id}: ctx {best.ctx} fits ({_gib(best.gib)} GiB measured by "
+            f"{record.measured_by}, budget {budget:g} GiB; estimate was {estimate}) on {backend}"
         )
         if outcome.stopped:
             said += f"; {outcome.stopped}, a larger one may fit"
@@ -389,6 +389,10 @@ class MeasureService:
             message=said,
         )
         return result, record
+
+
+def _gib(value: float) -> str:
+    return f"{value:.2f}" if value >= 1 else f"{value:.3f}"
 
 
 def _shown(trial: Trial, budget: float) -> TuneTrial:

@@ -23,13 +23,17 @@ __all__ = ["failure_cause", "newer_row", "other_rows"]
 def other_rows(
     settings: Settings, model: DiscoveredModel, current: BackendRow | None, cls: str = "llm"
 ) -> list[BackendRow]:
-    """Rows other than ``current`` whose kind serves the model: installed builds newest first,
-    then hand-made rows in registry order (they carry no version to order them by)."""
+    """Rows other than ``current`` whose kind serves the model: installed builds (their build
+    rows, SPEC §3.2) newest first, then hand-made rows in registry order (they carry no version
+    to order them by). A component's own row is left out: it follows activation, so a pin to it
+    is not a pin to a build, and its build has a row of its own."""
     embedding = model.role != "chat"
     fitting = []
     for row in settings.backends:
         kind = normalize_kind(row.kind)
-        if current is not None and row.id == current.id:
+        if row.managed and not row.build:
+            continue
+        if current is not None and (row.id == current.id or row.path == current.path):
             continue
         if cls not in classes_of(row.kind):
             continue
@@ -37,11 +41,11 @@ def other_rows(
             continue
         fitting.append(row)
     builds = sorted(
-        (r for r in fitting if r.managed and r.version),
+        (r for r in fitting if r.build and r.version),
         key=lambda r: version_key(r.version),
         reverse=True,
     )
-    return builds + [r for r in fitting if not (r.managed and r.version)]
+    return builds + [r for r in fitting if not (r.build and r.version)]
 
 
 def newer_row(
@@ -49,7 +53,7 @@ def newer_row(
 ) -> BackendRow | None:
     """The newest installed build that serves the model, if newer than ``current``'s."""
     for row in other_rows(settings, model, current, cls):
-        if not (row.managed and row.version):
+        if not (row.build and row.version):
             return None
         if current is None or not (current.managed and current.version):
             return row

@@ -223,7 +223,7 @@ def apply_tuned(
         if not isinstance(tuned, Entry):
             continue
         note = (
-            f"ctx {record.ctx} tuned: {record.measured_gib:.2f} GiB measured ({record.measured_by})"
+            f"ctx {record.ctx} tuned: {record.measured_gib:.3g} GiB measured ({record.measured_by})"
         )
         out[i] = dataclasses.replace(
             tuned, tuned=record.model_dump(mode="json"), notes=(*tuned.notes, note)
@@ -238,5 +238,5 @@ def tuning_text(settings: Settings, entry: Entry) -> str:
         return f"pinned: ctx {ctx}"
     if entry.tuned:
         gib = entry.tuned.get("measured_gib")
-        return f"tuned: ctx {ctx}, {gib:.2f} GiB measured on {entry.tuned.get('device')}"
+        return f"tuned: ctx {ctx}, {gib:.3g} GiB measured on {entry.tuned.get('device')}"
     return f"estimated: ctx {ctx} (not tuned)"

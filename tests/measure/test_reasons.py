@@ -200,10 +200,20 @@ def _rows() -> list[BackendRow]:
             component=comp,
             version=version,
             variant="cpu",
+            build=True,
         )
 
     return [
         BackendRow(id="manual", kind="llama", path="/m/llama-server"),
+        BackendRow(  # the component's row: follows activation, never a repair's pin
+            id="llama-server",
+            kind="llama",
+            path="/b/b10000",
+            managed=True,
+            component="llama-server",
+            version="b10000",
+            variant="cpu",
+        ),
         build("b900"),
         build("b10000"),
         build("0.10.0", "vllm"),
@@ -218,6 +228,10 @@ def test_other_rows_are_builds_newest_first_then_manual_rows() -> None:
     current = settings.row("llama-server@b9500-cpu")
     ids = [r.id for r in other_rows(settings, chat, current)]
     assert ids == ["llama-server@b10000-cpu", "llama-server@b900-cpu", "vllm@0.10.0-cpu", "manual"]
+    # on the component's row, its activated build (same executable) is not tried again
+    active = settings.row("llama-server")
+    ids = [r.id for r in other_rows(settings, chat, active)]
+    assert ids == ["llama-server@b9500-cpu", "llama-server@b900-cpu", "vllm@0.10.0-cpu", "manual"]
     embed = DiscoveredModel(id="e", path="/m/e.gguf", format="gguf", role="embedding")
     assert "vllm@0.10.0-cpu" not in [r.id for r in other_rows(settings, embed, current)]
     hf = DiscoveredModel(id="h", path="/m/h", format="hf")

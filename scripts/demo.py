@@ -5,6 +5,8 @@
    at install: the older one lacks --jinja);
 2. pin one model to the older build: its command loses --jinja, with a NOTE saying why;
 3. activate another build: every model that is not pinned follows.
+Then, measured rather than guessed (issue 22): ``verify --repair`` moves a new model off a build
+that does not know its architecture, and ``tune`` finds the largest context within a budget.
 
 Everything lives in a temporary folder; the mirror runs as ``scripts/mirror.py`` on 127.0.0.1
 and is stopped at the end.

@@ -113,6 +113,14 @@ def _request_for(role: str, model_id: str) -> tuple[str, dict[str, Any]]:
     }
 
 
+def in_group(pid: int, group: int) -> bool:
+    """Whether ``pid`` is in process group ``group`` (a process gone since is not)."""
+    try:
+        return pid == group or os.getpgid(pid) == group
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def _parse_smi(text: str, group: int) -> float | None:
     """Sum the MiB of every listed pid in our process group; GiB, None when none is listed."""
     total = 0.0
@@ -125,11 +133,7 @@ def _parse_smi(text: str, group: int) -> float | None:
             pid, mib = int(parts[0]), float(parts[1])
         except ValueError:
             continue
-        try:
-            mine = pid == group or os.getpgid(pid) == group
-        except (ProcessLookupError, PermissionError):
-            mine = False
-        if mine:
+        if in_group(pid, group):
             total += mib
             seen = True
     return round(total / 1024, 3) if seen else None

@@ -64,6 +64,8 @@ def group_rss_gib(group: int, proc: Path = Path("/proc")) -> float | None:
 def parse_rocm_pids(text: str, group: int) -> float | None:
     """``rocm-smi --showpids --json``: ``{"system": {"PID123": "name, gpus, vram bytes, …"}}``;
     the GiB of our group's processes, None when none is listed."""
+    from ..serve_check import in_group
+
     try:
         data = json.loads(text)
     except ValueError:
@@ -80,11 +82,7 @@ def parse_rocm_pids(text: str, group: int) -> float | None:
             pid, used = int(key[3:]), int(fields[2])
         except (ValueError, IndexError):
             continue
-        try:
-            mine = pid == group or os.getpgid(pid) == group
-        except (ProcessLookupError, PermissionError):
-            mine = False
-        if mine:
+        if in_group(pid, group):
             total += used
             seen = True
     return round(total / GIB, 4) if seen else None

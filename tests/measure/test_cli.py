@@ -302,3 +302,34 @@ def test_ctrl_c_during_tune_leaves_no_process_and_no_change(s: Setup) -> None:
     assert none_left(s.fake)
     assert s.config.read_text() == config
     assert not (s.home / "tuned.json").exists()
+
+
+# A stand-in nvidia-smi that reports, for each server the test started, 1 MiB per 64 tokens of
+# the context on its command line (and an unrelated process that is not ours).
+NVIDIA_SMI = r"""
+import os, sys
+assert sys.argv[1:] == ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+print("1, 99999")
+for pid in open(os.path.join(os.environ["FAKE_DIR"], "pids")).read().split():
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        continue
+    if b"-c" in argv:
+        print(f"{pid}, {int(argv[argv.index(b'-c') + 1]) // 64}")
+"""
+
+
+def test_tune_reads_gpu_memory_from_nvidia_smi(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    tuned_model(s, trained=65536)
+    smi = s.bin / "tools" / "nvidia-smi"
+    smi.parent.mkdir(parents=True)
+    smi.write_text(f"#!{sys.executable}\n{NVIDIA_SMI}")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}:{os.environ['PATH']}")
+    s.write_config([row(s, "gpu")])
+    doc = s.json("tune", "chat", "--budget", "0.3")  # 307 MiB: 16384 -> 256 fits, 20480 -> 320
+    (res,) = doc["results"]
+    assert res["ctx"] == 16384 and res["measured_by"] == "nvidia-smi"
+    assert res["measured_gib"] == 0.25
+    assert none_left(s.fake)

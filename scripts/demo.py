@@ -5,6 +5,8 @@
    at install: the older one lacks --jinja);
 2. pin one model to the older build: its command loses --jinja, with a NOTE saying why;
 3. activate another build: every model that is not pinned follows.
+Then, measured rather than guessed (issue 22): ``verify --repair`` moves a new model off a build
+that does not know its architecture, and ``tune`` finds the largest context within a budget.
 
 Everything lives in a temporary folder; the mirror runs as ``scripts/mirror.py`` on 127.0.0.1
 and is stopped at the end.
@@ -72,15 +74,28 @@ def server_program(tag: str, variant: str, help_text: str) -> bytes:
         f'if [ "$1" = "--list-devices" ]; then cat <<\'END\'\n{devices}END\nexit 0; fi\n'
         f'if [ "$1" = "--version" ]; then echo "version: {tag[1:]} ({tag}) demo build"\n'
         "exit 0; fi\n"
-        f'exec "{sys.executable}" "$here/demo-server.py" "$@"\n'  # serving: see DEMO_SERVER
+        f'exec "{sys.executable}" "$here/demo-server.py" --demo-tag {tag} "$@"\n'  # DEMO_SERVER
     ).encode()
 
 
 # What the stand-in runs when llama-swap (or `backendmgr verify`) starts it: an OpenAI-shaped
-# server on --port that is healthy at once and answers every completion with "hello".
+# server on --port that is healthy at once and answers every completion with "hello". Like the
+# real one it holds memory in proportion to its context (1 KiB per token here), and a build
+# older than b11200 does not know the olmo3 architecture, in llama.cpp's words.
 DEMO_SERVER = b"""\
-import json, sys
+import json, os, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+def opt(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+model = opt("-m", "")
+if int(opt("--demo-tag", "b0")[1:]) < 11200 and os.path.basename(model).startswith("olmo3"):
+    print("llama_model_load: error loading model: error loading model architecture: "
+          "unknown model architecture: 'olmo3'", file=sys.stderr)
+    print("main: exiting due to model loading error", file=sys.stderr)
+    sys.exit(1)
+held = b"\\x01" * (int(opt("-c", "4096")) * 1024)
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
@@ -319,6 +334,30 @@ def journey(world: World) -> None:
         "Prove every entry starts: verify runs each model's command on a free port, waits "
         "for /health, sends one chat request, and stops it",
         "verify",
+    )
+    new_model = "olmo3-7b-q4_k_m"
+    gguf(world.tmp / "models" / f"{new_model}.gguf", "olmo3", 32, 8, 65536)
+    step(
+        "A new model arrives, pinned by habit to the older build",
+        "pin",
+        new_model,
+        "llama-server@b11100-vulkan",
+    )
+    step(
+        "Measured, not guessed: verify --repair finds b11100 does not know its architecture "
+        "(the cause and its fix), tries the other builds newest first and pins the first "
+        "that serves it",
+        "verify",
+        "--repair",
+        new_model,
+    )
+    step(
+        "tune bisects over the contexts the emitter can write for the largest that starts "
+        "and fits a budget (here the stand-in's resident memory); generate then uses it",
+        "tune",
+        new_model,
+        "--budget",
+        "0.06",
     )
     step("Consistency check", "doctor")
 

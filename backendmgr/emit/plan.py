@@ -60,6 +60,7 @@ class Entry:
     passthrough: dict[str, Any]
     notes: tuple[str, ...] = field(default=())
     env: tuple[str, ...] = ()  # llama-swap's env: device variables, then the user's
+    tuned: Mapping[str, Any] | None = None  # the measured record it was planned with (measure/)
 
     @property
     def argv(self) -> list[str]:

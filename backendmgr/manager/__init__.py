@@ -10,6 +10,8 @@ generated config), ``_maintenance`` (update, prune, cache clean, which, config, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._base import ManagerBase
 from ._builds import BuildsMixin
 from ._lock import LockMixin
@@ -17,6 +19,9 @@ from ._maintenance import MaintenanceMixin
 from ._models import ModelsMixin
 from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
 from ._verify import VerifyMixin
+
+if TYPE_CHECKING:
+    from .measure import MeasureService
 
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
@@ -27,3 +32,9 @@ class Manager(LockMixin, VerifyMixin, MaintenanceMixin, ModelsMixin, BuildsMixin
     >>> from backendmgr.config.paths import Paths
     >>> mgr = Manager(Paths.resolve(config="/tmp/c.yaml", home="/tmp/h"))
     """
+
+    @property
+    def measure(self) -> MeasureService:  # issue 22: verify --repair and tune
+        from .measure import MeasureService
+
+        return MeasureService.of(self)

@@ -60,6 +60,7 @@ class ModelsMixin(ManagerBase):
         from ..emit.devices import uses_devices
         from ..emit.plan import plan_model
         from ..emit.regen import inputs_hash
+        from ..measure.tuned import TunedStore, apply_tuned
         from ._capabilities import capability_index
 
         scan = scan_folders(settings.models_dirs)
@@ -70,12 +71,20 @@ class ModelsMixin(ManagerBase):
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
         gpus = self.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
         receipts += [f"gpu {g!r}" for g in gpus]
+        receipts.append(TunedStore(self.paths).inputs_text())  # issue 22: measured contexts
         digest = inputs_hash(settings, receipts, scan.inputs, self.card_gb)
         found = discover(scan, self.paths.cache / "gguf-meta.json")
         plans = [
             _plan_one(plan_model, settings, m, self.card_gb, parsers, caps, gpus)
             for m in found.models
         ]
+        plans = apply_tuned(  # issue 22: a tuned context in place of the estimate
+            self,
+            settings,
+            found.models,
+            plans,
+            lambda s, m: _plan_one(plan_model, s, m, self.card_gb, parsers, caps, gpus),
+        )
         return found, plans, digest
 
     async def plan(self) -> tuple[Settings, Any, list[Any], str]:
@@ -85,9 +94,10 @@ class ModelsMixin(ManagerBase):
 
     async def models_info(self) -> list[ModelInfo]:
         from ..emit.plan import Entry
+        from ..measure.tuned import tuning_text
         from ._verify import cached_result, read_results, verified_text
 
-        _, found, plans, _ = await self.plan()
+        settings, found, plans, _ = await self.plan()
         cache = await anyio.to_thread.run_sync(read_results, self)
         out = []
         for model, planned in zip(found.models, plans, strict=True):
@@ -117,6 +127,9 @@ class ModelsMixin(ManagerBase):
                     ),
                     "verified": checked,
                     "verification": verified_text(checked) if isinstance(planned, Entry) else None,
+                    "tuning": tuning_text(settings, planned)
+                    if isinstance(planned, Entry)
+                    else None,
                 }
             )
         for skip in found.skipped:

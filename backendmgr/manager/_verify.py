@@ -181,6 +181,7 @@ class VerifyMixin(ModelsMixin):
         from ..emit.devices import entry_environ
         from ..emit.document import entry_env
         from ..emit.plan import Entry
+        from ..measure.diagnose import failure_cause
         from ..serve_check import check_command
 
         if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_S:
@@ -236,6 +237,9 @@ class VerifyMixin(ModelsMixin):
                     backend=planned.resolution.row.id if planned.resolution.row else None,
                     verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     device=check.device,  # issue 24
+                    cause=failure_cause(
+                        settings, planned.model, planned.resolution, check.log or check.reason
+                    ),
                 )
                 record = {**result.model_dump(mode="json"), "key": verify_key(self, planned)}
                 await anyio.to_thread.run_sync(self._record, model_id, record)

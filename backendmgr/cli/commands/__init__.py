@@ -15,6 +15,7 @@ from . import (
     overrides,
     pin,
     serve,
+    tune,
     verify,
 )
 
@@ -24,6 +25,6 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     for module in (builds, backends, pin, overrides, models):
         module.register(sub)
-    for extra in (maintenance, lock, completion, verify):
+    for extra in (maintenance, lock, completion, verify, tune):
         extra.register(sub)
     serve.register(sub)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from .tune import add_repair_options, repair
+
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
@@ -30,10 +32,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="seconds to become healthy (default: health_check_timeout)",
     )
     v.add_argument("--keep-going", action="store_true", help="check the others after a failure")
+    add_repair_options(v)  # issue 22
     v.set_defaults(handler=verify)
 
 
 async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    if args.repair or args.dry_run:  # issue 22: pin failing models to a build that serves them
+        return await repair(mgr, args, out)
     results = await mgr.verify(
         args.models,
         timeout=args.timeout,

@@ -10,6 +10,9 @@ generated config), ``_maintenance`` (update, prune, cache clean, which, config, 
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from ._base import ManagerBase
 from ._builds import BuildsMixin
 from ._lock import LockMixin
@@ -17,6 +20,9 @@ from ._maintenance import MaintenanceMixin
 from ._models import ModelsMixin
 from ._registry import SETTABLE_KEYS, RegistryMixin, row_json
 from ._verify import VerifyMixin
+
+if TYPE_CHECKING:
+    from .swap import SwapService
 
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
@@ -27,3 +33,16 @@ class Manager(LockMixin, VerifyMixin, MaintenanceMixin, ModelsMixin, BuildsMixin
     >>> from backendmgr.config.paths import Paths
     >>> mgr = Manager(Paths.resolve(config="/tmp/c.yaml", home="/tmp/h"))
     """
+
+    @cached_property
+    def swap(self) -> SwapService:
+        """llama-swap itself: ``up``, the service, ``status``, the reload proof (issue 21)."""
+        from .swap import SwapService
+
+        return SwapService(
+            self.paths,
+            settings=self.settings,
+            output_path=self.output_path,
+            generate=self.generate,
+            environ=self.environ,
+        )

@@ -10,6 +10,7 @@ a port may be held by anything.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ class SwapState:
     exe: str
 
     def as_json(self) -> bytes:
-        return json.dumps(self.__dict__, indent=1).encode()
+        return json.dumps(dataclasses.asdict(self), indent=1).encode()
 
 
 def state_path(home: Path) -> Path:

@@ -77,7 +77,9 @@ def after(text: str, anchor: str) -> str:
 def _refusal(tail: str) -> str | None:
     for line in tail.splitlines():
         low = line.lower()
-        if "config" in low and ("error" in low or "fail" in low):
+        if "request " in low:  # an access-log line names a path, not a reload
+            continue
+        if ("reload" in low or "config" in low) and ("error" in low or "fail" in low):
             return escaped(line.strip(), 300)
     return None
 

@@ -24,7 +24,6 @@ from tests.swap.helpers import (
     get,
     model_setup,
     needs_swap,
-    publish_swap,
     start_up,
     state,
     wait_for,
@@ -62,9 +61,7 @@ def fake_pids(fake: Path) -> list[int]:
 def installed(
     tmp_path: Path,
     config_path: Path,
-    mirror: object,
-    mirror_root: Path,
-    swap_release: dict[str, bytes],
+    with_swap: Path,
     cli: Callable[..., CliResult],
     monkeypatch: pytest.MonkeyPatch,
 ) -> dict[str, Path]:
@@ -72,8 +69,7 @@ def installed(
     fake = tmp_path / "fake"
     fake.mkdir()
     monkeypatch.setenv("FAKE_DIR", str(fake))  # the stand-in notes its pids there
-    publish_swap(mirror_root, swap_release)
-    ok(cli("install", "llama-swap"))
+    ok(cli("activate", "llama-swap@v250-any"))
     return {**paths, "fake": fake, "home": tmp_path / "home"}
 
 
@@ -129,6 +125,7 @@ def test_up_serves_the_emitted_models_and_takes_changes(
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         assert "stopped llama-swap" in err
+        assert "llama-swap listening on" in out  # its log, forwarded
         assert not alive(swap_pid)
         assert [p for p in servers if alive(p)] == []
         assert state(installed["home"]) is None
@@ -162,7 +159,7 @@ def test_a_config_llama_swap_refuses_fails_up_with_its_message(
     with config_path.open("a") as fh:  # valid for the schema, refused by llama-swap
         fh.write("llama_swap: {groups: {g: {members: [no-such-model]}}}\n")
     proc = start_up("--listen", f"127.0.0.1:{free_port()}")
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: llama-swap refused to start"), err

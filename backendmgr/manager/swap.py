@@ -278,6 +278,7 @@ class SwapService:
     ) -> Any:
         from ..swap.models import ServiceResult
         from ..swap.unit import (
+            UNIT_NAME,
             ServiceSpec,
             control,
             remove_service,
@@ -297,6 +298,7 @@ class SwapService:
                 listen,
                 public=public,
                 log=self.paths.home / "swap" / "llama-swap.log",
+                path=self.environ.get("PATH"),
             )
             await anyio.to_thread.run_sync(write_service, spec, target)
         elif not target.exists():
@@ -315,6 +317,11 @@ class SwapService:
                 "; enabled and started it"
                 if said.ok
                 else "; start it once the service manager runs"
+            )
+            + (
+                f"; its log: journalctl --user -u {UNIT_NAME}"
+                if kind == "systemd"
+                else f"; its log: {self.paths.home / 'swap' / 'llama-swap.log'}"
             ),
             "start": "started the llama-swap service",
             "stop": "stopped the llama-swap service",

@@ -50,13 +50,22 @@ class ServiceSpec:
 
     @classmethod
     def for_paths(
-        cls, config: Path, home: Path, listen: str, *, public: bool, log: Path
+        cls,
+        config: Path,
+        home: Path,
+        listen: str,
+        *,
+        public: bool,
+        log: Path,
+        path: str | None = None,
     ) -> ServiceSpec:
+        """``path``: the PATH the model commands find bare program names on (a service
+        manager starts with a minimal one)."""
         argv = [sys.executable, "-m", "backendmgr", "--config", str(config), "--home", str(home)]
         argv += ["up", "--listen", listen]
         if public:
             argv.append("--public")
-        return cls(tuple(argv), log)
+        return cls(tuple(argv), log, (("PATH", path),) if path else ())
 
 
 def systemd_quote(word: str) -> str:
@@ -70,7 +79,8 @@ def systemd_quote(word: str) -> str:
 
 
 def systemd_unit(spec: ServiceSpec) -> str:
-    """The unit's text. ``up`` exits 1 on a refused config or a failed start and systemd does
+    """The unit's text; the log goes to the journal (``journalctl --user -u`` the unit).
+    ``up`` exits 1 on a refused config or a failed start and systemd does
     not restart it then (no restart loop); a crash (a signal) is restarted."""
     sections: list[tuple[str, list[tuple[str, str]]]] = [
         (
@@ -94,8 +104,6 @@ def systemd_unit(spec: ServiceSpec) -> str:
                 # SIGTERM to backendmgr alone: it stops llama-swap and the model servers in order
                 ("KillMode", "mixed"),
                 ("TimeoutStopSec", "30"),
-                ("StandardOutput", f"append:{_unit_path(spec.log)}"),
-                ("StandardError", "inherit"),
             ],
         ),
         ("Install", [("WantedBy", "default.target")]),
@@ -104,15 +112,6 @@ def systemd_unit(spec: ServiceSpec) -> str:
     for name, entries in sections:
         lines += ["", f"[{name}]", *(f"{k}={v}" for k, v in entries)]
     return "\n".join(lines) + "\n"
-
-
-def _unit_path(path: Path) -> str:
-    """A path in a directive that takes one unquoted path: specifiers escaped, no spaces or
-    control characters (systemd would cut it there)."""
-    text = str(path)
-    if any(not ch.isprintable() or ch.isspace() for ch in text):
-        raise InvalidInput(f"the log path {text!r} holds a space or control character")
-    return text.replace("%", "%%")
 
 
 def agent_plist(spec: ServiceSpec) -> bytes:

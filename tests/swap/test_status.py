@@ -7,6 +7,7 @@ import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -68,6 +69,8 @@ def test_status_stopped_running_and_running_an_old_config(
         assert [(m["model"], m["state"]) for m in seen["loaded"]] == [("alpha-q4_k_m", "ready")]
         assert seen["problems"] == []
         text = ok(cli("status")).out
+        page = web_status()
+        assert page["status"] == seen and 'id="swap"' in page["html"]
         assert f"pid {swap_pid}" in text and "holds the file backendmgr last wrote" in text
 
         # a change llama-swap refuses: it keeps serving the old file
@@ -92,6 +95,20 @@ def test_status_stopped_running_and_running_an_old_config(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+def web_status() -> dict[str, Any]:
+    """The page's block comes from ``GET /api/status``: the same document as ``status``."""
+    pytest.importorskip("starlette", reason="the web extra is not installed")
+    from tests.web.conftest import Running
+
+    web = Running().start()
+    try:
+        with httpx.Client(base_url=web.url, timeout=30, trust_env=False) as client:
+            html = client.get(web.page_url, follow_redirects=True).text
+            return {"status": client.get("/api/status").json(), "html": html}
+    finally:
+        web.stop()
 
 
 @pytest.mark.parametrize("leftover", ["stale", "garbage"])

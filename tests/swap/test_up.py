@@ -179,3 +179,33 @@ def test_up_refuses_without_llama_swap_and_beyond_loopback(
     assert "--public" in public.err
     bad = cli("up", "--listen", "nowhere")
     assert bad.code == 1 and "is not a listen address" in bad.err
+
+
+def test_a_new_llama_swap_build_while_up_runs_is_named(
+    installed: dict[str, Path],
+    mirror: object,
+    mirror_root: Path,
+    swap_release: dict[str, bytes],
+    cli: Callable[..., CliResult],
+) -> None:
+    """A new build reaches a service by a restart; a foreground ``up`` is the user's to
+    restart, and the install says so."""
+    from tests.swap.helpers import publish_swap
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_up("--listen", f"127.0.0.1:{port}")
+    try:
+        wait_for(lambda: answering(url) or proc.poll() is not None, what="llama-swap")
+        wait_for(lambda: state(installed["home"]), what="up's record")
+        publish_swap(mirror_root, swap_release, tag="v251")
+        done = ok(cli("install", "llama-swap", "v251", "--activate"))
+        assert "installed llama-swap@v251-any and activated it" in done.out
+        assert 'a running "backendmgr up" still serves the old llama-swap build' in done.err
+        unrelated = ok(cli("set", "alpha-q4_k_m", "ctx=2048"))
+        assert "llama-swap reloaded" in unrelated.err  # the old build still takes changes
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert proc.returncode == 0
+    finally:
+        stop_everything(proc, installed["fake"])

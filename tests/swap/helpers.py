@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import SHARED, CliResult
 from tests.ggufs import write_gguf
 from tests.support import SERVER_STANDIN, publish
 
@@ -86,6 +86,11 @@ def model_setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
         "  beta-q4_k_m: {extra_args: --fake-child 1}\n"
     )
     return {"models": models, "one": first, "two": second}
+
+
+def ok(result: CliResult) -> CliResult:
+    assert result.code == 0, result.err
+    return result
 
 
 def free_port() -> int:

@@ -10,14 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import CliResult
-from tests.swap.helpers import TAG, model_setup, needs_swap, publish_swap
+from tests.swap.helpers import TAG, model_setup, needs_swap, ok, publish_swap
 
 pytestmark = needs_swap
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result.err
-    return result
 
 
 def test_install_update_prune_lock_and_no_change_to_the_generated_file(

@@ -15,14 +15,9 @@ import pytest
 from backendmgr.errors import InvalidInput
 from backendmgr.swap.unit import ServiceSpec, agent_plist, systemd_quote, systemd_unit
 from tests.conftest import CliResult
-from tests.swap.helpers import model_setup, needs_swap, which_systemd_analyze
+from tests.swap.helpers import model_setup, needs_swap, ok, which_systemd_analyze
 
 HOSTILE = 'a b/c%d$e"f\\g'
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result.err
-    return result
 
 
 def spec(tmp_path: Path) -> ServiceSpec:

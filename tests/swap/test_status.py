@@ -19,17 +19,13 @@ from tests.swap.helpers import (
     free_port,
     model_setup,
     needs_swap,
+    ok,
     start_up,
     state,
     wait_for,
 )
 
 pytestmark = needs_swap
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result.err
-    return result
 
 
 def test_status_stopped_running_and_running_an_old_config(

@@ -24,17 +24,13 @@ from tests.swap.helpers import (
     get,
     model_setup,
     needs_swap,
+    ok,
     start_up,
     state,
     wait_for,
 )
 
 pytestmark = needs_swap
-
-
-def ok(result: CliResult) -> CliResult:
-    assert result.code == 0, result.err
-    return result
 
 
 def chat(url: str, model: str) -> Any:
@@ -202,8 +198,6 @@ def test_a_new_llama_swap_build_while_up_runs_is_named(
         done = ok(cli("install", "llama-swap", "v251", "--activate"))
         assert "installed llama-swap@v251-any and activated it" in done.out
         assert 'a running "backendmgr up" still serves the old llama-swap build' in done.err
-        unrelated = ok(cli("set", "alpha-q4_k_m", "ctx=2048"))
-        assert "llama-swap reloaded" in unrelated.err  # the old build still takes changes
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
         assert proc.returncode == 0

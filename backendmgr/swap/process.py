@@ -163,11 +163,12 @@ def _reason(process: Process, err: _Lines, out: _Lines) -> str:
     return f"({status}): {said}" if said else f"({status}) without a message"
 
 
-async def _ready(process: Process, url: str, timeout: float) -> bool:
-    """Poll llama-swap's /health until it answers; False when it exited first."""
+async def _ready(process: Process, url: str, timeout: float, stop: anyio.Event) -> bool:
+    """Poll llama-swap's /health until it answers; False when it exited (or we were told to
+    stop) first."""
     async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
         with anyio.fail_after(timeout):
-            while process.returncode is None:
+            while process.returncode is None and not stop.is_set():
                 with contextlib.suppress(httpx.HTTPError):
                     if (await client.get(url)).status_code == 200:
                         return True
@@ -235,7 +236,7 @@ async def run_swap(
             tg.start_soon(_pump, process.stdout, out)
             tg.start_soon(_pump, process.stderr, err)
             try:
-                ready = await _ready(process, health_url, ready_timeout)
+                ready = await _ready(process, health_url, ready_timeout, stop)
             except TimeoutError:
                 failure = f"llama-swap did not answer on {health_url} within {ready_timeout:g} s"
                 ready = False

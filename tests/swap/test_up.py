@@ -142,6 +142,7 @@ def test_sigterm_stops_it_and_its_servers(
         servers = fake_pids(installed["fake"])
         assert len(servers) == 2 and all(alive(p) for p in servers)
         proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGINT)  # an impatient second signal does not cut the stop short
         proc.communicate(timeout=60)
         assert proc.returncode == 0
         assert [p for p in servers if alive(p)] == []

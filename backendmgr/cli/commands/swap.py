@@ -56,6 +56,7 @@ def _printable(line: str) -> str:
 
 async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import anyio
+    import anyio.abc
 
     prepared = await mgr.swap.prepare(args.listen, public=args.public)
     for warning in prepared.warnings:
@@ -69,13 +70,16 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
 
-        async def on_signal() -> None:
+        async def on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            # held until the end: a second Ctrl-C must not interrupt the stopping
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                task_status.started()
                 async for _ in received:
+                    if stop.is_set():
+                        out.note("still stopping llama-swap and its model servers…")
                     stop.set()
-                    return
 
-        tg.start_soon(on_signal)
+        await tg.start(on_signal)
         try:
             await mgr.swap.up(prepared, on_line=forward, on_ready=out.note, stop=stop)
         finally:

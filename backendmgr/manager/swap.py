@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,9 @@ NO_AUTH = (
     "llama-swap has no authentication unless its config sets apiKeys "
     "(llama_swap: {apiKeys: [...]} in backendmgr's config)"
 )
+MAX_CRASHES = 5  # restarts of a llama-swap that died after serving, per window
+CRASH_WINDOW_S = 300.0
+RESTART_DELAY_S = 1.0  # times the crashes in the window
 ServiceAction = Literal["install", "start", "stop", "restart", "status", "uninstall"]
 
 
@@ -160,7 +164,7 @@ class SwapService:
         stop: anyio.Event,
     ) -> None:
         """Run llama-swap until ``stop`` is set; record it for ``status`` while it runs."""
-        from ..swap.process import SwapRun, run_swap, swap_argv
+        from ..swap.process import SwapCrashed, SwapFailed, SwapRun, run_swap, swap_argv
         from ..swap.status import SwapState, remove_state, write_state
 
         pids: list[int] = []
@@ -181,14 +185,32 @@ class SwapService:
                 f"(its page: {prepared.url}/ui/); Ctrl-C stops it and every model server"
             )
 
+        crashes: list[float] = []
         try:
-            await run_swap(
-                swap_argv(prepared.exe, prepared.config, prepared.listen),
-                health_url=f"{prepared.url}/health",
-                on_line=on_line,
-                on_ready=ready,
-                stop=stop,
-            )
+            while True:
+                try:
+                    await run_swap(
+                        swap_argv(prepared.exe, prepared.config, prepared.listen),
+                        health_url=f"{prepared.url}/health",
+                        on_line=on_line,
+                        on_ready=ready,
+                        stop=stop,
+                    )
+                    return
+                except SwapCrashed as exc:
+                    # it served, then died (a crash, a kill): start it again, a few times
+                    now = time.monotonic()
+                    crashes = [t for t in crashes if now - t < CRASH_WINDOW_S] + [now]
+                    if len(crashes) > MAX_CRASHES:
+                        raise SwapFailed(
+                            f"{exc}; it stopped {len(crashes)} times in "
+                            f"{CRASH_WINDOW_S // 60:g} minutes, so backendmgr gives up"
+                        ) from None
+                    on_line(f"backendmgr: {exc}; starting it again")
+                    with anyio.move_on_after(RESTART_DELAY_S * len(crashes)):
+                        await stop.wait()
+                    if stop.is_set():
+                        return
         finally:
             for pid in pids:
                 remove_state(self.paths.home, pid)

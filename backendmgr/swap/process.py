@@ -26,17 +26,23 @@ from anyio.abc import ByteReceiveStream, Process
 
 from ..errors import BackendmgrError, escaped
 
-__all__ = ["SwapFailed", "SwapRun", "descendants", "run_swap", "swap_argv"]
+__all__ = ["SwapCrashed", "SwapFailed", "SwapRun", "descendants", "run_swap", "swap_argv"]
 
 GRACE_S = 10.0  # llama-swap's own shutdown stops its model servers first
 READY_TIMEOUT_S = 30.0
 POLL_S = 0.05
+TRACK_S = 1.0  # how often the servers llama-swap started are noted
 LINE_CAP = 4096  # bytes of one log line kept
 _STAMP = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d ")
 
 
 class SwapFailed(BackendmgrError):
     """llama-swap would not start or stopped by itself."""
+
+
+class SwapCrashed(SwapFailed):
+    """llama-swap had been serving, then exited without being asked to: worth a restart, unlike
+    a config it refuses at start."""
 
 
 def swap_argv(exe: str | Path, config: Path, listen: str) -> list[str]:
@@ -89,6 +95,33 @@ def descendants(pid: int) -> set[int]:
         frontier = {p for p, parent in parents.items() if parent in frontier} - found
         found |= frontier
     return found
+
+
+def started_at(pid: int) -> str | None:
+    """When ``pid`` started (Linux: clock ticks since boot), so that a remembered pid that has
+    since been reused by another program is never signalled. None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2 :].split()[19]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Tracked:
+    """The servers llama-swap started, remembered with their start times while it runs: if
+    llama-swap dies (kill -9), its servers live on as orphans that no tree walk finds."""
+
+    def __init__(self) -> None:
+        self.known: dict[int, str] = {}
+
+    def refresh(self, root: int) -> None:
+        for pid in descendants(root):
+            stamp = started_at(pid)
+            if stamp is not None:
+                self.known.setdefault(pid, stamp)
+
+    def still_ours(self) -> set[int]:
+        return {pid for pid, stamp in self.known.items() if started_at(pid) == stamp}
 
 
 def alive(pid: int) -> bool:
@@ -176,11 +209,15 @@ async def _ready(process: Process, url: str, timeout: float, stop: anyio.Event) 
     return False
 
 
-async def stop_swap(process: Process, grace: float = GRACE_S) -> None:
+async def stop_swap(
+    process: Process, grace: float = GRACE_S, tracked: Tracked | None = None
+) -> None:
     """SIGTERM llama-swap (it stops its model servers), then SIGKILL whatever of it and of
     the servers it started is left. Shielded: a second Ctrl-C cannot leave servers running."""
     with anyio.CancelScope(shield=True):
         children = descendants(process.pid) if process.returncode is None else set()
+        if tracked is not None:
+            children |= tracked.still_ours()
         if process.returncode is None:
             _kill(process.pid, signal.SIGTERM, group=os.name == "posix")
             with anyio.move_on_after(grace):
@@ -230,7 +267,9 @@ async def run_swap(
         except OSError as exc:
             raise SwapFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     out, err = _Lines(on_line), _Lines(on_line)
+    tracked = Tracked()
     failure: str | None = None
+    crashed = False
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump, process.stdout, out)
@@ -244,6 +283,11 @@ async def run_swap(
                 on_ready(SwapRun(process.pid, descendants(process.pid)))
                 async with anyio.create_task_group() as waiters:
 
+                    async def track() -> None:
+                        while True:
+                            await anyio.to_thread.run_sync(tracked.refresh, process.pid)
+                            await anyio.sleep(TRACK_S)
+
                     async def exited() -> None:
                         await process.wait()
                         waiters.cancel_scope.cancel()
@@ -254,6 +298,7 @@ async def run_swap(
 
                     waiters.start_soon(exited)
                     waiters.start_soon(stopped)
+                    waiters.start_soon(track)
             if not stop.is_set() and failure is None:
                 await process.wait()
                 with anyio.move_on_after(1.0):  # its last words, still in the pipes
@@ -261,10 +306,11 @@ async def run_swap(
                     await err.done.wait()
                 what = "stopped" if ready else "refused to start"
                 failure = f"llama-swap {what} {_reason(process, err, out)}"
+                crashed = ready
             tg.cancel_scope.cancel()
     finally:
-        await stop_swap(process, grace)
+        await stop_swap(process, grace, tracked)
         with anyio.CancelScope(shield=True):
             await process.aclose()
     if failure is not None:
-        raise SwapFailed(failure)
+        raise (SwapCrashed if crashed else SwapFailed)(failure)

@@ -204,3 +204,35 @@ def test_a_new_llama_swap_build_while_up_runs_is_named(
         assert proc.returncode == 0
     finally:
         stop_everything(proc, installed["fake"])
+
+
+def test_a_llama_swap_that_dies_is_started_again_and_its_orphans_stopped(
+    installed: dict[str, Path], cli: Callable[..., CliResult]
+) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_up("--listen", f"127.0.0.1:{port}")
+    try:
+        wait_for(lambda: answering(url) or proc.poll() is not None, what="llama-swap")
+        first = wait_for(lambda: (state(installed["home"]) or {}).get("pid"), what="state")
+        chat(url, "beta-q4_k_m")  # a server and its child, in a process group of their own
+        orphans = fake_pids(installed["fake"])
+        assert len(orphans) == 2
+
+        import os
+
+        os.kill(first, signal.SIGKILL)  # llama-swap dies; its servers would live on
+        again = wait_for(
+            lambda: (state(installed["home"]) or {}).get("pid", first) != first and answering(url),
+            what="llama-swap started again",
+        )
+        assert again and proc.poll() is None
+        wait_for(lambda: not any(alive(p) for p in orphans), what="the orphans to be stopped")
+        assert chat(url, "alpha-q4_k_m")["choices"][0]["message"]["content"] == "OK"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        assert "starting it again" in out
+        assert [p for p in fake_pids(installed["fake"]) if alive(p)] == []
+    finally:
+        stop_everything(proc, installed["fake"])

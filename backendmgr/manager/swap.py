@@ -14,13 +14,16 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import InvalidInput, NotFound, Refused
+
+if TYPE_CHECKING:
+    from ..swap.reload import Mark
 
 __all__ = ["COMPONENT", "DEFAULT_LISTEN", "FollowUp", "Prepared", "SwapService", "parse_listen"]
 
@@ -90,7 +93,7 @@ class SwapMark:
     """The state before a mutation: the reload mark (when llama-swap runs on our file), the
     generated file's digest, and the activated llama-swap build."""
 
-    reload: Any  # swap.reload.Mark | None
+    reload: Mark | None
     digest: str | None
     activated: str | None
 
@@ -268,9 +271,8 @@ class SwapService:
             if differences:
                 problems.append("it serves an older version of the file: " + "; ".join(differences))
         loaded = [LoadedModel.model_validate(r) for r in seen.running]
-        head = f"llama-swap {seen.version or ''} runs (pid {state.pid}) on {state.url}".replace(
-            "  ", " "
-        )
+        named = f"llama-swap {seen.version}" if seen.version else "llama-swap"
+        head = f"{named} runs (pid {state.pid}) on {state.url}"
         message = f"{head}, serving {config}; {len(loaded)} model(s) loaded"
         if current:
             message += "; it holds the file backendmgr last wrote"
@@ -330,9 +332,9 @@ class SwapService:
             await anyio.to_thread.run_sync(remove_service, target)
         if not said.ok and action in ("install", "uninstall"):
             tool = "launchctl" if kind == "launchd" else "systemctl --user"
-            warnings.append(f"{tool} failed: {_first_line(said.output)}")
+            warnings.append(f"{tool} failed: {_last_line(said.output)}")
         elif not said.ok:
-            raise Refused(f"{action} failed: {_first_line(said.output)}")
+            raise Refused(f"{action} failed: {_last_line(said.output)}")
         messages = {
             "install": f"wrote {target}"
             + (
@@ -416,7 +418,7 @@ class SwapService:
                 if said.ok:
                     notes.append("restarted the llama-swap service on the newly activated build")
                 else:
-                    warnings.append(f"could not restart the service: {_first_line(said.output)}")
+                    warnings.append(f"could not restart the service: {_last_line(said.output)}")
             elif mark.reload is not None:
                 warnings.append(
                     'a running "backendmgr up" still serves the old llama-swap build; restart it'
@@ -432,7 +434,7 @@ class SwapService:
         return FollowUp(notes, warnings)
 
 
-def _first_line(text: str) -> str:
+def _last_line(text: str) -> str:
     from ..errors import escaped
 
     lines = [line for line in text.splitlines() if line.strip()]

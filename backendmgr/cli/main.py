@@ -156,7 +156,9 @@ def run(args: argparse.Namespace, out: object) -> int:
         from ..manager import Manager
 
         manager = Manager(Paths.resolve(config=args.config, home=args.home))
-        code: int = anyio.run(args.handler, manager, args, out)
+        from .commands.swap import with_follow_up
+
+        code: int = anyio.run(with_follow_up(args.handler), manager, args, out)
         return code
     except BaseExceptionGroup as group:
         first: BaseException = group

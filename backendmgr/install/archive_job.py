@@ -372,7 +372,8 @@ async def _install(
         capabilities = None
         if smoke:
             said = await smoke_check(exe, plan.manifest.version_args)
-            capabilities = await probe_build(exe, version_text=said)
+            if plan.manifest.kind:  # a kindless tool (llama-swap) serves no model to probe for
+                capabilities = await probe_build(exe, version_text=said)
         _emit(emit, ProgressEvent("committing"))
         receipt = Receipt(
             component=plan.manifest.id,

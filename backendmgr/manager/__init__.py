@@ -10,6 +10,7 @@ generated config), ``_maintenance`` (update, prune, cache clean, which, config, 
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ._base import ManagerBase
@@ -22,6 +23,7 @@ from ._verify import VerifyMixin
 
 if TYPE_CHECKING:
     from .measure import MeasureService
+    from .swap import SwapService
 
 __all__ = ["SETTABLE_KEYS", "Manager", "ManagerBase", "row_json"]
 
@@ -38,3 +40,16 @@ class Manager(LockMixin, VerifyMixin, MaintenanceMixin, ModelsMixin, BuildsMixin
         from .measure import MeasureService
 
         return MeasureService.of(self)
+
+    @cached_property
+    def swap(self) -> SwapService:
+        """llama-swap itself: ``up``, the service, ``status``, the reload proof (issue 21)."""
+        from .swap import SwapService
+
+        return SwapService(
+            self.paths,
+            settings=self.settings,
+            output_path=self.output_path,
+            generate=self.generate,
+            environ=self.environ,
+        )

@@ -65,7 +65,7 @@ class ModelsMixin(ManagerBase):
 
         scan = scan_folders(settings.models_dirs)
         installed = self.builds.installed()
-        receipts = [e.receipt.model_dump_json() for e in installed]
+        receipts = [e.receipt.model_dump_json() for e in installed if e.receipt.kind]
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, self.builds, self.paths.cache)
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]

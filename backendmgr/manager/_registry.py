@@ -118,13 +118,11 @@ class RegistryMixin(ManagerBase):
         model = _check_model_id(model)
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.settings()
-        if settings.row(row_id) is None:
-            raise registry.unknown_row(settings.backends, row_id)
+        registry.pin_target(settings.backends, row_id)
         warnings = await self._model_warnings(settings, model, None)
 
         def change(s: Settings) -> tuple[Settings, bool]:
-            if s.row(row_id) is None:
-                raise registry.unknown_row(s.backends, row_id)
+            registry.pin_target(s.backends, row_id)
             current = s.override(model)
             updated = current.model_copy(update={"backend": row_id})
             return _with_override(s, model, updated), current.backend != row_id

@@ -601,6 +601,17 @@ def create_app(manager: Manager, guard: Guard) -> Starlette:
     async def generated(request: Request) -> Response:
         return _json(am.dump(await manager.generated()))
 
+    from ..swap.models import SwapStatus
+
+    @api(
+        "GET",
+        "/api/status",
+        "whether llama-swap runs, what it has loaded, and whether it holds backendmgr's file",
+        SwapStatus,
+    )
+    async def swap_status(request: Request) -> Response:
+        return _json(am.dump(await manager.swap.status()))
+
     @api(
         "POST",
         "/api/generate",

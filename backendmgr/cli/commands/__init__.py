@@ -15,6 +15,7 @@ from . import (
     overrides,
     pin,
     serve,
+    swap,
     tune,
     verify,
 )
@@ -25,6 +26,6 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     for module in (builds, backends, pin, overrides, models):
         module.register(sub)
-    for extra in (maintenance, lock, completion, verify, tune):
+    for extra in (maintenance, lock, completion, verify, tune, swap):
         extra.register(sub)
     serve.register(sub)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from backendmgr.cli.main import _UsageError, build_parser
+from backendmgr.cli.parser import UsageError, build_parser
 from backendmgr.errors import InvalidInput
 from backendmgr.limits import PRUNE_KEEP, RELEASES_LIMIT, VERIFY_TIMEOUT_S, Bounds
 from backendmgr.requests import (
@@ -48,7 +48,7 @@ CASES = [
 def cli_refusal(argv: list[str]) -> str | None:
     try:
         build_parser().parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         return exc.message
     return None
 

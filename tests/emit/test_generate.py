@@ -17,6 +17,7 @@ from backendmgr.mirror import MirrorServer
 from tests.conftest import SHARED, CliResult
 from tests.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, write_gguf, write_hf
 from tests.support import publish_llama
+from tests.swap.realswap import load_once
 
 Cli = Callable[..., CliResult]
 GIB = 1 << 30
@@ -153,6 +154,7 @@ def check_schema(config_path: Path) -> None:
     for entry in data["models"].values():
         assert set(entry) <= model_keys
         assert set(entry.get("capabilities", {})) <= caps
+    load_once(output(config_path))
 
 
 def test_generate_llama_only(cli: Cli, tree: Path, config_path: Path) -> None:

@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 from backendmgr.emit.verify import CAPABILITY_KEYS
 from tests.conftest import SHARED, CliResult
 from tests.ggufs import LLAMA3_8B, write_gguf, write_hf
+from tests.swap.realswap import load_once
 
 Cli = Callable[..., CliResult]
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
@@ -60,6 +61,7 @@ def check_schema(config_path: Path) -> None:
     import jsonschema
 
     jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(load(config_path))
+    load_once(output(config_path))
 
 
 def ok(result: CliResult) -> CliResult:

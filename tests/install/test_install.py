@@ -394,7 +394,13 @@ def test_catalog(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:
     assert llama["installed"] == ["llama-server@b1-vulkan"]
     assert llama["activated"] == "llama-server@b1-vulkan"
     assert {v["id"]: v["available"] for v in llama["variants"]}["metal"] is False
-    assert [r["id"] for r in rows] == ["llama-server", "sd-server", "upscaler", "vllm"]
+    assert [r["id"] for r in rows] == [
+        "llama-server",
+        "llama-swap",
+        "sd-server",
+        "upscaler",
+        "vllm",
+    ]
     assert "vllm" in ok(cli("catalog")).out
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from backendmgr import api_models as am
 from backendmgr.mirror import MirrorServer
+from backendmgr.swap.models import SwapStatus
 from tests.support import publish_llama
 from tests.web.conftest import Setup
 
@@ -73,6 +74,7 @@ async def test_every_command_json_validates_against_the_api_model(
         (["doctor"], "/api/doctor", am.DoctorReport),
         (["which", MODEL], f"/api/which/{MODEL}", am.WhichResult),
         (["config", "show"], "/api/config", am.ConfigInfo),
+        (["status"], "/api/status", SwapStatus),
     ]
     for argv, path, model in reads:
         doc = cli_json(*argv)

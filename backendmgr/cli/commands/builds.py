@@ -78,6 +78,8 @@ async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if out.json_mode:
         out.document(dump(rows))
         return 0
+    for line in mgr.host.gpu_lines():
+        out.note(line)  # stderr: stdout stays the table
     out.table(
         ["component", "source", "variants here", "suggested", "why", "activated"],
         [
@@ -203,6 +205,8 @@ async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if out.json_mode:
         out.document(dump(result))
     else:
+        for line in result.gpus:
+            out.info(line)
         for path in result.fixed:
             out.info(f"removed {path}")
         for note in result.notes:

@@ -302,6 +302,8 @@ class ModelSettingsResult(Outcome):
     extra_args: str | None = None
     unlisted: bool | None = None
     llama_swap: dict[str, Any] | None = None  # passed through to llama-swap as the user wrote it
+    device: str | None = None  # "1", "0,1": the GPUs the model runs on (issue 24)
+    env: list[str] | None = None  # KEY=VALUE words set after the device's variables
 
 
 class SkippedModel(_Result):

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from .. import api_models as am
 from ..errors import NotFound, Refused, UsageError
 from ..install.events import ProgressEvent
+from ..requests import PruneRequest, UpdateRequest
 from . import bodies as b
 from .http import Call
 from .jobs import Job, OnEvent, event_json
@@ -89,14 +90,14 @@ async def update(c: Call) -> Job:
         c.manager.manifest(component)
 
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
-        return c.manager.update(on_event=on_event, **req.model_dump())
+        return c.manager.update(UpdateRequest.of(**req.model_dump()), on_event=on_event)
 
     return c.jobs.start("update", req.model_dump(), run)
 
 
 async def prune(c: Call) -> Any:
     """remove builds neither activated nor pinned"""
-    return await c.manager.prune(**c.body(b.PruneRequest).model_dump())
+    return await c.manager.prune(PruneRequest.of(**c.body(b.PruneRequest).model_dump()))
 
 
 async def cache_clean(c: Call) -> Any:

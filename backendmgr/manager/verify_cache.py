@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fs import read_record_file
 from ..api_models import VerifyResult
 from ..install.store import BuildStore
 from .facts import build_identity
@@ -30,23 +31,8 @@ REASON_SHOWN = 100
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
     """The cached results by model id; an unreadable, oversized or foreign file is empty."""
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(CACHE_CAP + 1)
-    except OSError:
-        return {}
-    if len(raw) > CACHE_CAP:
-        return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-        return {}
-    entries = data.get("entries")
-    if not isinstance(entries, dict):
-        return {}
-    return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, dict)}
+    entries = read_record_file(path, CACHE_CAP, CACHE_VERSION, "entries")
+    return {k: v for k, v in entries.items() if isinstance(v, dict)}
 
 
 class VerifyCache:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._fs import read_record_file
+
 if TYPE_CHECKING:
     from ..catalog.host import Host
     from ..config.models import Settings
@@ -103,26 +105,9 @@ def device_of(place: Place) -> str:
 
 
 def _read(path: Path) -> dict[str, list[dict[str, Any]]]:
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(TUNED_CAP + 1)
-    except OSError:
-        return {}
-    if len(raw) > TUNED_CAP:
-        return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != TUNED_VERSION:
-        return {}
-    entries = data.get("models")
-    if not isinstance(entries, dict):
-        return {}
+    models = read_record_file(path, TUNED_CAP, TUNED_VERSION, "models")
     return {
-        k: [r for r in v if isinstance(r, dict)]
-        for k, v in entries.items()
-        if isinstance(k, str) and isinstance(v, list)
+        k: [r for r in v if isinstance(r, dict)] for k, v in models.items() if isinstance(v, list)
     }
 
 

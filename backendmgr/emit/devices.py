@@ -16,7 +16,7 @@ from ..catalog.capabilities import Capabilities, promised_backend
 from ..catalog.host import Adapter
 from ..config.models import ModelOverride, Settings, device_indices
 from ..registry.resolve import Resolution
-from ..registry.rows import build_row_id
+from ..registry.rows import build_id_of
 
 __all__ = [
     "DevicePlan",
@@ -107,9 +107,7 @@ def _listed(cards: Sequence[Adapter]) -> str:
 
 def _who(res: Resolution) -> str:
     row = res.row
-    if row is not None and row.managed and row.version:
-        return row.id if row.build else build_row_id(row.component, row.version, row.variant)
-    return row.id if row is not None else (res.exe or "the fallback executable")
+    return build_id_of(row) or (row.id if row is not None else res.exe or "the fallback executable")
 
 
 def plan_devices(

@@ -266,7 +266,16 @@ async def run_swap(
             )
         except OSError as exc:
             raise SwapFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    out, err = _Lines(on_line), _Lines(on_line)
+    # a line from llama-swap (a model server it started says it is healthy) looks for new
+    # servers at once: one killed with llama-swap a moment later is still known as ours
+    poke, poked = anyio.create_memory_object_stream[None](1)
+
+    def heard(line: str) -> None:
+        on_line(line)
+        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
+            poke.send_nowait(None)
+
+    out, err = _Lines(heard), _Lines(heard)
     tracked = Tracked()
     failure: str | None = None
     crashed = False
@@ -286,7 +295,8 @@ async def run_swap(
                     async def track() -> None:
                         while True:
                             await anyio.to_thread.run_sync(tracked.refresh, process.pid)
-                            await anyio.sleep(TRACK_S)
+                            with anyio.move_on_after(TRACK_S):
+                                await poked.receive()
 
                     async def exited() -> None:
                         await process.wait()
@@ -309,6 +319,8 @@ async def run_swap(
                 crashed = ready
             tg.cancel_scope.cancel()
     finally:
+        poke.close()
+        poked.close()
         await stop_swap(process, grace, tracked)
         with anyio.CancelScope(shield=True):
             await process.aclose()

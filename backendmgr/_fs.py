@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Any
 
 from .errors import Refused
 
-__all__ = ["ReadOnlyFile", "apply_umask", "atomic_write_bytes", "fsync_dir", "sanitize_segment"]
+__all__ = [
+    "ReadOnlyFile",
+    "apply_umask",
+    "atomic_write_bytes",
+    "fsync_dir",
+    "read_record_file",
+    "sanitize_segment",
+]
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _ANY_WRITE = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
@@ -92,6 +101,26 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             tmp.unlink()
         raise
     fsync_dir(target.parent)
+
+
+def read_record_file(path: Path, cap: int, version: int, key: str) -> dict[str, Any]:
+    """``key``'s mapping from one of our versioned JSON files (the verify results, the tuned
+    contexts): an unreadable, oversized, foreign or other-version file reads as empty."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(cap + 1)
+    except OSError:
+        return {}
+    if len(raw) > cap:
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != version:
+        return {}
+    found = data.get(key)
+    return {k: v for k, v in found.items() if isinstance(k, str)} if isinstance(found, dict) else {}
 
 
 def apply_umask(folder: Path) -> None:

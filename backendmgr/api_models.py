@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from .catalog.capabilities import Capabilities
 from .config.models import BackendRow, Settings
+from .measure.reasons import FailureCause, cause_text
 from .results import Outcome
 
 __all__ = [
@@ -145,17 +146,21 @@ class VerifyResult(_Result):
     est_vram_gb: float | None
     backend: str | None = None
     verified_at: str | None = None
+    device: str | None = None  # the GPU(s) the build said it loaded onto
+    cause: FailureCause | None = None  # the recognised cause of a failure (issue 22)
 
     def line(self) -> str:
         """``qwen3: ok in 0.2 s, 6.31 GiB used, 6.37 GiB estimated`` or ``qwen3: failed: …``:
         the CLI prints it, and the page's job events carry it."""
         if not self.ok:
-            return f"{self.id}: failed: {self.reason}"
+            return f"{self.id}: failed: {self.reason}" + cause_text(self.cause)
         parts = [f"ok in {self.ready_s or 0:.1f} s"]
         if self.gpu_gib is not None:
             parts.append(f"{self.gpu_gib:.2f} GiB used")
         if self.est_vram_gb is not None:
             parts.append(f"{self.est_vram_gb:.2f} GiB estimated")
+        if self.device:
+            parts.append(f"on {self.device}")
         return f"{self.id}: " + ", ".join(parts)
 
 
@@ -172,6 +177,7 @@ class ModelInfo(_Result):
     est_vram_gb: float | None = None
     verified: VerifyResult | None = None  # the last `verify` result for this exact command
     verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
+    tuning: str | None = None  # "tuned: ctx 16384, …" / "estimated: ctx 32768 (not tuned)"
 
 
 class CmdResult(_Result):
@@ -190,6 +196,7 @@ class DoctorReport(_Result):
     problems: list[str]
     notes: list[str]
     fixed: list[str]
+    gpus: list[str] = Field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
 
 
 class WhichResult(_Result):
@@ -295,6 +302,8 @@ class ModelSettingsResult(Outcome):
     extra_args: str | None = None
     unlisted: bool | None = None
     llama_swap: dict[str, Any] | None = None  # passed through to llama-swap as the user wrote it
+    device: str | None = None  # "1", "0,1": the GPUs the model runs on (issue 24)
+    env: list[str] | None = None  # KEY=VALUE words set after the device's variables
 
 
 class SkippedModel(_Result):

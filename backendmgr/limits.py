@@ -9,7 +9,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PRUNE_KEEP", "RELEASES_LIMIT", "VERIFY_TIMEOUT_S", "Bounds"]
+__all__ = [
+    "PRUNE_KEEP",
+    "RELEASES_LIMIT",
+    "TUNE_ATTEMPTS",
+    "TUNE_BUDGET_GB",
+    "VERIFY_TIMEOUT_S",
+    "Bounds",
+]
 
 
 @dataclass(frozen=True)
@@ -60,3 +67,7 @@ PRUNE_KEEP = Bounds(0, 1000)
 VERIFY_TIMEOUT_S = Bounds(0, 24 * 3600, above=True, unit=" s", whole=False)
 """``verify --timeout``: more than 0, at most a day (the CLI's and the Manager's bound; the
 API allowed an hour, less than a large vLLM model's first load can take)."""
+TUNE_BUDGET_GB = Bounds(0, 1 << 20, above=True, unit=" GiB", whole=False)
+"""``tune --budget``: the memory a tuned context may use, more than 0 GiB."""
+TUNE_ATTEMPTS = Bounds(1, 64)
+"""``tune --max-attempts``: starts per model; 8 halvings settle any context from 4096 to 1M."""

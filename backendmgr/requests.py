@@ -74,13 +74,14 @@ class Request(BaseModel):
 
     @classmethod
     def of(cls, **fields: Any) -> Self:
-        """The request from keyword values, refused in one line (:class:`InvalidInput`)."""
-        from .errors import InvalidInput, validation_problem
+        """The request from keyword values; a value it refuses is a usage error (exit 2, HTTP
+        422) in one line."""
+        from .errors import UsageError, validation_problem
 
         try:
             return cls.model_validate(fields)
         except ValidationError as exc:
-            raise InvalidInput(validation_problem(exc).input_line()) from None
+            raise UsageError(validation_problem(exc).input_line()) from None
 
 
 # --- builds -----------------------------------------------------------------------------
@@ -98,7 +99,7 @@ class InstallRequest(Request):
     """``dry_run`` and ``platform`` plan without installing (``platform`` needs ``dry_run``)."""
 
     component: Component
-    version: str | None = Field(default=None, max_length=200)
+    version: str | None = None  # its length and characters: ``tag_problem``, as a listing's
 
     @field_validator("version")
     @classmethod

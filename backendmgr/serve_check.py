@@ -10,14 +10,16 @@ task still stops it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +30,7 @@ from anyio.abc import Process
 __all__ = ["CheckResult", "check_command", "free_port", "gpu_memory_gib", "substitute_port"]
 
 TAIL_LINES = 12  # lines of the child's output kept for a failure report
+LOG_LINES = 200  # kept to recognise a failure's cause: vLLM's root error precedes its traceback
 TAIL_LINE_CHARS = 240
 PARTIAL_CAP = 8192  # bytes of an unterminated line kept while more arrives
 BODY_CHARS = 200  # of an HTTP error body, in the reason
@@ -37,6 +40,10 @@ NVIDIA_SMI_TIMEOUT_S = 10.0
 NVIDIA_SMI_CAP = 1 << 20
 
 
+Measure = Callable[[int, Mapping[str, str]], Awaitable[tuple[float, str] | None]]
+"""Reads a process group's memory: (GiB, what measured it), None when nothing can tell."""
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     ok: bool
@@ -44,6 +51,9 @@ class CheckResult:
     ready_s: float | None  # seconds from start to a healthy answer
     gpu_gib: float | None  # the process group's GPU memory, where nvidia-smi reports it
     pid: int | None  # the child, for callers that check it is gone
+    device: str | None = None  # the GPU(s) the build said it used: "CUDA0 (NVIDIA …)"
+    measured: tuple[float, str] | None = None  # ``measure``'s reading (GiB, by what), if asked
+    log: str | None = None  # an exit's reason with up to LOG_LINES lines, to find its cause
 
 
 def free_port() -> int:
@@ -58,13 +68,24 @@ def substitute_port(argv: list[str], port: int) -> list[str]:
     return [tok.replace("${PORT}", str(port)) for tok in argv]
 
 
+# llama.cpp names each device it loads onto: "... using device CUDA0 (NVIDIA GeForce RTX
+# 3060) - 11845 MiB free"; the numbering is the one its *_VISIBLE_DEVICES variable left.
+_USING_DEVICE = re.compile(r"\busing device (\w{1,32}) \(([^()]{1,120})\)")
+MAX_DEVICES_SEEN = 16
+
+
 class _Tail:
-    """The last lines of the child's output, bounded in count and length."""
+    """The last lines of the child's output, bounded in count and length, and the devices
+    the child said it used."""
 
     def __init__(self) -> None:
-        self.lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self.lines: deque[str] = deque(maxlen=LOG_LINES)
         self._partial = b""
         self.closed = anyio.Event()  # the child's output reached its end
+        self.devices: list[str] = []
+
+    def device(self) -> str | None:
+        return ", ".join(self.devices) or None
 
     def feed(self, chunk: bytes) -> None:
         data = self._partial + chunk
@@ -80,12 +101,17 @@ class _Tail:
         line = "".join(ch if ch.isprintable() else "?" for ch in line)
         if line.strip():
             self.lines.append(line[:TAIL_LINE_CHARS])
+        used = _USING_DEVICE.search(line)
+        if used and len(self.devices) < MAX_DEVICES_SEEN:
+            seen = f"{used.group(1)} ({used.group(2).strip()})"
+            if seen not in self.devices:
+                self.devices.append(seen)
 
-    def text(self) -> str:
+    def text(self, count: int = TAIL_LINES) -> str:
         lines = list(self.lines)
         if self._partial.strip():
             lines = [*lines, self._partial[:TAIL_LINE_CHARS].decode("utf-8", "replace")]
-        return " | ".join(lines[-TAIL_LINES:])
+        return " | ".join(lines[-count:])
 
 
 def _request_for(role: str, model_id: str) -> tuple[str, dict[str, Any]]:
@@ -105,6 +131,14 @@ def _request_for(role: str, model_id: str) -> tuple[str, dict[str, Any]]:
     }
 
 
+def in_group(pid: int, group: int) -> bool:
+    """Whether ``pid`` is in process group ``group`` (a process gone since is not)."""
+    try:
+        return pid == group or os.getpgid(pid) == group
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def _parse_smi(text: str, group: int) -> float | None:
     """Sum the MiB of every listed pid in our process group; GiB, None when none is listed."""
     total = 0.0
@@ -117,30 +151,32 @@ def _parse_smi(text: str, group: int) -> float | None:
             pid, mib = int(parts[0]), float(parts[1])
         except ValueError:
             continue
-        try:
-            mine = pid == group or os.getpgid(pid) == group
-        except (ProcessLookupError, PermissionError):
-            mine = False
-        if mine:
+        if in_group(pid, group):
             total += mib
             seen = True
     return round(total / 1024, 3) if seen else None
 
 
-async def gpu_memory_gib(group: int, env: Mapping[str, str]) -> float | None:
-    """What ``nvidia-smi --query-compute-apps`` reports for the group; None without it."""
-    exe = shutil.which("nvidia-smi", path=env.get("PATH"))
+async def tool_output(name: str, args: list[str], env: Mapping[str, str]) -> str | None:
+    """A GPU tool's output (bounded in time and size); None when absent or failing."""
+    exe = shutil.which(name, path=env.get("PATH"))
     if exe is None:
         return None
-    argv = [exe, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
     try:
         with anyio.fail_after(NVIDIA_SMI_TIMEOUT_S):
-            done = await anyio.run_process(argv, check=False, env=dict(env))
+            done = await anyio.run_process([exe, *args], check=False, env=dict(env))
     except (OSError, TimeoutError):
         return None
     if done.returncode != 0:
         return None
-    return _parse_smi(done.stdout[:NVIDIA_SMI_CAP].decode("utf-8", "replace"), group)
+    return str(done.stdout[:NVIDIA_SMI_CAP].decode("utf-8", "replace"))
+
+
+async def gpu_memory_gib(group: int, env: Mapping[str, str]) -> float | None:
+    """What ``nvidia-smi --query-compute-apps`` reports for the group; None without it."""
+    args = ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+    text = await tool_output("nvidia-smi", args, env)
+    return None if text is None else _parse_smi(text, group)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -178,12 +214,13 @@ async def _pump(process: Process, tail: _Tail) -> None:
         tail.closed.set()
 
 
-def _exited(process: Process, tail: _Tail) -> str:
+def _exited(process: Process, tail: _Tail, count: int = TAIL_LINES) -> str:
     code = process.returncode
     what = f"exited with status {code}" if code is not None and code >= 0 else ""
     if code is not None and code < 0:
         what = f"was killed by signal {-code}"
-    return f"{what}: {tail.text()}" if tail.text() else what
+    said = tail.text(count)
+    return f"{what}: {said}" if said else what
 
 
 async def check_command(
@@ -196,10 +233,12 @@ async def check_command(
     grace: float = GRACE_S,
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    measure: Measure | None = None,
 ) -> CheckResult:
     """Run ``argv`` (``${PORT}`` filled in) until it answers one request; always stop it.
 
-    ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself.
+    ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself;
+    ``measure`` reads the group's memory after the request, while it still runs (``tune``).
     """
     environ = dict(os.environ if env is None else env)
     port = free_port()
@@ -229,6 +268,8 @@ async def check_command(
             result = await _exercise(
                 process, tail, base, health_path, path, body, timeout, started, environ
             )
+            if result.ok and measure is not None:
+                result = dataclasses.replace(result, measured=await measure(process.pid, environ))
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process, grace)
@@ -256,7 +297,14 @@ async def _exercise(
             if process.returncode is not None:
                 with anyio.move_on_after(1.0):  # let the pump read the last lines
                     await tail.closed.wait()
-                return CheckResult(False, _exited(process, tail), None, None, process.pid)
+                return CheckResult(
+                    False,
+                    _exited(process, tail),
+                    None,
+                    None,
+                    process.pid,
+                    log=_exited(process, tail, LOG_LINES),
+                )
             if time.monotonic() > deadline:
                 return CheckResult(
                     False, f"not healthy within {timeout:g} s", None, None, process.pid
@@ -284,4 +332,4 @@ async def _exercise(
             reason = f"HTTP {answer.status_code} from {path}" + (f": {text}" if text else "")
             return CheckResult(False, reason, ready, None, process.pid)
         gpu = await gpu_memory_gib(process.pid, environ)
-        return CheckResult(True, None, ready, gpu, process.pid)
+        return CheckResult(True, None, ready, gpu, process.pid, tail.device())

@@ -4,7 +4,13 @@
 1. install the newest llama.cpp build, and an older one beside it (each build's --help is read
    at install: the older one lacks --jinja);
 2. pin one model to the older build: its command loses --jinja, with a NOTE saying why;
-3. activate another build: every model that is not pinned follows.
+3. activate another build: every model that is not pinned follows;
+4. (with a llama-swap binary at hand: ``../shared/llama-swap/bin/llama-swap`` beside the
+   checkout, or BACKENDMGR_DEMO_LLAMA_SWAP) install llama-swap from the mirror, run ``up`` in
+   the background, send one chat request through the proxy, pin a model and watch llama-swap
+   reload, and stop everything.
+Then, measured rather than guessed (issue 22): ``verify --repair`` moves a new model off a build
+that does not know its architecture, and ``tune`` finds the largest context within a budget.
 
 Everything lives in a temporary folder; the mirror runs as ``scripts/mirror.py`` on 127.0.0.1
 and is stopped at the end. ``--keep DIR`` builds the mirror's releases in DIR instead and leaves
@@ -25,7 +31,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +39,15 @@ from types import FrameType
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO = "ggml-org/llama.cpp"
+SWAP_REPO = "mostlygeek/llama-swap"
+SWAP_TAG = "v250"
+
+
+def llama_swap_binary() -> Path | None:
+    """The llama-swap the demo publishes on its mirror: none ships with backendmgr."""
+    named = os.environ.get("BACKENDMGR_DEMO_LLAMA_SWAP")
+    path = Path(named) if named else ROOT.parent / "shared" / "llama-swap" / "bin" / "llama-swap"
+    return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
 # What the stand-in prints for --help, shaped like llama-server's own. The older build predates
@@ -74,15 +89,28 @@ def server_program(tag: str, variant: str, help_text: str) -> bytes:
         f'if [ "$1" = "--list-devices" ]; then cat <<\'END\'\n{devices}END\nexit 0; fi\n'
         f'if [ "$1" = "--version" ]; then echo "version: {tag[1:]} ({tag}) demo build"\n'
         "exit 0; fi\n"
-        f'exec "{sys.executable}" "$here/demo-server.py" "$@"\n'  # serving: see DEMO_SERVER
+        f'exec "{sys.executable}" "$here/demo-server.py" --demo-tag {tag} "$@"\n'  # DEMO_SERVER
     ).encode()
 
 
 # What the stand-in runs when llama-swap (or `backendmgr verify`) starts it: an OpenAI-shaped
-# server on --port that is healthy at once and answers every completion with "hello".
+# server on --port that is healthy at once and answers every completion with "hello". Like the
+# real one it holds memory in proportion to its context (1 KiB per token here), and a build
+# older than b11200 does not know the olmo3 architecture, in llama.cpp's words.
 DEMO_SERVER = b"""\
-import json, sys
+import json, os, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+def opt(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+model = opt("-m", "")
+if int(opt("--demo-tag", "b0")[1:]) < 11200 and os.path.basename(model).startswith("olmo3"):
+    print("llama_model_load: error loading model: error loading model architecture: "
+          "unknown model architecture: 'olmo3'", file=sys.stderr)
+    print("main: exiting due to model loading error", file=sys.stderr)
+    sys.exit(1)
+held = b"\\x01" * (int(opt("-c", "4096")) * 1024)
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
@@ -142,6 +170,23 @@ def publish(mirror: Path, tag: str, published: str, variants: list[str], help_te
     (folder / ".release.json").write_text(json.dumps({"published_at": published}))
 
 
+def publish_llama_swap(mirror: Path, binary: Path) -> None:
+    """A release shaped like llama-swap's own: a tarball per platform and a checksums file."""
+    import hashlib
+
+    version = SWAP_TAG.removeprefix("v")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tf:
+        tf.add(binary, "llama-swap")
+    name = f"llama-swap_{version}_linux_amd64.tar.gz"
+    folder = mirror / SWAP_REPO / SWAP_TAG
+    folder.mkdir(parents=True)
+    (folder / name).write_bytes(buf.getvalue())
+    digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    (folder / f"llama-swap_{version}_checksums.txt").write_text(f"{digest}  {name}\n")
+    (folder / ".release.json").write_text(json.dumps({"published_at": "2026-08-22T00:00:00Z"}))
+
+
 def gguf(path: Path, arch: str, layers: int, kv_heads: int, ctx: int) -> None:
     """A small but real GGUF v3 header (no tensors), enough for discovery and sizing."""
 
@@ -195,6 +240,7 @@ class World:
     tmp: Path
     config: Path
     env: dict[str, str]
+    llama_swap: bool = False  # a llama-swap release is on the mirror
 
     @property
     def output(self) -> Path:
@@ -211,6 +257,9 @@ def demo_world(keep: Path | None = None) -> Iterator[World]:
         mirror_root = keep or tmp / "mirror"
         publish(mirror_root, "b11100", "2026-09-20T00:00:00Z", ["vulkan", "cpu"], HELP_OLD)
         publish(mirror_root, "b11211", "2026-09-27T00:00:00Z", ["vulkan", "cpu"], HELP_NEW)
+        binary = llama_swap_binary()
+        if binary is not None:
+            publish_llama_swap(mirror_root, binary)
         gguf(tmp / "models" / "qwen3-8b-q4_k_m.gguf", "qwen3", 36, 8, 40960)
         gguf(tmp / "models" / "llama-3.2-3b-q8_0.gguf", "llama", 28, 8, 131072)
         config = tmp / "config" / "config.yaml"
@@ -246,7 +295,7 @@ def demo_world(keep: Path | None = None) -> Iterator[World]:
                 "BACKENDMGR_VRAM_GB": "24",
             }
             env.pop("BACKENDMGR_OFFLINE", None)
-            yield World(tmp, config, env)
+            yield World(tmp, config, env, llama_swap=binary is not None)
         finally:
             mirror.terminate()
             mirror.wait(timeout=10)
@@ -323,7 +372,127 @@ def journey(world: World) -> None:
         "for /health, sends one chat request, and stops it",
         "verify",
     )
+    new_model = "olmo3-7b-q4_k_m"
+    gguf(world.tmp / "models" / f"{new_model}.gguf", "olmo3", 32, 8, 65536)
+    step(
+        "A new model arrives, pinned by habit to the older build",
+        "pin",
+        new_model,
+        "llama-server@b11100-vulkan",
+    )
+    step(
+        "Measured, not guessed: verify --repair finds b11100 does not know its architecture "
+        "(the cause and its fix), tries the other builds newest first and pins the first "
+        "that serves it",
+        "verify",
+        "--repair",
+        new_model,
+    )
+    step(
+        "tune bisects over the contexts the emitter can write for the largest that starts "
+        "and fits a budget (here the stand-in's resident memory); generate then uses it",
+        "tune",
+        new_model,
+        "--budget",
+        "0.06",
+    )
     step("Consistency check", "doctor")
+    if world.llama_swap:
+        proxy(world, step)
+    else:
+        say("llama-swap: skipped, no llama-swap binary to publish on the mirror")
+        print(
+            "set BACKENDMGR_DEMO_LLAMA_SWAP to a llama-swap executable to see the endpoint part",
+            flush=True,
+        )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def proxy(world: World, step: Callable[..., None]) -> None:
+    """Journey 4: from the config file to a running endpoint."""
+    import time
+    import urllib.request
+
+    step(
+        "Journey 4: install llama-swap itself from the mirror; it serves no model, so the "
+        "config does not change",
+        "install",
+        "llama-swap",
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    say(
+        f"Run llama-swap on the generated config in the background: backendmgr up --listen "
+        f"127.0.0.1:{port}"
+    )
+    log = (world.tmp / "up.log").open("w")
+    up = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "up", "--listen", f"127.0.0.1:{port}"],
+        env=world.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    def call(path: str, body: dict[str, object] | None = None) -> dict[str, object]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"{url}{path}", data=data, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return dict(json.loads(answer.read()))
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1):
+                    break
+            except OSError:
+                if up.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("demo step failed: llama-swap did not start") from None
+                time.sleep(0.1)
+        served = [m["id"] for m in call("/v1/models")["data"]]  # type: ignore[index]
+        print(f"llama-swap serves: {', '.join(served)}", flush=True)
+        say("One chat request through the proxy: llama-swap starts the model's emitted cmd")
+        answer = call(
+            "/v1/chat/completions",
+            {"model": "llama-3.2-3b-q8_0", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        print(f"answer: {answer['choices'][0]['message']['content']}", flush=True)  # type: ignore[index]
+        step("What runs now, from llama-swap's own API", "status")
+        step(
+            "Pin llama-3.2-3b to the older build while llama-swap runs: the command waits "
+            "until llama-swap has reloaded the file",
+            "pin",
+            "llama-3.2-3b-q8_0",
+            "llama-server@b11100-vulkan",
+        )
+        call(
+            "/v1/chat/completions",
+            {"model": "llama-3.2-3b-q8_0", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        running = call("/running")["running"]
+        cmd = str(running[0]["cmd"]).split()[0]  # type: ignore[index]
+        print(f"the next start runs {cmd}", flush=True)
+    finally:
+        say("Stop llama-swap (Ctrl-C does the same): it and every model server it started")
+        up.send_signal(signal.SIGINT)
+        try:
+            up.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            up.kill()
+            up.wait()
+        log.close()
+    tail = (world.tmp / "up.log").read_text().strip().splitlines()
+    print(tail[-1] if tail else f"backendmgr up exited with status {up.returncode}", flush=True)
 
 
 UI_PORT = 8577

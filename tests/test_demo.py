@@ -42,7 +42,24 @@ def test_demo_runs_offline_and_cleans_up(tmp_path: Path) -> None:
     assert "activated llama-server@b11211-cpu" in out
     verify_step = out.split("$ backendmgr verify")[1].split("\n== ")[0]
     assert "llama-3.2-3b-q8_0: ok in " in verify_step and "qwen3-8b-q4_k_m: ok in " in verify_step
+    # issue 22: one repair (the old build does not know olmo3) and one tune
+    repair = out.split("$ backendmgr verify --repair")[1].split("\n== ")[0]
+    assert "unknown-architecture: this build does not know the model's architecture 'olmo3'" in (
+        repair
+    )
+    assert "pinned to llama-server@b11211-" in repair and "(failed on llama-server@b11100" in repair
+    tune = out.split("$ backendmgr tune")[1].split("\n== ")[0]
+    assert " fits (" in tune and "measured by resident memory" in tune and "+      -c " in tune
     assert "everything is consistent" in out
+    if (ROOT.parent / "shared" / "llama-swap" / "bin" / "llama-swap").is_file():  # journey 4
+        assert "installed llama-swap@v250-any and activated it" in out
+        assert "answer: hello" in out  # through the proxy, from the emitted cmd's server
+        assert "llama-swap reloaded " in out
+        started = out.split("the next start runs ")[1].splitlines()[0]
+        assert started.endswith("/builds/llama-server/b11100-vulkan/build/bin/llama-server")
+        assert "stopped llama-swap and every model server it started" in out
+    else:
+        assert "llama-swap: skipped, no llama-swap binary" in out
     tmp = out.split("/home/builds/")[0].rsplit(" ", 1)[-1].strip()
     assert "backendmgr-demo-" in tmp
     assert not Path(tmp).exists()

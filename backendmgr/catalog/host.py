@@ -2,10 +2,15 @@
 
 Detection never raises. Every probe that fails becomes a reason line, so ``catalog`` can say
 why it suggested what it did. Probes are parameters, so tests describe a host as data.
+
+Each adapter carries its index among the adapters of its vendor, which is the number that
+vendor's runtime gives it (``CUDA_VISIBLE_DEVICES``, ``HIP_VISIBLE_DEVICES`` count only their
+own cards), and its memory where a probe reports it: a device pin is sized for that card.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform as _platform
 import shutil
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Adapter", "Host", "detect_host", "parse_platform", "vendor_of"]
+__all__ = ["Adapter", "Host", "detect_host", "parse_gpu_override", "parse_platform", "vendor_of"]
 
 Vendor = Literal["nvidia", "amd", "intel", "apple", "other"]
 _OS = {"linux": "linux", "windows": "windows", "darwin": "darwin"}
@@ -23,11 +28,21 @@ _ARCH = {"x86_64": "x64", "amd64": "x64", "x64": "x64", "aarch64": "arm64", "arm
 _PCI_VENDORS: dict[str, Vendor] = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
 
 
+MAX_ADAPTERS = 64  # more than any one machine holds; bounds a hostile override or probe
+MAX_NAME = 120
+
+
 @dataclass(frozen=True, slots=True)
 class Adapter:
     name: str
     vendor: Vendor
     memory_gb: float | None = None
+    index: int = 0  # among the adapters of its vendor, as that vendor's runtime counts them
+
+    def line(self) -> str:
+        """``GPU 1: NVIDIA GeForce RTX 3060, 12.0 GiB (nvidia)`` for ``catalog``/``doctor``."""
+        memory = f", {self.memory_gb:.1f} GiB" if self.memory_gb is not None else ""
+        return f"GPU {self.index}: {self.name}{memory} ({self.vendor})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +56,44 @@ class Host:
     @property
     def platform(self) -> str:
         return f"{self.os}-{self.arch}"
+
+    def gpu_lines(self) -> list[str]:
+        return [a.line() for a in self.adapters] or ["GPU: none detected"]
+
+
+def _indexed(adapters: list[Adapter]) -> tuple[Adapter, ...]:
+    """Number each adapter among those of its vendor, in the order the probe listed them."""
+    seen: dict[str, int] = {}
+    out = []
+    for a in adapters[:MAX_ADAPTERS]:
+        n = seen.get(a.vendor, 0)
+        seen[a.vendor] = n + 1
+        out.append(Adapter(a.name[:MAX_NAME], a.vendor, a.memory_gb, n))
+    return tuple(out)
+
+
+def _gib(text: str, scale: float = 1.0) -> float | None:
+    """A positive finite memory figure, or None for anything else."""
+    try:
+        value = float(text) * scale
+    except ValueError:
+        return None
+    return value if 0 < value < 1 << 20 else None
+
+
+def parse_gpu_override(text: str) -> list[Adapter]:
+    """``BACKENDMGR_GPU``: adapter names separated by ``;``, each optionally followed by
+    ``:GIB``, its memory (``NVIDIA RTX 4090:24;NVIDIA RTX 3060:12``). A name without a number
+    after its last ``:`` is kept whole, so the older syntax reads as before."""
+    adapters = []
+    for part in text.split(";"):
+        name, sep, tail = part.strip().rpartition(":")
+        memory = _gib(tail.strip()) if sep else None
+        if memory is None or not name.strip():
+            name, memory = part.strip(), None
+        if name.strip():
+            adapters.append(Adapter(name.strip(), vendor_of(name), memory))
+    return adapters
 
 
 def vendor_of(name: str) -> Vendor:
@@ -100,16 +153,40 @@ def _nvidia_smi(run: Runner, reasons: list[str]) -> tuple[list[Adapter], str | N
         parts = [p.strip() for p in line.split(",")]
         if len(parts) < 2 or not parts[0]:
             continue
-        memory = None
-        if len(parts) > 2:
-            try:
-                memory = float(parts[2]) / 1024
-            except ValueError:
-                memory = None
+        memory = _gib(parts[2], 1 / 1024) if len(parts) > 2 else None
         adapters.append(Adapter(parts[0], "nvidia", memory))
         driver = driver or parts[1]
     reasons.append(f"nvidia-smi: {len(adapters)} adapter(s), driver {driver or 'unknown'}")
     return adapters, driver
+
+
+def _rocm_smi(run: Runner, reasons: list[str]) -> list[Adapter]:
+    """AMD cards with their VRAM, from ``rocm-smi --json`` (its keys name each card)."""
+    import json
+
+    try:
+        out = run(["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json"])
+        data = json.loads(out[: 1 << 20])
+    except FileNotFoundError:
+        reasons.append("rocm-smi not found")
+        return []
+    except Exception as exc:
+        reasons.append(f"rocm-smi failed: {type(exc).__name__}")
+        return []
+    adapters: list[Adapter] = []
+    cards = data if isinstance(data, dict) else {}
+    for key in sorted(k for k in cards if isinstance(k, str) and k.startswith("card")):
+        info = cards[key]
+        if not isinstance(info, dict):
+            continue
+        name = str(
+            info.get("Card Series") or info.get("Card series") or info.get("Card SKU") or key
+        )
+        total = info.get("VRAM Total Memory (B)")
+        memory = _gib(str(total), 1 / (1 << 30)) if total is not None else None
+        adapters.append(Adapter(name, "amd", memory))
+    reasons.append(f"rocm-smi: {len(adapters)} adapter(s)")
+    return adapters
 
 
 def _drm(root: Path, reasons: list[str]) -> list[Adapter]:
@@ -124,7 +201,12 @@ def _drm(root: Path, reasons: list[str]) -> list[Adapter]:
         except OSError:
             continue
         vendor = _PCI_VENDORS.get(code, "other")
-        adapters.append(Adapter(f"{vendor} ({code}) {vendor_file.parent.parent.name}", vendor))
+        memory = None
+        with contextlib.suppress(OSError):  # amdgpu and xe report their VRAM in bytes
+            total = (vendor_file.parent / "mem_info_vram_total").read_text()[:64]
+            memory = _gib(total.strip(), 1 / (1 << 30))
+        name = f"{vendor} ({code}) {vendor_file.parent.parent.name}"
+        adapters.append(Adapter(name, vendor, memory))
     reasons.append(
         f"/sys/class/drm: {len(adapters)} adapter(s)" if adapters else "/sys/class/drm: no adapters"
     )
@@ -151,10 +233,12 @@ def detect_host(
         if override.strip().lower() in ("none", ""):
             reasons.append("BACKENDMGR_GPU=none")
         else:
-            adapters = [Adapter(n.strip(), vendor_of(n)) for n in override.split(";") if n.strip()]
+            adapters = parse_gpu_override(override)
             reasons.append(f"BACKENDMGR_GPU: {'; '.join(a.name for a in adapters)}")
-        return Host(os_name, arch, tuple(adapters), None, tuple(reasons))
+        return Host(os_name, arch, _indexed(adapters), None, tuple(reasons))
     adapters, driver = _nvidia_smi(run, reasons)
+    if not adapters and os_name == "linux":
+        adapters = _rocm_smi(run, reasons)
     if not adapters and os_name == "linux":
         adapters = _drm(drm_root, reasons)
     if not adapters and os_name == "darwin":
@@ -165,4 +249,4 @@ def detect_host(
             reasons.append(f"sysctl: {brand or 'unknown CPU'}")
         except Exception as exc:
             reasons.append(f"sysctl failed: {type(exc).__name__}")
-    return Host(os_name, arch, tuple(adapters), driver, tuple(reasons))
+    return Host(os_name, arch, _indexed(adapters), driver, tuple(reasons))

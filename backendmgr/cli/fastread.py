@@ -5,7 +5,7 @@
 After a full run that succeeded, its exact output is stored under the data home together with a
 fingerprint of everything that run could have read: the config file's bytes, the build folders
 and receipts, the model files (through discovery's own walk), every executable a row or legacy
-fallback names, the verify and probe caches, the manifests, ``PATH``, the environment that
+fallback names, the verify, tune and probe records, the manifests, ``PATH``, the environment that
 shapes output, the date (``verified today``), the boot and backendmgr's own code. The next
 identical request recomputes that fingerprint with the standard library alone and, when it
 matches, prints the stored output; any difference, or anything unexpected, takes the full path.
@@ -202,7 +202,7 @@ def fingerprint(config: Path, home: Path, spec: Spec) -> str | None:
     with contextlib.suppress(OSError):
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     feed("when", date, boot)
-    for name in ("verify.json", "cache/capabilities.json"):
+    for name in ("verify.json", "tuned.json", "cache/capabilities.json"):  # results, contexts
         feed(name, _sig(home / name))
     builds = home / "builds"
     feed("builds", _sig(builds))
@@ -394,7 +394,9 @@ class Recording:
             body = json.dumps({"format": FORMAT, "entries": entries}, ensure_ascii=False)
             from .._fs import atomic_write_bytes
 
-            _memo_path(self.home).parent.mkdir(parents=True, exist_ok=True)
+            if not self.home.is_dir():  # a read never makes the data home, only a change
+                return
+            _memo_path(self.home).parent.mkdir(exist_ok=True)
             atomic_write_bytes(_memo_path(self.home), body.encode())
             _trace("stored")
 

@@ -93,7 +93,11 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
                 1,
             )
         manager = Manager(paths)
-        handler = args.handler if recording is None else _recorded(args.handler, recording)
+        from .commands.swap import with_follow_up
+
+        handler = with_follow_up(args.handler)  # the reload proof after a mutation (issue 21)
+        if recording is not None:
+            handler = _recorded(handler, recording)
         code: int = anyio.run(handler, manager, args, out)
         return code
     except (SystemExit, GeneratorExit):

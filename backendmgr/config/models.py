@@ -6,6 +6,7 @@ the store turns the result back into a minimal edit of the user's YAML.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -14,11 +15,15 @@ from ..discovery.models import unsafe_char
 from ..errors import escaped
 
 __all__ = [
+    "MAX_DEVICES",
+    "MAX_ENV_WORDS",
     "MAX_ID_CHARS",
     "MAX_ROW_ID_CHARS",
     "BackendRow",
     "ModelOverride",
     "Settings",
+    "device_indices",
+    "env_pairs",
     "id_problem",
     "row_id_problem",
     "shown",
@@ -50,6 +55,58 @@ def id_problem(value: str, what: str, limit: int = MAX_ID_CHARS) -> str | None:
     if bad is not None:
         return f"{what} {shown(value)} holds control character {bad}; use printable characters"
     return None
+
+
+MAX_DEVICES = 16
+MAX_DEVICE_INDEX = 255
+MAX_ENV_WORDS = 64
+MAX_ENV_VALUE = 4096
+_ENV_KEY = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")  # llama-swap's schema: ^[A-Z_][A-Z0-9_]*=
+
+
+def device_indices(value: str) -> tuple[int, ...]:
+    """``"1"`` → (1,), ``"0,1"`` → (0, 1): GPU indices as the build's vendor counts them.
+    Raises ValueError with a one-line reason for anything else."""
+    if unsafe_char(value) is not None:
+        raise ValueError(f'device {shown(value, 40)} holds a control character; use e.g. "0,1"')
+    parts = [p.strip(" ") for p in value.split(",")]
+    if len(parts) > MAX_DEVICES:
+        raise ValueError(f"device names at most {MAX_DEVICES} GPUs")
+    out: list[int] = []
+    for part in parts:
+        if not part.isascii() or not part.isdigit() or int(part) > MAX_DEVICE_INDEX:
+            raise ValueError(
+                f"device {shown(value, 40)} is not a GPU index or a list of them; "
+                'use e.g. "1" or "0,1"'
+            )
+        if int(part) in out:
+            raise ValueError(f"device {shown(value, 40)} names GPU {int(part)} twice")
+        out.append(int(part))
+    return tuple(out)
+
+
+def env_pairs(words: list[str]) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` words as pairs; raises ValueError naming the first bad word. KEY is an
+    upper-case variable name (llama-swap's schema), VALUE a single printable line."""
+    if len(words) > MAX_ENV_WORDS:
+        raise ValueError(f"env holds {len(words)} variables; the most is {MAX_ENV_WORDS}")
+    pairs = []
+    for word in words:
+        key, eq, value = word.partition("=")
+        if not eq or not _ENV_KEY.fullmatch(key):
+            raise ValueError(
+                f"env word {shown(word, 40)} is not KEY=VALUE with KEY in capitals, digits "
+                'and "_" (e.g. GGML_CUDA_ENABLE_UNIFIED_MEMORY=1)'
+            )
+        if len(value) > MAX_ENV_VALUE:
+            raise ValueError(
+                f"env {key} is {len(value)} characters long; the most is {MAX_ENV_VALUE}"
+            )
+        bad = unsafe_char(value)
+        if bad is not None:
+            raise ValueError(f"env {key} holds control character {bad}; use printable characters")
+        pairs.append((key, value))
+    return pairs
 
 
 def row_id_problem(value: str, limit: int = MAX_ROW_ID_CHARS) -> str | None:
@@ -140,6 +197,49 @@ class ModelOverride(_Frozen):
     extra_args: str | None = None
     unlisted: bool | None = None
     llama_swap: dict[str, Any] | None = None
+    device: str | None = None  # "1", "0,1": the GPUs this model runs on (issue 24)
+    env: list[str] | None = None  # KEY=VALUE words set after the device's variables
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _device_is_indices(cls, value: Any) -> Any:
+        """Kept as ``"0,1"`` whichever way it was written (``1``, ``[0, 1]``, ``" 0, 1"``)."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            raise ValueError('device must be a GPU index or a list of them, e.g. "0,1"')
+        if isinstance(value, int):
+            value = str(value)
+        elif isinstance(value, list) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            value = ",".join(str(v) for v in value)
+        if not isinstance(value, str):
+            raise ValueError('device must be a GPU index or a list of them, e.g. "0,1"')
+        return ",".join(str(i) for i in device_indices(value))
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_is_words(cls, value: Any) -> Any:
+        """A string (``set MODEL env="A=1 B=2"``) splits like shell words; a YAML list is
+        taken as it is. Either way each word is checked, so no value can carry a newline."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            import shlex
+
+            bad = unsafe_char(value)
+            if bad is not None:  # a newline is no word separator here: refused, not split
+                raise ValueError(f"env holds control character {bad}; use printable characters")
+            try:
+                value = shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"{str(exc).lower()} in env; quote it as a shell would") from None
+        if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
+            raise ValueError(
+                'env must be KEY=VALUE words, e.g. "GGML_CUDA_ENABLE_UNIFIED_MEMORY=1"'
+            )
+        return [f"{k}={v}" for k, v in env_pairs(value)] or None
 
     @field_validator("extra_args")
     @classmethod

@@ -21,7 +21,7 @@ from ruamel.yaml.tokens import CommentToken
 
 from .plan import Entry, Skip, render_token
 
-__all__ = ["HASH_PREFIX", "build_document", "dump", "entry_cmd", "single_line"]
+__all__ = ["HASH_PREFIX", "build_document", "dump", "entry_cmd", "entry_env", "single_line"]
 
 HASH_PREFIX = "# inputs: sha256:"
 _INDENT = 2  # models are keys of the top-level `models:` mapping
@@ -64,9 +64,18 @@ def entry_cmd(entry: Entry) -> Any:
     return "\n".join(lines)
 
 
+def entry_env(entry: Entry) -> list[str]:
+    """The ``env`` an entry gets: the user's passthrough ``env`` if set (it replaces ours, as
+    every passthrough key does), else the device variables and the model's ``env`` words."""
+    theirs = entry.passthrough.get("env")
+    return list(theirs) if isinstance(theirs, list) else list(entry.env)
+
+
 def _body(entry: Entry) -> CommentedMap:
-    body: dict[str, Any] = {
-        "cmd": entry_cmd(entry),
+    body: dict[str, Any] = {"cmd": entry_cmd(entry)}
+    if entry.env:  # plain strings as list items: the emitter quotes ": ", "#" and the like
+        body["env"] = list(entry.env)
+    body |= {
         "ttl": entry.ttl,
         "metadata": entry.metadata,
         "capabilities": entry.capabilities,

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex
+from ..catalog.host import Adapter
 from ..config.models import ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
 from ..registry.rows import build_id_of
-from .sizing import llama_context, llama_est_vram_gb, vllm_sizing
+from .devices import DevicePlan, plan_devices
+from .sizing import devices_card_gb, llama_context, llama_est_vram_gb, vllm_sizing
 from .tools import against_build, tool_parser
 
 __all__ = [
@@ -57,6 +59,8 @@ class Entry:
     unlisted: bool | None
     passthrough: dict[str, Any]
     notes: tuple[str, ...] = field(default=())
+    env: tuple[str, ...] = ()  # llama-swap's env: device variables, then the user's
+    tuned: Mapping[str, Any] | None = None  # the measured record it was planned with (measure/)
 
     @property
     def argv(self) -> list[str]:
@@ -95,6 +99,18 @@ def _budget(settings: Settings, ov: ModelOverride, card_gb: float | None) -> flo
     return ov.vram_target_gb or settings.vram_budget_gb or card_gb
 
 
+def _pinned_budget(
+    settings: Settings, ov: ModelOverride, card_gb: float | None, pinned_gb: float | None
+) -> float | None:
+    """With a device pin the pinned cards bound the budget: a global ``vram_budget_gb`` set
+    for the big card must not size a model for more than the small card it runs on."""
+    if pinned_gb is None:
+        return _budget(settings, ov, card_gb)
+    if ov.vram_target_gb:
+        return ov.vram_target_gb
+    return min(settings.vram_budget_gb, pinned_gb) if settings.vram_budget_gb else pinned_gb
+
+
 def _describe(model: DiscoveredModel, res: Resolution, extra: list[str]) -> str:
     who = res.row.id if res.row else (res.exe or "?")
     arch = model.meta.architecture if model.meta and model.meta.architecture else "?"
@@ -122,21 +138,26 @@ def plan_model(
     card_gb: float | None,
     tool_parsers: ToolParsers | None = None,
     caps: CapabilityIndex | None = None,
+    gpus: Sequence[Adapter] = (),
 ) -> Entry | Skip:
     """``caps``: what each build can do; without it (or for a build never probed) every
-    llama-server gets the full flag set, as before capabilities existed."""
+    llama-server gets the full flag set, as before capabilities existed. ``gpus``: the host's
+    adapters, for a model pinned to a ``device``."""
     ov = settings.override(model.id)
+    index = caps or CapabilityIndex()
     if model.format == "hf":
         res = resolve_preferring(settings, ov, "llm", "vllm")
         if res.kind != "vllm":
             return Skip(model.id, model.path, HF_NEEDS_VLLM, res, res.notes)
-        return _vllm(settings, model, ov, res, card_gb, tool_parsers or {})
+        dev = plan_devices(ov, res, index.of(res.exe), gpus)
+        return _vllm(settings, model, ov, res, card_gb, tool_parsers or {}, dev)
     res = resolve(settings, ov, "llm", embedding=model.role != "chat")
+    dev = plan_devices(ov, res, index.of(res.exe), gpus)
     if res.kind == "vllm":
         if model.shards > 1:
             return Skip(model.id, model.path, SPLIT_UNDER_VLLM, res, res.notes)
-        return _vllm(settings, model, ov, res, card_gb, tool_parsers or {})
-    return _llama(settings, model, ov, res, card_gb, caps or CapabilityIndex())
+        return _vllm(settings, model, ov, res, card_gb, tool_parsers or {}, dev)
+    return _llama(settings, model, ov, res, card_gb, index, dev)
 
 
 def _common(settings: Settings, ov: ModelOverride) -> dict[str, Any]:
@@ -150,6 +171,7 @@ def _llama(
     res: Resolution,
     card_gb: float | None,
     index: CapabilityIndex,
+    dev: DevicePlan,
 ) -> Entry | Skip:
     build = _build_caps(index, res)
     needed = _needed(model)
@@ -160,7 +182,8 @@ def _llama(
                 model.id, model.path, _lacks(index, res, build[0], flags, why), res, res.notes
             )
     weights = model.size_gb
-    budget = _budget(settings, ov, card_gb)
+    pinned = devices_card_gb(dev.memory_gb, tensor_parallel=None) if dev.memory_gb else None
+    budget = _pinned_budget(settings, ov, card_gb, pinned)
     ctx, sized = llama_context(
         model.meta,
         weights,
@@ -169,7 +192,7 @@ def _llama(
         extra_args=ov.extra_args,
         headroom_gb=settings.vram_headroom_gb,
     )
-    notes = list(sized)
+    notes = [*dev.notes, *sized]
     groups = [
         [res.exe or settings.server_exe],
         ["-m", model.path],
@@ -199,6 +222,7 @@ def _llama(
     caps["context"] = ctx
     est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
+    extra += [f"device {ov.device}"] if dev.devices else []
     return Entry(
         model=model,
         resolution=res,
@@ -208,6 +232,7 @@ def _llama(
         metadata=_metadata(res, model, est),
         capabilities=caps,
         notes=(*res.notes, *notes),
+        env=dev.env,
         **_common(settings, ov),
     )
 
@@ -279,13 +304,25 @@ def _vllm(
     res: Resolution,
     card_gb: float | None,
     tool_parsers: ToolParsers,
+    dev: DevicePlan,
 ) -> Entry:
     extra = (ov.extra_args or "").strip()
     theirs = _flags_in(extra)
+    # a model on N devices runs tensor parallel over them unless told otherwise
+    on_gpus = len(dev.devices) if dev.vendor != "cpu" else 0
+    tensor_parallel = ov.vllm_tensor_parallel or on_gpus or None
+    dev_notes = list(dev.notes)
+    if on_gpus and tensor_parallel and tensor_parallel > on_gpus:
+        dev_notes.append(
+            f"vllm_tensor_parallel {tensor_parallel} is more than the {on_gpus} GPUs of "
+            f"device {ov.device}; vLLM will refuse to start"
+        )
+    if dev.memory_gb:
+        card_gb = devices_card_gb(dev.memory_gb, tensor_parallel=tensor_parallel or 1)
     sizing = vllm_sizing(
         model.meta,
         model.size_gb,
-        _budget(settings, ov, card_gb),
+        _pinned_budget(settings, ov, card_gb, card_gb if dev.memory_gb else None),
         card_gb,
         pinned_ctx=ov.ctx,
         pinned_util=ov.vllm_gpu_util,
@@ -308,8 +345,8 @@ def _vllm(
         ours.append(["--kv-cache-memory-bytes", str(sizing.kv_cache_bytes)])
     if ov.vllm_tokenizer:
         ours.append(["--tokenizer", ov.vllm_tokenizer])
-    if ov.vllm_tensor_parallel and ov.vllm_tensor_parallel > 1:
-        ours.append(["--tensor-parallel-size", str(ov.vllm_tensor_parallel)])
+    if tensor_parallel and tensor_parallel > 1:
+        ours.append(["--tensor-parallel-size", str(tensor_parallel)])
     groups += [g for g in ours if g[0] not in theirs]
     arch = model.meta.architecture if model.meta else ""
     parser, why = tool_parser(arch, model.id, ov.vllm_tool_parser)
@@ -318,7 +355,7 @@ def _vllm(
         parser, ov.vllm_tool_parser, tool_parsers.get(build), f"vLLM build {build}"
     )
     caps: dict[str, Any] = {"in": ["text"], "out": ["text"], "context": sizing.max_model_len}
-    notes = list(sizing.notes)
+    notes = [*dev_notes, *sizing.notes]
     if "--tool-call-parser" in theirs:
         caps["tools"] = True
     elif parser:
@@ -330,6 +367,7 @@ def _vllm(
     if "--tool-call-parser" not in theirs and (lacking or not parser):
         notes.append(lacking or why)
     summary = [f"max-model-len {sizing.max_model_len}", f"util {sizing.gpu_util:g}"]
+    summary += [f"device {ov.device}"] if dev.devices else []
     return Entry(
         model=model,
         resolution=res,
@@ -339,5 +377,6 @@ def _vllm(
         metadata=_metadata(res, model, sizing.est_vram_gb),
         capabilities=caps,
         notes=(*res.notes, *notes),
+        env=dev.env,
         **_common(settings, ov),
     )

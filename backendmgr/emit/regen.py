@@ -1,7 +1,8 @@
 """When the llama-swap config must be rewritten (SPEC §12.5): a hash over everything it reads.
 
 The hash covers the settings (as data, so a comment edit in the config file changes nothing,
-and upscale rows are left out because they never change the output), every build receipt,
+and upscale rows and kindless rows (llama-swap's) are left out because they never change the
+output), every build receipt of a component that serves models,
 every model file's path/size/mtime, the card size and the emitter version.
 """
 
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config.models import Settings
-from ..registry.kinds import classes_of
+from ..registry.kinds import classes_of, normalize_kind
 from .document import HASH_PREFIX
 
 __all__ = [
@@ -42,7 +43,13 @@ def inputs_hash(
     card_gb: float | None,
 ) -> str:
     relevant = settings.model_copy(
-        update={"backends": [r for r in settings.backends if classes_of(r.kind) != {"upscale"}]}
+        update={
+            "backends": [
+                r
+                for r in settings.backends
+                if classes_of(r.kind) != {"upscale"} and normalize_kind(r.kind)
+            ]
+        }
     )
     digest = hashlib.sha256()
     digest.update(f"emitter {EMITTER_VERSION}\n".encode())

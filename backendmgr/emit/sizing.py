@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..discovery.meta import ModelMeta
@@ -18,6 +19,7 @@ __all__ = [
     "KvModel",
     "LlamaKnobs",
     "VllmSizing",
+    "devices_card_gb",
     "gpu_utilisation",
     "kv_model",
     "llama_context",
@@ -187,6 +189,22 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
     if slope <= 0 and const <= 0:
         return None
     return KvModel(slope / GIB, const / GIB, swa_cell / GIB, window if swa_cell else 0)
+
+
+def devices_card_gb(memory_gb: Sequence[float], *, tensor_parallel: int | None) -> float:
+    """The memory a model pinned to several GPUs can use, as its backend splits it.
+
+    llama.cpp (``tensor_parallel`` None) spreads layers over every visible card in proportion
+    to its memory, and each card holds its own copy of the fixed buffers: the sum, less the
+    fixed part once per extra card. vLLM's tensor parallelism puts an equal share on each of
+    the first ``tensor_parallel`` cards, so the smallest of them sets every share.
+    """
+    if not memory_gb:
+        raise ValueError("no device memory to size for")
+    if tensor_parallel is None:
+        return sum(memory_gb) - LLAMA_FIXED_GB * (len(memory_gb) - 1)
+    used = list(memory_gb[: max(1, tensor_parallel)])
+    return min(used) * len(used)
 
 
 def rounded_ctx(x: float) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from .document import entry_cmd, single_line
+from .document import entry_cmd, entry_env, single_line
 from .plan import Entry
 
 __all__ = ["CAPABILITY_KEYS", "check_config", "check_shape"]
@@ -118,4 +118,13 @@ def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
     ]
     if changed:
         problems.append(_summary("its cmd differs from the plan for", changed))
+    env = [
+        k
+        for k, e in planned.items()
+        if k in written
+        and isinstance(written[k], dict)
+        and written[k].get("env", []) != entry_env(e)
+    ]
+    if env:
+        problems.append(_summary("its env differs from the plan for", env))
     return problems

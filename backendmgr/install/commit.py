@@ -26,6 +26,8 @@ async def check_staged(exe: Path, manifest: Manifest, *, smoke: bool) -> Capabil
     if not smoke:
         return None
     said = await smoke_check(exe, manifest.version_args)
+    if not manifest.kind:  # a kindless tool (llama-swap) serves no model to probe for
+        return None
     return await probe_build(exe, version_text=said)
 
 

@@ -67,7 +67,9 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..events import EventSink
     from ..lockfile import LockFile
+    from .measure import MeasureService
     from .services import Services
+    from .swap import SwapService
     from .verify import OnJobEvent, OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager"]
@@ -95,6 +97,26 @@ class Manager:
         from .services import Services
 
         return Services(self.ctx)
+
+    @cached_property
+    def measure(self) -> MeasureService:
+        """``verify --repair`` and ``tune``: pins and contexts chosen by evidence (issue 22)."""
+        from .measure import MeasureService
+
+        return MeasureService.of(self.ctx, self._s)
+
+    @cached_property
+    def swap(self) -> SwapService:
+        """llama-swap itself: ``up``, the service, ``status``, the reload proof (issue 21)."""
+        from .swap import SwapService
+
+        return SwapService(
+            self.paths,
+            settings=self.ctx.settings,
+            output_path=self.ctx.output_path,
+            generate=self.generate,
+            environ=self.environ,
+        )
 
     # --- what the services share ---------------------------------------------------------
 

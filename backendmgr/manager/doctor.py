@@ -67,11 +67,16 @@ class Doctor:
             self.generator.check_output, settings
         )
         problems += output_problems
+        from ..emit.devices import pin_notes
+
+        host = self.ctx.host
         return DoctorReport(
             ok=not problems,
             problems=problems,
-            notes=notes + output_notes,
+            # issue 24: pins to GPUs this host lacks
+            notes=notes + output_notes + pin_notes(settings, host.adapters),
             fixed=[str(p) for p in removed],
+            gpus=host.gpu_lines(),
         )
 
 

@@ -15,10 +15,20 @@ from ..install.store import BuildStore, InstalledEntry
 from ..registry import rows as registry
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..config.models import BackendRow
     from ..discovery.models import Discovery
     from ..discovery.walk import Scan
 
-__all__ = ["activated_id", "discover", "executable_exists", "find_build", "pinned_by"]
+__all__ = [
+    "activated_id",
+    "build_identity",
+    "discover",
+    "executable_exists",
+    "find_build",
+    "pinned_by",
+]
 
 GGUF_CACHE = "gguf-meta.json"
 
@@ -40,6 +50,24 @@ def executable_exists(path: str | None, *, on_path: bool = True) -> bool:
     if Path(path).exists():
         return True
     return on_path and os.sep not in path and "/" not in path and shutil.which(path) is not None
+
+
+def build_identity(
+    builds: BuildStore, environ: Mapping[str, str], row: BackendRow | None, exe: str
+) -> str:
+    """What an entry's executable is, for a record that must go stale when it changes (the
+    ``verify`` cache, a tuned context): the receipt of a managed build, else path, size and
+    mtime of the file ``exe`` names."""
+    if row is not None and row.managed and row.component and row.version:
+        installed = builds.get(row.component, row.version, row.variant)
+        if installed is not None:
+            return installed.receipt.model_dump_json()
+    found = shutil.which(exe, path=environ.get("PATH")) or exe
+    try:
+        st = os.stat(found)
+    except OSError:
+        return f"{found}:missing"
+    return f"{found}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def find_build(builds: BuildStore, ref: str) -> InstalledEntry:

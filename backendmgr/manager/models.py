@@ -17,7 +17,10 @@ from .facts import discover
 from .verify_cache import VerifyCache, verified_text
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..catalog.capabilities import CapabilityIndex
+    from ..catalog.host import Adapter
     from ..discovery.models import DiscoveredModel, Discovery
     from ..emit.plan import Entry, Skip, ToolParsers
 
@@ -54,13 +57,15 @@ def _plan_one(
     card_gb: float | None,
     parsers: ToolParsers,
     caps: CapabilityIndex,
+    gpus: Sequence[Adapter] = (),
 ) -> Entry | Skip:
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
-    with the reason rather than failing every other one (discovery already bounds them)."""
+    with the reason rather than failing every other one (discovery already bounds them).
+    ``gpus``: the host's adapters, for a model pinned to a ``device``."""
     from ..emit.plan import Skip, plan_model
 
     try:
-        return plan_model(settings, model, card_gb, parsers, caps)
+        return plan_model(settings, model, card_gb, parsers, caps, gpus)
     except (ArithmeticError, ValueError) as exc:
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
 
@@ -72,18 +77,30 @@ class Models:
 
     def pipeline(self, settings: Settings) -> Plan:
         """Discover, plan every model and hash the inputs (blocking, for a worker thread)."""
+        from ..emit.devices import uses_devices
         from ..emit.regen import inputs_hash
+        from ..measure.tuned import TunedStore, apply_tuned
         from .capabilities import capability_index
 
         ctx = self.ctx
         scan, found = discover(settings, ctx.paths.cache)
         installed = ctx.builds.installed()
-        receipts = [e.receipt.model_dump_json() for e in installed]
+        # a kindless tool (llama-swap) serves no model: it changes nothing in the config
+        receipts = [e.receipt.model_dump_json() for e in installed if e.receipt.kind]
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache)
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
+        gpus = ctx.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
+        receipts += [f"gpu {g!r}" for g in gpus]
+        receipts.append(TunedStore(ctx.paths).inputs_text())  # issue 22: measured contexts
         digest = inputs_hash(settings, receipts, scan.inputs, ctx.card_gb)
-        plans = [_plan_one(settings, m, ctx.card_gb, parsers, caps) for m in found.models]
+
+        def plan_one(s: Settings, m: DiscoveredModel) -> Entry | Skip:
+            return _plan_one(s, m, ctx.card_gb, parsers, caps, gpus)
+
+        plans = [plan_one(settings, m) for m in found.models]
+        # issue 22: a tuned context in place of the estimate
+        plans = apply_tuned(ctx, settings, found.models, plans, plan_one)
         return Plan(settings, found, plans, digest)
 
     async def plan(self) -> Plan:
@@ -91,6 +108,7 @@ class Models:
 
     async def info(self) -> list[ModelInfo]:
         from ..emit.plan import Entry
+        from ..measure.tuned import tuning_text
 
         plan = await self.plan()
         cache = await anyio.to_thread.run_sync(self.verified.read)
@@ -121,6 +139,7 @@ class Models:
                     est_vram_gb=entry.metadata.get("est_vram_gb") if entry is not None else None,
                     verified=checked,
                     verification=verified_text(checked) if entry is not None else None,
+                    tuning=tuning_text(plan.settings, entry) if entry is not None else None,
                 )
             )
         for skip in plan.found.skipped:

@@ -123,13 +123,11 @@ class Registry:
         model = _check_model_id(model)
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.ctx.settings()
-        if settings.row(row_id) is None:
-            raise registry.unknown_row(settings.backends, row_id)
+        registry.pin_target(settings.backends, row_id)
         warnings = await self._model_warnings(settings, model, None)
 
         def change(s: Settings) -> tuple[Settings, bool]:
-            if s.row(row_id) is None:
-                raise registry.unknown_row(s.backends, row_id)
+            registry.pin_target(s.backends, row_id)
             current = s.override(model)
             updated = current.model_copy(update={"backend": row_id})
             return _with_override(s, model, updated), current.backend != row_id
@@ -172,12 +170,14 @@ class Registry:
         if not values:
             raise InvalidInput("give at least one KEY=VALUE")
         parsed = {key: _parse_value(key, text) for key, text in values.items()}
-        try:
-            ModelOverride.model_validate(parsed)  # refuse a bad value before any discovery
+        try:  # refuse a bad value before any discovery
+            override = ModelOverride.model_validate(parsed)
         except ValueError as exc:
             raise InvalidInput(_first_error(exc)) from exc
-        ctx = ModelOverride.model_validate(parsed).ctx
-        warnings = await self._model_warnings(await self.ctx.settings(), model, ctx)
+        warnings = await self._model_warnings(await self.ctx.settings(), model, override.ctx)
+        from ..emit.devices import device_warning  # issue 24: a device the host lacks
+
+        warnings += device_warning(override.device, self.ctx.host.adapters)
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)

@@ -18,9 +18,13 @@ from .models import Models
 from .verify_cache import VerifyCache
 
 if TYPE_CHECKING:
-    from ..emit.plan import Entry
+    from collections.abc import Mapping
 
-__all__ = ["Verifier"]
+    from ..config.models import Settings
+    from ..emit.plan import Entry
+    from ..serve_check import CheckResult, Measure
+
+__all__ = ["Verifier", "start_entry"]
 
 ENDPOINT_CHARS = 200
 
@@ -29,7 +33,7 @@ OnStart = Callable[[str, int], None]
 OnJobEvent = Callable[[JobEvent], None]
 
 
-def _health_path(passthrough: dict[str, Any]) -> str | None:
+def health_path(passthrough: dict[str, Any]) -> str | None:
     """llama-swap's ``checkEndpoint`` when the model sets one (``none``: no health check)."""
     value = passthrough.get("checkEndpoint")
     if not isinstance(value, str) or not value.strip() or len(value) > ENDPOINT_CHARS:
@@ -37,6 +41,32 @@ def _health_path(passthrough: dict[str, Any]) -> str | None:
     if value.strip().lower() == "none":
         return None
     return "/" + value.strip().lstrip("/")
+
+
+async def start_entry(
+    entry: Entry,
+    timeout: float,
+    environ: Mapping[str, str],
+    on_start: Callable[[int], None] | None = None,
+    measure: Measure | None = None,
+) -> CheckResult:
+    """Start ``entry`` as llama-swap would (its health check, its ``env`` over ``environ``)
+    until it answers one request, then stop it: what ``verify``, ``--repair`` and ``tune`` do
+    with each start."""
+    from ..emit.devices import entry_environ
+    from ..emit.document import entry_env
+    from ..serve_check import check_command
+
+    return await check_command(
+        entry.argv,
+        role=entry.model.role,
+        model_id=entry.model.id,
+        health_path=health_path(entry.passthrough),
+        timeout=timeout,
+        env=entry_environ(environ, entry_env(entry)),  # issue 24: its device variables
+        on_start=on_start,
+        measure=measure,
+    )
 
 
 class Verifier:
@@ -94,7 +124,7 @@ class Verifier:
                     est_vram_gb=None,
                 )
             else:
-                result = await self._run(model_id, what, limit, on_start, on_event)
+                result = await self._run(plan.settings, what, limit, on_start, on_event)
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -106,13 +136,15 @@ class Verifier:
 
     async def _run(
         self,
-        model_id: str,
+        settings: Settings,
         entry: Entry,
         limit: float,
         on_start: OnStart | None,
         on_event: OnJobEvent | None,
     ) -> VerifyResult:
-        from ..serve_check import check_command
+        from ..measure.diagnose import failure_cause
+
+        model_id = entry.model.id
 
         def started(pid: int) -> None:
             if on_start is not None:
@@ -122,15 +154,7 @@ class Verifier:
                     ProgressEvent("verifying", asset=model_id, message=f"{model_id}: starting")
                 )
 
-        check = await check_command(
-            entry.argv,
-            role=entry.model.role,
-            model_id=model_id,
-            health_path=_health_path(entry.passthrough),
-            timeout=limit,
-            env=self.ctx.environ,
-            on_start=started,
-        )
+        check = await start_entry(entry, limit, self.ctx.environ, started)
         result = VerifyResult(
             id=model_id,
             ok=check.ok,
@@ -140,6 +164,10 @@ class Verifier:
             est_vram_gb=entry.metadata.get("est_vram_gb"),
             backend=entry.resolution.row.id if entry.resolution.row else None,
             verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            device=check.device,  # issue 24: the GPU(s) the build said it loaded onto
+            cause=failure_cause(  # issue 22: the recognised cause of a failure
+                settings, entry.model, entry.resolution, check.log or check.reason
+            ),
         )
         await anyio.to_thread.run_sync(self.cache.record, entry, result)
         return result

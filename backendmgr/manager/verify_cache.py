@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fs import read_record_file
 from ..api_models import VerifyResult
 from ..install.store import BuildStore
+from .facts import build_identity
 
 if TYPE_CHECKING:
     from ..emit.plan import Entry
@@ -31,23 +31,8 @@ REASON_SHOWN = 100
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
     """The cached results by model id; an unreadable, oversized or foreign file is empty."""
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(CACHE_CAP + 1)
-    except OSError:
-        return {}
-    if len(raw) > CACHE_CAP:
-        return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
-        return {}
-    entries = data.get("entries")
-    if not isinstance(entries, dict):
-        return {}
-    return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, dict)}
+    entries = read_record_file(path, CACHE_CAP, CACHE_VERSION, "entries")
+    return {k: v for k, v in entries.items() if isinstance(v, dict)}
 
 
 class VerifyCache:
@@ -62,24 +47,18 @@ class VerifyCache:
     def read(self) -> dict[str, dict[str, Any]]:
         return _read(self.path)
 
-    def _identity(self, entry: Entry) -> str:
-        """What the entry's executable is: the receipt of a managed build, else its file."""
-        row = entry.resolution.row
-        if row is not None and row.managed and row.component and row.version:
-            installed = self._builds.get(row.component, row.version, row.variant)
-            if installed is not None:
-                return installed.receipt.model_dump_json()
-        exe = entry.argv[0]
-        found = shutil.which(exe, path=self._environ.get("PATH")) or exe
-        try:
-            st = os.stat(found)
-        except OSError:
-            return f"{found}:missing"
-        return f"{found}:{st.st_size}:{st.st_mtime_ns}"
-
     def key(self, entry: Entry) -> str:
-        """The cache key: the command line and the build it runs."""
-        text = json.dumps([entry.argv, self._identity(entry)], ensure_ascii=True)
+        """The cache key: the command line, the build it runs and its ``env`` (when it has one,
+        so that keys of entries without one stay as they were)."""
+        from ..emit.document import entry_env
+
+        env = entry_env(entry)  # issue 24: another device is another result
+        parts: list[Any] = [
+            entry.argv,
+            build_identity(self._builds, self._environ, entry.resolution.row, entry.argv[0]),
+            *([env] if env else []),
+        ]
+        text = json.dumps(parts, ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def result(self, entry: Entry, cache: Mapping[str, dict[str, Any]]) -> VerifyResult | None:

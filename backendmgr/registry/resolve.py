@@ -95,6 +95,9 @@ def _pick_pin(
     if row is None:
         notes.append(f'stale pin "{pin}" ignored')
         return None
+    if not normalize_kind(row.kind):
+        notes.append(f'pin "{pin}" ignored: it serves no model')
+        return None
     if not _in_view(row, view):
         if view == "only_audiocpp":
             notes.append(f'pin "{pin}" ignored: only audio.cpp rows serve this model')

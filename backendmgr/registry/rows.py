@@ -24,6 +24,7 @@ __all__ = [
     "build_id_of",
     "build_row_id",
     "newest_first",
+    "pin_target",
     "remove_manual",
     "set_default",
     "sync_build_rows",
@@ -128,6 +129,17 @@ def add_manual(
     return set_default(out, manual.id) if make_default else out
 
 
+def pin_target(rows: Sequence[BackendRow], row_id: str) -> BackendRow:
+    """The row a model may be pinned to: in the registry, and serving models (llama-swap's
+    kindless row records an activated build, nothing more)."""
+    index = _find(rows, row_id)
+    if index is None:
+        raise unknown_row(rows, row_id)
+    if not normalize_kind(rows[index].kind):
+        raise Refused(f'"{row_id}" serves no model; pin the model to a backend row instead')
+    return rows[index]
+
+
 def remove_manual(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
     index = _find(rows, row_id)
     if index is None:
@@ -149,6 +161,8 @@ def set_default(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
             f'"{row_id}" is a build row and cannot be the default; activate it or pin a model to it'
         )
     classes = classes_of(target.kind)
+    if not normalize_kind(target.kind):
+        raise Refused(f'"{row_id}" serves no model; it is not a backend a model can use')
     if not classes:
         raise Refused(
             f'"{row_id}" has kind "{target.kind}", which serves no class; pin models to it instead'

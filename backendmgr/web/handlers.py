@@ -230,6 +230,11 @@ async def generated(c: Call) -> Any:
     return await c.manager.generated()
 
 
+async def swap_status(c: Call) -> Any:
+    """whether llama-swap runs, what it has loaded, and whether it holds backendmgr's file"""
+    return await c.manager.swap.status()
+
+
 async def generate(c: Call) -> Any:
     """regenerate the llama-swap config"""
     return await c.manager.generate(c.body(b.GenerateRequest))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import api_models as am
 from .. import requests as rq
+from ..swap.models import SwapStatus
 from . import bodies as b
 from . import handlers as h
 from .http import Op
@@ -45,6 +46,7 @@ ROUTES: tuple[Op, ...] = (
     Op(POST, f"{MODEL}/set", h.set_overrides, am.ModelSettingsResult, rq.SetRequest),
     Op(POST, f"{MODEL}/unset", h.unset_overrides, am.ModelSettingsResult, rq.UnsetRequest),
     Op(GET, "/api/generate", h.generated, am.GeneratedText),
+    Op(GET, "/api/status", h.swap_status, SwapStatus),
     Op(POST, "/api/generate", h.generate, am.GenerateResult, b.GenerateRequest),
     Op(POST, "/api/lock", h.lock, am.LockResult),
     Op(POST, "/api/sync", h.sync, am.JobInfo, b.SyncRequest, status=202),

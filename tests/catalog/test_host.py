@@ -74,7 +74,11 @@ def test_failing_probes_never_raise(tmp_path: Path) -> None:
         {}, run=broken, drm_root=tmp_path / "missing", system="Linux", machine="x86_64"
     )
     assert host.adapters == ()
-    assert host.reasons == ("nvidia-smi failed: CalledProcessError", "/sys/class/drm: no adapters")
+    assert host.reasons == (
+        "nvidia-smi failed: CalledProcessError",
+        "rocm-smi failed: CalledProcessError",
+        "/sys/class/drm: no adapters",
+    )
 
 
 def test_macos_apple_silicon() -> None:

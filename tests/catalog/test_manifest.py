@@ -10,7 +10,7 @@ from backendmgr.errors import ConfigError
 
 def test_builtin_manifests_load() -> None:
     catalog = load_catalog()
-    assert catalog.ids() == ["llama-server", "sd-server", "upscaler", "vllm"]
+    assert catalog.ids() == ["llama-server", "llama-swap", "sd-server", "upscaler", "vllm"]
     llama = catalog.get("llama-server")
     assert llama is not None and llama.kind == "llama"
     assert (

@@ -366,7 +366,7 @@ def test_completion_from_local_state_only(
         "llama-server@b100-rocm",
         "llama-server@b100-vulkan",
     ]
-    assert complete("install", "ll") == ["llama-server"]
+    assert complete("install", "ll") == ["llama-server", "llama-swap"]
     assert complete("install", "--var") == ["--variant"]
     assert complete("--json", "pin", "qw") == ["qwen3-8b"]
     assert complete("pin", "qwen3-8b", "llama-server@b100-v") == ["llama-server@b100-vulkan"]

@@ -100,6 +100,9 @@ def test_replay_matches_the_full_path_as_the_home_changes(
     write_gguf(home / "models" / "new-1b.gguf", "llama", layers=8, ctx=4096, size_bytes=GIB // 4)
     assert same_as_full(("models",), trace) == "miss"
     assert "new-1b" in read("models").out
+    # a context recorded by tune (issue 22): models shows tuned against estimated
+    (build.parents[2] / "tuned.json").write_text(json.dumps({"version": 1, "models": {}}))
+    assert same_as_full(("models",), trace) == "miss"
     # nothing changed since: the first run is already a replay
     assert same_as_full(("models",), trace) == "hit"
 

@@ -47,7 +47,14 @@ def test_completing_a_component_reads_the_manifests_without_the_manager(
     (user / "broken.yaml").write_text("id: [unclosed\n")
     monkeypatch.setenv("BACKENDMGR_CONFIG", str(tmp_path / "cfg" / "config.yaml"))
     out, loaded = loaded_after("__complete", "--", "install", "")
-    assert out.split() == ["llama-server", "sd-server", "upscaler", "vllm", "my-server"]
+    assert out.split() == [
+        "llama-server",
+        "llama-swap",
+        "sd-server",
+        "upscaler",
+        "vllm",
+        "my-server",
+    ]
     assert "pydantic" not in loaded
     assert loaded_after("__complete", "--", "install", "my")[0].split() == ["my-server"]
 

@@ -17,6 +17,7 @@ from tests.support import publish_llama
 from tests.support.cli import Cli, ok
 from tests.support.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, write_gguf, write_hf
 from tests.support.paths import SHARED
+from tests.support.realswap import load_once
 
 GIB = 1 << 30
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
@@ -147,6 +148,7 @@ def check_schema(config_path: Path) -> None:
     for entry in data["models"].values():
         assert set(entry) <= model_keys
         assert set(entry.get("capabilities", {})) <= caps
+    load_once(output(config_path))
 
 
 def test_generate_llama_only(cli: Cli, tree: Path, config_path: Path) -> None:

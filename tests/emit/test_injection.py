@@ -19,6 +19,7 @@ from backendmgr.emit.verify import CAPABILITY_KEYS
 from tests.support.cli import Cli, ok
 from tests.support.ggufs import LLAMA3_8B, write_gguf, write_hf
 from tests.support.paths import SHARED
+from tests.support.realswap import load_once
 
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
 PWN = "m\n  pwn:\n    cmd: touch PWNED_BY_FILENAME\n    x: |\n      .gguf"
@@ -60,6 +61,7 @@ def check_schema(config_path: Path) -> None:
     import jsonschema
 
     jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(load(config_path))
+    load_once(output(config_path))
 
 
 def test_capability_keys_are_the_schemas() -> None:

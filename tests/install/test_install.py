@@ -188,7 +188,7 @@ def test_dry_run_prints_plan_and_writes_nothing(
     assert "would install llama-server@b100-vulkan" in text
     assert next(iter(assets)) in text
     assert not (tmp_path / "home" / "builds").exists() and not config_path.exists()
-    assert cli("install", "llama-server", "--platform", "linux-arm64").code == 1
+    assert cli("install", "llama-server", "--platform", "linux-arm64").code == 2  # usage
 
 
 def test_latest_skips_releases_without_the_variant_and_prereleases(
@@ -379,7 +379,13 @@ def test_catalog(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:
     assert llama["installed"] == ["llama-server@b1-vulkan"]
     assert llama["activated"] == "llama-server@b1-vulkan"
     assert {v["id"]: v["available"] for v in llama["variants"]}["metal"] is False
-    assert [r["id"] for r in rows] == ["llama-server", "sd-server", "upscaler", "vllm"]
+    assert [r["id"] for r in rows] == [
+        "llama-server",
+        "llama-swap",
+        "sd-server",
+        "upscaler",
+        "vllm",
+    ]
     assert "vllm" in ok(cli("catalog")).out
 
 

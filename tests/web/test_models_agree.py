@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from backendmgr import api_models as am
 from backendmgr.mirror import MirrorServer
+from backendmgr.swap.models import SwapStatus
 from tests.support import Setup, publish_llama
 from tests.support.cli import run_in_worker
 from tests.support.web import finished, sse
@@ -64,6 +65,7 @@ async def test_every_command_json_validates_against_the_api_model(
         (["doctor"], "/api/doctor", am.DoctorReport),
         (["which", MODEL], f"/api/which/{MODEL}", am.WhichResult),
         (["config", "show"], "/api/config", am.ConfigInfo),
+        (["status"], "/api/status", SwapStatus),
     ]
     for argv, path, model in reads:
         doc = await cli_json(*argv)

@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "completion": ("completion", "print a shell completion script"),
     "__complete": ("completion", None),  # hidden: no help keeps it out of the command list
     "verify": ("verify", "start each model's command once, send one request, stop it"),
+    "tune": ("tune", "find the largest context that starts and fits the memory budget"),
+    "up": ("swap", "run llama-swap on the generated config, in the foreground"),
+    "service": ("swap", "run llama-swap as a background service (systemd/launchd)"),
+    "status": ("swap", "whether llama-swap runs, and what it serves"),
     "serve": ("serve", "a local web page and HTTP API over the same operations"),
 }
 

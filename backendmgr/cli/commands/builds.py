@@ -68,9 +68,13 @@ def _platform_needs_dry_run(args: argparse.Namespace) -> str | None:
 
 
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    rows = await mgr.catalog_info()
+    if not out.json_mode:
+        for line in mgr.host.gpu_lines():
+            out.note(line)  # stderr: stdout stays the table
     return table(
         out,
-        await mgr.catalog_info(),
+        rows,
         ["component", "source", "variants here", "suggested", "why", "activated"],
         lambda r: [
             r.id,
@@ -158,6 +162,8 @@ async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if out.json_mode:
         out.document(dump(result))
     else:
+        for line in result.gpus:
+            out.info(line)
         for path in result.fixed:
             out.info(f"removed {path}")
         for note in result.notes:

@@ -60,8 +60,13 @@ def _backend_cells(row: ModelInfo) -> list[str]:
     backend = row.backend
     return [
         (backend.id or backend.path or "-") if backend else "-",
-        "; ".join([backend.reason if backend else "", *row.notes, *_checked(row)]),
+        "; ".join([backend.reason if backend else "", *row.notes, *_checked(row), *_tuned(row)]),
     ]
+
+
+def _tuned(row: ModelInfo) -> list[str]:
+    """Issue 22: ``tuned: ctx 16384, …`` or ``estimated: ctx 32768 (not tuned)``."""
+    return [row.tuning] if row.tuning else []
 
 
 def _checked(row: ModelInfo) -> list[str]:

@@ -24,6 +24,8 @@ KEY_HELP: dict[str, str] = {
     "extra_args": 'more arguments, split like a shell would (e.g. "--seed 1")',
     "unlisted": "true hides the model from llama-swap's list",
     "llama_swap": "a YAML mapping merged into the model's llama-swap entry",
+    "device": 'the GPU(s) the model runs on: "1", or "0,1"; the build\'s vendor variables',
+    "env": 'KEY=VALUE words for its process (e.g. "GGML_CUDA_ENABLE_UNIFIED_MEMORY=1")',
 }
 
 

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ...limits import VERIFY_TIMEOUT_S
+from .tune import add_repair_options, repair
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -23,10 +24,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         f"{VERIFY_TIMEOUT_S.high:g} (default: health_check_timeout)",
     )
     v.add_argument("--keep-going", action="store_true", help="check the others after a failure")
+    add_repair_options(v)  # issue 22
     v.set_defaults(handler=verify)
 
 
 async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    if args.repair or args.dry_run:  # issue 22: pin failing models to a build that serves them
+        return await repair(mgr, args, out)
     from ...requests import VerifyRequest
 
     request = VerifyRequest.of(models=args.models, timeout=args.timeout, keep_going=args.keep_going)

@@ -414,6 +414,22 @@ function renderGenerated(g) {
     el("pre", { id: "generated-text" }, g.text));
 }
 
+function renderSwap(s) {
+  const lines = [el("div", { class: s.running ? (s.current === false ? "warn" : "ok") : "muted", "data-running": String(s.running) }, s.message)];
+  if (s.running) {
+    let page = null;  // llama-swap's own UI: a plain loopback-or-LAN http address, nothing else
+    try { page = new URL(s.ui).protocol === "http:" ? s.ui : null; } catch (e) { page = null; }
+    lines.push(el("div", {}, `version ${s.version || "unknown"} · listen ${s.listen} · config ${s.config}`,
+      page ? [" · ", el("a", { href: page, target: "_blank", rel: "noopener noreferrer" }, "llama-swap's own page")] : []));
+    lines.push(table(["model", "state", "cmd"], s.loaded.map((m) =>
+      el("tr", {}, el("td", {}, m.model), el("td", {}, m.state), el("td", {}, el("code", {}, m.cmd.split("\n")[0])))),
+      "no model loaded"));
+  }
+  if (s.service) lines.push(el("div", { class: "muted" }, "service: " + s.service));
+  for (const p of s.problems) lines.push(el("div", { class: "warn" }, "warning: " + p));
+  fill("swap", ...lines);
+}
+
 function renderDoctor(d) {
   const here = note("doctor", "span");
   const lines = [
@@ -455,6 +471,7 @@ async function refresh() {
       load("components", "/api/catalog", renderComponents),
       load("builds", "/api/builds", renderBuilds),
       load("models", "/api/models", renderModels),
+      load("swap", "/api/status", renderSwap),
       load("generated", "/api/generate", renderGenerated),
       load("doctor", "/api/doctor", renderDoctor),
     ]);

@@ -1,0 +1,158 @@
+"""``up``, ``service`` and ``status``: llama-swap itself, on the generated config (issue 21);
+and the follow-up after a mutation (the reload proof, the service restart on a new build)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...manager import Manager
+    from ..render import Renderer
+
+Handler = Callable[["Manager", argparse.Namespace, "Renderer"], Awaitable[int]]
+
+DEFAULT_LISTEN = "127.0.0.1:8080"  # as backendmgr.manager.swap.DEFAULT_LISTEN (no import: start-up)
+SERVICE_ACTIONS = ("install", "start", "stop", "restart", "status", "uninstall")
+# Commands that may rewrite the generated file or change the activated llama-swap.
+MUTATIONS = frozenset(
+    {"install", "uninstall", "activate", "default", "pin", "unpin", "set", "unset", "backends"}
+    | {"update", "prune", "sync", "generate"}
+)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    u = sub.add_parser("up", help="run llama-swap on the generated config, in the foreground")
+    _listen_flags(u)
+    u.set_defaults(handler=up)
+    s = sub.add_parser("service", help="run llama-swap as a background service (systemd/launchd)")
+    s.add_argument("action", choices=SERVICE_ACTIONS, help="what to do with the service")
+    _listen_flags(s)
+    s.set_defaults(handler=service)
+    st = sub.add_parser("status", help="whether llama-swap runs, and what it serves")
+    st.set_defaults(handler=status)
+
+
+def _listen_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="ADDR",
+        help=f"HOST:PORT llama-swap listens on ({DEFAULT_LISTEN})",
+    )
+    p.add_argument(
+        "--public",
+        action="store_true",
+        help="allow an address beyond loopback (llama-swap has no authentication unless its "
+        "config sets apiKeys)",
+    )
+
+
+def _printable(line: str) -> str:
+    return "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in line)
+
+
+async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    import anyio
+    import anyio.abc
+
+    prepared = await mgr.swap.prepare(args.listen, public=args.public)
+    for warning in prepared.warnings:
+        out.warning(warning)
+    log = out.stderr if out.json_mode else out.stdout
+
+    def forward(line: str) -> None:
+        log.write(_printable(line) + "\n")
+        log.flush()
+
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+
+        async def on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+            # held until the end: a second Ctrl-C must not interrupt the stopping
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                task_status.started()
+                async for _ in received:
+                    if stop.is_set():
+                        out.note("still stopping llama-swap and its model servers…")
+                    stop.set()
+
+        await tg.start(on_signal)
+        try:
+            await mgr.swap.up(prepared, on_line=forward, on_ready=out.note, stop=stop)
+        finally:
+            tg.cancel_scope.cancel()
+    out.note("stopped llama-swap and every model server it started")
+    if out.json_mode:
+        out.document({"stopped": True, "config": str(prepared.config), "listen": args.listen})
+    return 0
+
+
+async def service(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from .common import report
+
+    result = await mgr.swap.service(args.action, listen=args.listen, public=args.public)
+    if args.action == "status" and not out.json_mode:
+        for warning in result.warnings:
+            out.warning(warning)
+        out.info(result.output or result.message)
+        return 0
+    return report(out, result)
+
+
+async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...api_models import dump
+
+    result = await mgr.swap.status()
+    if out.json_mode:
+        out.document(dump(result))
+        return 0
+    out.info(result.message)
+    if result.running:
+        out.info(f"  version   {result.version or 'unknown'}")
+        out.info(
+            f"  config    {result.config}"
+            + ("" if result.watching is not False else " (not watched)")
+        )
+        out.info(f"  page      {result.ui}")
+        if result.loaded:
+            out.table(
+                ["model", "state", "cmd"],
+                [[m.model, m.state, m.cmd.split("\n")[0]] for m in result.loaded],
+                empty="",
+            )
+    if result.service:
+        out.info(f"  service   {result.service}")
+    for problem in result.problems:
+        out.warning(problem)
+    return 0
+
+
+def with_follow_up(handler: Handler) -> Handler:
+    """``handler``, followed (for a mutation while llama-swap runs or a service is installed)
+    by the proof that llama-swap took the change, or a restart onto a new llama-swap build."""
+
+    async def run(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+        if (
+            getattr(args, "command", None) not in MUTATIONS
+            or getattr(args, "dry_run", False)
+            or getattr(args, "no_generate", False)
+            or getattr(args, "check", False)
+        ):
+            return await handler(mgr, args, out)
+        mark = await mgr.swap.mark()
+        code = await handler(mgr, args, out)
+        if mark is not None and code == 0:
+            follow = await mgr.swap.follow(mark)
+            for note in follow.notes:
+                out.note(note)
+            for warning in follow.warnings:
+                out.warning(warning)
+        return code
+
+    return run
+
+
+__all__ = ["register", "with_follow_up"]

@@ -1,0 +1,401 @@
+"""``verify --repair`` and ``tune``: evidence from real starts, turned into pins and contexts.
+
+A plain service over its collaborators (the models' planning, verify, pin and regenerate):
+:meth:`MeasureService.of` wires it to the shared context and the services. Nothing changes
+until a search is over: a repair is one pin (the existing atomic pin path, which regenerates),
+a tune is one record in the data home and a regeneration. Each start goes through
+:func:`.verify.start_entry`, which stops the server's whole process group even when cancelled,
+so Ctrl-C leaves no process and no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import InvalidInput, Refused, unknown
+from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB
+from ..measure.diagnose import failure_cause, other_rows
+from ..measure.memory import group_memory
+from ..measure.reasons import classify
+from ..measure.results import (
+    Attempt,
+    RepairReport,
+    RepairResult,
+    TuneReport,
+    TuneResult,
+    TuneTrial,
+)
+from ..measure.tune import Trial, candidates, find_context
+from ..measure.tuned import Place, TunedRecord, TunedStore, device_of, key_of
+from ..requests import VerifyRequest
+
+if TYPE_CHECKING:
+    from ..api_models import PinResult, VerifyResult
+    from ..config.models import Settings
+    from ..discovery.models import DiscoveredModel
+    from ..emit.plan import Entry
+    from ..serve_check import CheckResult
+    from .context import Context
+    from .models import Plan
+    from .services import Services
+
+__all__ = ["MAX_ATTEMPTS", "MeasureService"]
+
+MAX_ATTEMPTS = 8  # 4096 … 1M tokens is 256 contexts: 8 halvings settle any of them
+TIME_LIMIT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class _Planned:
+    settings: Settings
+    model: DiscoveredModel
+    planned: Any  # Entry or Skip
+
+
+class MeasureService:
+    """``repair`` and ``tune`` over injected collaborators (tests and the web can swap them)."""
+
+    def __init__(
+        self,
+        *,
+        place: Place,
+        settings: Callable[[], Awaitable[Settings]],
+        pipeline: Callable[[Settings], Plan],
+        verify: Callable[..., Awaitable[list[VerifyResult]]],
+        pin: Callable[[str, str], Awaitable[PinResult]],
+        regenerate: Callable[[], Awaitable[list[str]]],
+        check: Callable[..., Awaitable[CheckResult]] | None = None,
+    ) -> None:
+        from .verify import start_entry
+
+        self.place = place
+        self._settings = settings
+        self._pipeline = pipeline
+        self._verify = verify
+        self._pin = pin
+        self._regenerate = regenerate
+        self._check = check or start_entry
+        self.tuned = TunedStore(place.paths)
+
+    @classmethod
+    def of(cls, ctx: Context, services: Services) -> MeasureService:
+        return cls(
+            place=ctx,
+            settings=ctx.settings,
+            pipeline=services.models.pipeline,
+            verify=services.verifier.verify,
+            pin=lambda model, row: services.registry.pin(model, row),
+            regenerate=services.generator.regenerate,
+        )
+
+    # --- planning ------------------------------------------------------------------------
+
+    async def _plan(self, settings: Settings, model_id: str) -> _Planned:
+        plan = await anyio.to_thread.run_sync(self._pipeline, settings)
+        for model, planned in zip(plan.found.models, plan.plans, strict=True):
+            if model.id == model_id:
+                return _Planned(settings, model, planned)
+        raise unknown(
+            f'no model "{model_id}" was discovered',
+            model_id,
+            plan.ids(),
+            hint='see "backendmgr models"',
+        )
+
+    async def _start(
+        self, entry: Entry, timeout: float, on_start: Callable[[str, int], None] | None
+    ) -> CheckResult:
+        model_id = entry.model.id
+        return await self._check(
+            entry,
+            timeout,
+            self.place.environ,
+            (lambda pid: on_start(model_id, pid)) if on_start else None,
+            measure=group_memory,
+        )
+
+    # --- verify --repair -----------------------------------------------------------------
+
+    async def repair(
+        self,
+        model_ids: list[str] | None = None,
+        *,
+        dry_run: bool = False,
+        timeout: float | None = None,
+        on_result: Callable[[VerifyResult], None] | None = None,
+        on_attempt: Callable[[str, Attempt], None] | None = None,
+        on_start: Callable[[str, int], None] | None = None,
+    ) -> tuple[list[VerifyResult], RepairReport]:
+        """Verify; for each model that fails, try the other builds whose kind serves it, newest
+        first, and pin it to the first that passes. A model that passes is never touched."""
+        request = VerifyRequest.of(models=list(model_ids or []), timeout=timeout, keep_going=True)
+        results = await self._verify(request, on_result, on_start)
+        settings = await self._settings()
+        limit = float(timeout if timeout is not None else settings.health_check_timeout)
+        repaired: list[RepairResult] = []
+        for result in results:
+            if result.ok:
+                continue
+            first = Attempt(
+                backend=result.backend, ok=False, reason=result.reason, cause=result.cause
+            )
+            repaired.append(
+                await self._repair_one(
+                    settings, result.id, first, dry_run, limit, on_attempt, on_start
+                )
+            )
+        fixed = [r for r in repaired if r.ok]
+        verb = "would pin" if dry_run else "pinned"
+        message = (
+            f"{verb} {len(fixed)} of {len(repaired)} failing models"
+            if repaired
+            else "every model verified; nothing to repair"
+        )
+        report = RepairReport(
+            message=message,
+            changed=bool(fixed) and not dry_run,
+            dry_run=dry_run,
+            results=repaired,
+            failed=len(repaired) - len(fixed),
+        )
+        return results, report
+
+    async def _repair_one(
+        self,
+        settings: Settings,
+        model_id: str,
+        first: Attempt,
+        dry_run: bool,
+        limit: float,
+        on_attempt: Callable[[str, Attempt], None] | None,
+        on_start: Callable[[str, int], None] | None,
+    ) -> RepairResult:
+        from ..emit.plan import Entry
+
+        here = await self._plan(settings, model_id)
+        res = here.planned.resolution
+        tried = [first]
+        if res is None:
+            return RepairResult(id=model_id, ok=False, tried=tried, message="no row serves it")
+        for row in other_rows(settings, here.model, res.row, res.cls):
+            ov = settings.override(model_id).model_copy(update={"backend": row.id})
+            trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
+            planned = (await self._plan(trial, model_id)).planned
+            if not isinstance(planned, Entry):
+                attempt = Attempt(backend=row.id, ok=False, reason=f"skipped: {planned.reason}")
+            else:
+                check = await self._start(planned, limit, on_start)
+                why = check.log or check.reason
+                cause = failure_cause(trial, planned.model, planned.resolution, why)
+                attempt = Attempt(backend=row.id, ok=check.ok, reason=check.reason, cause=cause)
+            tried.append(attempt)
+            if on_attempt is not None:
+                on_attempt(model_id, attempt)
+            if attempt.ok:
+                if not dry_run:
+                    await self._pin(model_id, row.id)
+                verb = "would pin it to" if dry_run else "pinned to"
+                failed = ", ".join(str(a.backend) for a in tried if not a.ok)
+                return RepairResult(
+                    id=model_id,
+                    ok=True,
+                    pinned=row.id,
+                    tried=tried,
+                    message=f"{model_id}: {verb} {row.id} (failed on {failed})",
+                )
+        return RepairResult(
+            id=model_id,
+            ok=False,
+            tried=tried,
+            message=f"{model_id}: no installed build serves it ({len(tried)} tried)",
+        )
+
+    # --- tune ----------------------------------------------------------------------------
+
+    async def tune(
+        self,
+        model_ids: list[str],
+        *,
+        budget_gb: float | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+        timeout: float | None = None,
+        time_limit: float = TIME_LIMIT_S,
+        generate: bool = True,
+        on_trial: Callable[[str, TuneTrial], None] | None = None,
+        on_start: Callable[[str, int], None] | None = None,
+    ) -> TuneReport:
+        """The largest context (as the emitter rounds it, capped at the trained length) that
+        starts on the resolved build and stays within the budget, recorded per (model, build,
+        device); then the llama-swap config is regenerated with it."""
+        if not model_ids:
+            raise InvalidInput("name at least one model to tune")
+        for flag, value, bounds in (
+            ("--budget", budget_gb, TUNE_BUDGET_GB),
+            ("--max-attempts", max_attempts, TUNE_ATTEMPTS),
+        ):
+            problem = None if value is None else bounds.problem(value)
+            if problem is not None:
+                raise InvalidInput(f"{flag} {problem}")
+        settings = await self._settings()
+        limit = float(timeout if timeout is not None else settings.health_check_timeout)
+        chosen = [await self._plan(settings, m) for m in dict.fromkeys(model_ids)]
+        out: list[TuneResult] = []
+        records: list[TunedRecord] = []
+        for here in chosen:
+            result, record = await self._tune_one(
+                here, budget_gb, max_attempts, limit, time_limit, on_trial, on_start
+            )
+            out.append(result)
+            if record is not None:
+                records.append(record)
+        for record in records:  # nothing is written until every search is over
+            await anyio.to_thread.run_sync(self.tuned.put, record)
+        warnings = await self._regenerate() if records and generate else []
+        failed = sum(1 for r in out if not r.ok)
+        return TuneReport(
+            message=f"tuned {len(out) - failed} of {len(out)} models",
+            changed=bool(records),
+            warnings=warnings,
+            results=out,
+            failed=failed,
+        )
+
+    def _budget(self, settings: Settings, model_id: str, given: float | None) -> float:
+        ov = settings.override(model_id)
+        budget = given or ov.vram_target_gb or settings.vram_budget_gb or self.place.card_gb
+        if budget is None:
+            raise InvalidInput(
+                "no memory budget: give --budget GiB (no GPU reading and no vram_budget_gb)"
+            )
+        return float(budget)
+
+    async def _tune_one(
+        self,
+        here: _Planned,
+        given: float | None,
+        max_attempts: int,
+        limit: float,
+        time_limit: float,
+        on_trial: Callable[[str, TuneTrial], None] | None,
+        on_start: Callable[[str, int], None] | None,
+    ) -> tuple[TuneResult, TunedRecord | None]:
+        from ..emit.plan import Entry
+
+        model_id = here.model.id
+        entry = here.planned
+        if not isinstance(entry, Entry):
+            raise Refused(f"{model_id} is skipped: {entry.reason}")
+        settings = here.settings
+        budget = self._budget(settings, model_id, given)
+        trained = here.model.meta.context_length if here.model.meta else None
+        estimate = int(entry.capabilities.get("context") or 0) or None
+        key = key_of(self.place, entry)
+
+        async def attempt(ctx: int) -> Trial:
+            ov = settings.override(model_id).model_copy(update={"ctx": ctx})
+            trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
+            planned = (await self._plan(trial, model_id)).planned
+            if not isinstance(planned, Entry):
+                return Trial(ctx, False, reason=f"skipped: {planned.reason}", memory=False)
+            check = await self._start(planned, limit, on_start)
+            gib, by = check.measured if check.measured else (None, None)
+            match = classify(check.log or check.reason)
+            result = Trial(
+                ctx,
+                check.ok,
+                gib,
+                by,
+                check.reason,
+                match.cause.code if match else None,
+                match is None or match.cause.memory,
+            )
+            if on_trial is not None:
+                on_trial(model_id, _shown(result, budget))
+            return result
+
+        outcome = await find_context(
+            candidates(trained),
+            attempt,
+            budget,
+            max_attempts=max_attempts,
+            time_limit_s=time_limit,
+            first=estimate,
+        )
+        best = outcome.best
+        backend = entry.resolution.row.id if entry.resolution.row else entry.argv[0]
+        device = device_of(self.place)
+        trials = [_shown(t, budget) for t in outcome.trials]
+        if best is None or best.gib is None:
+            why = outcome.stopped or f"no context from {candidates(trained)[0]} fits {budget:g} GiB"
+            result = TuneResult(
+                id=model_id,
+                ok=False,
+                ctx=None,
+                estimated_ctx=estimate,
+                measured_gib=None,
+                measured_by=None,
+                budget_gib=budget,
+                backend=backend,
+                device=device,
+                trials=trials,
+                stopped=outcome.stopped,
+                message=f"{model_id}: not tuned: {why}",
+            )
+            return result, None
+        record = TunedRecord(
+            model=model_id,
+            ctx=best.ctx,
+            measured_gib=best.gib,
+            measured_by=best.measured_by or "?",
+            budget_gib=budget,
+            build=backend,
+            device=device,
+            model_fp=key[0],
+            build_fp=key[1],
+            tuned_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            attempts=len(outcome.trials),
+        )
+        said = (
+            f"{model_id}: ctx {best.ctx} fits ({_gib(best.gib)} GiB measured by "
+            f"{record.measured_by}, budget {budget:g} GiB; estimate was {estimate}) on {backend}"
+        )
+        if outcome.stopped:
+            said += f"; {outcome.stopped}, a larger one may fit"
+        if settings.override(model_id).ctx is not None:
+            said += "; its ctx is set by hand, which generate keeps (unset ctx to use this)"
+        result = TuneResult(
+            id=model_id,
+            ok=True,
+            ctx=best.ctx,
+            estimated_ctx=estimate,
+            measured_gib=best.gib,
+            measured_by=record.measured_by,
+            budget_gib=budget,
+            backend=backend,
+            device=device,
+            trials=trials,
+            stopped=outcome.stopped,
+            message=said,
+        )
+        return result, record
+
+
+def _gib(value: float) -> str:
+    return f"{value:.2f}" if value >= 1 else f"{value:.3f}"
+
+
+def _shown(trial: Trial, budget: float) -> TuneTrial:
+    fits = trial.started and trial.gib is not None and trial.gib <= budget
+    return TuneTrial(
+        ctx=trial.ctx,
+        ok=fits,
+        started=trial.started,
+        gib=trial.gib,
+        reason=trial.reason,
+        cause=trial.code,
+    )

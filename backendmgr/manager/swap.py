@@ -1,0 +1,441 @@
+"""Running llama-swap on the generated config: ``up``, the background service, ``status`` and
+the reload proof after a mutation (issue 21).
+
+One service object with its collaborators passed in (paths, the settings reader, the
+generator, the build store), so it depends on no other part of the Manager; the Manager holds
+one and forwards to it. The I/O lives in :mod:`backendmgr.swap`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from ..config.models import Settings
+from ..config.paths import Paths
+from ..errors import InvalidInput, NotFound, Refused
+
+if TYPE_CHECKING:
+    from ..swap.reload import Mark
+
+__all__ = ["COMPONENT", "DEFAULT_LISTEN", "FollowUp", "Prepared", "SwapService", "parse_listen"]
+
+COMPONENT = "llama-swap"
+DEFAULT_LISTEN = "127.0.0.1:8080"  # llama-swap's own port, on loopback
+NO_AUTH = (
+    "llama-swap has no authentication unless its config sets apiKeys "
+    "(llama_swap: {apiKeys: [...]} in backendmgr's config)"
+)
+MAX_CRASHES = 5  # restarts of a llama-swap that died after serving, per window
+CRASH_WINDOW_S = 300.0
+RESTART_DELAY_S = 1.0  # times the crashes in the window
+ServiceAction = Literal["install", "start", "stop", "restart", "status", "uninstall"]
+
+
+def parse_listen(text: str) -> tuple[str, int, bool]:
+    """``HOST:PORT`` → (host, port, loopback). An empty host means every address."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InvalidInput(
+            f'"{text}" is not a listen address; use HOST:PORT, e.g. {DEFAULT_LISTEN}'
+        )
+    host = host.strip()
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if bare == "localhost":
+        return host, int(port_text), True
+    if not bare:
+        return host, int(port_text), False
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        raise InvalidInput(
+            f'"{text}": the host must be an IP address or localhost, not "{bare}"'
+        ) from None
+    return host, int(port_text), address.is_loopback
+
+
+def reach_url(host: str, port: int) -> str:
+    """The URL this machine reaches the listener at (every-address binds via loopback)."""
+    bare = host[1:-1] if host.startswith("[") else host
+    if not bare or bare in ("0.0.0.0", "::"):
+        bare = "127.0.0.1"
+    shown = f"[{bare}]" if ":" in bare else bare
+    return f"http://{shown}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    exe: Path
+    build: str
+    config: Path
+    listen: str
+    url: str
+    warnings: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """What to tell the user after a mutation: lines that are news, and warnings."""
+
+    notes: list[str]
+    warnings: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class SwapMark:
+    """The state before a mutation: the reload mark (when llama-swap runs on our file), the
+    generated file's digest, and the activated llama-swap build."""
+
+    reload: Mark | None
+    digest: str | None
+    activated: str | None
+
+
+class SwapService:
+    def __init__(
+        self,
+        paths: Paths,
+        *,
+        settings: Callable[[], Awaitable[Settings]],
+        output_path: Callable[[Settings], Path],
+        generate: Callable[..., Awaitable[Any]],
+        environ: Mapping[str, str],
+    ) -> None:
+        self.paths = paths
+        self._settings = settings
+        self._output_path = output_path
+        self._generate = generate
+        self.environ = environ
+
+    # --- the build and the config -----------------------------------------------------------
+
+    async def activated(self, settings: Settings | None = None) -> tuple[Path, str] | None:
+        """The activated llama-swap build's executable and id, if one is installed."""
+        from .facts import activated_id, executable_exists
+
+        settings = settings or await self._settings()
+        row, build = settings.row(COMPONENT), activated_id(settings, COMPONENT)
+        if row is None or build is None or not executable_exists(row.path, on_path=False):
+            return None
+        return Path(row.path), build
+
+    async def prepare(self, listen: str, *, public: bool) -> Prepared:
+        """Everything ``up`` needs, or the reason it cannot start: the activated build, a
+        current config (regenerated when stale, refused when ``generate --check`` fails), and
+        a listen address that stays on loopback unless ``public``."""
+        host, port, loopback = parse_listen(listen)
+        settings = await self._settings()
+        warnings: list[str] = []
+        if not loopback:
+            if not public:
+                raise Refused(
+                    f"{listen} listens beyond this machine and {NO_AUTH}; "
+                    "pass --public to do it anyway"
+                )
+            if not settings.llama_swap.get("apiKeys"):
+                warnings.append(f"llama-swap listens on {listen}: {NO_AUTH}")
+        found = await self.activated(settings)
+        if found is None:
+            raise NotFound('llama-swap is not installed; run "backendmgr install llama-swap"')
+        written = await self._generate()
+        warnings += written.warnings
+        await self._generate(check=True)  # refused with the reason, as "generate --check"
+        return Prepared(
+            exe=found[0],
+            build=found[1],
+            config=Path(written.output),
+            listen=listen,
+            url=reach_url(host, port),
+            warnings=warnings,
+        )
+
+    # --- up -----------------------------------------------------------------------------------
+
+    async def up(
+        self,
+        prepared: Prepared,
+        *,
+        on_line: Callable[[str], None],
+        on_ready: Callable[[str], None],
+        stop: anyio.Event,
+    ) -> None:
+        """Run llama-swap until ``stop`` is set; record it for ``status`` while it runs."""
+        from ..swap.process import SwapCrashed, SwapFailed, SwapRun, run_swap, swap_argv
+        from ..swap.status import SwapState, remove_state, write_state
+
+        pids: list[int] = []
+
+        def ready(run: SwapRun) -> None:
+            pids.append(run.pid)
+            state = SwapState(
+                pid=run.pid,
+                owner=os.getpid(),
+                listen=prepared.listen,
+                url=prepared.url,
+                config=str(prepared.config),
+                exe=str(prepared.exe),
+            )
+            write_state(self.paths.home, state)
+            on_ready(
+                f"llama-swap ({prepared.build}) serves {prepared.config} on {prepared.url} "
+                f"(its page: {prepared.url}/ui/); Ctrl-C stops it and every model server"
+            )
+
+        crashes: list[float] = []
+        try:
+            while True:
+                try:
+                    await run_swap(
+                        swap_argv(prepared.exe, prepared.config, prepared.listen),
+                        health_url=f"{prepared.url}/health",
+                        on_line=on_line,
+                        on_ready=ready,
+                        stop=stop,
+                    )
+                    return
+                except SwapCrashed as exc:
+                    # it served, then died (a crash, a kill): start it again, a few times
+                    now = time.monotonic()
+                    crashes = [t for t in crashes if now - t < CRASH_WINDOW_S] + [now]
+                    if len(crashes) > MAX_CRASHES:
+                        raise SwapFailed(
+                            f"{exc}; it stopped {len(crashes)} times in "
+                            f"{CRASH_WINDOW_S // 60:g} minutes, so backendmgr gives up"
+                        ) from None
+                    on_line(f"backendmgr: {exc}; starting it again")
+                    with anyio.move_on_after(RESTART_DELAY_S * len(crashes)):
+                        await stop.wait()
+                    if stop.is_set():
+                        return
+        finally:
+            for pid in pids:
+                remove_state(self.paths.home, pid)
+
+    # --- status -------------------------------------------------------------------------------
+
+    async def status(self) -> Any:
+        from ..emit.regen import edited_by_hand, written_record
+        from ..swap.models import LoadedModel, SwapStatus
+        from ..swap.status import (
+            compare_models,
+            file_models,
+            observe,
+            read_state,
+            same_file,
+            served_config,
+        )
+        from ..swap.unit import service_file
+
+        settings = await self._settings()
+        output = self._output_path(settings)
+        unit = service_file(dict(self.environ))
+        service = str(unit) if unit.exists() else None
+        state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        if state is None:
+            return SwapStatus(
+                running=False,
+                message='llama-swap is not running; start it with "backendmgr up"'
+                + (' or "backendmgr service start"' if service else ""),
+                output=str(output),
+                service=service,
+            )
+        seen = await observe(state.url)
+        given, watching = served_config(state.pid)
+        config = given or state.config
+        problems: list[str] = []
+        if seen.error:
+            problems.append(seen.error)
+        serves_output = same_file(config, str(output)) if config else None
+        if serves_output is False:
+            problems.append(f"it serves {config}, but backendmgr writes {output}")
+        if given is not None and not watching:
+            problems.append("it does not watch its config (-watch-config): changes need a restart")
+        current: bool | None = None
+        if not seen.error and serves_output:
+            record = written_record(self.paths.home, output)
+            if await anyio.to_thread.run_sync(edited_by_hand, record, output):
+                problems.append(f"{output} was changed since backendmgr wrote it")
+            try:
+                text = await anyio.to_thread.run_sync(output.read_text)
+                differences = compare_models(seen.models, file_models(text))
+            except (OSError, ValueError) as exc:
+                differences = [f"{output} cannot be read ({exc})"]
+            current = not differences
+            if differences:
+                problems.append("it serves an older version of the file: " + "; ".join(differences))
+        loaded = [LoadedModel.model_validate(r) for r in seen.running]
+        named = f"llama-swap {seen.version}" if seen.version else "llama-swap"
+        head = f"{named} runs (pid {state.pid}) on {state.url}"
+        message = f"{head}, serving {config}; {len(loaded)} model(s) loaded"
+        if current:
+            message += "; it holds the file backendmgr last wrote"
+        return SwapStatus(
+            running=True,
+            message=message,
+            pid=state.pid,
+            version=seen.version,
+            listen=state.listen,
+            url=state.url,
+            ui=f"{state.url}/ui/",
+            config=config,
+            watching=watching if given is not None else None,
+            output=str(output),
+            serves_output=serves_output,
+            current=current,
+            loaded=loaded,
+            served=sorted(seen.models),
+            problems=problems,
+            service=service,
+        )
+
+    # --- the background service -----------------------------------------------------------
+
+    async def service(
+        self, action: ServiceAction, *, listen: str = DEFAULT_LISTEN, public: bool = False
+    ) -> Any:
+        from ..swap.models import ServiceResult
+        from ..swap.unit import (
+            UNIT_NAME,
+            ServiceSpec,
+            control,
+            remove_service,
+            service_file,
+            service_kind,
+            write_service,
+        )
+
+        target = service_file(dict(self.environ))
+        kind = service_kind()
+        warnings: list[str] = []
+        if action == "install":
+            await self.prepare(listen, public=public)  # refuse now what the service would
+            spec = ServiceSpec.for_paths(
+                self.paths.config_file,
+                self.paths.home,
+                listen,
+                public=public,
+                log=self.paths.home / "swap" / "llama-swap.log",
+                path=self.environ.get("PATH"),
+            )
+            await anyio.to_thread.run_sync(write_service, spec, target)
+        elif not target.exists():
+            raise NotFound('no backendmgr service is installed; run "backendmgr service install"')
+        said = await anyio.to_thread.run_sync(control, action, target)
+        if action == "uninstall":
+            await anyio.to_thread.run_sync(remove_service, target)
+        if not said.ok and action in ("install", "uninstall"):
+            tool = "launchctl" if kind == "launchd" else "systemctl --user"
+            warnings.append(f"{tool} failed: {_last_line(said.output)}")
+        elif not said.ok:
+            raise Refused(f"{action} failed: {_last_line(said.output)}")
+        messages = {
+            "install": f"wrote {target}"
+            + (
+                "; enabled and started it"
+                if said.ok
+                else "; start it once the service manager runs"
+            )
+            + (
+                f"; its log: journalctl --user -u {UNIT_NAME}"
+                if kind == "systemd"
+                else f"; its log: {self.paths.home / 'swap' / 'llama-swap.log'}"
+            ),
+            "start": "started the llama-swap service",
+            "stop": "stopped the llama-swap service",
+            "restart": "restarted the llama-swap service",
+            "status": said.output.splitlines()[0] if said.output else "active",
+            "uninstall": f"removed {target}",
+        }
+        if action == "install" and kind == "systemd":
+            warnings.append(
+                'to keep it running after logout: "loginctl enable-linger" (once per user)'
+            )
+        return ServiceResult(
+            message=messages[action],
+            changed=action != "status",
+            warnings=warnings,
+            action=action,
+            file=str(target),
+            manager=kind,
+            output=said.output,
+        )
+
+    # --- after a mutation -------------------------------------------------------------------
+
+    async def mark(self) -> SwapMark | None:
+        """Note what a mutation may change; None (and no cost beyond a file read) when no
+        llama-swap runs and no service is installed."""
+        from ..emit.regen import file_digest
+        from ..swap.reload import Mark, last_line, log_text
+        from ..swap.status import read_state, same_file
+        from ..swap.unit import service_file
+
+        state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        if state is None and not service_file(dict(self.environ)).exists():
+            return None
+        settings = await self._settings()
+        output = self._output_path(settings)
+        found = await self.activated(settings)
+        reload = None
+        if state is not None and same_file(state.config, str(output)):
+            import httpx
+
+            try:
+                anchor: str | None = last_line(await log_text(state.url))
+            except (httpx.HTTPError, OSError):  # not answering: no reload to wait for
+                anchor = None
+            if anchor is not None:
+                reload = Mark(state.url, output, anchor, None)
+        return SwapMark(
+            reload=reload,
+            digest=await anyio.to_thread.run_sync(file_digest, output),
+            activated=found[1] if found else None,
+        )
+
+    async def follow(self, mark: SwapMark | None, *, timeout: float = 15.0) -> FollowUp:
+        """After a mutation: a new llama-swap build restarts the service; a rewritten config
+        is awaited in the running llama-swap (or a warning says it was not taken)."""
+        from ..emit.regen import file_digest
+        from ..swap.reload import await_reload
+        from ..swap.unit import control, is_active, service_file
+
+        if mark is None:
+            return FollowUp([], [])
+        notes: list[str] = []
+        warnings: list[str] = []
+        found = await self.activated()
+        if (found[1] if found else None) != mark.activated:
+            target = service_file(dict(self.environ))
+            if await anyio.to_thread.run_sync(is_active, target):
+                said = await anyio.to_thread.run_sync(control, "restart", target)
+                if said.ok:
+                    notes.append("restarted the llama-swap service on the newly activated build")
+                else:
+                    warnings.append(f"could not restart the service: {_last_line(said.output)}")
+            elif mark.reload is not None:
+                warnings.append(
+                    'a running "backendmgr up" still serves the old llama-swap build; restart it'
+                )
+            return FollowUp(notes, warnings)
+        if mark.reload is None:
+            return FollowUp(notes, warnings)
+        output = mark.reload.config
+        if await anyio.to_thread.run_sync(file_digest, output) == mark.digest:
+            return FollowUp(notes, warnings)
+        proof = await await_reload(mark.reload, timeout=timeout)
+        (notes if proof.ok else warnings).append(proof.message)
+        return FollowUp(notes, warnings)
+
+
+def _last_line(text: str) -> str:
+    from ..errors import escaped
+
+    lines = [line for line in text.splitlines() if line.strip()]
+    return escaped(lines[-1].strip(), 300) if lines else "no output"

@@ -1,0 +1,71 @@
+"""What ``verify --repair`` and ``tune`` return (CLI ``--json`` and the Python API)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..results import Outcome
+from .reasons import FailureCause, cause_text
+
+__all__ = ["Attempt", "RepairReport", "RepairResult", "TuneReport", "TuneResult", "TuneTrial"]
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(defer_build=True, extra="allow", populate_by_name=True)
+
+
+class Attempt(_Doc):
+    """One build tried for a model: whether it served, and why not."""
+
+    backend: str | None
+    ok: bool
+    reason: str | None = None
+    cause: FailureCause | None = None
+
+    def line(self) -> str:
+        if self.ok:
+            return f"{self.backend}: ok"
+        return f"{self.backend}: {self.reason}" + cause_text(self.cause)
+
+
+class RepairResult(_Doc):
+    id: str
+    ok: bool  # it serves now (or would, for a dry run)
+    pinned: str | None = None  # the row it was (or would be) pinned to
+    tried: list[Attempt] = Field(default_factory=list)  # the resolved build first
+    message: str
+
+
+class RepairReport(Outcome):
+    dry_run: bool = False
+    results: list[RepairResult] = Field(default_factory=list)
+    failed: int = 0
+
+
+class TuneTrial(_Doc):
+    ctx: int
+    ok: bool  # started, and measured within the budget
+    started: bool
+    gib: float | None = None
+    reason: str | None = None
+    cause: str | None = None
+
+
+class TuneResult(_Doc):
+    id: str
+    ok: bool
+    ctx: int | None  # the largest context that fits; None when none does
+    estimated_ctx: int | None  # what the emitter chose before
+    measured_gib: float | None
+    measured_by: str | None
+    budget_gib: float
+    backend: str | None
+    device: str
+    trials: list[TuneTrial] = Field(default_factory=list)
+    stopped: str | None = None
+    message: str
+
+
+class TuneReport(Outcome):
+    results: list[TuneResult] = Field(default_factory=list)
+    failed: int = 0

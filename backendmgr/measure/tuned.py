@@ -1,0 +1,216 @@
+"""Measured contexts: one record per (model, build, device), and their use by the emitter.
+
+``tune`` writes a record with the figure it measured; ``generate`` plans a model whose record
+still matches (same model file, same build, same device) at the tuned context in place of the
+estimate. A model the user gave a ``ctx`` keeps theirs. A new build, a changed model file or
+another card make the record not match: the model is "not tuned" again until ``tune`` runs.
+The file lives in the data home, written atomically under a lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._fs import read_record_file
+
+if TYPE_CHECKING:
+    from ..catalog.host import Host
+    from ..config.models import Settings
+    from ..config.paths import Paths
+    from ..discovery.models import DiscoveredModel
+    from ..emit.plan import Entry
+    from ..install.store import BuildStore
+    from ..registry.resolve import Resolution
+
+__all__ = [
+    "TUNED_NAME",
+    "Place",
+    "TunedRecord",
+    "TunedStore",
+    "apply_tuned",
+    "build_fingerprint",
+    "device_of",
+    "model_fingerprint",
+    "tuning_text",
+]
+
+TUNED_NAME = "tuned.json"
+TUNED_VERSION = 1
+TUNED_CAP = 4 << 20  # bytes read; a larger file is ignored
+
+
+class Place(Protocol):
+    """What the fingerprints need to know about where we run (the Manager has all of it)."""
+
+    paths: Paths
+    builds: BuildStore
+    environ: dict[str, str]
+
+    @property
+    def host(self) -> Host: ...
+
+    @property
+    def card_gb(self) -> float | None: ...
+
+
+class TunedRecord(BaseModel):
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
+
+    model: str
+    ctx: int
+    measured_gib: float
+    measured_by: str
+    budget_gib: float
+    build: str  # the row (or executable) it was measured on, to show
+    device: str
+    model_fp: str
+    build_fp: str
+    tuned_at: str
+    attempts: int = 0
+
+
+def model_fingerprint(model: DiscoveredModel) -> str:
+    """Path, size and modification time of the model's file (or folder)."""
+    try:
+        st = os.stat(model.path)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "missing"
+    text = json.dumps([model.path, model.size_bytes, model.shards, stamp])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def build_fingerprint(place: Place, res: Resolution, exe: str) -> str:
+    """The receipt of a managed build; path, size and mtime of any other executable."""
+    from ..manager.facts import build_identity
+
+    ident = build_identity(place.builds, place.environ, res.row, exe)
+    return hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+def device_of(place: Place) -> str:
+    """The card(s) the figure holds for: adapter names and size, or ``cpu``."""
+    names = [a.name for a in place.host.adapters]
+    card = place.card_gb
+    label = "; ".join(names) if names else "cpu"
+    return f"{label} ({card:.1f} GiB)" if card else label
+
+
+def _read(path: Path) -> dict[str, list[dict[str, Any]]]:
+    models = read_record_file(path, TUNED_CAP, TUNED_VERSION, "models")
+    return {
+        k: [r for r in v if isinstance(r, dict)] for k, v in models.items() if isinstance(v, list)
+    }
+
+
+class TunedStore:
+    def __init__(self, paths: Paths) -> None:
+        self.path = paths.home / TUNED_NAME
+        self._lock = paths.locks / "tuned.lock"
+
+    def records(self) -> dict[str, list[dict[str, Any]]]:
+        return _read(self.path)
+
+    def inputs_text(self) -> str:
+        """For the generated config's inputs hash: a new record means a new config."""
+        try:
+            return "tuned " + hashlib.sha256(self.path.read_bytes()[:TUNED_CAP]).hexdigest()
+        except OSError:
+            return "tuned none"
+
+    def find(
+        self, records: dict[str, list[dict[str, Any]]], model: str, key: tuple[str, str, str]
+    ) -> TunedRecord | None:
+        for raw in records.get(model, []):
+            try:
+                record = TunedRecord.model_validate(raw)
+            except ValidationError:
+                continue
+            if (record.model_fp, record.build_fp, record.device) == key:
+                return record
+        return None
+
+    def put(self, record: TunedRecord) -> None:
+        """Add or replace the record for its (model, build, device): a locked, atomic write."""
+        from filelock import FileLock
+
+        from .._fs import atomic_write_bytes
+
+        self._lock.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(self._lock, timeout=30):
+            models = _read(self.path)
+            kept = [
+                r
+                for r in models.get(record.model, [])
+                if (r.get("build_fp"), r.get("device")) != (record.build_fp, record.device)
+            ]
+            models[record.model] = [*kept, record.model_dump(mode="json")][-16:]
+            body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
+            atomic_write_bytes(self.path, body.encode())
+
+
+def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:
+    """(model, build, device) fingerprints of a planned entry."""
+    return (
+        model_fingerprint(entry.model),
+        build_fingerprint(place, entry.resolution, entry.argv[0]),
+        device_of(place),
+    )
+
+
+def apply_tuned(
+    place: Place,
+    settings: Settings,
+    models: Sequence[DiscoveredModel],
+    plans: list[Any],
+    replan: Callable[[Settings, DiscoveredModel], Any],
+) -> list[Any]:
+    """``plans`` with every model that has a matching record planned at its tuned context."""
+    from ..emit.plan import Entry
+
+    store = TunedStore(place.paths)
+    records = store.records()
+    if not records:
+        return plans
+    out = list(plans)
+    for i, (model, planned) in enumerate(zip(models, plans, strict=True)):
+        if not isinstance(planned, Entry) or model.id not in records:
+            continue
+        ov = settings.override(model.id)
+        if ov.ctx is not None:  # the user's own ctx wins
+            continue
+        record = store.find(records, model.id, key_of(place, planned))
+        if record is None:
+            continue
+        pinned = ov.model_copy(update={"ctx": record.ctx})
+        tuned = replan(
+            settings.model_copy(update={"models": {**settings.models, model.id: pinned}}), model
+        )
+        if not isinstance(tuned, Entry):
+            continue
+        note = (
+            f"ctx {record.ctx} tuned: {record.measured_gib:.3g} GiB measured ({record.measured_by})"
+        )
+        out[i] = dataclasses.replace(
+            tuned, tuned=record.model_dump(mode="json"), notes=(*tuned.notes, note)
+        )
+    return out
+
+
+def tuning_text(settings: Settings, entry: Entry) -> str:
+    """``tuned: ctx 16384, 0.11 GiB measured …``, ``pinned: ctx 8192`` or ``estimated: …``."""
+    ctx = entry.capabilities.get("context")
+    if settings.override(entry.model.id).ctx is not None:
+        return f"pinned: ctx {ctx}"
+    if entry.tuned:
+        gib = entry.tuned.get("measured_gib")
+        return f"tuned: ctx {ctx}, {gib:.3g} GiB measured on {entry.tuned.get('device')}"
+    return f"estimated: ctx {ctx} (not tuned)"

@@ -1,0 +1,145 @@
+"""Stand-in inference servers that fail the way the real ones do.
+
+One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its top (so each
+"build" is its own executable, as each installed build is):
+- ``k``: bytes allocated and touched per token of the requested context (``-c`` for
+  llama-server, ``--max-model-len`` for ``vllm serve``), so resident memory grows with it;
+- ``oom_above``: a context above which it fails with llama.cpp's or vLLM's out-of-memory text;
+- ``knows``: the model file stems it can load; any other gets the unknown-architecture error;
+- ``fail``: ``lib`` (a missing shared library), ``port`` (the port taken), ``silent`` (exit
+  at once, nothing said), ``hang`` (never healthy).
+Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MEASURE_SERVER", "write_server"]
+
+MEASURE_SERVER = r"""
+import json, os, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+args = sys.argv[1:]
+if args[:1] == ["--help"]:
+    print("usage: llama-server [options]\n  -c, --ctx-size N\n  --jinja\n  --embedding\n"
+          "  --reranking\n  --pooling {none,mean,cls,last,rank}")
+    sys.exit(0)
+if args[:1] == ["--version"]:
+    print("version: 11434 (abcdef0)")
+    sys.exit(0)
+vllm = args[:1] == ["serve"]
+model = args[1] if vllm else None
+if vllm:
+    args = args[2:]
+
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+model = model or opt("-m", "")
+stem = os.path.basename(model.rstrip("/")).split(".")[0]
+piddir = os.environ.get("FAKE_DIR")
+if piddir:
+    with open(os.path.join(piddir, "pids"), "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    with open(os.path.join(piddir, "starts"), "a") as fh:
+        row = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
+        fh.write(json.dumps([row, stem, args]) + "\n")
+
+def die(*lines, status=1):
+    for line in lines:
+        print(line, file=sys.stderr, flush=True)
+    sys.exit(status)
+
+fail = BEHAVIOUR.get("fail")
+if fail == "lib":
+    die(f"{sys.argv[0]}: error while loading shared libraries: libcudart.so.12: cannot open "
+        "shared object file: No such file or directory", status=127)
+if fail == "silent":
+    sys.exit(1)
+port = int(opt("--port"))
+print("build: 11434 (abcdef0) with cc (GCC) 13.2.0 for x86_64-linux-gnu", flush=True)
+if fail == "port":
+    print("main: HTTP server is listening, hostname: 127.0.0.1, port: %d" % port)
+    die("start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: %d" % port,
+        "main: exiting due to HTTP server error")
+knows = BEHAVIOUR.get("knows")
+if knows is not None and stem not in knows:
+    if vllm:
+        die("Traceback (most recent call last):",
+            "  File \"vllm/model_executor/models/registry.py\", line 512, in inspect_model_cls",
+            f"ValueError: Model architectures ['{stem.capitalize()}ForCausalLM'] are not "
+            "supported for now. Supported architectures: dict_keys(['LlamaForCausalLM'])")
+    die(f"llama_model_loader: loaded meta data with 24 key-value pairs from {model}",
+        f"llama_model_load: error loading model: error loading model architecture: "
+        f"unknown model architecture: '{stem}'",
+        "llama_model_load_from_file_impl: failed to load model",
+        f"common_init_from_params: failed to load model '{model}'",
+        "main: exiting due to model loading error")
+ctx = int(opt("--max-model-len") if vllm else opt("-c", "4096"))
+limit = BEHAVIOUR.get("oom_above")
+if limit is not None and ctx > limit:
+    need = ctx * 2048 / 2**20
+    if vllm:
+        die("ERROR [core.py:700] EngineCore failed to start.",
+            f"ValueError: The model's max seq len ({ctx}) is larger than the maximum number "
+            f"of tokens that can be stored in KV cache ({limit}). Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+            "the engine.",
+            *[f"  File \"vllm/v1/engine/core.py\", line {700 + i}, in run_engine_core"
+              for i in range(30)],  # the root cause is far above the last lines
+            "RuntimeError: Engine core initialization failed. See root cause above.")
+    die(f"llama_kv_cache: {'CUDA0'} KV buffer size = {need:.2f} MiB",
+        f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating {need:.2f} MiB on device 0: "
+        "cudaMalloc failed: out of memory",
+        f"alloc_tensor_range: failed to allocate CUDA0 buffer of size {ctx * 2048}",
+        "llama_init_from_model: failed to initialize the context: failed to allocate buffer "
+        "for kv cache",
+        f"common_init_from_params: failed to create context with model '{model}'",
+        "main: exiting due to model loading error")
+held = b"\x01" * (ctx * BEHAVIOUR.get("k", 0))  # written, so resident
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, data):
+        body = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/health" and fail != "hang":
+            self.send(200, {"status": "ok"})
+        else:
+            self.send(503, {"error": {"message": "Loading model"}})
+
+    def do_POST(self):
+        n = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
+        self.rfile.read(n)
+        if self.path == "/v1/chat/completions":
+            self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        elif self.path == "/v1/embeddings":
+            self.send(200, {"data": [{"embedding": [0.1, 0.2]}]})
+        else:
+            self.send(404, {"error": "no " + self.path})
+
+HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def write_server(path: Path, **behaviour: Any) -> Path:
+    """An executable stand-in at ``path`` that behaves as ``behaviour`` says."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = f"#!{sys.executable}\nBEHAVIOUR = {json.dumps(behaviour)!r}\n"
+    head += "import json as _j\nBEHAVIOUR = _j.loads(BEHAVIOUR)\n"
+    path.write_text(head + MEASURE_SERVER)
+    path.chmod(0o755)
+    return path

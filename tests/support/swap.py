@@ -1,0 +1,155 @@
+"""The real llama-swap for tests (``../shared/llama-swap/bin/llama-swap``), packed into a
+release of the shape its project publishes, and a model setup whose servers are the serving
+stand-in of the verify tests."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import publish
+from tests.support.cli import CliResult
+from tests.support.ggufs import write_gguf
+from tests.support.paths import SHARED
+from tests.support.standins import SERVER_STANDIN
+
+SWAP_BIN = SHARED / "llama-swap" / "bin" / "llama-swap"
+needs_swap = pytest.mark.skipif(
+    not SWAP_BIN.is_file(), reason=f"the real llama-swap is not at {SWAP_BIN}"
+)
+TAG = "v250"
+VERSION = TAG.removeprefix("v")
+
+
+def release_assets() -> dict[str, bytes]:
+    """``llama-swap_<version>_linux_amd64.tar.gz`` holding the real binary, and the release's
+    checksums file in goreleaser's format."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tf:
+        tf.add(SWAP_BIN, "llama-swap")
+        for name, text in (("LICENSE.md", b"MIT\n"), ("README.md", b"llama-swap\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(text)
+            tf.addfile(info, io.BytesIO(text))
+    archive = buf.getvalue()
+    name = f"llama-swap_{VERSION}_linux_amd64.tar.gz"
+    other = f"llama-swap_{VERSION}_darwin_arm64.tar.gz"
+    sums = "".join(
+        f"{hashlib.sha256(data).hexdigest()}  {n}\n"
+        for n, data in ((name, archive), (other, b"not for this platform"))
+    )
+    return {
+        name: archive,
+        other: b"not for this platform",
+        f"llama-swap_{VERSION}_checksums.txt": sums.encode(),
+    }
+
+
+def publish_swap(root: Path, assets: dict[str, bytes], tag: str = TAG) -> None:
+    publish(root, "mostlygeek/llama-swap", tag, assets)
+
+
+def standin(path: Path) -> Path:
+    """The serving stand-in (``/health``, chat, …) as an executable a row can point at."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!{sys.executable}\n{SERVER_STANDIN}")
+    path.chmod(0o755)
+    return path
+
+
+def model_setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
+    """Two GGUF models served by a manual llama row (the stand-in), and a second row (another
+    copy of it) to pin to."""
+    models = tmp_path / "models"
+    write_gguf(models / "alpha-q4_k_m.gguf", "qwen3", layers=4, ctx=4096)
+    write_gguf(models / "beta-q4_k_m.gguf", "qwen3", layers=4, ctx=4096)
+    first = standin(tmp_path / "opt" / "one" / "llama-server")
+    second = standin(tmp_path / "opt" / "two" / "llama-server")
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        f"models_dirs: [{models}]\n"
+        "backends:\n"
+        f"  - {{id: one, kind: llama, path: {first}, default: true}}\n"
+        f"  - {{id: two, kind: llama, path: {second}}}\n"
+        "models:\n"
+        "  beta-q4_k_m: {extra_args: --fake-child 1}\n"
+    )
+    return {"models": models, "one": first, "two": second}
+
+
+def ok(result: CliResult) -> CliResult:
+    assert result.code == 0, result.err
+    return result
+
+
+def free_port() -> int:
+    from backendmgr.serve_check import free_port as pick
+
+    return pick()
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (bounded, no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def get(url: str) -> Any:
+    return httpx.get(url, timeout=5, trust_env=False).json()
+
+
+def answering(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=1, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def start_up(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``backendmgr up`` in a child process, as a user would start it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "up", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def state(home: Path) -> dict[str, Any] | None:
+    path = home / "swap" / "up.json"
+    try:
+        return dict(json.loads(path.read_text()))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def which_systemd_analyze() -> str | None:
+    return shutil.which("systemd-analyze")

@@ -417,6 +417,7 @@ def test_a_change_that_rewrites_a_hand_edited_output_says_so(
 
 def test_generate_leaves_only_its_file_in_the_output_folder(tmp_path: Path, models: Path) -> None:
     out = tmp_path / "llama-swap-dir"
+    out.mkdir()  # --output names a file in a folder that exists (issue 20)
     ok(bm("generate", "--output", str(out / "config.yaml")))
     assert sorted(p.name for p in out.iterdir()) == ["config.yaml"]  # its lock is in the home
 

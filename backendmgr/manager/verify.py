@@ -169,6 +169,8 @@ class Verifier:
                     ProgressEvent("verifying", asset=model_id, message=f"{model_id}: starting")
                 )
 
+        if self.ctx.on_wait is not None:  # issue 20: a start can take the whole limit
+            self.ctx.on_wait(f"starting {model_id} until it answers (at most {limit:g} s)…")
         check = await start_entry(entry, limit, self.ctx.environ, started)
         result = VerifyResult(
             id=model_id,

@@ -4,8 +4,16 @@ real CLI in this process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import pty
+import re
+import select
 import sys
+import termios
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,3 +79,75 @@ def test_verify_stopping_at_a_failure_names_the_models_it_did_not_check(
     assert every.code == 1
     assert every.err.strip().splitlines()[-1] == ("error: 1 of 3 models failed verification: chat")
     assert [line.split(":")[0] for line in every.out.splitlines()] == ["chat", "embed", "rank"]
+
+
+# --- 8: a slow step says what it waits for ----------------------------------------------------
+
+
+def on_terminal(*args: str) -> tuple[CliResult, float]:
+    """``backendmgr ARGS`` in this process with stderr on a real terminal (a pty), and how long
+    it took; stdout stays a pipe-like buffer, as in ``backendmgr … | jq``."""
+    from backendmgr.cli import main as cli_main
+
+    leader, follower = pty.openpty()
+    attrs = termios.tcgetattr(follower)
+    attrs[1] &= ~termios.ONLCR  # "\n" stays "\n"
+    termios.tcsetattr(follower, termios.TCSANOW, attrs)
+    out = io.StringIO()
+    start = time.monotonic()
+    with (
+        os.fdopen(follower, "w", buffering=1) as terminal,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(terminal),
+    ):
+        code = cli_main.main(list(args))
+    took = time.monotonic() - start
+    chunks = []
+    while select.select([leader], [], [], 0)[0]:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other end is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return CliResult(code, out.getvalue(), b"".join(chunks).decode()), took
+
+
+def test_a_probe_of_a_program_that_hangs_says_what_it_waits_for_and_keeps_its_limit(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backendmgr.install import probe
+
+    monkeypatch.setattr(probe, "TIMEOUT_S", 0.3)  # the README's 10 s, shortened for the test
+    hang = _exe(tmp_path / "bin" / "hang", "import time\ntime.sleep(600)\n")
+    result, took = on_terminal("backends", "add", "slow", "--kind", "llama", "--path", str(hang))
+    assert result.code == 0, result
+    assert result.err.splitlines()[0] == f"probing {hang} --help (at most 0.3 s)…"
+    assert "probing" not in result.out  # stdout stays the result
+    assert took < 0.3 + 4  # one limit for the whole probe, not one per run (20.7 s for 10 s)
+    caps = {r["id"]: r["capabilities"] for r in json.loads(cli("backends", "--json").out)}
+    assert caps["slow"]["error"] == (
+        "--help: did not finish within 0.3 s; --version: not run: the probe's 0.3 s were spent"
+    )
+
+    # with --json or -q, or in a pipe, nothing but the result; a cached probe waits for nothing
+    hang.write_text(hang.read_text() + "# changed: probed again\n")
+    for flags in (["--json"], ["-q"]):
+        shown, _ = on_terminal("backends", "--json", *flags)
+        assert shown.code == 0 and shown.err == "", shown
+        hang.write_text(hang.read_text() + "#\n")
+    piped = cli("backends", "--json")
+    assert piped.code == 0 and "probing" not in piped.err, piped
+    assert "probing" not in on_terminal("models")[0].err  # cached: nothing to wait for
+
+
+def test_the_probes_limit_is_the_one_the_readme_states() -> None:
+    from backendmgr.install import probe
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = " ".join(readme.split())
+    stated = re.findall(r"`--list-devices`\), (\d+) s in all", text)
+    stated += re.findall(r"the capability probe \(`--help`, (\d+) s\)", text)
+    assert len(stated) == 2 and {float(s) for s in stated} == {probe.TIMEOUT_S}, stated

@@ -151,3 +151,34 @@ def test_the_probes_limit_is_the_one_the_readme_states() -> None:
     stated = re.findall(r"`--list-devices`\), (\d+) s in all", text)
     stated += re.findall(r"the capability probe \(`--help`, (\d+) s\)", text)
     assert len(stated) == 2 and {float(s) for s in stated} == {probe.TIMEOUT_S}, stated
+
+
+def test_each_verify_start_says_how_long_it_may_wait(three_models: Path) -> None:
+    shown, _ = on_terminal("verify", "embed", "--timeout", "20")
+    assert shown.code == 0, shown
+    first_use, start = shown.err.splitlines()  # the stand-in server is probed on first use
+    assert first_use.startswith("probing ") and first_use.endswith("--help (at most 10 s)…")
+    assert start == "starting embed until it answers (at most 20 s)…"
+    assert shown.out.startswith("embed: ok in ")
+
+
+# --- 11: a value its key cannot take is a usage error -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pair", "key"),
+    [("ctx=abc", "ctx"), ("ctx=-5", "ctx"), ("llama_swap=: [", "llama_swap"), ("ctx", "ctx")],
+)
+def test_a_value_its_key_cannot_take_exits_2_naming_the_key(
+    cli: Cli, three_models: Path, pair: str, key: str
+) -> None:
+    before = three_models.read_bytes()
+    result = cli("set", "chat", pair)
+    assert result.code == 2, result
+    assert "Traceback" not in result.err, result.err
+    lines = result.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and key in lines[0], lines
+    as_json = cli("set", "chat", pair, "--json")
+    assert as_json.code == 2 and json.loads(as_json.out)["exit"] == 2
+    assert three_models.read_bytes() == before  # nothing written
+    assert cli("set", "chat", "ctx=4096", "--no-generate").code == 0  # a good value still is

@@ -428,3 +428,5 @@ class SyncResult(Outcome):
 class VerifyReport(_Result):
     results: list[VerifyResult]
     failed: int
+    # issue 20: the models a run that stops at its first failure did not reach
+    unchecked: list[str] = Field(default_factory=list)

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
                 "leave it out to use the default one",
                 1,
             )
-        manager = Manager(paths)
+        manager = Manager(paths, on_wait=out.waiting)
         from .commands.swap import with_follow_up
 
         handler = with_follow_up(args.handler)  # the reload proof after a mutation (issue 21)

@@ -53,6 +53,13 @@ class Renderer:
         if not self.quiet and not self.json_mode:
             self.stderr.write(message + "\n")
 
+    def waiting(self, message: str) -> None:
+        """What a slow step waits for (issue 20), for a person at a terminal: a line on stderr,
+        none in a pipe, with ``--json`` or ``-q``. The text names paths a config chose, so
+        nothing in it can drive the terminal."""
+        if self.stderr.isatty():
+            self.note(printable(message))
+
     def warning(self, message: str) -> None:
         if self.quiet:  # -q: only errors
             return
@@ -81,6 +88,11 @@ class Renderer:
         for row in rows:
             table.add_row(*("" if cell is None else str(cell) for cell in row))
         self.console().print(table)
+
+
+def printable(message: str) -> str:
+    """``message`` with each character that could drive a terminal shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in message)
 
 
 def json_error(stream: TextIO, message: str, code: int) -> None:
@@ -184,7 +196,7 @@ class ProgressView:
     def _note(self, message: str, indent: str = "  ") -> None:
         """One line of progress, above the bars or on stderr; the text holds names a server or
         an installer chose, so nothing in it can drive the terminal or rich's markup."""
-        message = "".join(ch if ch.isprintable() else "?" for ch in message)
+        message = printable(message)
         if self._progress is not None:
             from rich.markup import escape
 

@@ -16,7 +16,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ __all__ = [
     "ProbeError",
     "probe_build",
     "probe_build_sync",
+    "probe_note",
     "run_bounded",
     "run_in_group",
 ]
@@ -186,7 +187,7 @@ async def run_bounded(
     try:
         done = await run_in_group(argv, timeout=timeout, limit=limit)
     except TimeoutError as exc:  # before OSError, whose subclass it is
-        raise ProbeError(f"did not finish within {timeout:.0f} s") from exc
+        raise ProbeError(f"did not finish within {round(timeout, 1):g} s") from exc
     except OSError as exc:
         raise ProbeError(f"cannot run ({exc.strerror or exc})") from exc
     if done.overflowed:
@@ -200,13 +201,19 @@ async def probe_build(
     exe: Path, *, version_text: str | None = None, timeout: float | None = None
 ) -> Capabilities:
     """``exe --help``, ``exe --list-devices`` when the help lists it, and ``exe --version``
-    when the smoke check's output is not given; never raises for what the program does."""
+    when the smoke check's output is not given; never raises for what the program does.
+    ``timeout`` (default :data:`TIMEOUT_S`) bounds the whole probe, not each run: a program
+    that hangs costs it once (issue 20: 10 s, not 10 s per run)."""
     errors: list[str] = []
     limit = TIMEOUT_S if timeout is None else timeout
+    deadline = anyio.current_time() + limit
 
     async def run(*args: str) -> str | None:
+        left = deadline - anyio.current_time()
         try:
-            return await run_bounded([str(exe), *args], timeout=limit)
+            if left <= 0:
+                raise ProbeError(f"not run: the probe's {limit:g} s were spent")
+            return await run_bounded([str(exe), *args], timeout=left)
         except ProbeError as exc:
             errors.append(f"{' '.join(args)}: {exc}")
             return None
@@ -220,6 +227,12 @@ async def probe_build(
     return parse_capabilities(
         help_text, version_text, devices, error="; ".join(errors) if errors else None
     )
+
+
+def probe_note(exe: Path | str, timeout: float | None = None) -> str:
+    """What a probe of ``exe`` waits for, said before it starts (issue 20)."""
+    limit = TIMEOUT_S if timeout is None else timeout
+    return f"probing {exe} --help (at most {limit:g} s)…"
 
 
 def probe_build_sync(exe: Path, *, timeout: float | None = None) -> Capabilities:
@@ -300,15 +313,24 @@ class CapabilityCache:
             atomic_write_bytes(self.path, payload)
         self.dirty = False
 
-    def lookup(self, path: str, *, timeout: float | None = None) -> Capabilities | None:
+    def lookup(
+        self,
+        path: str,
+        *,
+        timeout: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> Capabilities | None:
         """Cached capabilities of the executable at ``path``, probing it when its size or
-        mtime changed; None when there is no such executable."""
+        mtime changed; None when there is no such executable. ``on_wait`` hears what a probe
+        waits for before it starts."""
         key = _stat_key(path)
         if key is None:
             return None
         cached = self.get(key)
         if cached is not None:
             return cached
+        if on_wait is not None:
+            on_wait(probe_note(key[0], timeout))
         caps = probe_build_sync(Path(key[0]), timeout=timeout)
         self.put(key, caps)
         return caps

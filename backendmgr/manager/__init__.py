@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         SyncResult,
         UninstallResult,
         UpdateResult,
+        VerifyReport,
         VerifyResult,
         WhichResult,
     )
@@ -349,6 +350,17 @@ class Manager:
                 models=list(request or []), timeout=timeout, keep_going=keep_going
             )
         return await self._s.verifier.verify(request, on_result, on_start, on_event)
+
+    async def verify_report(
+        self,
+        request: VerifyRequest,
+        *,
+        on_result: OnResult | None = None,
+        on_event: OnJobEvent | None = None,
+    ) -> VerifyReport:
+        """:meth:`verify` as the CLI and the API report it: the results, how many failed, and
+        the models a stop at the first failure left unchecked."""
+        return await self._s.verifier.report(request, on_result, None, on_event)
 
     # --- lock files ------------------------------------------------------------------------
 

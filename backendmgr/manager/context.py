@@ -40,6 +40,9 @@ class Options(TypedDict, total=False):
     client_factory: Callable[[], httpx.AsyncClient] | None  # default: net.make_client
     retry_backoff: float  # seconds before the first download retry (default 0.5)
     vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb
+    # hears what a step that can take seconds (a probe) waits for, before it waits (issue 20);
+    # it may be called from a worker thread
+    on_wait: Callable[[str], None] | None
 
 
 class Context:
@@ -55,6 +58,7 @@ class Context:
         self._client_factory = options.get("client_factory")
         self.retry_backoff = options.get("retry_backoff", 0.5)
         self._vram_probe = options.get("vram_probe")
+        self.on_wait = options.get("on_wait")
         self._card: tuple[float | None] | None = None
 
     @cached_property

@@ -63,6 +63,6 @@ class Inventory:
         ctx = self.ctx
         settings = await ctx.settings()
         index = await anyio.to_thread.run_sync(
-            capability_index, settings, ctx.builds, ctx.paths.cache
+            lambda: capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
         )
         return {row.id: index.of(row.path) for row in settings.backends}

@@ -88,7 +88,7 @@ class Models:
         # a kindless tool (llama-swap) serves no model: it changes nothing in the config
         receipts = [e.receipt.model_dump_json() for e in installed if e.receipt.kind]
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
-        caps = capability_index(settings, ctx.builds, ctx.paths.cache)
+        caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
         gpus = ctx.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
         receipts += [f"gpu {g!r}" for g in gpus]

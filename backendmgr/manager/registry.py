@@ -19,7 +19,7 @@ from ..config.models import (
     id_problem,
     row_id_problem,
 )
-from ..errors import InvalidInput, MalformedId, Refused, did_you_mean, unknown
+from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..requests import AddBackendRequest
@@ -172,8 +172,8 @@ class Registry:
         parsed = {key: _parse_value(key, text) for key, text in values.items()}
         try:  # refuse a bad value before any discovery
             override = ModelOverride.model_validate(parsed)
-        except ValueError as exc:
-            raise InvalidInput(_first_error(exc)) from exc
+        except ValueError as exc:  # a value its key cannot take: a usage error (issue 20)
+            raise UsageError(_first_error(exc)) from exc
         warnings = await self._model_warnings(await self.ctx.settings(), model, override.ctx)
         from ..emit.devices import device_warning  # issue 24: a device the host lacks
 
@@ -299,9 +299,9 @@ def _parse_value(key: str, text: str) -> Any:
         try:
             value = load_yaml(text, "llama_swap")
         except ConfigError as exc:
-            raise InvalidInput(f"{exc}; llama_swap must be a YAML mapping") from exc
+            raise UsageError(f"{exc}; llama_swap must be a YAML mapping") from exc
         if not isinstance(value, dict):
-            raise InvalidInput("llama_swap must be a YAML mapping like '{aliases: [x]}'")
+            raise UsageError("llama_swap must be a YAML mapping like '{aliases: [x]}'")
         return value
     return text
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..api_models import VerifyResult
+from ..api_models import VerifyReport, VerifyResult
 from ..errors import unknown
 from ..events import JobEvent, ProgressEvent, VerifiedEvent
 from ..requests import VerifyRequest
@@ -82,10 +82,21 @@ class Verifier:
         on_start: OnStart | None = None,
         on_event: OnJobEvent | None = None,
     ) -> list[VerifyResult]:
-        """Check each named model (all emitted ones when none): one result per model run.
+        """Check each named model (all emitted ones when none): one result per model run."""
+        return (await self.report(req, on_result, on_start, on_event)).results
 
-        Without ``keep_going`` the first failure ends the run. ``on_start`` hears each child's
-        pid (tests check it is gone afterwards); ``on_event`` (a job's stream) hears a
+    async def report(
+        self,
+        req: VerifyRequest,
+        on_result: OnResult | None = None,
+        on_start: OnStart | None = None,
+        on_event: OnJobEvent | None = None,
+    ) -> VerifyReport:
+        """:meth:`verify`'s results, how many failed, and the models it did not reach.
+
+        Without ``keep_going`` the first failure ends the run; the models after it are
+        ``unchecked``, so that a summary can name them (issue 20). ``on_start`` hears each
+        child's pid (tests check it is gone afterwards); ``on_event`` (a job's stream) hears a
         ``verifying`` event as each model starts and a :class:`VerifiedEvent` with its result.
         """
         from ..emit.plan import Entry
@@ -132,7 +143,11 @@ class Verifier:
                 on_event(VerifiedEvent(result))
             if not result.ok and not req.keep_going:
                 break
-        return results
+        return VerifyReport(
+            results=results,
+            failed=sum(1 for r in results if not r.ok),
+            unchecked=[model_id for model_id, _ in chosen[len(results) :]],
+        )
 
     async def _run(
         self,
@@ -154,6 +169,8 @@ class Verifier:
                     ProgressEvent("verifying", asset=model_id, message=f"{model_id}: starting")
                 )
 
+        if self.ctx.on_wait is not None:  # issue 20: a start can take the whole limit
+            self.ctx.on_wait(f"starting {model_id} until it answers (at most {limit:g} s)…")
         check = await start_entry(entry, limit, self.ctx.environ, started)
         result = VerifyResult(
             id=model_id,

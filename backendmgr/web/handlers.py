@@ -262,9 +262,7 @@ async def verify(c: Call) -> Job:
     req = c.body(rq.VerifyRequest)
 
     async def run(on_event: OnEvent) -> am.VerifyReport:
-        results = await c.manager.verify(req, on_event=on_event)
-        failed = sum(1 for r in results if not r.ok)
-        return am.VerifyReport(results=results, failed=failed)
+        return await c.manager.verify_report(req, on_event=on_event)
 
     return c.jobs.start("verify", req.model_dump(), run, message=_verify_message)
 
@@ -274,7 +272,8 @@ def _verify_message(report: BaseModel) -> str:
     total = len(report.results)
     if not report.failed:
         return f"{total} model(s) verified: all ok"
-    return f"{total} model(s) verified: {report.failed} failed"
+    unchecked = f", {len(report.unchecked)} not checked" if report.unchecked else ""
+    return f"{total} model(s) verified: {report.failed} failed{unchecked}"
 
 
 async def doctor(c: Call) -> Any:

@@ -195,7 +195,7 @@ def test_ctx_above_the_trained_context_warns(models: Path, config_path: Path) ->
 
 def test_bad_extra_args_are_refused_when_set(models: Path, config_path: Path) -> None:
     before = config_path.read_bytes()
-    line = error_line(bm("set", "qwen3-8b-q4_k_m", 'extra_args=--seed "1'))
+    line = error_line(bm("set", "qwen3-8b-q4_k_m", 'extra_args=--seed "1'), 2)  # a usage error
     assert "extra_args" in line and "quotation" in line
     assert config_path.read_bytes() == before
     ok(bm("set", "qwen3-8b-q4_k_m", "extra_args=--seed 1 --temp '0.5'"))

@@ -119,34 +119,44 @@ def test_empty_registry_says_what_to_do(cli: Cli) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "fragment"),
+    ("args", "fragment", "code"),
     [
-        (("backends", "add", "llama-src", "--kind", "llama", "--path", "/x"), "already exists"),
-        (("backends", "add", "x@1", "--kind", "llama", "--path", "/x"), 'may not contain "@"'),
+        (("backends", "add", "llama-src", "--kind", "llama", "--path", "/x"), "already exists", 1),
+        (("backends", "add", "x@1", "--kind", "llama", "--path", "/x"), 'may not contain "@"', 1),
         (
             ("backends", "add", "llama-server", "--kind", "llama", "--path", "/x"),
             "catalog component id",
+            1,
         ),
-        (("backends", "add", "vllm", "--kind", "vllm", "--path", "/x"), "catalog component id"),
-        (("backends", "add", "blank", "--kind", "llama", "--path", "  "), "path must not be blank"),
-        (("backends", "remove", "nope"), 'no backend row "nope"'),
-        (("default", "nope"), 'no backend row "nope"'),
-        (("pin", "m", "nope"), 'no backend row "nope"'),
-        (("set", "m", "ctx=abc"), "ctx: Input should be a valid integer"),
-        (("set", "m", "vllm_gpu_util=2"), "vllm_gpu_util: Input should be less than or equal to 1"),
-        (("set", "m", "colour=red"), 'unknown key "colour"'),
-        (("set", "m", "backend=vllm-venv"), "backendmgr pin"),
-        (("set", "m", "ctx"), '"ctx" is not KEY=VALUE'),
-        (("set", "m", "llama_swap=[1]"), "llama_swap must be a YAML mapping"),
-        (("unset", "m", "colour"), 'unknown key "colour"'),
+        (("backends", "add", "vllm", "--kind", "vllm", "--path", "/x"), "catalog component id", 1),
+        (
+            ("backends", "add", "blank", "--kind", "llama", "--path", "  "),
+            "path must not be blank",
+            1,
+        ),
+        (("backends", "remove", "nope"), 'no backend row "nope"', 1),
+        (("default", "nope"), 'no backend row "nope"', 1),
+        (("pin", "m", "nope"), 'no backend row "nope"', 1),
+        (("set", "m", "ctx=abc"), "ctx: Input should be a valid integer", 2),
+        (
+            ("set", "m", "vllm_gpu_util=2"),
+            "vllm_gpu_util: Input should be less than or equal to 1",
+            2,
+        ),
+        (("set", "m", "colour=red"), 'unknown key "colour"', 1),
+        (("set", "m", "backend=vllm-venv"), "backendmgr pin", 1),
+        (("set", "m", "ctx"), '"ctx" is not KEY=VALUE', 2),
+        (("set", "m", "llama_swap=[1]"), "llama_swap must be a YAML mapping", 2),
+        (("unset", "m", "colour"), 'unknown key "colour"', 1),
     ],
 )
 def test_refusals_are_one_line_and_change_nothing(
-    cli: Cli, config_path: Path, args: tuple[str, ...], fragment: str
+    cli: Cli, config_path: Path, args: tuple[str, ...], fragment: str, code: int
 ) -> None:
+    """A value its key cannot take, or no KEY=VALUE, is a usage error: exit 2 (issue 20)."""
     write_config(config_path, HAND_WRITTEN)
     before = config_path.read_bytes()
-    assert_error_line(cli(*args), 1, fragment)
+    assert_error_line(cli(*args), code, fragment)
     assert config_path.read_bytes() == before
 
 

@@ -58,13 +58,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
-    from ...errors import InvalidInput
+    from ...errors import UsageError
 
     values: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InvalidInput(f'"{item}" is not KEY=VALUE')
+            raise UsageError(f'"{item}" is not KEY=VALUE')
         values[key.strip()] = value
     return values
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from ...limits import VERIFY_TIMEOUT_S
 from .tune import add_repair_options, repair
 
 if TYPE_CHECKING:
+    from ...api_models import VerifyReport
     from ...manager import Manager
     from ..render import Renderer
 
@@ -34,15 +36,28 @@ async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...requests import VerifyRequest
 
     request = VerifyRequest.of(models=args.models, timeout=args.timeout, keep_going=args.keep_going)
-    results = await mgr.verify(request, on_result=lambda r: out.info(r.line()))
-    from ...api_models import VerifyReport, dump
-
-    failed = [r for r in results if not r.ok]
+    report = await mgr.verify_report(request, on_result=lambda r: out.info(r.line()))
     if out.json_mode:
-        out.document(dump(VerifyReport(results=results, failed=len(failed))))
-    elif not results:
+        from ...api_models import dump
+
+        out.document(dump(report))
+    elif not report.results:
         out.info("no models to verify")
-    if failed and not out.json_mode:
-        names = ", ".join(r.id for r in failed)
-        out.error(f"{len(failed)} of {len(results)} models failed verification: {names}")
-    return 1 if failed else 0
+    if report.failed and not out.json_mode:
+        out.error(failed_line(report))
+    return 1 if report.failed else 0
+
+
+def failed_line(report: VerifyReport) -> str:
+    """The summary of a failed run; one that stopped at its first failure counts and names the
+    models it did not reach, and how to check them (issue 20)."""
+    names = ", ".join(r.id for r in report.results if not r.ok)
+    total = len(report.results) + len(report.unchecked)
+    line = f"{report.failed} of {total} models failed verification: {names}"
+    if not report.unchecked:
+        return line
+    again = shlex.join(["backendmgr", "verify", *report.unchecked])
+    return (
+        f"{line}; {len(report.unchecked)} not checked after the first failure: "
+        f"{', '.join(report.unchecked)} (check them with --keep-going, or name them: {again})"
+    )

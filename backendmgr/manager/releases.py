@@ -127,7 +127,7 @@ class Releases:
         if version is not None:
             release = next((r for r in listed if r.tag == version), None)
             if release is None:
-                release = await gh.release_by_tag(source.repo, version)
+                release = await gh.release_by_tag(source.repo, version, [r.tag for r in listed])
             return match_release(manifest, variant, release, plat, cuda_driver=driver)
         stable = [r for r in listed if manifest.allow_prerelease or not r.prerelease]
         pre = [r for r in listed if r.prerelease and not manifest.allow_prerelease]

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from .._fs import atomic_write_bytes, sanitize_segment
-from ..errors import MalformedId, NetworkError, NotFound
+from ..errors import MalformedId, NetworkError, NotFound, did_you_mean
 from ..net import DEFAULT_API, NetSettings, get_bounded
 from .models import Release, ReleaseAsset, newest_releases_first, tag_problem
 
@@ -174,7 +174,9 @@ class GithubReleases:
         self._write_cache(repo, response.headers.get("etag"), body)
         return self._parsed(body)
 
-    async def release_by_tag(self, repo: str, tag: str) -> Release:
+    async def release_by_tag(self, repo: str, tag: str, known: Iterable[str] = ()) -> Release:
+        """One release by its tag; ``known`` tags (the listing) name the nearest when it has
+        none such (``b11210`` → ``did you mean b11211?``)."""
         validate_repo(repo)
         problem = tag_problem(tag)
         if problem is not None:
@@ -184,7 +186,7 @@ class GithubReleases:
         url = f"{self.net.api_base}/repos/{repo}/releases/tags/{quote(tag, safe='')}"
         response = await self._get(url, headers)
         if response.status_code == 404:
-            raise NotFound(f"{repo} has no release {tag}")
+            raise NotFound(f"{repo} has no release {tag}{did_you_mean(tag, known)}")
         if response.status_code != 200:
             self._raise_for(response, repo)
         body = self._json(response, repo)

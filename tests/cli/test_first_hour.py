@@ -473,3 +473,12 @@ def test_a_named_config_file_that_is_not_there_is_an_error_for_reads(
     )
     assert added.code == 0, added.err
     assert missing.is_file()
+
+
+def test_a_mistyped_version_names_the_nearest_tags(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path
+) -> None:
+    publish_llama(mirror_root, "b11211", ["vulkan"])
+    result = cli("install", "llama-server", "b11210", "--variant", "vulkan")
+    assert result.code == 1
+    assert "has no release b11210; did you mean b11211?" in result.err, result.err

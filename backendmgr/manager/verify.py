@@ -155,6 +155,8 @@ class Verifier:
                 )
 
         check = await start_entry(entry, limit, self.ctx.environ, started)
+        budget, used = entry.budget, check.gpu_gib
+        over = budget is not None and used is not None and used > budget.gb
         result = VerifyResult(
             id=model_id,
             ok=check.ok,
@@ -165,6 +167,8 @@ class Verifier:
             backend=entry.resolution.row.id if entry.resolution.row else None,
             verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
             device=check.device,  # issue 24: the GPU(s) the build said it loaded onto
+            budget_gb=budget.gb if budget else None,
+            over_budget=f"more than {budget}" if over else None,  # issue 20
             cause=failure_cause(  # issue 22: the recognised cause of a failure
                 settings, entry.model, entry.resolution, check.log or check.reason
             ),

@@ -148,6 +148,8 @@ class VerifyResult(_Result):
     verified_at: str | None = None
     device: str | None = None  # the GPU(s) the build said it loaded onto
     cause: FailureCause | None = None  # the recognised cause of a failure (issue 22)
+    budget_gb: float | None = None  # what the model was sized for (issue 20)
+    over_budget: str | None = None  # "more than the 16 GiB of vram_budget_gb", when it used more
 
     def line(self) -> str:
         """``qwen3: ok in 0.2 s, 6.31 GiB used, 6.37 GiB estimated`` or ``qwen3: failed: …``:
@@ -157,6 +159,8 @@ class VerifyResult(_Result):
         parts = [f"ok in {self.ready_s or 0:.1f} s"]
         if self.gpu_gib is not None:
             parts.append(f"{self.gpu_gib:.2f} GiB used")
+        if self.over_budget:
+            parts.append(self.over_budget)
         if self.est_vram_gb is not None:
             parts.append(f"{self.est_vram_gb:.2f} GiB estimated")
         if self.device:

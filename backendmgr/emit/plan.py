@@ -18,7 +18,14 @@ from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
 from ..registry.rows import build_id_of
 from .devices import DevicePlan, plan_devices
-from .sizing import devices_card_gb, llama_context, llama_est_vram_gb, vllm_sizing
+from .sizing import (
+    Budget,
+    devices_card_gb,
+    llama_context,
+    llama_est_vram_gb,
+    over_budget,
+    vllm_sizing,
+)
 from .tools import against_build, tool_parser
 
 __all__ = [
@@ -61,6 +68,7 @@ class Entry:
     notes: tuple[str, ...] = field(default=())
     env: tuple[str, ...] = ()  # llama-swap's env: device variables, then the user's
     tuned: Mapping[str, Any] | None = None  # the measured record it was planned with (measure/)
+    budget: Budget | None = None  # what it was sized for: verify compares the measured use
 
     @property
     def argv(self) -> list[str]:
@@ -95,20 +103,24 @@ def _flags_in(extra: str) -> set[str]:
     return {t.split("=", 1)[0] for t in tokens if t.startswith("-")}
 
 
-def _budget(settings: Settings, ov: ModelOverride, card_gb: float | None) -> float | None:
-    return ov.vram_target_gb or settings.vram_budget_gb or card_gb
-
-
 def _pinned_budget(
     settings: Settings, ov: ModelOverride, card_gb: float | None, pinned_gb: float | None
-) -> float | None:
+) -> Budget | None:
     """With a device pin the pinned cards bound the budget: a global ``vram_budget_gb`` set
     for the big card must not size a model for more than the small card it runs on."""
-    if pinned_gb is None:
-        return _budget(settings, ov, card_gb)
     if ov.vram_target_gb:
-        return ov.vram_target_gb
-    return min(settings.vram_budget_gb, pinned_gb) if settings.vram_budget_gb else pinned_gb
+        return Budget(ov.vram_target_gb, "vram_target_gb")
+    if pinned_gb is None:
+        if settings.vram_budget_gb:
+            return Budget(settings.vram_budget_gb, "vram_budget_gb")
+        return Budget(card_gb, "the GPU's memory") if card_gb else None
+    if settings.vram_budget_gb and settings.vram_budget_gb < pinned_gb:
+        return Budget(settings.vram_budget_gb, "vram_budget_gb")
+    return Budget(pinned_gb, f"device {ov.device}")
+
+
+def _card(card_gb: float | None) -> Budget | None:
+    return Budget(card_gb, "the GPU's memory") if card_gb else None
 
 
 def _describe(model: DiscoveredModel, res: Resolution, extra: list[str]) -> str:
@@ -187,7 +199,7 @@ def _llama(
     ctx, sized = llama_context(
         model.meta,
         weights,
-        budget,
+        budget.gb if budget else None,
         ov.ctx,
         extra_args=ov.extra_args,
         headroom_gb=settings.vram_headroom_gb,
@@ -221,6 +233,7 @@ def _llama(
     notes += _flag_notes(build, left_out, (ov.extra_args or "").strip())
     caps["context"] = ctx
     est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
+    notes += over_budget(ov.ctx, est, [budget, _card(pinned or card_gb)])
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
     extra += [f"device {ov.device}"] if dev.devices else []
     return Entry(
@@ -233,6 +246,7 @@ def _llama(
         capabilities=caps,
         notes=(*res.notes, *notes),
         env=dev.env,
+        budget=budget,
         **_common(settings, ov),
     )
 
@@ -319,10 +333,11 @@ def _vllm(
         )
     if dev.memory_gb:
         card_gb = devices_card_gb(dev.memory_gb, tensor_parallel=tensor_parallel or 1)
+    budget = _pinned_budget(settings, ov, card_gb, card_gb if dev.memory_gb else None)
     sizing = vllm_sizing(
         model.meta,
         model.size_gb,
-        _pinned_budget(settings, ov, card_gb, card_gb if dev.memory_gb else None),
+        budget.gb if budget else None,
         card_gb,
         pinned_ctx=ov.ctx,
         pinned_util=ov.vllm_gpu_util,
@@ -356,6 +371,7 @@ def _vllm(
     )
     caps: dict[str, Any] = {"in": ["text"], "out": ["text"], "context": sizing.max_model_len}
     notes = [*dev_notes, *sizing.notes]
+    notes += over_budget(ov.ctx, sizing.need_gb, [budget, _card(card_gb)])
     if "--tool-call-parser" in theirs:
         caps["tools"] = True
     elif parser:
@@ -378,5 +394,6 @@ def _vllm(
         capabilities=caps,
         notes=(*res.notes, *notes),
         env=dev.env,
+        budget=budget,
         **_common(settings, ov),
     )

@@ -16,17 +16,20 @@ from ..discovery.meta import ModelMeta
 
 __all__ = [
     "GIB",
+    "Budget",
     "KvModel",
     "LlamaKnobs",
     "VllmSizing",
     "devices_card_gb",
     "gpu_utilisation",
+    "is_over_budget",
     "kv_model",
     "llama_context",
     "llama_est_vram_gb",
     "llama_footprint_gb",
     "llama_knobs",
     "max_ctx_for_budget",
+    "over_budget",
     "rounded_ctx",
     "vllm_sizing",
 ]
@@ -279,6 +282,41 @@ class VllmSizing:
     kv_cache_bytes: int | None
     est_vram_gb: float
     notes: tuple[str, ...]
+    need_gb: float  # what the window needs, before the utilisation's clamp
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The memory a model is sized for, and the setting (or card) that says so."""
+
+    gb: float
+    source: str  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
+
+    def __str__(self) -> str:
+        return f"the {self.gb:g} GiB of {self.source}"
+
+
+OVER_BUDGET = " GiB estimated, more than "
+
+
+def over_budget(ctx: int | None, need_gb: float, limits: Sequence[Budget | None]) -> list[str]:
+    """A pinned context is kept as set, even where its estimate does not fit: say which
+    limit (the budget, then the card) it exceeds, as a note that ``set``, ``models`` and the
+    generated file all show."""
+    if not ctx:
+        return []
+    over = next((b for b in limits if b is not None and need_gb > b.gb), None)
+    if over is None:
+        return []
+    return [
+        f"ctx {ctx}: {need_gb:.2f}{OVER_BUDGET}{over}; it may not load "
+        "(a smaller ctx, or unset ctx to size it to fit)"
+    ]
+
+
+def is_over_budget(note: str) -> bool:
+    """Whether a plan note is :func:`over_budget`'s."""
+    return note.startswith("ctx ") and OVER_BUDGET in note
 
 
 def gpu_utilisation(footprint: float, card: float) -> float:
@@ -335,4 +373,4 @@ def vllm_sizing(
         notes.append("no GPU reading: utilisation 0.90")
     est = round(util * card_gb, 2) if card_gb else round(footprint, 2)
     pin_bytes = math.ceil(pin_gb * GIB) if pin_gb is not None else None
-    return VllmSizing(ctx, util, pin_bytes, est, tuple(notes))
+    return VllmSizing(ctx, util, pin_bytes, est, tuple(notes), round(footprint, 2))

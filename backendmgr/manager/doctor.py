@@ -10,7 +10,9 @@ import anyio
 
 from ..api_models import DoctorReport
 from ..catalog.capabilities import missing_gpu
-from ..requests import DoctorRequest
+from ..config.models import BackendRow
+from ..errors import BackendmgrError
+from ..requests import DoctorRequest, GenerateRequest
 from ..units import format_size
 from .context import Context
 from .facts import executable_exists
@@ -26,15 +28,11 @@ class Doctor:
 
     async def check(self, req: DoctorRequest) -> DoctorReport:
         builds = self.ctx.builds
-        restored: list[Path] = []
-        removed: list[Path] = []
-        if req.fix:
-            # Finish interrupted swaps first, so that adoption registers the recovered builds.
-            restored, removed = await anyio.to_thread.run_sync(builds.tidy)
-            removed += await anyio.to_thread.run_sync(builds.remove_part_files)
-            await self.generator.sync_registry()
-        settings = await self.ctx.settings()
+        fixed: list[str] = []
         problems: list[str] = []
+        if req.fix:
+            fixed, problems = await self._fix()
+        settings = await self.ctx.settings()
         installed = {e.id: e for e in builds.installed()}
         row_ids = {r.id for r in settings.backends}
         for row in settings.backends:
@@ -56,17 +54,18 @@ class Doctor:
                 problems.append(f"interrupted reinstall {folder} (doctor --fix finishes it)")
             else:
                 problems.append(f"leftover folder {folder} (doctor --fix removes it)")
-        notes += [f"finished an interrupted install: {path} is complete" for path in restored]
         notes += [
             w
             for e in installed.values()
             if (w := missing_gpu(e.id, e.receipt.variant, e.receipt.capabilities))
         ]
         notes += _part_notes(builds.part_files())
-        output_problems, output_notes = await anyio.to_thread.run_sync(
-            self.generator.check_output, settings
-        )
-        problems += output_problems
+        # exactly what ``generate --check`` refuses: a problem, or a note for a stale file
+        plan = await anyio.to_thread.run_sync(self.generator.models.pipeline, settings)
+        target = self.ctx.output_path(settings)
+        found = await anyio.to_thread.run_sync(self.generator.inspect, plan, target)
+        problems += [f.text for f in found if f.problem]
+        output_notes = [f.text for f in found if not f.problem]
         from ..emit.devices import pin_notes
 
         host = self.ctx.host
@@ -75,9 +74,50 @@ class Doctor:
             problems=problems,
             # issue 24: pins to GPUs this host lacks
             notes=notes + output_notes + pin_notes(settings, host.adapters),
-            fixed=[str(p) for p in removed],
+            fixed=fixed,
             gpus=host.gpu_lines(),
         )
+
+    async def _fix(self) -> tuple[list[str], list[str]]:
+        """``doctor --fix``: each repair as a line, and what stopped one (a problem)."""
+        builds = self.ctx.builds
+        # Finish interrupted swaps first, so that adoption registers the recovered builds.
+        restored, removed = await anyio.to_thread.run_sync(builds.tidy)
+        fixed = [f"finished an interrupted reinstall: {path} is complete" for path in restored]
+        fixed += [f"removed leftover folder {path}" for path in removed]
+        parts = await anyio.to_thread.run_sync(builds.remove_part_files)
+        fixed += [f"removed partial download {path}" for path in parts]
+        before = (await self.ctx.settings()).backends
+        await self.generator.sync_registry()
+        fixed += _row_repairs(before, (await self.ctx.settings()).backends)
+        try:  # like every other change: the llama-swap config follows
+            written = await self.generator.generate(GenerateRequest())
+        except BackendmgrError as exc:
+            return fixed, [f"the llama-swap config could not be rewritten: {exc}"]
+        if written.written:
+            kept = f"; kept the edited copy as {written.backup}" if written.backup else ""
+            fixed.append(f"rewrote {written.output}{kept}")
+        return fixed, []
+
+
+def _row_repairs(before: list[BackendRow], after: list[BackendRow]) -> list[str]:
+    """What adoption changed in the registry, a line per row."""
+    old = {r.id: r for r in before}
+    new = {r.id: r for r in after}
+    lines = [
+        f'removed build row "{r.id}": its build folder is gone'
+        if r.build
+        else f'removed row "{r.id}": its build is gone'
+        for r in before
+        if r.id not in new
+    ]
+    for r in after:
+        was = old.get(r.id)
+        if was is None:
+            lines.append(f'added row "{r.id}" for the installed build at {r.path}')
+        elif was.path != r.path:
+            lines.append(f'repointed row "{r.id}" to {r.path}: {was.path} is gone')
+    return lines
 
 
 def _part_notes(parts: list[Path]) -> list[str]:

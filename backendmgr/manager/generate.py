@@ -4,6 +4,7 @@ file, and the regeneration every change ends with (after adopting builds into th
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,20 @@ from .models import Models, Plan
 if TYPE_CHECKING:
     from ..emit.plan import Entry
 
-__all__ = ["Generator"]
+__all__ = ["Finding", "Generator"]
 
 MAX_SHOWN = 4 << 20  # bytes of the generated config that ``generated`` returns
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong with the written llama-swap config. ``problem``: ``doctor`` fails on
+    it (a missing or stale file is a note: the next change rewrites it); ``generate --check``
+    fails on any, raising ``error``."""
+
+    text: str
+    problem: bool
+    error: type[BackendmgrError] = Refused
 
 
 class Generator:
@@ -107,7 +119,7 @@ class Generator:
             ],
         )
         if req.check:
-            await self._check(plan, target, current, edited)
+            await self._check(plan, target)
             return result
         if current == plan.digest and not req.force and not edited:
             return result
@@ -134,22 +146,54 @@ class Generator:
         result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
         return result
 
-    async def _check(self, plan: Plan, target: Path, current: str | None, edited: bool) -> None:
+    async def _check(self, plan: Plan, target: Path) -> None:
         """``generate --check``: refuse a hand-edited, missing, stale or drifted file."""
-        if edited:
-            raise Refused(
-                f"{target} was modified since backendmgr wrote it; "
-                '"backendmgr generate" rewrites it and keeps your copy as .bak'
+        found = await anyio.to_thread.run_sync(self.inspect, plan, target)
+        if found:
+            raise found[0].error(found[0].text)
+
+    def inspect(self, plan: Plan, target: Path) -> list[Finding]:
+        """What ``generate --check`` refuses and ``doctor`` reports, worst first: a missing,
+        hand-edited, foreign or stale file, and one that lacks the shape llama-swap needs or
+        (when its header claims the current inputs) does not say what the plan says. Blocking,
+        for a worker thread."""
+        from ..emit.regen import edited_by_hand, output_hash, written_record
+        from ..emit.verify import check_config
+
+        config = f"the llama-swap config {target}"
+        if not target.exists():
+            return [Finding(f'{config} does not exist; run "backendmgr generate"', False)]
+        found: list[Finding] = []
+        if edited_by_hand(written_record(self.ctx.paths.home, target), target):
+            found.append(
+                Finding(
+                    f"{config} was modified since backendmgr wrote it; "
+                    '"backendmgr generate" rewrites it and keeps your copy as .bak',
+                    True,
+                )
             )
-        if current != plan.digest:
-            state = "missing" if current is None and not target.exists() else "stale"
-            raise Refused(f'{target} is {state}; run "backendmgr generate"')
-        # A file whose header claims these inputs must also say what the plan says.
-        drift = await anyio.to_thread.run_sync(_written_problems, target, plan.entries())
-        if drift:
-            raise VerificationError(
-                f'{target} does not match its plan: {drift[0]}; run "backendmgr generate --force"'
+        entries: list[Entry] | None = None
+        recorded = output_hash(target)
+        if recorded is None:
+            found.append(
+                Finding(f'{config} was not written by backendmgr; run "backendmgr generate"', False)
             )
+        elif recorded != plan.digest:
+            found.append(Finding(f'{config} is stale; run "backendmgr generate"', False))
+        else:
+            entries = plan.entries()
+        try:
+            text = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [*found, Finding(f"{config} cannot be read ({exc})", True, VerificationError)]
+        differs = "does not match its plan: " if entries is not None else ""
+        found += [
+            Finding(
+                f'{config} {differs}{p}; run "backendmgr generate --force"', True, VerificationError
+            )
+            for p in check_config(text, entries)
+        ]
+        return found
 
     async def generated(self) -> GeneratedText:
         """The configured llama-swap file's text, whether it has the shape llama-swap needs,
@@ -193,45 +237,3 @@ class Generator:
             up_to_date=fresh,
             status=status,
         )
-
-    def check_output(self, settings: Settings) -> tuple[list[str], list[str]]:
-        """``doctor``: the written config must parse, have the shape llama-swap needs, and,
-        when its header claims the current inputs, hold exactly the planned models and cmds.
-        (problems, notes); blocking, for a worker thread."""
-        from ..emit.regen import output_hash
-        from ..emit.verify import check_config
-
-        target = self.ctx.output_path(settings)
-        if not target.exists():
-            return [], [f'the llama-swap config {target} does not exist; run "backendmgr generate"']
-        notes: list[str] = []
-        entries: list[Entry] | None = None
-        recorded = output_hash(target)
-        if recorded is None:
-            notes.append(f"{target} was not written by backendmgr")
-        else:
-            plan = self.models.pipeline(settings)
-            if recorded == plan.digest:
-                entries = plan.entries()
-            else:
-                notes.append(f'{target} is stale; run "backendmgr generate"')
-        try:
-            text = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            return [f"the llama-swap config {target} cannot be read ({exc})"], notes
-        problems = [
-            f'the llama-swap config {target}: {p}; run "backendmgr generate --force"'
-            for p in check_config(text, entries)
-        ]
-        return problems, notes
-
-
-def _written_problems(target: Path, entries: list[Entry]) -> list[str]:
-    """What is wrong with the config at ``target`` against the plan (unreadable counts)."""
-    from ..emit.verify import check_config
-
-    try:
-        text = target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [f"it cannot be read ({exc})"]
-    return check_config(text, entries)

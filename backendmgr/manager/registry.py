@@ -189,8 +189,9 @@ class Registry:
             return _with_override(s, model, updated), (updated, updated != current)
 
         (updated, changed), regen = await self._mutate(change, generate=generate)
-        if "vllm_tool_parser" in parsed:
-            warnings += await self._tool_parser_warnings(model)
+        if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:
+            # the plan's own notes: a parser the build lacks, a ctx that cannot fit
+            warnings += await self._plan_warnings(model)
         shown = ", ".join(f"{k}={text}" for k, text in values.items())  # as typed
         return ModelSettingsResult(
             message=f'set {shown} for "{model}"' if changed else f'"{model}" already has {shown}',
@@ -221,15 +222,17 @@ class Registry:
             )
         return ()
 
-    async def _tool_parser_warnings(self, model: str) -> tuple[str, ...]:
-        """A ``vllm_tool_parser`` the model's resolved vLLM build does not register (§12.4);
-        the same note ``generate`` writes, so the two never disagree."""
+    async def _plan_warnings(self, model: str) -> tuple[str, ...]:
+        """A ``vllm_tool_parser`` the model's resolved vLLM build does not register (§12.4), a
+        pinned ``ctx`` whose estimate exceeds the budget: the same notes ``generate`` writes,
+        so the two never disagree."""
+        from ..emit.sizing import is_over_budget
         from ..emit.tools import is_override_warning
 
         planned = (await self.models.plan()).planned(model)
         if planned is None:
             return ()
-        return tuple(n for n in planned.notes if is_override_warning(n))
+        return tuple(n for n in planned.notes if is_override_warning(n) or is_over_budget(n))
 
     async def unset_overrides(
         self, model: str, keys: Sequence[str], *, generate: bool = True

@@ -172,6 +172,8 @@ class Verifier:
         if self.ctx.on_wait is not None:  # issue 20: a start can take the whole limit
             self.ctx.on_wait(f"starting {model_id} until it answers (at most {limit:g} s)…")
         check = await start_entry(entry, limit, self.ctx.environ, started)
+        budget, used = entry.budget, check.gpu_gib
+        over = budget is not None and used is not None and used > budget.gb
         result = VerifyResult(
             id=model_id,
             ok=check.ok,
@@ -182,6 +184,8 @@ class Verifier:
             backend=entry.resolution.row.id if entry.resolution.row else None,
             verified_at=datetime.now(UTC).isoformat(timespec="seconds"),
             device=check.device,  # issue 24: the GPU(s) the build said it loaded onto
+            budget_gb=budget.gb if budget else None,
+            over_budget=f"more than {budget}" if over else None,  # issue 20
             cause=failure_cause(  # issue 22: the recognised cause of a failure
                 settings, entry.model, entry.resolution, check.log or check.reason
             ),

@@ -175,6 +175,7 @@ def apply_tuned(
 ) -> list[Any]:
     """``plans`` with every model that has a matching record planned at its tuned context."""
     from ..emit.plan import Entry
+    from ..emit.sizing import is_over_budget
 
     store = TunedStore(place.paths)
     records = store.records()
@@ -199,8 +200,10 @@ def apply_tuned(
         note = (
             f"ctx {record.ctx} tuned: {record.measured_gib:.3g} GiB measured ({record.measured_by})"
         )
+        # what was measured to fit outweighs an estimate that says it would not
+        kept = tuple(n for n in tuned.notes if not is_over_budget(n))
         out[i] = dataclasses.replace(
-            tuned, tuned=record.model_dump(mode="json"), notes=(*tuned.notes, note)
+            tuned, tuned=record.model_dump(mode="json"), notes=(*kept, note)
         )
     return out
 

@@ -67,7 +67,7 @@ def test_doctor_lists_part_files_and_fix_removes_free_ones(
     with store.part_lock(busy).acquire(timeout=0):  # an install is reading it right now
         fixed = cli("--json", "doctor", "--fix")
     assert fixed.code == 0, fixed
-    assert json.loads(fixed.out)["fixed"] == [str(loose)]
+    assert json.loads(fixed.out)["fixed"] == [f"removed partial download {loose}"]
     assert not loose.exists() and not loose.with_name(loose.name + ".json").exists()
     assert busy.exists()
     assert str(loose) not in cli("doctor").err

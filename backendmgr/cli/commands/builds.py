@@ -164,8 +164,8 @@ async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     else:
         for line in result.gpus:
             out.info(line)
-        for path in result.fixed:
-            out.info(f"removed {path}")
+        for line in result.fixed:  # each repair, as a sentence
+            out.info(line)
         for note in result.notes:
             out.warning(note)
         for problem in result.problems:

@@ -440,7 +440,7 @@ function renderDoctor(d) {
     el("div", {}, el("span", { class: d.ok ? "ok" : "error" }, d.ok ? "everything is consistent" : `${d.problems.length} problem(s)`), " ",
       el("button", { type: "button", onclick: () => act(here, async () => {
         const r = await api("POST", "/api/doctor", { fix: true });
-        return { message: r.fixed.length ? `removed ${r.fixed.join(", ")}` : "nothing to fix" };
+        return { message: r.fixed.length ? r.fixed.join("; ") : "nothing to fix" };
       }) }, "Fix"), " ", here),
     el("ul", {}, lines));
 }

@@ -23,9 +23,9 @@ from backendmgr.discovery.gguf import read_gguf_metadata
 from backendmgr.discovery.meta import meta_from_gguf
 from backendmgr.emit.sizing import llama_context
 from backendmgr.mirror import MirrorServer
-from tests.emit.test_injection import load, output
 from tests.support import publish_llama
 from tests.support.cli import CliResult
+from tests.support.generated import load, output
 from tests.support.ggufs import write_gguf
 from tests.support.paths import SHARED
 

@@ -207,7 +207,7 @@ def test_completion_offers_keys_variants_and_options(cli: Cli, config_path: Path
 
 
 def test_completing_variants_loads_no_pydantic() -> None:
-    from tests.cli.test_startup import loaded_after
+    from tests.support.startup import loaded_after
 
     out, loaded = loaded_after("__complete", "--", "install", "vllm", "--variant", "")
     assert out.split() == ["cuda", "cpu", "rocm"]

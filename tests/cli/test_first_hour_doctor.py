@@ -98,9 +98,9 @@ def test_doctor_reports_a_hand_edit_that_generate_check_reports(
 
 def _user(tmp_path: Path, config_path: Path, budget: str) -> Path:
     """A models folder with one chat model, a row for the llama stand-in, and ``budget``."""
-    from tests.cli.test_verify import _exe
     from tests.support.ggufs import write_gguf
     from tests.support.standins import SERVER_STANDIN
+    from tests.support.standins import python_exe as _exe
 
     server = _exe(tmp_path / "bin" / "llama-server", SERVER_STANDIN)
     root = tmp_path / "models"
@@ -149,7 +149,8 @@ def test_a_pinned_ctx_over_the_budget_warns_at_set_and_is_noted_everywhere(
 def test_verify_says_when_the_measured_memory_exceeds_the_budget(
     cli: Cli, tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.cli.test_verify import NVIDIA_SMI, _exe
+    from tests.support.standins import NVIDIA_SMI
+    from tests.support.standins import python_exe as _exe
 
     bin_dir = _user(tmp_path, config_path, "models:\n  chat: {vram_target_gb: 4, ctx: 4096}\n")
     _exe(bin_dir / "nvidia-smi", NVIDIA_SMI)  # 6462 MiB for each process of the group

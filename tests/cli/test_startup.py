@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HEAVY = ("pydantic", "rich", "httpx", "anyio", "ruamel.yaml", "filelock")
-
-
-def loaded_after(*argv: str) -> tuple[str, list[str]]:
-    """Run ``main(argv)`` in a fresh interpreter; its stdout and the heavy modules it loaded."""
-    code = (
-        "import sys\n"
-        "from backendmgr.cli.main import main\n"
-        "try:\n"
-        f"    main({list(argv)!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"print('LOADED', *[m for m in {HEAVY!r} if m in sys.modules])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    out, _, loaded = done.stdout.rpartition("LOADED")
-    return out, loaded.split()
+from tests.support.startup import loaded_after
 
 
 @pytest.mark.parametrize("argv", [("--help",), ("__complete", "--", "ins")])

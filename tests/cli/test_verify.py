@@ -22,26 +22,10 @@ from tests.support import await_until, wait_until
 from tests.support.cli import CliResult, run_in_process, spawn_backendmgr
 from tests.support.ggufs import QWEN3_8B, write_gguf, write_hf
 from tests.support.processes import recorded_pids, running
+from tests.support.standins import NVIDIA_SMI, python_exe
 from tests.support.standins import SERVER_STANDIN as SERVER
 
 MIB = 1 << 20
-
-
-NVIDIA_SMI = r"""
-import os, sys
-assert sys.argv[1:] == ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
-print("1, 99999")  # another process on the card: not ours
-for line in open(os.path.join(os.environ["FAKE_DIR"], "pids")):
-    print(f"{line.strip()}, 6462")
-print("garbage line")
-"""
-
-
-def _exe(path: Path, body: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\n{body}")
-    path.chmod(0o755)
-    return path
 
 
 def pids(fake: Path) -> list[int]:
@@ -62,8 +46,8 @@ def gone_soon(pid: int) -> bool:
 def fakes(tmp_path: Path, config_path: Path) -> dict[str, Path]:
     fake = tmp_path / "fake"
     fake.mkdir()
-    server = _exe(tmp_path / "bin" / "llama-server", SERVER)
-    vllm = _exe(tmp_path / "bin" / "vllm", SERVER)
+    server = python_exe(tmp_path / "bin" / "llama-server", SERVER)
+    vllm = python_exe(tmp_path / "bin" / "vllm", SERVER)
     root = tmp_path / "models"
     write_gguf(root / "chat.gguf", "qwen3", layers=4, ctx=8192, size_bytes=MIB)
     write_gguf(root / "embed.gguf", "bert", layers=4, ctx=512, pooling=1, size_bytes=MIB)
@@ -99,7 +83,7 @@ def set_extra(fakes: dict[str, Path], model: str, extra: str) -> None:
 
 def test_every_role_and_vllm_are_verified_and_shown_by_models(fakes: dict[str, Path]) -> None:
     # a fake nvidia-smi reports 6462 MiB for each process of the group
-    _exe(fakes["bin"] / "nvidia-smi", NVIDIA_SMI)
+    python_exe(fakes["bin"] / "nvidia-smi", NVIDIA_SMI)
     path = f"{fakes['bin']}:{os.environ['PATH']}"
     before = bm(fakes, "models")
     assert before.code == 0 and "not verified" in before.out

@@ -24,7 +24,7 @@ from backendmgr.emit.devices import (
 from backendmgr.emit.plan import Entry, plan_model
 from backendmgr.emit.sizing import LLAMA_FIXED_GB, devices_card_gb, llama_context
 from backendmgr.registry.resolve import Resolution
-from tests.emit.test_sizing import BIG as META
+from tests.support.metas import BIG as META
 
 TWO_CARDS = "NVIDIA GeForce RTX 4090:24;NVIDIA GeForce RTX 3060:12"
 

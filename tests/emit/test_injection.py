@@ -10,13 +10,12 @@ import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
 
 from backendmgr.emit.verify import CAPABILITY_KEYS
 from tests.support.cli import Cli, ok
+from tests.support.generated import load, output
 from tests.support.ggufs import LLAMA3_8B, write_gguf, write_hf
 from tests.support.paths import SHARED
 from tests.support.realswap import load_once
@@ -45,16 +44,6 @@ def configure(config_path: Path, root: Path, extra: str = "", *, vllm: bool = Fa
         rows += f"  - id: vllm\n    kind: vllm\n    path: {exe(bin_dir / 'vllm')}\n"
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(f"models_dirs: [{json.dumps(str(root))}]\nbackends:\n{rows}{extra}")
-
-
-def output(config_path: Path) -> Path:
-    return config_path.parent / "llama-swap.yaml"
-
-
-def load(config_path: Path) -> dict[str, Any]:
-    data = YAML(typ="safe").load(output(config_path).read_text(encoding="utf-8"))
-    assert isinstance(data, dict)
-    return data
 
 
 def check_schema(config_path: Path) -> None:

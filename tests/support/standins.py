@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 # Shaped like llama-server's own --help (b11xxx): option column, metavar, two spaces, prose.
@@ -129,3 +130,22 @@ def hanging_server(pids: Path, *, ignore_term: bool = False) -> bytes:
         f'sh -c \'echo "$$" >> "{pids}"; exec sleep 300\'\n'
         'echo "version: 100 (b100)"\n'
     ).encode()
+
+
+# A stand-in nvidia-smi: 6462 MiB for each pid in $FAKE_DIR/pids, one other process not ours.
+NVIDIA_SMI = r"""
+import os, sys
+assert sys.argv[1:] == ["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"]
+print("1, 99999")  # another process on the card: not ours
+for line in open(os.path.join(os.environ["FAKE_DIR"], "pids")):
+    print(f"{line.strip()}, 6462")
+print("garbage line")
+"""
+
+
+def python_exe(path: Path, body: str) -> Path:
+    """``body`` as an executable Python script at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path

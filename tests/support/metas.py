@@ -1,0 +1,24 @@
+"""Model shapes the sizing tests share (a large qwen3 and a small qwen2)."""
+
+from __future__ import annotations
+
+from backendmgr.discovery.meta import ModelMeta
+
+BIG = ModelMeta(
+    architecture="qwen3",
+    block_count=48,
+    head_count=32,
+    head_count_kv=8,
+    key_length=128,
+    value_length=128,
+    context_length=262144,
+)
+SMALL = ModelMeta(
+    architecture="qwen2",
+    block_count=24,
+    head_count=14,
+    head_count_kv=2,
+    key_length=64,
+    value_length=64,
+    context_length=32768,
+)

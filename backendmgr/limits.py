@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+
+TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "PRUNE_KEEP",
@@ -19,13 +21,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
 class Bounds:
-    low: float
-    high: float
-    above: bool = False  # the low bound itself is refused
-    unit: str = ""
-    whole: bool = True
+    """A closed (or, with ``above``, left-open) range; a plain class, since ``dataclasses``
+    would cost every command that parses a bounded option its start-up."""
+
+    __slots__ = ("above", "high", "low", "unit", "whole")
+
+    def __init__(
+        self, low: float, high: float, above: bool = False, unit: str = "", whole: bool = True
+    ) -> None:
+        self.low, self.high = low, high
+        self.above = above  # the low bound itself is refused
+        self.unit, self.whole = unit, whole
 
     def problem(self, value: float) -> str | None:
         """Why ``value`` is out of bounds, in the words the CLI and the API both use."""

@@ -19,16 +19,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
+# Every module a replay imports costs its start-up: no typing, pathlib, dataclasses, datetime
+# or OpenSSL here (paths are strings, the digest is the built-in SHA-256). ``parse`` runs for
+# every command; the rest imports what it uses when a read command is replayed or stored.
+TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any, TextIO
 
-# Only ``parse`` runs for every command; it needs nothing beyond ``os`` and ``sys``. The rest
-# imports what it uses when a read command is actually replayed or stored.
-
-__all__ = ["Request", "Tee", "inputs_of", "local_ids", "parse", "replay", "start_recording"]
+__all__ = [
+    "Request",
+    "Tee",
+    "help_text",
+    "inputs_of",
+    "local_ids",
+    "parse",
+    "replay",
+    "start_recording",
+]
 
 FORMAT = 1
 FILE_NAME = "reads.json"
@@ -50,15 +59,34 @@ _ENV_NAMES = {"LANG", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR_
 _ENV_NAMES |= {"COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES", "HOME"}
 
 
-class Request(NamedTuple):
+class Request:
     """A read command as typed, reduced to what decides its output."""
 
-    command: str
-    args: tuple[str, ...]
-    json: bool = False
-    quiet: bool = False
-    config: str | None = None
-    home: str | None = None
+    __slots__ = ("args", "command", "config", "home", "json", "quiet")
+
+    def __init__(
+        self,
+        command: str,
+        args: tuple[str, ...],
+        json: bool = False,
+        quiet: bool = False,
+        config: str | None = None,
+        home: str | None = None,
+    ) -> None:
+        self.command, self.args, self.json, self.quiet = command, args, json, quiet
+        self.config, self.home = config, home
+
+    def fields(self) -> tuple[object, ...]:
+        return (self.command, self.args, self.json, self.quiet, self.config, self.home)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Request) and self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
+    def __repr__(self) -> str:
+        return f"Request{self.fields()!r}"
 
 
 def parse(words: Sequence[str]) -> Request | None:
@@ -102,22 +130,34 @@ def parse(words: Sequence[str]) -> Request | None:
     )
 
 
-class Spec(NamedTuple):
+class Spec:
     """What a run read beyond the fixed places: taken from its settings."""
 
-    models_dirs: list[str]
-    files: list[str]
+    __slots__ = ("files", "models_dirs")
+
+    def __init__(self, models_dirs: list[str], files: list[str]) -> None:
+        self.models_dirs, self.files = models_dirs, files
 
 
-def _locations(request: Request) -> tuple[Path, Path]:
-    from ..config.locate import locate  # the standard library and platformdirs only
+def _locations(request: Request) -> tuple[str, str]:
+    from ..config.locate import where  # the standard library and platformdirs only
 
-    return locate(request.config, request.home)
+    return where(request.config, request.home)
 
 
-def _key(request: Request, stdout: Any, stderr: Any, config: Path) -> str:
-    import contextlib
-    import hashlib
+def _sha256(data: bytes = b"") -> Any:
+    """The interpreter's built-in SHA-256: hashlib would load OpenSSL for it."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]  # 3.12 and later
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)
+
+
+def _key(request: Request, stdout: Any, stderr: Any, config: str) -> str:
     import json
 
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
@@ -127,12 +167,14 @@ def _key(request: Request, stdout: Any, stderr: Any, config: Path) -> str:
         tty = _isatty(stream)
         size: tuple[int, int] | None = None
         if tty:
-            with contextlib.suppress(OSError, ValueError, AttributeError):
+            try:
                 size = tuple(os.get_terminal_size(stream.fileno()))  # type: ignore[assignment]
+            except (OSError, ValueError, AttributeError):
+                size = None
         streams.append([tty, size, getattr(stream, "encoding", None)])
-    data = [FORMAT, request.command, request.args, request.json, request.quiet, str(config)]
+    data = [FORMAT, request.command, request.args, request.json, request.quiet, config]
     data += [sorted(env.items()), streams, os.getcwd(), sys.executable]
-    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+    return str(_sha256(json.dumps(data).encode()).hexdigest())
 
 
 def _isatty(stream: Any) -> bool:
@@ -142,7 +184,7 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-def _sig(path: str | Path) -> str:
+def _sig(path: str) -> str:
     try:
         st = os.stat(path)
     except (OSError, ValueError):
@@ -150,20 +192,16 @@ def _sig(path: str | Path) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}:{st.st_ino}:{st.st_mode}"
 
 
-def _listing(folder: Path) -> list[Path]:
-    from pathlib import Path
-
+def _listing(folder: str) -> list[str]:
     try:
-        return sorted(Path(entry.path) for entry in os.scandir(folder))
+        return sorted(entry.path for entry in os.scandir(folder))
     except OSError:
         return []
 
 
 def _code_stamp() -> Iterable[str]:
     """backendmgr's own files: an upgraded or edited install never replays an older output."""
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parent.parent
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     for folder, subdirs, files in os.walk(package):
         subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
         for name in sorted(files):
@@ -171,18 +209,15 @@ def _code_stamp() -> Iterable[str]:
                 yield _sig(os.path.join(folder, name))
 
 
-def fingerprint(config: Path, home: Path, spec: Spec) -> str | None:
+def fingerprint(config: str, home: str, spec: Spec) -> str | None:
     """A digest of every input of a read command; ``None`` when one cannot be taken."""
-    import contextlib
-    import datetime
-    import hashlib
     import json
-    from pathlib import Path
+    import time
 
-    from ..config.locate import builtin_manifest_dir
+    from ..config.locate import builtin_manifests
     from ..discovery.files import walk_model_files
 
-    digest = hashlib.sha256()
+    digest = _sha256()
 
     def feed(*parts: object) -> None:
         digest.update(json.dumps(parts, default=str).encode() + b"\n")
@@ -192,26 +227,31 @@ def fingerprint(config: Path, home: Path, spec: Spec) -> str | None:
             raw = fh.read(MAX_FILE + 1)
         if len(raw) > MAX_FILE:
             return None
-        feed("config", hashlib.sha256(raw).hexdigest())
+        feed("config", _sha256(raw).hexdigest())
     except FileNotFoundError:
         feed("config", "-")
     except OSError:
         return None
-    date = datetime.datetime.now(datetime.UTC).date().isoformat()
+    date = time.strftime("%Y-%m-%d", time.gmtime())  # verify's "today" is a UTC day
     boot = ""
-    with contextlib.suppress(OSError):
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot_file:
+            boot = boot_file.read(64).strip()
+    except OSError:
+        pass
     feed("when", date, boot)
     for name in ("verify.json", "tuned.json", "cache/capabilities.json"):  # results, contexts
-        feed(name, _sig(home / name))
-    builds = home / "builds"
+        feed(name, _sig(os.path.join(home, name)))
+    builds = os.path.join(home, "builds")
     feed("builds", _sig(builds))
     for component in _listing(builds):
         feed(component, _sig(component))
         for build in _listing(component):
-            feed(build, _sig(build), _sig(build / ".backendmgr.json"))
-    for manifests in (builtin_manifest_dir(), config.parent / "manifests"):
-        feed(manifests, _sig(manifests), [(p.name, _sig(p)) for p in _listing(manifests)])
+            feed(build, _sig(build), _sig(os.path.join(build, ".backendmgr.json")))
+    user = os.path.join(os.path.dirname(config), "manifests")
+    for manifests in (builtin_manifests(), user):
+        names = [(os.path.basename(p), _sig(p)) for p in _listing(manifests)]
+        feed(manifests, _sig(manifests), names)
     for path in spec.files:
         feed("file", path, _sig(path))
     for entry in os.environ.get("PATH", "").split(os.pathsep):
@@ -223,14 +263,14 @@ def fingerprint(config: Path, home: Path, spec: Spec) -> str | None:
             return None
         feed(folder, [(path, st.st_size, st.st_mtime_ns) for _, path, st in files])
     feed("code", list(_code_stamp()))
-    return digest.hexdigest()
+    return str(digest.hexdigest())
 
 
-def _memo_path(home: Path) -> Path:
-    return home / "cache" / FILE_NAME
+def _memo_path(home: str) -> str:
+    return os.path.join(home, "cache", FILE_NAME)
 
 
-def _load(home: Path) -> dict[str, Any]:
+def _load(home: str) -> dict[str, Any]:
     import json
 
     try:
@@ -248,12 +288,13 @@ def _load(home: Path) -> dict[str, Any]:
 
 
 def _trace(word: str) -> None:
-    import contextlib
-
     target = os.environ.get(TRACE_ENV)
     if target:
-        with contextlib.suppress(OSError), open(target, "a", encoding="utf-8") as fh:
-            fh.write(word + "\n")
+        try:
+            with open(target, "a", encoding="utf-8") as fh:
+                fh.write(word + "\n")
+        except OSError:
+            pass
 
 
 def _spec_of(entry: dict[str, Any]) -> Spec | None:
@@ -268,7 +309,7 @@ def _spec_of(entry: dict[str, Any]) -> Spec | None:
     return Spec(models_dirs=dirs, files=files)
 
 
-def _lookup(key: str, config: Path, home: Path) -> dict[str, Any] | None:
+def _lookup(key: str, config: str, home: str) -> dict[str, Any] | None:
     """The stored entry for ``key`` when its inputs are unchanged."""
     entry = _load(home).get(key)
     if not isinstance(entry, dict):
@@ -331,8 +372,33 @@ def local_ids(
     before = fingerprint(config, home, spec)
     names = compute()
     if before is not None and all("\n" not in name for name in names):
-        Recording(key, config, home, spec, before).store("\n".join(names), "")
+        Recording(key, config, home, spec, before, makes_home=True).store("\n".join(names), "")
     return names
+
+
+def help_text(words: Sequence[str], stdout: TextIO, compute: Callable[[], str]) -> str:
+    """The top level's ``--help``: stored while backendmgr's files and the terminal are the
+    same, else ``compute()`` (argparse's own text), stored for next time."""
+    if os.environ.get(DISABLE_ENV):
+        return compute()
+    request = Request("--help", tuple(words))
+    try:
+        config, home = _locations(request)
+        key = _key(request, stdout, None, config)
+        entry = _lookup(key, config, home)
+        found = entry.get("stdout") if entry else None
+        if isinstance(found, str):
+            _trace("hit")
+            return found
+    except Exception:  # a memo that cannot be read is a miss
+        return compute()
+    _trace("miss")
+    spec = Spec(models_dirs=[], files=[])
+    before = fingerprint(config, home, spec)
+    text = compute()
+    if before is not None:
+        Recording(key, config, home, spec, before, makes_home=True).store(text, "")
+    return text
 
 
 class Tee:
@@ -359,14 +425,17 @@ class Recording:
     def __init__(
         self,
         key: str,
-        config: Path,
-        home: Path,
+        config: str,
+        home: str,
         spec: Spec,
         before: str,
         streams: tuple[Tee, Tee] | None = None,
+        *,
+        makes_home: bool = False,
     ) -> None:
         self.key, self.config, self.home, self.spec, self.before = key, config, home, spec, before
         self.streams = streams
+        self.makes_home = makes_home  # only <TAB> and --help: a read command never makes it
 
     def finish(self, code: int) -> None:
         if code == 0 and self.streams is not None:
@@ -394,10 +463,12 @@ class Recording:
             body = json.dumps({"format": FORMAT, "entries": entries}, ensure_ascii=False)
             from .._fs import atomic_write_bytes
 
-            if not self.home.is_dir():  # a read never makes the data home, only a change
+            if not self.makes_home and not os.path.isdir(self.home):
                 return
-            _memo_path(self.home).parent.mkdir(exist_ok=True)
-            atomic_write_bytes(_memo_path(self.home), body.encode())
+            os.makedirs(os.path.dirname(_memo_path(self.home)), exist_ok=True)
+            from pathlib import Path
+
+            atomic_write_bytes(Path(_memo_path(self.home)), body.encode())
             _trace("stored")
 
 

@@ -7,11 +7,12 @@ Heavy modules (pydantic, httpx, rich) are imported only by the commands that nee
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO, cast
 
+TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["main"]
 
@@ -21,15 +22,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs are unchanged prints its stored output (:mod:`.fastread`) without loading the rest."""
     try:
         if argv is None:
-            from .fastread import replay
+            words = sys.argv[1:]
+            if words[:2] == ["__complete", "--"] and len(words) == 3 and words[2][:1] != "-":
+                from .table import COMMANDS  # <TAB> on a command name
 
-            code = replay(sys.argv[1:], sys.stdout, sys.stderr)
+                for name in COMMANDS:  # the static table: no parser to build
+                    if name.startswith(words[2]) and not name.startswith("_"):
+                        sys.stdout.write(name + "\n")
+                return 0
+            from .fastread import help_text, replay
+
+            if words in (["--help"], ["-h"]):  # the top level's, as argparse writes it
+                sys.stdout.write(help_text(words, sys.stdout, _top_help))
+                return 0
+            code = replay(words, sys.stdout, sys.stderr)
             if code is not None:
                 return code
         return _main(argv)
     except KeyboardInterrupt:  # before the renderer exists (start-up, parsing): one line too
         sys.stderr.write("error: cancelled\n")
         return 130
+
+
+def _top_help() -> str:
+    from .parser import build_parser
+
+    return build_parser([]).format_help()
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -64,7 +82,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if recording is None:
         out = Renderer(json_mode=args.json, quiet=args.quiet)
     else:
-        tee_out, tee_err = cast("TextIO", recording[1]), cast("TextIO", recording[2])
+        tee_out: Any = recording[1]  # a Tee: written like the stream it wraps
+        tee_err: Any = recording[2]
         out = Renderer(json_mode=args.json, quiet=args.quiet, stdout=tee_out, stderr=tee_err)
     try:
         return run(args, out, recording)

@@ -11,16 +11,19 @@ import argparse
 import functools
 import gettext
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
 
 from .._version import __version__
 
-__all__ = ["UsageError", "build_parser", "command_of", "usage_check", "wants_json"]
+TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, NoReturn, TypeAlias
 
-# A check of a command's arguments together (``--platform`` needs ``--dry-run``): returns the
-# usage error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
-Check = Callable[[argparse.Namespace], str | None]
+    # A check of a command's arguments together (``--platform`` needs ``--dry-run``): the
+    # usage error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
+    Check: TypeAlias = Callable[[argparse.Namespace], str | None]
+
+__all__ = ["UsageError", "build_parser", "command_of", "usage_check", "wants_json"]
 
 # argparse looks its own strings up through gettext for every parser it builds, and each lookup
 # searches the locale folders on disk again: with ~35 subcommands that was 40 % of building the

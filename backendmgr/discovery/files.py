@@ -7,7 +7,10 @@ read snapshot compares them: one walk, so the three can never disagree about wha
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+
+TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["is_model_file", "walk_model_files"]
 

@@ -9,12 +9,14 @@ to the reply array verbatim, so nothing a model file is called is ever evaluated
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 from ..parser import usage_check
 
+TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TextIO
+
     from ...manager import Manager
     from ..render import Renderer
 
@@ -210,7 +212,11 @@ def _values(action: argparse.Action | None, component: str | None, prefix: str) 
 
 
 def _local_ids(
-    kind: str, args: argparse.Namespace, seen: dict[str, str], paths: Any, mgr: Manager | None
+    kind: str,
+    args: argparse.Namespace,
+    seen: dict[str, str],
+    where: Callable[[], Any],
+    mgr: Manager | None,
 ) -> list[str]:
     """Builds, rows or models: from the read memo while nothing changed, else the Manager."""
     from ..fastread import inputs_of, local_ids
@@ -220,7 +226,7 @@ def _local_ids(
         if mgr is None or seen:
             from ...manager import Manager as _Manager
 
-            mgr = _Manager(paths)
+            mgr = _Manager(where())
         return mgr
 
     return local_ids(
@@ -257,28 +263,36 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
         found, seen = analyse(build_parser(words), words)
         names = [item for item in found if not item.startswith("kind:")]
         kinds = [item for item in found if item.startswith("kind:")]
-        if kinds:
+        config, home = seen.get("config") or args.config, seen.get("home") or args.home
+
+        def where() -> Any:
             from ...config.paths import Paths
 
-            paths = Paths.resolve(
-                config=seen.get("config") or args.config, home=seen.get("home") or args.home
-            )
-        for item in kinds:
-            if item == "kind:components":  # the commonest <TAB>, and cheap without the Manager
-                from ...catalog.files import component_ids
+            return Paths.resolve(config=config, home=home)
 
-                names += component_ids(paths.user_manifests)
+        for item in kinds:
+            if item == "kind:components":  # the commonest <TAB>: the manifests' ids, no pydantic
+                from ...catalog.files import component_ids
+                from ..fastread import local_ids
+
+                names += local_ids(  # and no YAML parser either while the manifests hold still
+                    config,
+                    home,
+                    "components",
+                    lambda: ([], []),
+                    lambda: component_ids(where().user_manifests),
+                )
             elif item.startswith("kind:variants:"):
                 from ...catalog.files import variant_ids
 
                 _, _, component, prefix = item.split(":", 3)
-                names += [prefix + v for v in variant_ids(component, paths.user_manifests)]
+                names += [prefix + v for v in variant_ids(component, where().user_manifests)]
             elif item.startswith("kind:setting"):
                 from .overrides import KEY_HELP
 
                 names += [key + item[12:] for key in KEY_HELP]  # "ctx=" for set, "ctx" for unset
             else:
-                names += _local_ids(item[5:], args, seen, paths, mgr)
+                names += _local_ids(item[5:], args, seen, where, mgr)
     except Exception:  # completion must never print a traceback into a prompt
         return 0
     cur = words[-1]

@@ -75,16 +75,6 @@ class Verifier:
         self.models = models
         self.cache = cache
 
-    async def verify(
-        self,
-        req: VerifyRequest,
-        on_result: OnResult | None = None,
-        on_start: OnStart | None = None,
-        on_event: OnJobEvent | None = None,
-    ) -> list[VerifyResult]:
-        """Check each named model (all emitted ones when none): one result per model run."""
-        return (await self.report(req, on_result, on_start, on_event)).results
-
     async def report(
         self,
         req: VerifyRequest,
@@ -92,7 +82,8 @@ class Verifier:
         on_start: OnStart | None = None,
         on_event: OnJobEvent | None = None,
     ) -> VerifyReport:
-        """:meth:`verify`'s results, how many failed, and the models it did not reach.
+        """Check each named model (all emitted ones when none): one result per model run, how
+        many failed, and the models it did not reach.
 
         Without ``keep_going`` the first failure ends the run; the models after it are
         ``unchecked``, so that a summary can name them (issue 20). ``on_start`` hears each

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -69,11 +70,11 @@ async def start_entry(
     )
 
 
+@dataclass(frozen=True, eq=False)
 class Verifier:
-    def __init__(self, ctx: Context, models: Models, cache: VerifyCache) -> None:
-        self.ctx = ctx
-        self.models = models
-        self.cache = cache
+    ctx: Context
+    models: Models
+    cache: VerifyCache
 
     async def report(
         self,

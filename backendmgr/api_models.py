@@ -26,6 +26,7 @@ __all__ = [
     "BackendRowInfo",
     "BackendRowResult",
     "BuildInfo",
+    "BuildOutcome",
     "CacheCleanResult",
     "CatalogEntry",
     "CmdResult",
@@ -240,13 +241,18 @@ class AssetInfo(_Result):
     verified_by: str | None
 
 
-class InstallResult(Outcome):
+class BuildOutcome(Outcome):
+    """What installing or activating a build says about it: the build and whether it is active."""
+
     id: str
     component: str
     version: str
     variant: str
     path: str
     activated: bool
+
+
+class InstallResult(BuildOutcome):
     already_installed: bool
     assets: list[AssetInfo]
     python: str | None = None
@@ -261,13 +267,8 @@ class InstallResult(Outcome):
     pip_args: list[str] | None = None
 
 
-class ActivateResult(Outcome):
-    id: str
-    component: str
-    version: str
-    variant: str
-    path: str
-    activated: bool
+class ActivateResult(BuildOutcome):
+    """The build that is now (or already was) its component's active one."""
 
 
 class UninstallResult(Outcome):

@@ -16,7 +16,6 @@ import re
 import shutil
 import signal
 import socket
-import subprocess
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -26,6 +25,8 @@ from typing import Any
 import anyio
 import httpx
 from anyio.abc import Process
+
+from ._proc import cannot_start, open_group
 
 __all__ = ["CheckResult", "check_command", "free_port", "gpu_memory_gib", "substitute_port"]
 
@@ -247,18 +248,9 @@ async def check_command(
     tail = _Tail()
     started = time.monotonic()
     try:
-        process = await anyio.open_process(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=environ,
-            start_new_session=True,
-        )
+        process = await open_group(command, env=environ)
     except OSError as exc:
-        return CheckResult(
-            False, f"cannot start {command[0]}: {exc.strerror or exc}", None, None, None
-        )
+        return CheckResult(False, cannot_start(command, exc), None, None, None)
     if on_start is not None:
         on_start(process.pid)
     path, body = _request_for(role, model_id)

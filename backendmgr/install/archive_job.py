@@ -252,137 +252,114 @@ async def install_archive(
     sums = checksum_assets(plan.manifest, plan.choice.release, plan.choice.assets)
     parts = [part_path(downloads, a) for a in (*plan.choice.assets, *(s for s, _ in sums))]
     async with _holding(store, parts):
-        return await _install(
-            plan,
-            store,
-            client,
-            net,
-            parts,
-            emit=emit,
-            require_checksum=require_checksum,
-            smoke=smoke,
-            backoff=backoff,
-            max_unpacked=max_unpacked,
-            expected_sha256=expected_sha256,
-        )
+        if expected_sha256 is not None:
+            check_locked_assets(plan.choice.assets, expected_sha256)
+        results: dict[str, Downloaded] = {}
+        published = await _published(client, net, plan, downloads)
 
-
-async def _install(
-    plan: ArchivePlan,
-    store: BuildStore,
-    client: httpx.AsyncClient,
-    net: NetSettings,
-    parts: list[Path],
-    *,
-    emit: EventSink | None,
-    require_checksum: bool,
-    smoke: bool,
-    backoff: float,
-    max_unpacked: int,
-    expected_sha256: Mapping[str, str] | None = None,
-) -> Receipt:
-    if expected_sha256 is not None:
-        check_locked_assets(plan.choice.assets, expected_sha256)
-    downloads = store.paths.downloads
-    results: dict[str, Downloaded] = {}
-    published = await _published(client, net, plan, downloads)
-
-    async def fetch(asset: ReleaseAsset, on_data: DataSink | None = None) -> None:
-        results[asset.name] = await download(
-            client,
-            net,
-            asset,
-            downloads,
-            emit=emit,
-            backoff=backoff,
-            algorithms=algorithms_for(asset, published[asset.name]),
-            on_data=on_data,
-        )
-
-    _emit(emit, ProgressEvent("downloading", plan.choice.primary.name, 0, plan.choice.primary.size))
-    staging: Path | None = None
-    streamed: ExtractReport | UnsafeArchive | None = None
-    primary = plan.choice.primary
-    try:
-        if len(plan.choice.assets) == 1 and primary.size is not None and streamable(primary.name):
-            # Unpack while downloading into a staging folder that is committed only after
-            # verification, and discarded if anything about the download goes wrong.
-            staging = store.new_staging(plan.target)
-            streamed = await _download_streaming(
-                fetch, primary, staging, downloads, max_unpacked, plan.exe_name
-            )
-        else:
-            async with anyio.create_task_group() as tg:
-                for asset in plan.choice.assets:
-                    tg.start_soon(fetch, asset)
-    except BaseExceptionGroup as group:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        first = first_error(group)
-        if isinstance(first, Exception) and not isinstance(first, NetworkError):
-            _discard_all(parts)  # refused bytes or a full disk: keep nothing (a cut resumes)
-        raise first from None
-    except BaseException:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-    try:
-        _emit(emit, ProgressEvent("verifying"))
-        verified: dict[str, VerifiedBy] = {}
-        for asset in plan.choice.assets:
-            verified[asset.name] = verify(
+        async def fetch(asset: ReleaseAsset, on_data: DataSink | None = None) -> None:
+            results[asset.name] = await download(
+                client,
+                net,
                 asset,
-                results[asset.name],
-                published=published[asset.name],
-                require_checksum=require_checksum,
+                downloads,
+                emit=emit,
+                backoff=backoff,
+                algorithms=algorithms_for(asset, published[asset.name]),
+                on_data=on_data,
             )
-            if expected_sha256 is not None:
-                verify_locked(asset, results[asset.name], expected_sha256[asset.name])
-        _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
-        if isinstance(streamed, UnsafeArchive):
-            raise streamed  # read from the bytes just verified: unpacking them again says it again
-        if streamed is None and staging is not None:
-            # the streamed unpack failed: redo it from the verified file, for its own error
-            shutil.rmtree(staging, ignore_errors=True)
-            staging = None
-        if staging is None:
-            staging = store.new_staging(plan.target)
-        used = streamed.bytes if streamed is not None else 0
-        for asset in plan.choice.assets if streamed is None else ():
-            report = await anyio.to_thread.run_sync(
-                partial(
-                    extract,
-                    results[asset.name].path,
-                    asset.name,
-                    staging,
-                    exe_name=plan.exe_name,
-                    max_total=max_unpacked - used,
+
+        _emit(
+            emit,
+            ProgressEvent("downloading", plan.choice.primary.name, 0, plan.choice.primary.size),
+        )
+        staging: Path | None = None
+        streamed: ExtractReport | UnsafeArchive | None = None
+        primary = plan.choice.primary
+        try:
+            if (
+                len(plan.choice.assets) == 1
+                and primary.size is not None
+                and streamable(primary.name)
+            ):
+                # Unpack while downloading into a staging folder that is committed only after
+                # verification, and discarded if anything about the download goes wrong.
+                staging = store.new_staging(plan.target)
+                streamed = await _download_streaming(
+                    fetch, primary, staging, downloads, max_unpacked, plan.exe_name
                 )
-            )
-            used += report.bytes
-        exe = find_executable(staging, plan.exe_name)
-        if exe is None:
-            raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
-        exe.chmod(exe.stat().st_mode | 0o111)
-        capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
-        _emit(emit, ProgressEvent("committing"))
-        records = [
-            AssetRecord(
-                name=a.name,
-                url=a.url,
-                size=results[a.name].size,
-                sha256=results[a.name].sha256,
-                verified_by=verified[a.name],
-            )
-            for a in plan.choice.assets
-        ]
-        receipt = await commit_staged(store, plan, staging, exe, capabilities, assets=records)
-    except BaseException as exc:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class()):
-            _discard_all(parts)  # refused or failed: the verified archive goes too
-        raise
-    _discard_all(parts)
-    return receipt
+            else:
+                async with anyio.create_task_group() as tg:
+                    for asset in plan.choice.assets:
+                        tg.start_soon(fetch, asset)
+        except BaseExceptionGroup as group:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            first = first_error(group)
+            if isinstance(first, Exception) and not isinstance(first, NetworkError):
+                _discard_all(parts)  # refused bytes or a full disk: keep nothing (a cut resumes)
+            raise first from None
+        except BaseException:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+        try:
+            _emit(emit, ProgressEvent("verifying"))
+            verified: dict[str, VerifiedBy] = {}
+            for asset in plan.choice.assets:
+                verified[asset.name] = verify(
+                    asset,
+                    results[asset.name],
+                    published=published[asset.name],
+                    require_checksum=require_checksum,
+                )
+                if expected_sha256 is not None:
+                    verify_locked(asset, results[asset.name], expected_sha256[asset.name])
+            _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
+            if isinstance(streamed, UnsafeArchive):
+                raise streamed  # from the bytes just verified: unpacking them again says it again
+            if streamed is None and staging is not None:
+                # the streamed unpack failed: redo it from the verified file, for its own error
+                shutil.rmtree(staging, ignore_errors=True)
+                staging = None
+            if staging is None:
+                staging = store.new_staging(plan.target)
+            used = streamed.bytes if streamed is not None else 0
+            for asset in plan.choice.assets if streamed is None else ():
+                report = await anyio.to_thread.run_sync(
+                    partial(
+                        extract,
+                        results[asset.name].path,
+                        asset.name,
+                        staging,
+                        exe_name=plan.exe_name,
+                        max_total=max_unpacked - used,
+                    )
+                )
+                used += report.bytes
+            exe = find_executable(staging, plan.exe_name)
+            if exe is None:
+                raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
+            exe.chmod(exe.stat().st_mode | 0o111)
+            capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
+            _emit(emit, ProgressEvent("committing"))
+            records = [
+                AssetRecord(
+                    name=a.name,
+                    url=a.url,
+                    size=results[a.name].size,
+                    sha256=results[a.name].sha256,
+                    verified_by=verified[a.name],
+                )
+                for a in plan.choice.assets
+            ]
+            receipt = await commit_staged(store, plan, staging, exe, capabilities, assets=records)
+        except BaseException as exc:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class()):
+                _discard_all(parts)  # refused or failed: the verified archive goes too
+            raise
+        _discard_all(parts)
+        return receipt

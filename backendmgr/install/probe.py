@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from anyio.abc import ByteReceiveStream, Process
 from pydantic import ValidationError
 
 from .._fs import atomic_write_bytes
+from .._proc import open_group
 from ..catalog.capabilities import Capabilities, parse_capabilities, parse_options
 
 __all__ = [
@@ -128,14 +128,7 @@ async def run_in_group(
     and dropped. Raise :class:`OSError` when it cannot start and :class:`TimeoutError` after
     ``timeout``. On every way out (exit, timeout, overflow, cancel, KeyboardInterrupt) the
     group gets SIGTERM, then SIGKILL after ``grace`` seconds."""
-    with anyio.CancelScope(shield=True):  # a cancel here would leave a started group unowned
-        process = await anyio.open_process(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
-            start_new_session=os.name == "posix",  # its helpers are stopped with it
-        )
+    process = await open_group(argv, merge=merge)  # its helpers are stopped with it
     streams = [(process.stdout, _Kept(limit))]
     if not merge:
         streams.append((process.stderr, _Kept(limit)))

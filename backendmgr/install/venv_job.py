@@ -23,6 +23,7 @@ import anyio
 from packaging.utils import canonicalize_name
 
 from .._fs import atomic_write_bytes
+from .._proc import open_group
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed
 from ..events import EventSink, ProgressEvent
@@ -103,15 +104,7 @@ async def _run(
     tail: collections.deque[str] = collections.deque(maxlen=8)
     from .probe import stop_group
 
-    with anyio.CancelScope(shield=True):  # a cancel here would leave a started group unowned
-        process = await anyio.open_process(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=dict(env),
-            start_new_session=os.name == "posix",  # a build backend's helpers stop with it
-        )
+    process = await open_group(argv, env=env)  # a build backend's helpers stop with it
     try:
         assert process.stdout is not None
         buffer = b""

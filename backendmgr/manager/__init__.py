@@ -349,7 +349,7 @@ class Manager:
             request = VerifyRequest.of(
                 models=list(request or []), timeout=timeout, keep_going=keep_going
             )
-        return await self._s.verifier.verify(request, on_result, on_start, on_event)
+        return (await self._s.verifier.report(request, on_result, on_start, on_event)).results
 
     async def verify_report(
         self,

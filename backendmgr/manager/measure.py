@@ -35,7 +35,7 @@ from ..measure.tuned import Place, TunedRecord, TunedStore, device_of, key_of
 from ..requests import VerifyRequest
 
 if TYPE_CHECKING:
-    from ..api_models import PinResult, VerifyResult
+    from ..api_models import PinResult, VerifyReport, VerifyResult
     from ..config.models import Settings
     from ..discovery.models import DiscoveredModel
     from ..emit.plan import Entry
@@ -66,7 +66,7 @@ class MeasureService:
         place: Place,
         settings: Callable[[], Awaitable[Settings]],
         pipeline: Callable[[Settings], Plan],
-        verify: Callable[..., Awaitable[list[VerifyResult]]],
+        verify: Callable[..., Awaitable[VerifyReport]],
         pin: Callable[[str, str], Awaitable[PinResult]],
         regenerate: Callable[[], Awaitable[list[str]]],
         check: Callable[..., Awaitable[CheckResult]] | None = None,
@@ -88,7 +88,7 @@ class MeasureService:
             place=ctx,
             settings=ctx.settings,
             pipeline=services.models.pipeline,
-            verify=services.verifier.verify,
+            verify=services.verifier.report,
             pin=lambda model, row: services.registry.pin(model, row),
             regenerate=services.generator.regenerate,
         )
@@ -134,7 +134,7 @@ class MeasureService:
         """Verify; for each model that fails, try the other builds whose kind serves it, newest
         first, and pin it to the first that passes. A model that passes is never touched."""
         request = VerifyRequest.of(models=list(model_ids or []), timeout=timeout, keep_going=True)
-        results = await self._verify(request, on_result, on_start)
+        results = (await self._verify(request, on_result, on_start)).results
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
         repaired: list[RepairResult] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,13 +37,13 @@ T = TypeVar("T")
 SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
 
 
+@dataclass(frozen=True, eq=False)
 class Registry:
     """The rows of the registry and the per-model overrides; every change regenerates."""
 
-    def __init__(self, ctx: Context, models: Models, generator: Generator) -> None:
-        self.ctx = ctx
-        self.models = models
-        self.generator = generator
+    ctx: Context
+    models: Models
+    generator: Generator
 
     async def _mutate(
         self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool

@@ -12,7 +12,7 @@ import ipaddress
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -98,21 +98,14 @@ class SwapMark:
     activated: str | None
 
 
+@dataclass(frozen=True, eq=False)
 class SwapService:
-    def __init__(
-        self,
-        paths: Paths,
-        *,
-        settings: Callable[[], Awaitable[Settings]],
-        output_path: Callable[[Settings], Path],
-        generate: Callable[..., Awaitable[Any]],
-        environ: Mapping[str, str],
-    ) -> None:
-        self.paths = paths
-        self._settings = settings
-        self._output_path = output_path
-        self._generate = generate
-        self.environ = environ
+    paths: Paths
+    _: KW_ONLY
+    settings: Callable[[], Awaitable[Settings]]
+    output_path: Callable[[Settings], Path]
+    generate: Callable[..., Awaitable[Any]]
+    environ: Mapping[str, str]
 
     # --- the build and the config -----------------------------------------------------------
 
@@ -120,7 +113,7 @@ class SwapService:
         """The activated llama-swap build's executable and id, if one is installed."""
         from .facts import activated_id, executable_exists
 
-        settings = settings or await self._settings()
+        settings = settings or await self.settings()
         row, build = settings.row(COMPONENT), activated_id(settings, COMPONENT)
         if row is None or build is None or not executable_exists(row.path, on_path=False):
             return None
@@ -131,7 +124,7 @@ class SwapService:
         current config (regenerated when stale, refused when ``generate --check`` fails), and
         a listen address that stays on loopback unless ``public``."""
         host, port, loopback = parse_listen(listen)
-        settings = await self._settings()
+        settings = await self.settings()
         warnings: list[str] = []
         if not loopback:
             if not public:
@@ -144,9 +137,9 @@ class SwapService:
         found = await self.activated(settings)
         if found is None:
             raise NotFound('llama-swap is not installed; run "backendmgr install llama-swap"')
-        written = await self._generate()
+        written = await self.generate()
         warnings += written.warnings
-        await self._generate(check=True)  # refused with the reason, as "generate --check"
+        await self.generate(check=True)  # refused with the reason, as "generate --check"
         return Prepared(
             exe=found[0],
             build=found[1],
@@ -233,8 +226,8 @@ class SwapService:
         )
         from ..swap.unit import service_file
 
-        settings = await self._settings()
-        output = self._output_path(settings)
+        settings = await self.settings()
+        output = self.output_path(settings)
         unit = service_file(dict(self.environ))
         service = str(unit) if unit.exists() else None
         state = await anyio.to_thread.run_sync(read_state, self.paths.home)
@@ -380,8 +373,8 @@ class SwapService:
         state = await anyio.to_thread.run_sync(read_state, self.paths.home)
         if state is None and not service_file(dict(self.environ)).exists():
             return None
-        settings = await self._settings()
-        output = self._output_path(settings)
+        settings = await self.settings()
+        output = self.output_path(settings)
         found = await self.activated(settings)
         reload = None
         if state is not None and same_file(state.config, str(output)):

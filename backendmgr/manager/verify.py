@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -69,21 +70,11 @@ async def start_entry(
     )
 
 
+@dataclass(frozen=True, eq=False)
 class Verifier:
-    def __init__(self, ctx: Context, models: Models, cache: VerifyCache) -> None:
-        self.ctx = ctx
-        self.models = models
-        self.cache = cache
-
-    async def verify(
-        self,
-        req: VerifyRequest,
-        on_result: OnResult | None = None,
-        on_start: OnStart | None = None,
-        on_event: OnJobEvent | None = None,
-    ) -> list[VerifyResult]:
-        """Check each named model (all emitted ones when none): one result per model run."""
-        return (await self.report(req, on_result, on_start, on_event)).results
+    ctx: Context
+    models: Models
+    cache: VerifyCache
 
     async def report(
         self,
@@ -92,7 +83,8 @@ class Verifier:
         on_start: OnStart | None = None,
         on_event: OnJobEvent | None = None,
     ) -> VerifyReport:
-        """:meth:`verify`'s results, how many failed, and the models it did not reach.
+        """Check each named model (all emitted ones when none): one result per model run, how
+        many failed, and the models it did not reach.
 
         Without ``keep_going`` the first failure ends the run; the models after it are
         ``unchecked``, so that a summary can name them (issue 20). ``on_start`` hears each

@@ -24,6 +24,7 @@ import anyio
 import httpx
 from anyio.abc import ByteReceiveStream, Process
 
+from .._proc import cannot_start, open_group
 from ..errors import BackendmgrError, escaped
 
 __all__ = ["SwapCrashed", "SwapFailed", "SwapRun", "descendants", "run_swap", "swap_argv"]
@@ -254,18 +255,10 @@ async def run_swap(
 ) -> None:
     """Run llama-swap until ``stop`` is set (then stop it and its servers) or it exits by
     itself (:class:`SwapFailed` with its own last error line)."""
-    with anyio.CancelScope(shield=True):  # a cancel here would leave a started group unowned
-        try:
-            process = await anyio.open_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=os.name == "posix",
-                env=env,
-            )
-        except OSError as exc:
-            raise SwapFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    try:
+        process = await open_group(argv, env=env, merge=False)
+    except OSError as exc:
+        raise SwapFailed(cannot_start(argv, exc)) from None
     # a line from llama-swap (a model server it started says it is healthy) looks for new
     # servers at once: one killed with llama-swap a moment later is still known as ours
     poke, poked = anyio.create_memory_object_stream[None](1)

@@ -158,9 +158,16 @@ class SwapService:
         on_line: Callable[[str], None],
         on_ready: Callable[[str], None],
         stop: anyio.Event,
+        adopt_orphans: bool = False,
     ) -> None:
-        """Run llama-swap until ``stop`` is set; record it for ``status`` while it runs."""
+        """Run llama-swap until ``stop`` is set; record it for ``status`` while it runs.
+        ``adopt_orphans``: this process runs nothing else (the CLI's ``up``), so the servers
+        of a llama-swap that dies are handed to it and stopped (see ``swap.process``)."""
+        from ..swap import process as swap_process
         from ..swap.process import SwapCrashed, SwapFailed, SwapRun, run_swap, swap_argv
+
+        if adopt_orphans:
+            swap_process.adopt_orphans()
         from ..swap.status import SwapState, remove_state, write_state
 
         pids: list[int] = []

@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +107,27 @@ def started_at(pid: int) -> str | None:
         return stat[stat.rindex(")") + 2 :].split()[19]
     except (OSError, ValueError, IndexError):
         return None
+
+
+def adopt_orphans() -> bool:
+    """Make this process the one that inherits the orphans of its descendants (Linux's child
+    subreaper): a model server whose llama-swap was killed then stays below us, where a tree
+    walk finds it, however quickly llama-swap died after starting it. For a process that runs
+    llama-swap alone (``backendmgr up``): below it, every process is llama-swap's."""
+    global _ADOPTING
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _ADOPTING = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        _ADOPTING = False
+    return _ADOPTING
+
+
+_ADOPTING = False
 
 
 class Tracked:
@@ -219,6 +241,8 @@ async def stop_swap(
         children = descendants(process.pid) if process.returncode is None else set()
         if tracked is not None:
             children |= tracked.still_ours()
+        if _ADOPTING:  # servers of a llama-swap that died were handed to us
+            children |= descendants(os.getpid()) - {process.pid}
         if process.returncode is None:
             _kill(process.pid, signal.SIGTERM, group=os.name == "posix")
             with anyio.move_on_after(grace):

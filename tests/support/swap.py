@@ -86,6 +86,9 @@ def model_setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
         f"  - {{id: two, kind: llama, path: {second}}}\n"
         "models:\n"
         "  beta-q4_k_m: {extra_args: --fake-child 1}\n"
+        # llama-swap hands its model servers ports from 5800 up: two test workers running it at
+        # once would hand out the same ones, so each setup starts from a port free right now
+        f"llama_swap:\n  startPort: {free_port()}\n"  # the last key: tests add to it
     )
     return {"models": models, "one": first, "two": second}
 

@@ -71,7 +71,7 @@ def test_status_stopped_running_and_running_an_old_config(
 
         # a change llama-swap refuses: it keeps serving the old file
         with config_path.open("a") as fh:
-            fh.write("llama_swap: {groups: {g: {members: [no-such-model]}}}\n")
+            fh.write("  groups: {g: {members: [no-such-model]}}\n")  # under llama_swap:
         refused = ok(cli("pin", "alpha-q4_k_m", "two"))
         assert "llama-swap did not take" in refused.err and "no-such-model" in refused.err
         old = json.loads(ok(cli("--json", "status")).out)

@@ -154,7 +154,7 @@ def test_a_config_llama_swap_refuses_fails_up_with_its_message(
     installed: dict[str, Path], config_path: Path
 ) -> None:
     with config_path.open("a") as fh:  # valid for the schema, refused by llama-swap
-        fh.write("llama_swap: {groups: {g: {members: [no-such-model]}}}\n")
+        fh.write("  groups: {g: {members: [no-such-model]}}\n")  # under llama_swap:
     proc = start_up("--listen", f"127.0.0.1:{free_port()}")
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1

@@ -81,7 +81,9 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
         await tg.start(on_signal)
         try:
-            await mgr.swap.up(prepared, on_line=forward, on_ready=out.note, stop=stop)
+            await mgr.swap.up(
+                prepared, on_line=forward, on_ready=out.note, stop=stop, adopt_orphans=True
+            )
         finally:
             tg.cancel_scope.cancel()
     out.note("stopped llama-swap and every model server it started")

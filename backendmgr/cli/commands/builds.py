@@ -6,8 +6,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ...limits import RELEASES_LIMIT
+from ...units import format_size
 from ..parser import usage_check
-from ..render import format_size
 from .common import add_count, add_no_generate, command, report, request_of, table
 
 if TYPE_CHECKING:

@@ -272,15 +272,15 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
 
         for item in kinds:
             if item == "kind:components":  # the commonest <TAB>: the manifests' ids, no pydantic
-                from ...catalog.files import component_ids
                 from ..fastread import local_ids
 
+                def components() -> list[str]:
+                    from ...catalog.files import component_ids
+
+                    return component_ids(where().user_manifests)
+
                 names += local_ids(  # and no YAML parser either while the manifests hold still
-                    config,
-                    home,
-                    "components",
-                    lambda: ([], []),
-                    lambda: component_ids(where().user_manifests),
+                    config, home, "components", lambda: ([], []), components
                 )
             elif item.startswith("kind:variants:"):
                 from ...catalog.files import variant_ids

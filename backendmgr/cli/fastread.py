@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Request",
     "Tee",
+    "cached_ids",
     "help_text",
     "inputs_of",
     "local_ids",
@@ -373,6 +374,28 @@ def local_ids(
     names = compute()
     if before is not None and all("\n" not in name for name in names):
         Recording(key, config, home, spec, before, makes_home=True).store("\n".join(names), "")
+    return names
+
+
+def cached_ids(kinds: Sequence[str]) -> list[str] | None:
+    """The ids of ``kinds`` stored by an earlier <TAB> (no ``--config``/``--home`` given), or
+    ``None`` when any of them is not stored or its inputs changed."""
+    if os.environ.get(DISABLE_ENV):
+        return None
+    names: list[str] = []
+    try:
+        for kind in kinds:
+            request = Request("__ids", (kind,))
+            config, home = _locations(request)
+            entry = _lookup(_key(request, None, None, config), config, home)
+            found = entry.get("stdout") if entry else None
+            if not isinstance(found, str):
+                _trace("miss")
+                return None
+            names += found.split("\n") if found else []
+    except Exception:  # a memo that cannot be read is a miss
+        return None
+    _trace("hit")
     return names
 
 

@@ -23,12 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv is None:
             words = sys.argv[1:]
-            if words[:2] == ["__complete", "--"] and len(words) == 3 and words[2][:1] != "-":
-                from .table import COMMANDS  # <TAB> on a command name
-
-                for name in COMMANDS:  # the static table: no parser to build
-                    if name.startswith(words[2]) and not name.startswith("_"):
-                        sys.stdout.write(name + "\n")
+            if words[:2] == ["__complete", "--"] and _quick_completion(words[2:]):
                 return 0
             from .fastread import help_text, replay
 
@@ -42,6 +37,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # before the renderer exists (start-up, parsing): one line too
         sys.stderr.write("error: cancelled\n")
         return 130
+
+
+def _quick_completion(words: list[str]) -> bool:
+    """<TAB> on a command name (the static table) or on a command's first id (the read memo),
+    answered without building a parser; False leaves it to the full completion."""
+    from .table import COMMANDS, FIRST_IDS
+
+    if not words or any(w.startswith("-") for w in words):
+        return False
+    if len(words) == 1:
+        shown = [name for name in COMMANDS if not name.startswith("_")]
+    elif len(words) == 2 and words[0] in FIRST_IDS:
+        from .fastread import cached_ids
+
+        found = cached_ids(FIRST_IDS[words[0]])
+        if not found:  # not stored, stale, or nothing to offer: the full walk decides
+            return False
+        shown = [name for name in dict.fromkeys(found) if name and name.isprintable()]
+    else:
+        return False
+    for name in shown:
+        if name.startswith(words[-1]):
+            sys.stdout.write(name + "\n")
+    return True
 
 
 def _top_help() -> str:

@@ -4,7 +4,7 @@ without building any (it imports nothing)."""
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "FIRST_IDS"]
 
 COMMANDS: dict[str, tuple[str, str | None]] = {
     "catalog": ("builds", "components, variants here, suggested variant and why"),
@@ -42,4 +42,25 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "service": ("swap", "run llama-swap as a background service (systemd/launchd)"),
     "status": ("swap", "whether llama-swap runs, and what it serves"),
     "serve": ("serve", "a local web page and HTTP API over the same operations"),
+}
+
+# What the first argument of these commands names (ids from local state, in this order): <TAB>
+# there is answered from the read memo without building a parser; tests/cli/test_fastread.py
+# holds this to what completion's walk over the real parser finds.
+FIRST_IDS: dict[str, tuple[str, ...]] = {
+    "install": ("components",),
+    "releases": ("components",),
+    "uninstall": ("builds",),
+    "activate": ("builds",),
+    "list": ("components",),
+    "default": ("rows",),
+    "pin": ("models",),
+    "unpin": ("models",),
+    "set": ("models",),
+    "unset": ("models",),
+    "cmd": ("models",),
+    "which": ("models", "components", "builds"),
+    "update": ("components",),
+    "prune": ("components",),
+    "verify": ("models",),
 }

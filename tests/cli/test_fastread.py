@@ -21,6 +21,7 @@ from tests.support.cli import CliResult, run_backendmgr
 from tests.support.ggufs import write_gguf
 
 GIB = 1 << 30
+TRACE = "BACKENDMGR_FASTREAD_TRACE"
 READS = [
     ("list",),
     ("list", "--json"),
@@ -228,3 +229,27 @@ def test_completing_ids_reads_the_memo_while_nothing_changed(home: Path, tmp_pat
     shutil.rmtree(home / "home" / "builds" / "llama-server" / "b100-vulkan")
     again = run_backendmgr("__complete", "--", "activate", "", env=env)
     assert again.stdout.split() == ["llama-server@b200-vulkan"]
+
+
+def test_the_first_ids_table_is_what_completion_finds_in_the_parser() -> None:
+    from backendmgr.cli.commands.completion import analyse
+    from backendmgr.cli.parser import build_parser
+    from backendmgr.cli.table import FIRST_IDS
+
+    for command, kinds in FIRST_IDS.items():
+        found, _ = analyse(build_parser([command, ""]), [command, ""])
+        assert found == [f"kind:{k}" for k in kinds], command
+
+
+def test_tab_on_a_first_id_from_the_memo_is_the_full_walks_answer(
+    home: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace"
+    for words in (("install", ""), ("activate", "llama"), ("pin", ""), ("which", ""), ("cmd", "q")):
+        full = run_backendmgr("__complete", "--", *words, env={"BACKENDMGR_NO_FASTREAD": "1"})
+        first = run_backendmgr("__complete", "--", *words)  # stores what the walk found
+        trace.unlink(missing_ok=True)
+        quick = run_backendmgr("__complete", "--", *words, env={TRACE: str(trace)})
+        assert full.stdout == first.stdout == quick.stdout, words
+        assert trace.read_text().split() == ["hit"], words  # no parser was built
+    assert "llama-server" in run_backendmgr("__complete", "--", "install", "").stdout.split()

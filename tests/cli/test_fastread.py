@@ -225,7 +225,8 @@ def test_completing_ids_reads_the_memo_while_nothing_changed(home: Path, tmp_pat
         full = run_backendmgr("__complete", "--", *words, env={"BACKENDMGR_NO_FASTREAD": "1"})
         assert first.stdout.split() == second.stdout.split() == full.stdout.split()
         assert sorted(full.stdout.split()) == expected
-        assert trace.read_text().split() == ["miss", "stored", "hit"], words
+        said = trace.read_text().split()  # a quick look first, then the full walk stores
+        assert said[-2:] == ["stored", "hit"] and set(said[:-2]) == {"miss"}, words
     shutil.rmtree(home / "home" / "builds" / "llama-server" / "b100-vulkan")
     again = run_backendmgr("__complete", "--", "activate", "", env=env)
     assert again.stdout.split() == ["llama-server@b200-vulkan"]

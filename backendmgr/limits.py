@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from collections.abc import Callable  # loaded with argparse anyway (re → functools)
 
 __all__ = [
     "PRUNE_KEEP",

@@ -116,12 +116,13 @@ def local_ids(
     config_arg: str | None,
     home_arg: str | None,
     kind: str,
-    inputs: Callable[[], tuple[Sequence[str], Iterable[str]]],
+    inputs: Callable[[], tuple[Sequence[str], Iterable[str]]] | None,
     compute: Callable[[], list[str]],
 ) -> list[str]:
-    """Ids of ``kind`` (builds, rows, models) for shell completion: stored ones while their
-    inputs are unchanged, else ``compute()``, stored for the next <TAB>. ``inputs`` gives the
-    settings' model folders and executables, as for :func:`start_recording`."""
+    """Ids of ``kind`` (builds, rows, models, components) for shell completion: stored ones
+    while their inputs are unchanged, else ``compute()``, stored for the next <TAB>.
+    ``inputs`` gives the settings' model folders and executables, as for
+    :func:`start_recording`; ``None`` for ids that only the manifests name."""
     import contextlib
 
     if os.environ.get(memo.DISABLE_ENV):
@@ -136,8 +137,10 @@ def local_ids(
             memo.trace("hit")
             return found.split("\n") if found else []
     memo.trace("miss")
-    models_dirs, executables = inputs()
-    spec = memo.make_spec(models_dirs, executables)
+    if inputs is None:
+        spec = memo.Spec(models_dirs=[], files=[], state=False)
+    else:
+        spec = memo.make_spec(*inputs())
     before = memo.fingerprint(config, home, spec)
     names = compute()
     if before is not None and all("\n" not in name for name in names):
@@ -184,7 +187,7 @@ def help_text(words: Sequence[str], stdout: TextIO, compute: Callable[[], str]) 
     except Exception:  # a memo that cannot be read is a miss
         return compute()
     memo.trace("miss")
-    spec = memo.Spec(models_dirs=[], files=[])
+    spec = memo.Spec(models_dirs=[], files=[], state=False)  # backendmgr's files alone
     before = memo.fingerprint(config, home, spec)
     text = compute()
     if before is not None:

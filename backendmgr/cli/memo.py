@@ -10,6 +10,7 @@ import sys
 TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+    from pathlib import Path
     from typing import Any
 
     from .fastread import Tee
@@ -33,7 +34,7 @@ __all__ = [
 FORMAT = 1
 
 
-FILE_NAME = "reads.json"
+FOLDER = "reads"  # <home>/cache/reads/<key>.json
 
 
 MAX_FILE = 4 << 20  # bytes read from the memo; a larger file is ignored
@@ -58,11 +59,7 @@ TRACE_ENV = "BACKENDMGR_FASTREAD_TRACE"  # tests: a file that learns "hit", "mis
 
 # what shapes the output besides the files: rich's terminal handling, the encoding, PATH
 ENV_PREFIXES = ("BACKENDMGR_", "LC_", "TTY_", "XDG_", "PYTHON")
-
-
 ENV_NAMES = {"LANG", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR_FORCE", "PATH"}
-
-
 ENV_NAMES |= {"COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES", "HOME"}
 
 
@@ -97,12 +94,20 @@ class Request:
 
 
 class Spec:
-    """What a run read beyond the fixed places: taken from its settings."""
+    """What a run read beyond the fixed places: taken from its settings. ``state=False``: the
+    output depends on backendmgr's own files and the manifests alone (``--help``, component
+    ids), so the config, builds, models and ``PATH`` are not looked at."""
 
-    __slots__ = ("files", "models_dirs")
+    __slots__ = ("files", "models_dirs", "state")
 
-    def __init__(self, models_dirs: list[str], files: list[str]) -> None:
-        self.models_dirs, self.files = models_dirs, files
+    def __init__(self, models_dirs: list[str], files: list[str], state: bool = True) -> None:
+        self.models_dirs, self.files, self.state = models_dirs, files, state
+
+    def as_json(self) -> dict[str, Any]:
+        return {"models_dirs": self.models_dirs, "files": self.files, "state": self.state}
+
+    def ident(self) -> tuple[object, ...]:
+        return (tuple(self.models_dirs), tuple(self.files), self.state)
 
 
 def locations(request: Request) -> tuple[str, str]:
@@ -188,6 +193,13 @@ def fingerprint(config: str, home: str, spec: Spec) -> str | None:
     def feed(*parts: object) -> None:
         digest.update(json.dumps(parts, default=str).encode() + b"\n")
 
+    user = os.path.join(os.path.dirname(config), "manifests")
+    for manifests in (builtin_manifests(), user):
+        names = [(os.path.basename(p), sig(p)) for p in listing(manifests)]
+        feed(manifests, sig(manifests), names)
+    feed("code", list(code_stamp()))
+    if not spec.state:
+        return str(digest.hexdigest())
     try:
         with open(config, "rb") as fh:
             raw = fh.read(MAX_FILE + 1)
@@ -214,10 +226,6 @@ def fingerprint(config: str, home: str, spec: Spec) -> str | None:
         feed(component, sig(component))
         for build in listing(component):
             feed(build, sig(build), sig(os.path.join(build, ".backendmgr.json")))
-    user = os.path.join(os.path.dirname(config), "manifests")
-    for manifests in (builtin_manifests(), user):
-        names = [(os.path.basename(p), sig(p)) for p in listing(manifests)]
-        feed(manifests, sig(manifests), names)
     for path in spec.files:
         feed("file", path, sig(path))
     for entry in os.environ.get("PATH", "").split(os.pathsep):
@@ -228,29 +236,28 @@ def fingerprint(config: str, home: str, spec: Spec) -> str | None:
         if walked > MAX_WALKED:
             return None
         feed(folder, [(path, st.st_size, st.st_mtime_ns) for _, path, st in files])
-    feed("code", list(code_stamp()))
     return str(digest.hexdigest())
 
 
-def memo_path(home: str) -> str:
-    return os.path.join(home, "cache", FILE_NAME)
+def memo_dir(home: str) -> str:
+    return os.path.join(home, "cache", FOLDER)
 
 
-def load(home: str) -> dict[str, Any]:
+def load(home: str, key: str) -> dict[str, Any] | None:
+    """One stored entry: a file per key, so a replay reads only its own output."""
     import json
 
     try:
-        with open(memo_path(home), "rb") as fh:
+        with open(os.path.join(memo_dir(home), key + ".json"), "rb") as fh:
             raw = fh.read(MAX_FILE + 1)
         if len(raw) > MAX_FILE:
-            return {}
+            return None
         data = json.loads(raw)
     except (OSError, ValueError, RecursionError):
-        return {}
+        return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return {}
-    entries = data.get("entries")
-    return entries if isinstance(entries, dict) else {}
+        return None
+    return data
 
 
 def trace(word: str) -> None:
@@ -267,23 +274,28 @@ def spec_of(entry: dict[str, Any]) -> Spec | None:
     spec = entry.get("spec")
     if not isinstance(spec, dict):
         return None
-    dirs, files = spec.get("models_dirs"), spec.get("files")
-    if not isinstance(dirs, list) or not isinstance(files, list):
+    dirs, files, state = spec.get("models_dirs"), spec.get("files"), spec.get("state")
+    if not isinstance(dirs, list) or not isinstance(files, list) or not isinstance(state, bool):
         return None
     if not all(isinstance(v, str) for v in dirs + files):
         return None
-    return Spec(models_dirs=dirs, files=files)
+    return Spec(models_dirs=dirs, files=files, state=state)
+
+
+_TAKEN: dict[tuple[object, ...], str | None] = {}  # fingerprints taken by this process
 
 
 def lookup(key: str, config: str, home: str) -> dict[str, Any] | None:
-    """The stored entry for ``key`` when its inputs are unchanged."""
-    entry = load(home).get(key)
-    if not isinstance(entry, dict):
+    """The stored entry for ``key`` when its inputs are unchanged. Several look-ups in one run
+    (the ids of ``which <TAB>``) share a fingerprint of the same inputs."""
+    entry = load(home, key)
+    spec = spec_of(entry) if entry is not None else None
+    if entry is None or spec is None:
         return None
-    spec = spec_of(entry)
-    if spec is None or entry.get("fingerprint") != fingerprint(config, home, spec):
-        return None
-    return entry
+    taken = (config, home, *spec.ident())
+    if taken not in _TAKEN:
+        _TAKEN[taken] = fingerprint(config, home, spec)
+    return entry if entry.get("fingerprint") == _TAKEN[taken] else None
 
 
 class Recording:
@@ -317,26 +329,32 @@ class Recording:
         with contextlib.suppress(Exception):  # storing only saves time later
             if fingerprint(self.config, self.home, self.spec) != self.before:
                 return
-            entries = load(self.home)
-            entries.pop(self.key, None)
-            entries[self.key] = {
+            if not self.makes_home and not os.path.isdir(self.home):
+                return
+            entry = {
+                "format": FORMAT,
                 "fingerprint": self.before,
-                "spec": {"models_dirs": self.spec.models_dirs, "files": self.spec.files},
+                "spec": self.spec.as_json(),
                 "stdout": out,
                 "stderr": err,
             }
-            while len(entries) > MAX_ENTRIES:  # oldest first: dicts keep insertion order
-                entries.pop(next(iter(entries)))
-            body = json.dumps({"format": FORMAT, "entries": entries}, ensure_ascii=False)
-            from .._fs import atomic_write_bytes
-
-            if not self.makes_home and not os.path.isdir(self.home):
-                return
-            os.makedirs(os.path.dirname(memo_path(self.home)), exist_ok=True)
             from pathlib import Path
 
-            atomic_write_bytes(Path(memo_path(self.home)), body.encode())
+            from .._fs import atomic_write_bytes
+
+            folder = Path(memo_dir(self.home))
+            folder.mkdir(parents=True, exist_ok=True)
+            body = json.dumps(entry, ensure_ascii=False).encode()
+            atomic_write_bytes(folder / f"{self.key}.json", body)
+            _forget_oldest(folder)
             trace("stored")
+
+
+def _forget_oldest(folder: Path) -> None:
+    """At most ``MAX_ENTRIES`` stored outputs: the least recently stored go."""
+    kept = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for stale in kept[MAX_ENTRIES:]:
+        stale.unlink(missing_ok=True)
 
 
 def make_spec(models_dirs: Sequence[str], executables: Iterable[str]) -> Spec:

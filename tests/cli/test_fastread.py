@@ -111,17 +111,18 @@ def test_replay_matches_the_full_path_as_the_home_changes(
 def test_a_stale_or_broken_memo_is_never_shown(home: Path, tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     same_as_full(("backends",), trace)
-    memo = home / "home" / "cache" / "reads.json"
-    assert memo.is_file()
+    stored = sorted((home / "home" / "cache" / "reads").glob("*.json"))
+    assert stored  # one file per command line
     # an entry whose fingerprint no longer matches is ignored, whatever it says
-    data = json.loads(memo.read_text())
-    for entry in data["entries"].values():
+    for memo in stored:
+        entry = json.loads(memo.read_text())
         entry["stdout"] = "forged\n"
         entry["fingerprint"] = "0" * 64
-    memo.write_text(json.dumps(data))
+        memo.write_text(json.dumps(entry))
     assert "forged" not in read("backends").out
-    for broken in (b"{not json", b"[]", b'{"format": 1, "entries": {"k": 5}}', b"\xff" * 10):
-        memo.write_bytes(broken)
+    for broken in (b"{not json", b"[]", b'{"format": 1, "spec": 5}', b"\xff" * 10):
+        for memo in stored:
+            memo.write_bytes(broken)
         assert read("backends") == read("backends", full=True)
     # a failure is never stored: it is reported afresh each time
     assert read("which", "nope").code == 1

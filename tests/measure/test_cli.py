@@ -19,16 +19,12 @@ import pytest
 from tests.support.cli import CliResult
 from tests.support.ggufs import QWEN3_8B, write_gguf, write_hf
 from tests.support.measure_standins import write_server
+from tests.support.processes import running
 
 MIB = 1 << 20
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+alive = running  # a zombie counts as gone
 
 
 def none_left(fake: Path) -> bool:

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,9 @@ from tests.support import publish
 from tests.support.cli import CliResult
 from tests.support.ggufs import write_gguf
 from tests.support.paths import SHARED
+from tests.support.processes import running
 from tests.support.standins import SERVER_STANDIN
+from tests.support.wait import wait_until
 
 SWAP_BIN = SHARED / "llama-swap" / "bin" / "llama-swap"
 needs_swap = pytest.mark.skipif(
@@ -105,14 +106,8 @@ def free_port() -> int:
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy (bounded, no fixed sleeps)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    """:func:`wait_until` with this module's older argument order."""
+    return wait_until(check, what, timeout=timeout, interval=0.05)
 
 
 def get(url: str) -> Any:
@@ -126,13 +121,7 @@ def answering(url: str) -> bool:
         return False
 
 
-def alive(pid: int) -> bool:
-    """Running (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+alive = running  # a zombie counts as gone
 
 
 def start_up(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

@@ -280,7 +280,7 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
                     return component_ids(where().user_manifests)
 
                 names += local_ids(  # and no YAML parser either while the manifests hold still
-                    config, home, "components", lambda: ([], []), components
+                    config, home, "components", None, components
                 )
             elif item.startswith("kind:variants:"):
                 from ...catalog.files import variant_ids

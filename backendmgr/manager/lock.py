@@ -4,10 +4,10 @@ it, for sites without a network. ``sync`` (:mod:`.sync`) installs from a lock.""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import anyio
 
 from .._fs import atomic_write_bytes
 from ..api_models import FetchResult, LockResult
-from ..errors import NetworkError
+from ..errors import ConfigError, NetworkError
 from ..lockfile import (
     LOCK_NAME,
     GithubLock,
@@ -34,6 +34,7 @@ from .facts import activated_id
 __all__ = ["Locks", "plural"]
 
 FETCH_CONCURRENCY = 4
+PARTIAL = ".partial"  # beside the assets of a release: its downloads in progress
 
 
 def plural(n: int, word: str) -> str:
@@ -94,6 +95,9 @@ class Locks:
         """Write the lock of this machine's builds; with ``fetch``, download its assets too."""
         path = self.lock_path(output)
         lock = await self.current_lock()
+        fetched = None
+        if fetch is not None:  # first: a failed fetch leaves the old lock as it was
+            fetched = await self._fetch_lock(lock, Path(fetch).expanduser().absolute())
         changed = await anyio.to_thread.run_sync(write_lock, path, lock)
         ids = [b.id for b in lock.builds]
         head = (
@@ -109,9 +113,9 @@ class Locks:
             builds=ids,
             activated=dict(lock.activated),
         )
-        if fetch is not None:
-            result.fetch = await self._fetch_lock(lock, Path(fetch).expanduser().absolute())
-            result.message += f"; {result.fetch.message}"
+        if fetched is not None:
+            result.fetch = fetched
+            result.message += f"; {fetched.message}"
         return result
 
     # --- fetch ----------------------------------------------------------------------------
@@ -125,21 +129,33 @@ class Locks:
         return await self._fetch_lock(parsed, Path(dest).expanduser().absolute())
 
     async def _fetch_lock(self, lock: LockFile, dest: Path) -> FetchResult:
-        from ..install.download import discard, download
+        from ..install.download import discard, download, part_path
         from ..install.locked import verify_locked
         from ..install.verify import verify
         from ..sources.models import ReleaseAsset
 
-        wanted: list[tuple[GithubLock, LockedAsset]] = [
-            (b.source, a) for b in lock.builds if isinstance(b.source, GithubLock) for a in b.assets
-        ]
-        fetched: list[str] = []
-        present: list[str] = []
-        limiter = anyio.CapacityLimiter(FETCH_CONCURRENCY)
-
         def where(source: GithubLock, asset: LockedAsset) -> Path:
             owner, repo = source.repo.split("/")
             return dest / owner / repo / source.tag / asset.name
+
+        # One job per file: two builds may name the same asset (a shared companion archive),
+        # and two jobs on one file would write one partial file at once.
+        jobs: dict[Path, tuple[GithubLock, LockedAsset]] = {}
+        for build in lock.builds:
+            if not isinstance(build.source, GithubLock):
+                continue
+            for asset in build.assets:
+                final = where(build.source, asset)
+                seen = jobs.setdefault(final, (build.source, asset))[1]
+                if (seen.url, seen.sha256, seen.size) != (asset.url, asset.sha256, asset.size):
+                    raise ConfigError(
+                        f"the lock names {build.source.repo}/{build.source.tag}/{asset.name} "
+                        "twice with different contents; nothing was fetched"
+                    )
+        wanted = list(jobs.values())
+        fetched: list[str] = []
+        present: list[str] = []
+        limiter = anyio.CapacityLimiter(FETCH_CONCURRENCY)
 
         def already(final: Path, asset: LockedAsset) -> bool:
             return (
@@ -161,7 +177,9 @@ class Locks:
                     size=locked.size,
                     digest=f"sha256:{locked.sha256}",
                 )
-                partial = final.parent / ".partial"
+                # The release's assets share this folder; each job touches only its own file
+                # in it, and the folder goes when every job is done (if nothing is left).
+                partial = final.parent / PARTIAL
                 try:
                     got = await download(
                         client, self.ctx.net, asset, partial, backoff=self.ctx.retry_backoff
@@ -172,26 +190,30 @@ class Locks:
                     discard(got.path)  # its resume note
                 except Exception as exc:  # refused: keep nothing; a cut network resumes
                     if not isinstance(exc, NetworkError):
-                        shutil.rmtree(partial, ignore_errors=True)
+                        discard(part_path(partial, asset))
                     raise
                 with_meta = final.parent / ".release.json"
                 if not with_meta.exists():
                     meta = {"name": source.tag, "prerelease": False}
                     atomic_write_bytes(with_meta, json.dumps(meta).encode())
-                shutil.rmtree(partial, ignore_errors=True)
                 fetched.append(label)
 
         if wanted:
             dest.mkdir(parents=True, exist_ok=True)
-            async with self.ctx.github() as gh:
-                try:
-                    async with anyio.create_task_group() as tg:
-                        for source, asset in wanted:
-                            tg.start_soon(one, source, asset, gh.client)
-                except BaseExceptionGroup as group:
-                    from ..errors import first_error
+            try:
+                async with self.ctx.github() as gh:
+                    try:
+                        async with anyio.create_task_group() as tg:
+                            for source, asset in wanted:
+                                tg.start_soon(one, source, asset, gh.client)
+                    except BaseExceptionGroup as group:
+                        from ..errors import first_error
 
-                    raise first_error(group) from None
+                        raise first_error(group) from None
+            finally:
+                for folder in sorted({final.parent / PARTIAL for final in jobs}):
+                    with contextlib.suppress(OSError):  # kept while a partial file resumes
+                        folder.rmdir()
         message = (
             f"fetched {plural(len(fetched), 'asset')} into {dest}"
             + (f" ({len(present)} already there)" if present else "")

@@ -336,6 +336,72 @@ def test_fetch_refuses_a_tampered_asset_and_keeps_nothing(
     assert [p for p in left if p.endswith(name) or ".part" in p] == []
 
 
+def _served(mirror_root: Path) -> dict[str, str]:
+    """Every asset the mirror serves, relative path → SHA-256."""
+    return {
+        str(p.relative_to(mirror_root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in mirror_root.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+
+
+FOUR = ("cpu", "vulkan", "rocm", "cuda")
+
+
+@pytest.mark.parametrize("command", ["fetch", "lock --fetch"])
+def test_fetch_many_assets_of_one_release_into_an_empty_folder(
+    two: tuple[Machine, Machine],
+    mirror: MirrorServer,
+    mirror_root: Path,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    """Four builds of one release share its folder (and its folder of partial downloads):
+    every asset lands with its SHA-256, and nothing of the downloads is left behind."""
+    a, _ = two
+    publish_llama(mirror_root, "b100", FOUR)
+    for variant in FOUR:
+        a.ok("install", "llama-server", "b100", "--variant", variant)
+    a.ok("lock")
+    for attempt in range(3):  # the jobs' timing varies; each try starts from an empty folder
+        carried = tmp_path / f"usb{attempt}"
+        out = a.json(*command.split(), str(carried), *([str(a.lock)] if command == "fetch" else []))
+        fetched = out["fetched"] if command == "fetch" else out["fetch"]["fetched"]  # type: ignore[index]
+        assert len(fetched) == 4
+        assert _served(carried) == _served(mirror_root)
+        assert not list(carried.rglob(".partial"))
+        assert not [p for p in carried.rglob("*") if ".part" in p.name]
+
+
+@pytest.mark.parametrize("fault", ["missing", "other bytes"])
+def test_lock_fetch_failing_midway_keeps_the_old_lock(
+    two: tuple[Machine, Machine],
+    mirror: MirrorServer,
+    mirror_root: Path,
+    tmp_path: Path,
+    fault: str,
+) -> None:
+    """The lock is written only once every asset is in place: a 404 or a digest mismatch for
+    one asset leaves the lock as it was, byte for byte."""
+    a, _ = two
+    assets = publish_llama(mirror_root, "b100", FOUR)
+    a.ok("install", "llama-server", "b100", "--variant", "vulkan")
+    a.ok("lock")
+    before = a.lock.read_bytes()
+    for variant in ("cpu", "rocm", "cuda"):
+        a.ok("install", "llama-server", "b100", "--variant", variant)
+    broken = mirror_root / "ggml-org/llama.cpp/b100" / next(n for n in assets if "rocm" in n)
+    if fault == "missing":
+        broken.unlink()
+    else:
+        broken.write_bytes(b"other bytes")
+    carried = tmp_path / "usb"
+    line = a.refused("rocm", "lock", "--fetch", str(carried))
+    assert ("404" in line) if fault == "missing" else ("nothing was installed" in line)
+    assert a.lock.read_bytes() == before
+    assert not [p for p in tree(carried) if "rocm" in p] if carried.exists() else True
+
+
 # --- venv builds ---------------------------------------------------------------------------------
 
 

@@ -12,8 +12,9 @@ from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..requests import ActivateRequest
+from ..versioning import version_key
 from .context import Context
-from .facts import executable_exists, find_build
+from .facts import activated_id, executable_exists, find_build
 from .generate import Generator
 
 __all__ = ["Activation", "Registered"]
@@ -25,6 +26,7 @@ class Registered:
     star: bool  # its component's row has the ★
     other_star: str | None  # the row that has it otherwise
     was_active: bool  # it was the activated build already
+    newer: str | None = None  # a newer build of its variant, installed meanwhile, runs instead
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,9 +34,15 @@ class Activation:
     ctx: Context
     generator: Generator
 
-    async def register(self, entry: InstalledEntry, *, activate: bool) -> Registered:
-        """Record the build's rows; activate it when asked, when its component has no working
-        activated build, or when it already is the activated one."""
+    async def register(
+        self, entry: InstalledEntry, *, activate: bool, auto: bool = True, first: bool = False
+    ) -> Registered:
+        """Record the build's rows. ``activate`` activates it. Otherwise (``auto``), when its
+        component has no working activated build, or had none when this install started
+        (``first``), the newest installed build of its variant is activated: decided here,
+        under the config lock, so that concurrent installs into an empty home end on the
+        newest whichever registers last. ``first`` never switches the variant someone
+        activated meanwhile."""
         build = entry.as_build()
         builds = self.ctx.builds
 
@@ -53,9 +61,19 @@ class Activation:
             )
             rows = list(s.backends)
             star = bool(managed and managed.default)
-            do_activate = activate or not has_active or is_active
-            if do_activate:
-                rows, star = registry.upsert_managed(rows, build)
+            target = build if activate or is_active else None
+            if target is None and auto and (first or not has_active):
+                kin = registry.newest_first(b for b in installed if b.variant == build.variant)
+                newest = kin[0] if kin else build
+                older = (
+                    managed is not None
+                    and managed.variant == build.variant
+                    and version_key(managed.version or "") < version_key(newest.version)
+                )
+                if not has_active or older:
+                    target = newest
+            if target is not None:
+                rows, star = registry.upsert_managed(rows, target)
             rows = registry.sync_build_rows(rows, build.component, installed)
             updated = s.model_copy(update={"backends": rows})
             other = None
@@ -63,7 +81,12 @@ class Activation:
                 winner = resolve(updated, ModelOverride(), cls).row
                 if winner is not None and winner.id != build.component:
                     other = winner.id
-            return updated, Registered(do_activate, star, other, is_active and has_active)
+            row = updated.row(build.component)
+            now = activated_id(updated, build.component)
+            this = now == build.build_id
+            same_variant = row is not None and row.variant == build.variant
+            newer = now if first and same_variant and not this else None
+            return updated, Registered(this, star, other, is_active and has_active, newer)
 
         return await self.ctx.update(change)
 

@@ -20,6 +20,7 @@ from ..registry.kinds import classes_of
 from ..requests import InstallRequest
 from .activate import Activation, Registered
 from .context import Context
+from .facts import executable_exists
 from .generate import Generator
 from .install_source import BuildSource, How, Locked, open_source
 from .releases import Releases
@@ -38,13 +39,19 @@ class Installer:
     generator: Generator
 
     async def install(
-        self, req: InstallRequest, on_event: EventSink | None = None, locked: Locked | None = None
+        self,
+        req: InstallRequest,
+        on_event: EventSink | None = None,
+        locked: Locked | None = None,
+        *,
+        auto_activate: bool = True,
     ) -> InstallResult:
         """Install one build; ``on_event`` sees the phases in order and then exactly one
-        terminal event: ``done``, ``failed`` (its message is the error's) or ``cancelled``."""
+        terminal event: ``done``, ``failed`` (its message is the error's) or ``cancelled``.
+        ``auto_activate=False``: never activated unless ``req.activate`` (``sync`` decides)."""
         emit = on_event or (lambda event: None)
         try:
-            outcome = await self._install(req, emit, locked or Locked())
+            outcome = await self._install(req, emit, locked or Locked(), auto_activate)
         except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
             emit(ProgressEvent("cancelled"))
             raise
@@ -56,7 +63,9 @@ class Installer:
         emit(ProgressEvent("done"))
         return outcome
 
-    async def _install(self, req: InstallRequest, emit: EventSink, locked: Locked) -> InstallResult:
+    async def _install(
+        self, req: InstallRequest, emit: EventSink, locked: Locked, auto: bool
+    ) -> InstallResult:
         from ..catalog.matching import suggest_variant
 
         ctx = self.ctx
@@ -79,6 +88,12 @@ class Installer:
             build_id = registry.build_row_id(manifest.id, version, variant)
             if req.dry_run:
                 return self._dry_run(manifest, source, build_id, variant, os_name)
+            # An install started while its component has no activated build activates one
+            # (the newest of its variant when it registers), however long the download takes.
+            row = (await ctx.settings()).row(manifest.id)
+            first = not (
+                row is not None and row.managed and executable_exists(row.path, on_path=False)
+            )
             present = ctx.builds.get(manifest.id, version, variant) is not None
             waiting = _on_lock_wait(build_id, emit)
             async with ctx.build_lock(manifest.id, version, variant, waiting) as waited:
@@ -90,7 +105,14 @@ class Installer:
                 entry = ctx.builds.get(manifest.id, version, variant)
                 assert entry is not None
         outcome = await self._finish(
-            manifest, entry, req, already=already, by_other=by_other, emit=emit
+            manifest,
+            entry,
+            req,
+            already=already,
+            by_other=by_other,
+            emit=emit,
+            auto=auto,
+            first=first,
         )
         source.annotate(outcome, entry, already)
         return outcome
@@ -134,11 +156,15 @@ class Installer:
         already: bool,
         by_other: bool,
         emit: EventSink,
+        auto: bool,
+        first: bool,
     ) -> InstallResult:
         """Register a committed build, regenerate, and say what happened."""
         emit(ProgressEvent("registering"))
         with anyio.CancelScope(shield=True):  # committed: a cancel must not leave it unrecorded
-            done = await self.activation.register(entry, activate=req.activate)
+            done = await self.activation.register(
+                entry, activate=req.activate, auto=auto, first=first and auto
+            )
         regen = await self.generator.after(req.generate)
         receipt = entry.receipt
         gpu = missing_gpu(entry.id, receipt.variant, receipt.capabilities)
@@ -181,6 +207,8 @@ def _said(
             classes = ", ".join(sorted(classes_of(manifest.kind)))
             message += f", but {done.other_star} is the default for class {classes}"
         return message
+    if done.newer:
+        return f"{head}; {done.newer}, newer and installed meanwhile, is the activated build"
     return (
         f"{head}; {manifest.id} stays on its activated build; switch with "
         f'"backendmgr activate {build_id}"'

@@ -132,6 +132,12 @@ class Syncer:
             return plan
         failures: dict[str, BackendmgrError] = {}
 
+        # The lock's activated builds first, each activated as soon as it is in place; the
+        # others after, never activated by their install: an interrupted sync leaves the old
+        # activated build or the lock's, never another one (an older one).
+        leading = set(parsed.activated.values())
+        steered = set(parsed.activated)
+
         async def one(build: LockedBuild, reinstall: bool) -> None:
             try:
                 await self.installer.install(
@@ -140,6 +146,7 @@ class Syncer:
                         version=build.version,
                         variant=build.variant,
                         reinstall=reinstall,
+                        activate=build.id in leading,
                         generate=False,
                     ),
                     for_build(on_event, build.id),
@@ -149,20 +156,26 @@ class Syncer:
                         else None,
                         packages=build.pins() if isinstance(build.source, PypiLock) else None,
                     ),
+                    auto_activate=build.component not in steered,
                 )
             except BackendmgrError as exc:
                 failures[build.id] = exc
 
-        try:
-            async with anyio.create_task_group() as tg:
-                for build in install:
-                    tg.start_soon(one, build, False)
-                for build in replace:
-                    tg.start_soon(one, build, True)
+        async def activate_locked() -> None:
             settings = await ctx.settings()
             for build_id in sorted(self._to_activate(parsed, settings).values()):
                 if ctx.builds.get(*_split(parsed, build_id)) is not None:
                     await self.activation.activate(ActivateRequest(build=build_id, generate=False))
+
+        jobs = [(b, False) for b in install] + [(b, True) for b in replace]
+        try:
+            await activate_locked()  # those already here, before anything else changes
+            for lead in (True, False):
+                async with anyio.create_task_group() as tg:
+                    for build, reinstall in jobs:
+                        if (build.id in leading) == lead:
+                            tg.start_soon(one, build, reinstall)
+            await activate_locked()
             removed: list[str] = []
             for component in sorted({e.receipt.component for e in remove}):
                 ids = [e.id for e in remove if e.receipt.component == component]

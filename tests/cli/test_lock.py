@@ -8,6 +8,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +17,17 @@ from pathlib import Path
 import pytest
 
 from backendmgr.mirror import MirrorServer
-from tests.support import Entry, llama_entries, make_tar, publish, publish_llama, tree
+from tests.support import (
+    DownloadGates,
+    Entry,
+    llama_entries,
+    make_tar,
+    publish,
+    publish_llama,
+    spawn_backendmgr,
+    tree,
+    wait_until,
+)
 from tests.support.cli import Cli, CliResult
 from tests.support.ggufs import write_gguf
 from tests.support.wheels import TOY_MANIFEST as MANIFEST
@@ -400,6 +411,45 @@ def test_lock_fetch_failing_midway_keeps_the_old_lock(
     assert ("404" in line) if fault == "missing" else ("nothing was installed" in line)
     assert a.lock.read_bytes() == before
     assert not [p for p in tree(carried) if "rocm" in p] if carried.exists() else True
+
+
+def test_sync_stopped_with_ctrl_c_after_its_first_install_never_activates_an_older_build(
+    two: tuple[Machine, Machine], mirror: MirrorServer, mirror_root: Path
+) -> None:
+    """The lock activates the newest of three builds; a sync into an empty home gets SIGINT
+    once its first build is registered (the others' downloads are held): it leaves the old
+    state (nothing activated) or the lock's activated build, never an older one."""
+    a, b = two
+    tags = ("b11100", "b11150", "b11211")
+    for i, tag in enumerate(tags):
+        publish_llama(mirror_root, tag, published_at=f"2026-09-0{i + 1}T00:00:00Z")
+        a.ok("install", "llama-server", tag)
+    a.ok("activate", "llama-server@b11211-vulkan")
+    a.ok("lock")
+    gates = DownloadGates(mirror, tags)
+    proc = spawn_backendmgr(*b.flags, "sync", str(a.lock))
+    try:
+        (first,) = wait_until(gates.began, "a download began", timeout=120, proc=proc)
+        gates.open(first)
+        wait_until(
+            lambda: b.config.exists() and f"llama-server@{first}-vulkan" in b.config.read_text(),
+            "the first build was registered",
+            timeout=120,
+            proc=proc,
+        )
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        gates.open()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    active = [i for i, (on, _) in b.builds().items() if on]
+    assert active in ([], ["llama-server@b11211-vulkan"]), (first, active)
+    assert b.ok("sync", str(a.lock))  # a second sync completes what the first began
+    assert b.builds() == a.builds()
 
 
 # --- venv builds ---------------------------------------------------------------------------------

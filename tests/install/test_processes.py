@@ -9,12 +9,13 @@ import signal
 import subprocess
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from backendmgr.mirror import MirrorHandler, MirrorServer
-from tests.support import big_release, tree, wait_until
+from tests.support import DownloadGates, big_release, publish_llama, tree, wait_until
 from tests.support.cli import completed, run_in_process, spawn_backendmgr
 
 # Where a release's size is not the point, a small one keeps the steps around it quick.
@@ -155,3 +156,49 @@ def test_ctrl_c_exits_130_keeps_part_and_resumes(
     (listed,) = json.loads(run("--json", "list").stdout)
     assert listed["id"] == "llama-server@b100-vulkan"
     assert listed["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+THREE = ("b11100", "b11150", "b11211")
+
+
+@pytest.mark.parametrize(
+    "order",
+    [THREE, ("b11150", "b11100", "b11211"), ("b11211", "b11100", "b11150"), ()],
+    ids=["oldest-first", "middle-first", "newest-first", "all-at-once"],
+)
+def test_three_concurrent_installs_into_an_empty_home_activate_the_newest(
+    mirror: MirrorServer, mirror_root: Path, tmp_path: Path, order: tuple[str, ...]
+) -> None:
+    """Three processes start in an empty home; their downloads are let through in ``order``
+    (each one registered before the next goes on; ``()``: all at once, twice): whichever
+    registers first, the newest release of the variant ends activated."""
+    for i, tag in enumerate(THREE):
+        publish_llama(mirror_root, tag, published_at=f"2026-09-0{i + 1}T00:00:00Z")
+    for round_ in range(1 if order else 2):
+        root = tmp_path / f"round{round_}"
+        flags = ["--home", str(root / "home"), "--config", str(root / "cfg" / "config.yaml")]
+        mirror.hooks.clear()
+        gates = DownloadGates(mirror, THREE)
+        procs = {tag: spawn(*flags, "install", "llama-server", tag) for tag in THREE}
+        said: dict[str, str] = {}
+        try:
+            wait_until(partial(gates.began, 3), "the three downloads began", timeout=120)
+            for tag in order or THREE:
+                gates.open(*([tag] if order else THREE))
+                said[tag], err = procs[tag].communicate(timeout=120)
+                assert procs[tag].returncode == 0, err
+                assert "Traceback" not in err
+        finally:
+            gates.open()
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate(timeout=30)
+        listed = run(*flags, "--json", "list")
+        assert listed.returncode == 0, listed.stderr
+        active = [b["id"] for b in json.loads(listed.stdout) if b["activated"]]
+        assert active == ["llama-server@b11211-vulkan"], (order, active)
+        if order and order[0] == "b11211":  # the later ones say which build runs instead
+            newer = "llama-server@b11211-vulkan, newer and installed meanwhile, is the activated"
+            assert all(newer in said[tag] for tag in order[1:]), said
+        assert run(*flags, "doctor").returncode == 0

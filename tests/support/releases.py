@@ -5,10 +5,15 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.support.archives import Entry, llama_entries, make_tar
+
+if TYPE_CHECKING:
+    from backendmgr.mirror import MirrorHandler, MirrorServer
 
 LLAMA_REPO = "ggml-org/llama.cpp"
 VULKAN = "llama-{tag}-bin-ubuntu-vulkan-x64.tar.gz"
@@ -120,3 +125,31 @@ def big_release(
     data = _big_archive(tag, script, size)
     publish(root, LLAMA_REPO, tag, {VULKAN.format(tag=tag): data})
     return data
+
+
+class DownloadGates:
+    """Holds every asset download of a release at the mirror until the test opens its tag's
+    gate: which install finishes first is the test's choice, not the machine's load."""
+
+    def __init__(self, server: MirrorServer, tags: Iterable[str]) -> None:
+        self.gates = {tag: threading.Event() for tag in tags}
+        self.arrived: list[str] = []  # tags, in the order their downloads reached the mirror
+        self._lock = threading.Lock()
+        server.hooks.append(self._hold)
+
+    def _hold(self, handler: MirrorHandler) -> bool:
+        parts = handler.route.split("/")  # /download/<owner>/<repo>/<tag>/<asset>
+        if len(parts) == 6 and parts[1] == "download" and parts[4] in self.gates:
+            with self._lock:
+                self.arrived.append(parts[4])
+            self.gates[parts[4]].wait(120)
+        return False
+
+    def began(self, n: int = 1) -> list[str]:
+        """The first ``n`` tags whose downloads arrived, once that many have (else none)."""
+        with self._lock:
+            return self.arrived[:n] if len(self.arrived) >= n else []
+
+    def open(self, *tags: str) -> None:
+        for tag in tags or tuple(self.gates):
+            self.gates[tag].set()

@@ -78,6 +78,10 @@ class Installer:
         if not variant:
             raise NotFound(f"{req.component} publishes nothing for {plat}")
         how = _how(req, locked)
+        # An install started while its component has no activated build activates one (the
+        # newest of its variant when it registers), however long its listing and download take.
+        row = None if req.dry_run else (await ctx.settings()).row(manifest.id)
+        first = not (row is not None and row.managed and executable_exists(row.path, on_path=False))
         emit(
             ProgressEvent("resolving", message=f"{manifest.id} {req.version or 'latest'} {variant}")
         )
@@ -88,12 +92,6 @@ class Installer:
             build_id = registry.build_row_id(manifest.id, version, variant)
             if req.dry_run:
                 return self._dry_run(manifest, source, build_id, variant, os_name)
-            # An install started while its component has no activated build activates one
-            # (the newest of its variant when it registers), however long the download takes.
-            row = (await ctx.settings()).row(manifest.id)
-            first = not (
-                row is not None and row.managed and executable_exists(row.path, on_path=False)
-            )
             present = ctx.builds.get(manifest.id, version, variant) is not None
             waiting = _on_lock_wait(build_id, emit)
             async with ctx.build_lock(manifest.id, version, variant, waiting) as waited:

@@ -384,6 +384,25 @@ def test_fetch_many_assets_of_one_release_into_an_empty_folder(
         assert not [p for p in carried.rglob("*") if ".part" in p.name]
 
 
+def test_fetch_refuses_a_lock_naming_one_file_twice_with_different_contents(
+    two: tuple[Machine, Machine], mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    """Two jobs must never write one file: the same asset twice is fetched once, and the
+    same name with two digests is refused before anything is downloaded."""
+    a, _ = two
+    assets = publish_llama(mirror_root, "b100", ("cpu", "vulkan"))
+    for variant in ("cpu", "vulkan"):
+        a.ok("install", "llama-server", "b100", "--variant", variant)
+    a.ok("lock")
+    one, other = sorted(assets)
+    edited = tmp_path / "edited.lock"
+    edited.write_text(a.lock.read_text().replace(f"name: {other}", f"name: {one}"))
+    mirror.requests.clear()
+    line = a.refused("twice with different contents", "fetch", str(tmp_path / "usb"), str(edited))
+    assert one in line
+    assert downloads(mirror) == [] and not (tmp_path / "usb").exists()
+
+
 @pytest.mark.parametrize("fault", ["missing", "other bytes"])
 def test_lock_fetch_failing_midway_keeps_the_old_lock(
     two: tuple[Machine, Machine],

@@ -17,8 +17,8 @@ description:
     component's activated build (C(backendmgr activate), or C(install --activate));
     O(state=absent) uninstalls every matching build (C(backendmgr uninstall)).
   - Idempotent; C(changed) only when a build was installed, activated or removed.
-  - Check mode runs the same commands with C(--dry-run) (C(install), C(activate),
-    C(uninstall)): backendmgr's own checks and answer, nothing changed.
+  - Check mode runs the same commands (C(install), C(activate), C(uninstall)) with
+    C(--dry-run), so the checks and the answer are backendmgr's own; nothing changes.
   - Diff mode shows the host's builds before and after.
 version_added: "0.1.0"
 author:

@@ -15,8 +15,8 @@ description:
   - Runs C(backendmgr pin), C(unpin), C(set) and C(unset) for one model on the managed host;
     each regenerates the llama-swap config when it changed something.
   - C(changed) is what backendmgr reports, true only when the stored pin or overrides changed.
-  - Check mode runs the same commands with C(--dry-run): backendmgr validates the values and
-    says whether the real run would change the stored overrides; nothing is written.
+  - Check mode runs the same commands with C(--dry-run), so backendmgr itself validates the
+    values and says whether the real run would change the stored overrides; nothing is written.
   - Diff mode shows the model's overrides before and after.
 version_added: "0.1.0"
 author:

@@ -91,7 +91,7 @@ build:
   type: str
   sample: llama-server@b11211-vulkan
 builds:
-  description: The host's builds afterwards (in check mode, as predicted), id to activated.
+  description: The host's builds afterwards (in check mode, as backendmgr's dry run plans them), id to activated.
   returned: always
   type: dict
   sample: {"llama-server@b11211-vulkan": true}

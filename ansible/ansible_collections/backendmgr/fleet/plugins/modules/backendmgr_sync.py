@@ -29,7 +29,7 @@ extends_documentation_fragment:
   - backendmgr.fleet.backendmgr
 attributes:
   check_mode:
-    description: In check mode nothing changes and C(changed) predicts the real run.
+    description: In check mode nothing changes and C(changed) is what C(sync --dry-run) reports.
     support: full
   diff_mode:
     description: Shows the host's builds before and after, the activated ones marked.
@@ -131,7 +131,7 @@ kept:
   elements: str
   sample: []
 builds:
-  description: The host's builds afterwards (in check mode, as predicted), id to activated.
+  description: The host's builds afterwards (in check mode, as backendmgr's dry run plans them), id to activated.
   returned: always
   type: dict
   sample: {"llama-server@b100-vulkan": true}

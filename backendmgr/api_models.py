@@ -43,6 +43,7 @@ __all__ = [
     "ModelInfo",
     "ModelSettingsResult",
     "PinResult",
+    "Previewed",
     "PruneResult",
     "ReleaseInfo",
     "RemovedRow",
@@ -267,11 +268,19 @@ class InstallResult(BuildOutcome):
     pip_args: list[str] | None = None
 
 
-class ActivateResult(BuildOutcome):
+class Previewed(Outcome):
+    """A change ``--dry-run`` can preview (issue 29): run up to the write, nothing written;
+    ``changed`` is what the real run would report, ``diff`` the config file's unified diff."""
+
+    dry_run: bool | None = None
+    diff: str | None = None
+
+
+class ActivateResult(BuildOutcome, Previewed):
     """The build that is now (or already was) its component's active one."""
 
 
-class UninstallResult(Outcome):
+class UninstallResult(Previewed):
     id: str | None
     ids: list[str]
     removed: bool
@@ -288,12 +297,12 @@ class BackendRowResult(Outcome, BackendRowInfo):
     """``backends add`` and ``default``: the row as it now stands."""
 
 
-class PinResult(Outcome):
+class PinResult(Previewed):
     model: str
     backend: str | None
 
 
-class ModelSettingsResult(Outcome):
+class ModelSettingsResult(Previewed):
     """``set``/``unset``: the model id and its overrides as stored (only those set)."""
 
     model: str

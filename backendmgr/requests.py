@@ -128,11 +128,13 @@ class UninstallRequest(Request):
     builds: list[str] = Field(min_length=1, max_length=MAX_BUILDS)
     force: bool = False
     generate: bool = True
+    dry_run: bool = False  # every check, then the plan and the config's diff; nothing removed
 
 
 class ActivateRequest(Request):
     build: str = Field(min_length=1, max_length=300)
     generate: bool = True
+    dry_run: bool = False
 
 
 class UpdateRequest(Request):

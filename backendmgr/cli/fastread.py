@@ -57,6 +57,8 @@ def parse(words: Sequence[str]) -> Request | None:
     i = 0
     while i < len(words):
         word = words[i]
+        if word.startswith("-") and len(positional) > 1:
+            return None  # after an operand argparse refuses a global option (SPEC §13)
         if word in _FLAGS:
             flags[_FLAGS[word]] = True
         elif word.split("=", 1)[0] in _VALUED:

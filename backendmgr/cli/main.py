@@ -122,14 +122,7 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
         from ..manager import Manager
 
         paths = Paths.resolve(config=args.config, home=args.home)
-        if args.config and not paths.config_file.exists() and _only_reads(args):
-            # a read of a config file that is not there would show defaults as if they were
-            # the user's (nothing installed); a change creates the file, so it may name one
-            return out.failure(
-                f"the config file {paths.config_file} does not exist; check --config, or "
-                "leave it out to use the default one",
-                1,
-            )
+        # a config file that is not there is an empty config, however it was named (SPEC §2)
         manager = Manager(paths, on_wait=out.waiting)
         from .commands.swap import with_follow_up
 
@@ -145,21 +138,6 @@ def run(args: argparse.Namespace, out: object, recording: object = None) -> int:
             raise
         failure = failure_of(exc)
         return out.failure(failure.message, failure.exit_code)
-
-
-# commands that only read the config (with these options): the rest may create it
-_READS = {"catalog", "releases", "list", "models", "cmd", "which", "config", "verify"}
-
-
-def _only_reads(args: argparse.Namespace) -> bool:
-    command = args.command
-    if command == "backends":
-        return getattr(args, "backends_action", None) is None
-    if command == "doctor":
-        return not args.fix
-    if command == "generate":
-        return bool(args.check)
-    return command in _READS and not getattr(args, "repair", False)
 
 
 def _recorded(handler: Any, recording: Any) -> Any:

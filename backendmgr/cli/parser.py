@@ -43,14 +43,38 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one ``error:`` line and exit status 2 (SPEC §13).
 
     Every parser, the top one and each subcommand's, carries the global options, so they are
-    accepted before or after the command and listed by every ``--help``. Below the top, their
-    defaults are ``SUPPRESS``: a value given before the command is not reset by the subparser.
+    accepted before the command and after it up to the command's first operand (SPEC §13), and
+    listed by every ``--help``. Below the top, their defaults are ``SUPPRESS``: a value given
+    before the command is not reset by the subparser.
     """
 
     def __init__(self, *args: Any, top: bool = False, stub: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._operand_seen = False
+        self._globals: tuple[argparse.Action, ...] = ()
         if not stub:  # a stand-in for a command not being run is never parsed with
-            _add_global_options(self, top=top)
+            self._globals = _add_global_options(self, top=top)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._operand_seen = False  # each parse (the top's, then the command's) starts anew
+        return super().parse_known_args(args, namespace)
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        """argparse hands every argument to this, in the order of the command line: a global
+        option after an operand is refused here, so a value a script put after the operands
+        (a model id ``--config=x``) can never redirect the config or the data home."""
+        if not action.option_strings:
+            if any(word != "--" for word in arg_strings):
+                self._operand_seen = True
+        elif self._operand_seen and action in self._globals:
+            name = "/".join(action.option_strings)
+            self.error(
+                f"{name} after an operand is not read as an option: give global options before "
+                'the operands, and put "--" before an operand that starts with "-"'
+            )
+        return super()._get_values(action, arg_strings)
 
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -109,30 +133,33 @@ def usage_check(parser: argparse.ArgumentParser, check: Check) -> None:
     parser.set_defaults(usage_checks=(*checks, check))
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    group = parser.add_argument_group("global options (before or after the command)")
+def _add_global_options(
+    parser: argparse.ArgumentParser, *, top: bool
+) -> tuple[argparse.Action, ...]:
+    group = parser.add_argument_group("global options (before the command's operands)")
 
     def default(value: object) -> object:
         return value if top else argparse.SUPPRESS
 
-    group.add_argument(
+    config = group.add_argument(
         "--config",
         metavar="PATH",
         default=default(None),
         help="config file (env BACKENDMGR_CONFIG)",
     )
-    group.add_argument(
+    home = group.add_argument(
         "--home", metavar="PATH", default=default(None), help="data home (env BACKENDMGR_HOME)"
     )
-    group.add_argument(
+    json = group.add_argument(
         "--json", action="store_true", default=default(False), help="print one JSON document"
     )
-    group.add_argument(
+    quiet = group.add_argument(
         "-q", "--quiet", action="store_true", default=default(False), help="print only errors"
     )
-    group.add_argument(
+    debug = group.add_argument(
         "--debug", action="store_true", default=default(False), help="show tracebacks"
     )
+    return config, home, json, quiet, debug
 
 
 def command_of(words: Sequence[str]) -> str:

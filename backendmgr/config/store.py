@@ -74,6 +74,28 @@ class ConfigStore:
                 f"{self.path} is locked by another backendmgr process; try again when it ends"
             ) from exc
 
+    def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
+        """``update`` up to the write, for a dry run: what ``change`` returned and the unified
+        diff of the file's text ("" when the text would stay). Creates nothing, not even the
+        lock file: a run that writes reads the file again under the lock."""
+        loaded = self.load()
+        new_settings, result = change(loaded.settings)
+        return result, text_diff(self.path, loaded.raw, render(loaded, new_settings))
+
+
+def text_diff(path: Path, old: bytes, new: bytes) -> str:
+    """A unified diff of one file's two texts, as ``diff -u`` names it."""
+    import difflib
+
+    name = str(path)
+    lines = difflib.unified_diff(
+        old.decode("utf-8", "replace").splitlines(keepends=True),
+        new.decode("utf-8", "replace").splitlines(keepends=True),
+        fromfile=name,
+        tofile=name,
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
 
 def _yaml(indent: tuple[int, int, int]) -> YAML:
     yaml = YAML(typ="rt")

@@ -187,10 +187,10 @@ class Manager:
         return await self._s.installer.install(request, on_event, locked)
 
     async def activate(
-        self, ref: str | ActivateRequest, *, generate: bool = True
+        self, ref: str | ActivateRequest, *, generate: bool = True, dry_run: bool = False
     ) -> ActivateResult:
         if isinstance(ref, str):
-            ref = ActivateRequest.of(build=ref, generate=generate)
+            ref = ActivateRequest.of(build=ref, generate=generate, dry_run=dry_run)
         return await self._s.activation.activate(ref)
 
     async def uninstall(
@@ -199,6 +199,7 @@ class Manager:
         *,
         force: bool = False,
         generate: bool = True,
+        dry_run: bool = False,
     ) -> UninstallResult:
         """Remove one or more builds; every one is checked first, so none or all go (§9)."""
         if not isinstance(ref, UninstallRequest):
@@ -207,7 +208,7 @@ class Manager:
                 from ..errors import InvalidInput
 
                 raise InvalidInput("name at least one build to uninstall")
-            ref = UninstallRequest.of(builds=refs, force=force, generate=generate)
+            ref = UninstallRequest.of(builds=refs, force=force, generate=generate, dry_run=dry_run)
         return await self._s.uninstaller.uninstall(ref)
 
     async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
@@ -287,21 +288,34 @@ class Manager:
     async def set_default(self, row_id: str, *, generate: bool = True) -> BackendRowResult:
         return await self._s.registry.set_default(row_id, generate=generate)
 
-    async def pin(self, model: str, row_id: str, *, generate: bool = True) -> PinResult:
-        return await self._s.registry.pin(model, row_id, generate=generate)
+    # ``dry_run``: the same path stopped before the write; ``changed`` and ``diff`` say what
+    # the real run would do (issue 29)
+    async def pin(
+        self, model: str, row_id: str, *, generate: bool = True, dry_run: bool = False
+    ) -> PinResult:
+        return await self._s.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
 
-    async def unpin(self, model: str, *, generate: bool = True) -> PinResult:
-        return await self._s.registry.unpin(model, generate=generate)
+    async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
+        return await self._s.registry.unpin(model, generate=generate, dry_run=dry_run)
 
     async def set_overrides(
-        self, model: str, values: Mapping[str, str], *, generate: bool = True
+        self,
+        model: str,
+        values: Mapping[str, str],
+        *,
+        generate: bool = True,
+        dry_run: bool = False,
     ) -> ModelSettingsResult:
-        return await self._s.registry.set_overrides(model, values, generate=generate)
+        return await self._s.registry.set_overrides(
+            model, values, generate=generate, dry_run=dry_run
+        )
 
     async def unset_overrides(
-        self, model: str, keys: Sequence[str], *, generate: bool = True
+        self, model: str, keys: Sequence[str], *, generate: bool = True, dry_run: bool = False
     ) -> ModelSettingsResult:
-        return await self._s.registry.unset_overrides(model, keys, generate=generate)
+        return await self._s.registry.unset_overrides(
+            model, keys, generate=generate, dry_run=dry_run
+        )
 
     # --- models and the generated config ---------------------------------------------------
 

@@ -3,7 +3,9 @@ managed row runs, the build rows beside it, and who holds the default (★)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..api_models import ActivateResult
 from ..config.models import ModelOverride, Settings
@@ -43,6 +45,13 @@ class Activation:
         under the config lock, so that concurrent installs into an empty home end on the
         newest whichever registers last. ``first`` never switches the variant someone
         activated meanwhile."""
+        return await self.ctx.update(
+            self._registration(entry, activate=activate, auto=auto, first=first)
+        )
+
+    def _registration(
+        self, entry: InstalledEntry, *, activate: bool, auto: bool = True, first: bool = False
+    ) -> Callable[[Settings], tuple[Settings, Registered]]:
         build = entry.as_build()
         builds = self.ctx.builds
 
@@ -88,19 +97,28 @@ class Activation:
             newer = now if first and same_variant and not this else None
             return updated, Registered(this, star, other, is_active and has_active, newer)
 
-        return await self.ctx.update(change)
+        return change
 
     async def activate(self, req: ActivateRequest) -> ActivateResult:
         entry = find_build(self.ctx.builds, req.build)
         build = entry.as_build()
-        was_active = (await self.register(entry, activate=True)).was_active
-        regen = await self.generator.after(req.generate)
+        dry: dict[str, Any] = {}
+        if req.dry_run:  # the same change, stopped before the write (issue 29)
+            registered, diff = await self.ctx.preview(self._registration(entry, activate=True))
+            regen: list[str] = []
+            dry = {"dry_run": True, "diff": diff}
+        else:
+            registered = await self.register(entry, activate=True)
+            regen = await self.generator.after(req.generate)
+        was_active = registered.was_active
+        done, runs = ("would activate", "would run") if dry else ("activated", "now runs")
         return ActivateResult(
             message=f"{entry.id} is already the activated build"
             if was_active
-            else f"activated {entry.id}; every model not pinned to a build now runs it",
+            else f"{done} {entry.id}; every model not pinned to a build {runs} it",
             changed=not was_active,
             warnings=regen,
+            **dry,
             id=entry.id,
             component=build.component,
             version=build.version,

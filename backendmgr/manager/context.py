@@ -116,6 +116,10 @@ class Context:
         """Apply ``change`` to the config file under its lock, in a worker thread."""
         return await anyio.to_thread.run_sync(self.store.update, change)
 
+    async def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
+        """``update`` without the write (a dry run): ``change``'s result and the file's diff."""
+        return await anyio.to_thread.run_sync(self.store.preview, change)
+
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output
         return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output

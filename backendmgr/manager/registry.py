@@ -53,6 +53,17 @@ class Registry:
         result = await self.ctx.update(change)
         return result, await self.generator.after(generate)
 
+    async def _change(
+        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool, dry_run: bool
+    ) -> tuple[T, list[str], dict[str, Any]]:
+        """``_mutate``, or for a dry run the same ``change`` stopped before the write: its
+        result, the regeneration's warnings, and the dry run's fields for the result."""
+        if not dry_run:
+            result, regen = await self._mutate(change, generate=generate)
+            return result, regen, {}
+        result, diff = await self.ctx.preview(change)
+        return result, [], {"dry_run": True, "diff": diff}
+
     # --- registry ---------------------------------------------------------------------------
 
     async def add_backend(self, req: AddBackendRequest) -> BackendRowResult:
@@ -120,7 +131,9 @@ class Registry:
 
     # --- per-model overrides --------------------------------------------------------------
 
-    async def pin(self, model: str, row_id: str, *, generate: bool = True) -> PinResult:
+    async def pin(
+        self, model: str, row_id: str, *, generate: bool = True, dry_run: bool = False
+    ) -> PinResult:
         model = _check_model_id(model)
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.ctx.settings()
@@ -133,18 +146,19 @@ class Registry:
             updated = current.model_copy(update={"backend": row_id})
             return _with_override(s, model, updated), current.backend != row_id
 
-        changed, regen = await self._mutate(change, generate=generate)
+        changed, regen, dry = await self._change(change, generate=generate, dry_run=dry_run)
         return PinResult(
-            message=f'pinned "{model}" to "{row_id}"'
+            message=f'{_would(dry, "pinned", "pin")} "{model}" to "{row_id}"'
             if changed
             else f'"{model}" was already pinned to "{row_id}"',
             changed=changed,
             warnings=[*warnings, *regen],
             model=model,
             backend=row_id,
+            **dry,
         )
 
-    async def unpin(self, model: str, *, generate: bool = True) -> PinResult:
+    async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
         model = _check_model_id(model)
 
         def change(s: Settings) -> tuple[Settings, str | None]:
@@ -152,19 +166,25 @@ class Registry:
             updated = current.model_copy(update={"backend": None})
             return _with_override(s, model, updated), current.backend
 
-        previous, regen = await self._mutate(change, generate=generate)
+        previous, regen, dry = await self._change(change, generate=generate, dry_run=dry_run)
         return PinResult(
             warnings=regen,
-            message=f'unpinned "{model}" (was "{previous}")'
+            message=f'{_would(dry, "unpinned", "unpin")} "{model}" (was "{previous}")'
             if previous
             else f'"{model}" has no pin',
             changed=previous is not None,
             model=model,
             backend=None,
+            **dry,
         )
 
     async def set_overrides(
-        self, model: str, values: Mapping[str, str], *, generate: bool = True
+        self,
+        model: str,
+        values: Mapping[str, str],
+        *,
+        generate: bool = True,
+        dry_run: bool = False,
     ) -> ModelSettingsResult:
         """Validate ``KEY=VALUE`` strings against the override model, then store them."""
         model = _check_model_id(model)
@@ -189,17 +209,22 @@ class Registry:
                 raise InvalidInput(_first_error(exc)) from exc
             return _with_override(s, model, updated), (updated, updated != current)
 
-        (updated, changed), regen = await self._mutate(change, generate=generate)
+        (updated, changed), regen, dry = await self._change(
+            change, generate=generate, dry_run=dry_run
+        )
         if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:
             # the plan's own notes: a parser the build lacks, a ctx that cannot fit
             warnings += await self._plan_warnings(model)
         shown = ", ".join(f"{k}={text}" for k, text in values.items())  # as typed
         return ModelSettingsResult(
-            message=f'set {shown} for "{model}"' if changed else f'"{model}" already has {shown}',
+            message=f'{_would(dry, "set", "set")} {shown} for "{model}"'
+            if changed
+            else f'"{model}" already has {shown}',
             changed=changed,
             warnings=[*warnings, *regen],
             model=model,
             **updated.to_yaml(),
+            **dry,
         )
 
     async def _model_warnings(
@@ -236,7 +261,7 @@ class Registry:
         return tuple(n for n in planned.notes if is_override_warning(n) or is_over_budget(n))
 
     async def unset_overrides(
-        self, model: str, keys: Sequence[str], *, generate: bool = True
+        self, model: str, keys: Sequence[str], *, generate: bool = True, dry_run: bool = False
     ) -> ModelSettingsResult:
         model = _check_model_id(model)
         if not keys:
@@ -249,15 +274,25 @@ class Registry:
             updated = current.model_copy(update=dict.fromkeys(keys))
             return _with_override(s, model, updated), (updated, updated != current)
 
-        (updated, changed), regen = await self._mutate(change, generate=generate)
+        (updated, changed), regen, dry = await self._change(
+            change, generate=generate, dry_run=dry_run
+        )
         named = ", ".join(keys)
         return ModelSettingsResult(
-            message=f'unset {named} for "{model}"' if changed else f'"{model}" has no {named} set',
+            message=f'{_would(dry, "unset", "unset")} {named} for "{model}"'
+            if changed
+            else f'"{model}" has no {named} set',
             changed=changed,
             warnings=regen,
             model=model,
             **updated.to_yaml(),
+            **dry,
         )
+
+
+def _would(dry: Mapping[str, Any], done: str, verb: str) -> str:
+    """The message's verb: what was done, or in a dry run what would be."""
+    return f"would {verb}" if dry else done
 
 
 def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import anyio
 
@@ -76,35 +77,44 @@ class Uninstaller:
                 - {e.receipt.component for e in ctx.builds.installed() if e.id not in leaving}
             )
             losing = await self.models.losing(set(gone) | leaving) if gone else []
-            for entry in entries.values():
-                await anyio.to_thread.run_sync(ctx.builds.remove, entry)
+            if not req.dry_run:
+                for entry in entries.values():
+                    await anyio.to_thread.run_sync(ctx.builds.remove, entry)
 
             def change(s: Settings) -> tuple[Settings, None]:
                 rows = list(s.backends)
                 for component in {e.receipt.component for e in entries.values()}:
-                    builds = [e.as_build() for e in ctx.builds.installed(component)]
+                    builds = [
+                        e.as_build() for e in ctx.builds.installed(component) if e.id not in leaving
+                    ]
                     rows = registry.sync_build_rows(rows, component, builds)
                 rows = [x for x in rows if not (x.managed and x.id in gone)]
                 return s.model_copy(update={"backends": rows}), None
 
-            await ctx.update(change)
-        warnings = await self.generator.after(req.generate)
+            dry: dict[str, Any] = {}
+            if req.dry_run:  # every check above, then the config's diff; nothing removed
+                dry = {"dry_run": True, "diff": (await ctx.preview(change))[1]}
+            else:
+                await ctx.update(change)
+        warnings = [] if dry else await self.generator.after(req.generate)
         if pins:
             warnings.append(f"stale pins now fall back: {', '.join(sorted(set(pins)))}")
         if gone:
             rows = ", ".join(f'"{c}"' for c in gone)
-            warnings.append(f"removed the {rows} row{'s' if len(gone) > 1 else ''}")
+            verb = "would remove" if dry else "removed"
+            warnings.append(f"{verb} the {rows} row{'s' if len(gone) > 1 else ''}")
         if losing:
             warnings.append(
                 f"these models lose their backend and fall back (SPEC §4): {', '.join(losing)}"
             )
         ids = sorted(entries)
         return UninstallResult(
-            message=f"uninstalled {', '.join(ids)}",
+            message=f"{'would uninstall' if dry else 'uninstalled'} {', '.join(ids)}",
             warnings=warnings,
             id=ids[0] if len(ids) == 1 else None,
             ids=ids,
-            removed=True,
+            removed=not dry,
             rows_removed=gone,
             models_fall_back=losing,
+            **dry,
         )

@@ -473,3 +473,182 @@ def test_ansible_doc_renders_every_module(tmp_path: Path) -> None:
         assert f"MODULE {name}" in done.stdout
     assert done.stdout.count("EXAMPLES") == 4 and done.stdout.count("RETURN VALUES") == 4
     assert done.stdout.count("github_api") >= 4
+
+
+def _files(root: Path, skip: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` but the ``skip`` folders: path -> (size, mtime)."""
+    found = {}
+    for path in root.rglob("*"):
+        rel = str(path.relative_to(root))
+        if path.is_file() and not rel.startswith(skip):
+            info = path.stat()
+            found[rel] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def _play(fleet: Fleet, name: str, tasks: list[dict[str, object]]) -> Run:
+    defaults = {
+        "executable": "{{ backendmgr_executable }}",
+        "home": "{{ backendmgr_home }}",
+        "config": "{{ backendmgr_config }}",
+        "github_api": "{{ backendmgr_github_api }}",
+    }
+    play = {
+        "hosts": "host1",
+        "gather_facts": False,
+        "module_defaults": {"group/backendmgr.fleet.all": defaults},
+        "tasks": tasks,
+    }
+    playbook = fleet.tmp / f"{name}.yml"
+    playbook.write_text(json.dumps([play], indent=1))  # JSON is YAML: nothing built from text
+    run = fleet.play("A", playbook=playbook)
+    assert run.code == 0, run.out
+    return run
+
+
+def test_module_values_that_look_like_options_are_values_and_check_mode_asks(
+    tmp_path: Path, site: Site
+) -> None:
+    """Issue 29: every task value that starts with "-" reaches backendmgr after "--" (the
+    host's own config is the only file written, no option is read), and check mode runs the
+    real command's --dry-run: for every module, a check and a real run of the same task report
+    the same ``changed``, however ``env`` and ``device`` are written."""
+    fleet = Fleet(tmp_path, site)
+    evil = tmp_path / "evil"
+    lock = str(site.locks["A"])
+    b100: dict[str, object] = {"component": "llama-server", "version": "b100", "variant": "vulkan"}
+    pairs: list[tuple[str, str, dict[str, object], bool]] = [  # title, module, args, changed
+        ("sync", "backendmgr_sync", {"lock": lock}, True),
+        ("sync again", "backendmgr_sync", {"lock": lock}, False),
+        ("b100 present", "backendmgr_build", b100, False),
+        ("b100 activated", "backendmgr_build", {**b100, "state": "activated"}, False),
+        (
+            "env, device",
+            "backendmgr_model",
+            {"settings": {"env": "A=1 B=2", "device": "0,1"}},
+            True,
+        ),
+        (
+            "the same, as lists",
+            "backendmgr_model",
+            {"settings": {"env": ["A=1", "B=2"], "device": [0, 1]}},
+            False,
+        ),
+        (
+            "the same, spaced",
+            "backendmgr_model",
+            {"settings": {"env": "A=1  B=2", "device": "0, 1"}},
+            False,
+        ),
+        ("pin", "backendmgr_model", {"backend": A, "unset": ["ctx"]}, True),
+        ("pin again", "backendmgr_model", {"backend": A, "unset": ["ctx"]}, False),
+    ]
+    hostile: list[tuple[str, str, dict[str, object]]] = [  # each value would be an option
+        (
+            "model --config",
+            "backendmgr_model",
+            {"name": f"--config={evil}/config.yaml", "settings": {"ctx": 4096}},
+        ),
+        (
+            "model --home",
+            "backendmgr_model",
+            {"name": f"--home={evil}/home", "settings": {"ctx": 1}},
+        ),
+        ("model --help", "backendmgr_model", {"name": "--help", "settings": {"ctx": 2}}),
+        (
+            "key --config",
+            "backendmgr_model",
+            {"name": "chat", "settings": {"--config": f"{evil}/c.yaml"}},
+        ),
+        (
+            "unset --config",
+            "backendmgr_model",
+            {"name": "chat", "unset": [f"--config={evil}/c.yaml"]},
+        ),
+        ("verify --repair", "backendmgr_verify", {"models": ["--repair"]}),
+        ("build --home", "backendmgr_build", {"component": f"--home={evil}/home"}),
+        ("sync --home", "backendmgr_sync", {"lock": f"--home={evil}/home"}),
+    ]
+    tasks = []
+    for title, module, args, _ in pairs:
+        args = {"name": "chat", **args} if module == "backendmgr_model" else args
+        tasks += [_task(f"{title}?", module, args, check=True), _task(title, module, args)]
+    tasks += [_task(title, module, args) for title, module, args in hostile]
+    skip = ("ansible", "record.jsonl", "values.yml", "host1/home")
+    before = _files(tmp_path, skip)
+    run = _play(fleet, "values", tasks)
+    got = {str(r["task"]): r for r in run.results}
+
+    for title, _module, _, changed in pairs:
+        check, real = got[f"{title}?"], got[title]
+        assert check["status"] == real["status"] == "ok", (check, real)
+        assert check["changed"] is real["changed"] is changed, (title, check, real)
+    assert got["pin?"]["result"]["after"] == got["pin"]["result"]["after"]  # type: ignore[index]
+    assert got["pin"]["result"]["after"] == {"backend": A, "device": "0,1", "env": ["A=1", "B=2"]}  # type: ignore[index]
+
+    for title in ("model --config", "model --home", "model --help"):  # stored as model ids
+        assert got[title]["status"] == "ok" and got[title]["changed"] is True, got[title]
+    for title in (
+        "key --config",
+        "unset --config",
+        "verify --repair",
+        "build --home",
+        "sync --home",
+    ):
+        assert got[title]["status"] == "failed", got[title]
+        assert "printed no JSON" not in str(got[title]["result"]["msg"])  # type: ignore[index]
+    assert 'unknown key "--config"' in str(got["key --config"]["result"]["msg"])  # type: ignore[index]
+    for title, _, _ in hostile:  # every value after "--"
+        for argv in got[title]["result"]["commands"]:  # type: ignore[index]
+            values = [a for a in argv if "evil" in a or a in ("--help", "--repair")]
+            assert all(argv.index(v) > argv.index("--") for v in values), argv
+
+    assert not evil.exists()
+    changed = {p for p, stamp in _files(tmp_path, skip).items() if before.get(p) != stamp}
+    assert changed <= {
+        "host1/cfg/config.yaml",
+        "host1/cfg/config.yaml.lock",
+        "host1/cfg/llama-swap.yaml",
+    }
+    assert "host1/cfg/config.yaml" in changed
+    stored = json.loads(
+        subprocess.run(
+            [
+                str(BIN / "backendmgr"),
+                "--json",
+                "--config",
+                str(fleet.config("host1")),
+                "config",
+                "show",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    )["settings"]["models"]
+    assert sorted(stored) == sorted(
+        ["chat", f"--config={evil}/config.yaml", f"--home={evil}/home", "--help"]
+    )
+    assert stored["chat"]["backend"] == A  # verify --repair never ran a repair
+
+
+def test_a_fresh_host_named_config_file_checks_and_diffs(tmp_path: Path, site: Site) -> None:
+    """The README's first step on a host whose ``backendmgr_config`` names a file not made yet:
+    check mode reads it as an empty config (as backendmgr does without --config) and writes
+    nothing."""
+    fleet = Fleet(tmp_path, site)
+    missing = tmp_path / "fresh" / "cfg" / "config.yaml"
+    run = fleet.ok(
+        "A",
+        "--check",
+        "--limit",
+        "host1",
+        "-e",
+        f"backendmgr_config={missing}",
+    )
+    predicted = run.sync("host1")
+    assert predicted["status"] == "ok" and predicted["changed"] is True, predicted
+    assert predicted["result"]["install"] == [A]  # type: ignore[index]
+    assert f"+{A} (activated)" in run.out
+    assert not missing.parent.exists()

@@ -68,21 +68,52 @@ def test_global_options_after_the_command(tmp_path: Path, config_path: Path) -> 
     assert [r["id"] for r in json.loads(after.out)] == ["mine"]
     assert [r["id"] for r in json.loads(before.out)] == ["mine"]
     assert not config_path.exists()
-    # -q after the command silences a mutation's message
+    # -q after the command (before its operands) silences a mutation's message
     assert (
-        ok(bm("backends", "add", "x", "--kind", "custom", "--path", "/x", "--force", "-q")).out
+        ok(bm("backends", "add", "-q", "x", "--kind", "custom", "--path", "/x", "--force")).out
         == ""
     )
 
 
+def test_global_options_after_an_operand_are_refused_and_dash_dash_ends_options(
+    tmp_path: Path, config_path: Path
+) -> None:
+    """SPEC §13: after the command's first operand a global option is not read (issue 29: a
+    value a script put on the line must never redirect the config or the home)."""
+    evil = tmp_path / "evil" / "config.yaml"
+    home = tmp_path / "evil-home"
+    for words in (
+        ("set", "m", "ctx=4096", f"--config={evil}"),
+        ("set", "m", "--config", str(evil), "ctx=4096"),
+        ("set", "m", "ctx=4096", f"--home={home}"),
+        ("unset", "m", "ctx", "--conf", str(evil)),  # an abbreviation too
+        ("pin", "m", "x", "--json"),
+        ("which", "m", "-q"),
+        ("backends", "add", "x", "--kind", "custom", "--path", "/x", "--debug"),
+    ):
+        result = bm(*words)
+        assert result.code == 2, (words, result)
+        assert "after an operand is not read as an option" in error_line(result, 2), words
+    assert not evil.parent.exists() and not home.exists() and not config_path.exists()
+    # after "--" every word is an operand: the option-looking model id is stored as it is
+    done = ok(bm("--json", "set", "--", f"--config={evil}", "ctx=4096"))
+    assert json.loads(done.out)["model"] == f"--config={evil}"
+    assert not evil.parent.exists() and config_path.exists()
+    assert f"--config={evil}" in config_path.read_text()
+    # after "--" even the command's own options are operands; before it they may follow one
+    assert "--no-generate" in error_line(bm("unset", "--", "m", "ctx", "--no-generate"))
+    assert ok(bm("unset", "--no-generate", "--", f"--config={evil}", "ctx")).code == 0
+    assert ok(bm("set", "m", "ctx=1", "--no-generate")).code == 0
+
+
 def test_global_options_with_a_mirror(mirror: MirrorServer, mirror_root: Path) -> None:
     publish_llama(mirror_root, "b100", ["vulkan"])
-    quiet = ok(bm("releases", "llama-server", "-q", "--json"))
+    quiet = ok(bm("releases", "-q", "--json", "llama-server"))
     assert json.loads(quiet.out)[0]["tag"] == "b100"
-    debug = ok(bm("install", "llama-server", "--debug", "--json"))
+    debug = ok(bm("install", "--debug", "--json", "llama-server"))
     assert json.loads(debug.out)["id"] == "llama-server@b100-vulkan"
     # --debug after the command shows the traceback of a failure
-    assert "Traceback" in bm("activate", "llama-server@nope", "--debug").err
+    assert "Traceback" in bm("--debug", "activate", "llama-server@nope").err
 
 
 def _parsers() -> list[argparse.ArgumentParser]:
@@ -180,10 +211,10 @@ def test_pin_and_set_on_an_unknown_model_warn(models: Path, config_path: Path) -
         'warning: no discovered model "qwen3-8b"; did you mean qwen3-8b-q4_k_m?'
     ]
     assert "qwen3-8b:" in config_path.read_text()  # kept, as SPEC §13 says
-    data = json.loads(ok(bm("set", "qwen3-8b", "ctx=4096", "--json")).out)
+    data = json.loads(ok(bm("--json", "set", "qwen3-8b", "ctx=4096")).out)
     assert data["warnings"] == ['no discovered model "qwen3-8b"; did you mean qwen3-8b-q4_k_m?']
     assert warnings(ok(bm("pin", "qwen3-8b-q4_k_m", "llama-src"))) == []
-    assert ok(bm("pin", "qwen3-8b", "llama-src", "-q")).err == ""  # -q: only errors
+    assert ok(bm("-q", "pin", "qwen3-8b", "llama-src")).err == ""  # -q: only errors
 
 
 def test_ctx_above_the_trained_context_warns(models: Path, config_path: Path) -> None:
@@ -199,7 +230,7 @@ def test_bad_extra_args_are_refused_when_set(models: Path, config_path: Path) ->
     assert "extra_args" in line and "quotation" in line
     assert config_path.read_bytes() == before
     ok(bm("set", "qwen3-8b-q4_k_m", "extra_args=--seed 1 --temp '0.5'"))
-    assert ok(bm("cmd", "qwen3-8b-q4_k_m", "--json")).out.count("--seed") == 1
+    assert ok(bm("--json", "cmd", "qwen3-8b-q4_k_m")).out.count("--seed") == 1
     # a hand edit with a bad quote is a config error naming the key, never a traceback later
     text = config_path.read_text().split("models:")[0]
     config_path.write_text(text + 'models:\n  qwen3-8b-q4_k_m:\n    extra_args: --seed "1\n')
@@ -234,13 +265,13 @@ def test_backends_add_checks_kind_and_path(tmp_path: Path, config_path: Path) ->
 
 
 def test_json_failures_print_one_document(config_path: Path) -> None:
-    result = bm("default", "nope", "--json")
+    result = bm("--json", "default", "nope")
     line = error_line(result, 1)
     assert json.loads(result.out) == {"error": line.removeprefix("error: "), "exit": 1}
     usage = bm("--json", "releases", "llama-server", "--limit", "0")
     line = error_line(usage, 2)
     assert json.loads(usage.out) == {"error": line.removeprefix("error: "), "exit": 2}
-    command = bm("lst", "--json")
+    command = bm("--json", "lst")
     assert json.loads(command.out)["exit"] == 2
     assert bm("lst").out == ""  # without --json stdout stays empty
 
@@ -261,7 +292,7 @@ def test_dry_run_of_an_installed_build(mirror: MirrorServer, mirror_root: Path) 
     ok(bm("install", "llama-server"))
     again = ok(bm("install", "llama-server", "--dry-run"))
     assert again.out.startswith("llama-server@b100-vulkan is already installed")
-    assert json.loads(ok(bm("install", "llama-server", "--dry-run", "--json")).out)[
+    assert json.loads(ok(bm("--json", "install", "llama-server", "--dry-run")).out)[
         "already_installed"
     ]
 
@@ -275,9 +306,9 @@ def test_repeating_a_change_is_a_no_op_and_says_so(
     model = "qwen3-8b-q4_k_m"
 
     def twice(*args: str) -> tuple[dict[str, object], dict[str, object]]:
-        first = json.loads(ok(bm(*args, "--json")).out)
+        first = json.loads(ok(bm("--json", *args)).out)
         before = config_path.read_bytes()
-        second = json.loads(ok(bm(*args, "--json")).out)
+        second = json.loads(ok(bm("--json", *args)).out)
         assert config_path.read_bytes() == before, args
         return first, second
 
@@ -402,7 +433,7 @@ def test_a_change_that_rewrites_a_hand_edited_output_says_so(
     own result says so, on stderr and in its --json document."""
     output = config_path.parent / "llama-swap.yaml"
     ok(bm("generate"))
-    model = json.loads(ok(bm("models", "--json")).out)[0]["id"]
+    model = json.loads(ok(bm("--json", "models")).out)[0]["id"]
     output.write_text(output.read_text() + "# my note\n")
     backup = output.with_name("llama-swap.yaml.bak")
     result = ok(bm("set", model, "ctx=4096"))
@@ -411,7 +442,7 @@ def test_a_change_that_rewrites_a_hand_edited_output_says_so(
     ]
     assert "# my note" in backup.read_text() and "# my note" not in output.read_text()
     output.write_text(output.read_text() + "# again\n")
-    document = json.loads(ok(bm("unset", model, "ctx", "--json")).out)
+    document = json.loads(ok(bm("--json", "unset", model, "ctx")).out)
     assert any("modified by hand" in w for w in document["warnings"]), document
 
 
@@ -426,7 +457,7 @@ def test_a_file_backendmgr_did_not_write_is_kept(models: Path, config_path: Path
     output = config_path.parent / "llama-swap.yaml"
     output.write_text("models: {}\n# written by a person\n")
     assert "modified" in error_line(bm("generate", "--check"))
-    data = json.loads(ok(bm("generate", "--json")).out)
+    data = json.loads(ok(bm("--json", "generate")).out)
     assert data["backup"] == str(output.with_name("llama-swap.yaml.bak"))
     assert Path(data["backup"]).read_text() == "models: {}\n# written by a person\n"
     # a second, different hand edit keeps the first copy and gets a timestamped one

@@ -93,7 +93,7 @@ def test_replay_matches_the_full_path_as_the_home_changes(
     assert same_as_full(("list",), trace) == "miss"
     assert same_as_full(("models", "--json"), trace) == "miss"
     # a deleted build folder
-    build = Path(json.loads(read("list", "--json").out)[0]["dir"])
+    build = Path(json.loads(read("--json", "list").out)[0]["dir"])
     shutil.rmtree(build)
     assert same_as_full(("list", "--json"), trace) == "miss"
     assert same_as_full(("which", "qwen3-8b-q4_k_m"), trace) == "miss"
@@ -168,9 +168,10 @@ def test_only_plain_read_commands_are_replayed() -> None:
     from backendmgr.cli.fastread import Request, parse
 
     assert parse(["list"]) == Request("list", ())
-    assert parse(["--json", "which", "m", "--home", "/h"]) == Request(
+    assert parse(["--json", "which", "--home", "/h", "m"]) == Request(
         "which", ("m",), json=True, home="/h"
     )
+    assert parse(["--json", "which", "m", "--home", "/h"]) is None  # argparse refuses it
     assert parse(["--config=/c", "-q", "backends"]) == Request(
         "backends", (), quiet=True, config="/c"
     )

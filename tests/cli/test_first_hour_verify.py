@@ -67,12 +67,12 @@ def test_verify_stopping_at_a_failure_names_the_models_it_did_not_check(
     assert "2 not checked after the first failure: embed, rank" in last
     assert "--keep-going" in last and "backendmgr verify embed rank" in last
 
-    doc = json.loads(cli("verify", "--timeout", "5", "--json").out)
+    doc = json.loads(cli("--json", "verify", "--timeout", "5").out)
     assert [r["id"] for r in doc["results"]] == ["chat"] and doc["failed"] == 1
     assert doc["unchecked"] == ["embed", "rank"]
 
     # the way out it named works: both are checked, and nothing is left unchecked
-    named = cli("verify", "embed", "rank", "--timeout", "20", "--json")
+    named = cli("--json", "verify", "embed", "rank", "--timeout", "20")
     assert named.code == 0, named
     assert json.loads(named.out)["unchecked"] == []
     every = cli("verify", "--keep-going", "--timeout", "20")
@@ -127,7 +127,7 @@ def test_a_probe_of_a_program_that_hangs_says_what_it_waits_for_and_keeps_its_li
     assert result.err.splitlines()[0] == f"probing {hang} --help (at most 0.3 s)…"
     assert "probing" not in result.out  # stdout stays the result
     assert took < 0.3 + 4  # one limit for the whole probe, not one per run (20.7 s for 10 s)
-    caps = {r["id"]: r["capabilities"] for r in json.loads(cli("backends", "--json").out)}
+    caps = {r["id"]: r["capabilities"] for r in json.loads(cli("--json", "backends").out)}
     assert caps["slow"]["error"] == (
         "--help: did not finish within 0.3 s; --version: not run: the probe's 0.3 s were spent"
     )
@@ -138,7 +138,7 @@ def test_a_probe_of_a_program_that_hangs_says_what_it_waits_for_and_keeps_its_li
         shown, _ = on_terminal("backends", "--json", *flags)
         assert shown.code == 0 and shown.err == "", shown
         hang.write_text(hang.read_text() + "#\n")
-    piped = cli("backends", "--json")
+    piped = cli("--json", "backends")
     assert piped.code == 0 and "probing" not in piped.err, piped
     assert "probing" not in on_terminal("models")[0].err  # cached: nothing to wait for
 
@@ -178,7 +178,7 @@ def test_a_value_its_key_cannot_take_exits_2_naming_the_key(
     assert "Traceback" not in result.err, result.err
     lines = result.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and key in lines[0], lines
-    as_json = cli("set", "chat", pair, "--json")
+    as_json = cli("--json", "set", "chat", pair)
     assert as_json.code == 2 and json.loads(as_json.out)["exit"] == 2
     assert three_models.read_bytes() == before  # nothing written
     assert cli("set", "chat", "ctx=4096", "--no-generate").code == 0  # a good value still is

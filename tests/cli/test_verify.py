@@ -113,7 +113,7 @@ def test_every_role_and_vllm_are_verified_and_shown_by_models(fakes: dict[str, P
     assert len(started) == 5  # four servers and the vllm engine child
     assert not [p for p in started if not gone_soon(p)]
     # models shows the result beside the estimate, in text and JSON
-    shown = bm(fakes, "models", "--json")
+    shown = bm(fakes, "--json", "models")
     rows = {r["id"]: r for r in json.loads(shown.out)}
     assert rows["chat"]["verified"]["ok"] is True
     assert rows["chat"]["verification"] == "verified today: ok in {:.1f} s, 6.31 GiB".format(
@@ -123,13 +123,13 @@ def test_every_role_and_vllm_are_verified_and_shown_by_models(fakes: dict[str, P
     assert "verified today: ok in" in text and "6.31 GiB (est " in text
     # a changed command is "not verified" again; the others keep their result
     set_extra(fakes, "chat", "--threads 4")
-    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
     assert rows["chat"]["verified"] is None and rows["chat"]["verification"] == "not verified"
     assert rows["embed"]["verified"]["ok"] is True
     # so is one whose executable changed
     server = fakes["bin"] / "llama-server"
     server.write_text(server.read_text() + "\n# rebuilt\n")
-    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
     assert rows["embed"]["verification"] == "not verified"
 
 
@@ -152,7 +152,7 @@ def test_failures_are_reported_and_leave_no_child(fakes: dict[str, Path]) -> Non
     started = pids(fakes["fake"])
     assert len(started) == 3
     assert not [p for p in started if not gone_soon(p)]
-    shown = {m["id"]: m["verification"] for m in json.loads(bm(fakes, "models", "--json").out)}
+    shown = {m["id"]: m["verification"] for m in json.loads(bm(fakes, "--json", "models").out)}
     assert shown["embed"] == "verified today: failed (not healthy within 2 s)"
     assert shown["chat"].startswith("verified today: failed (exited with status 3: ")
     assert len(shown["chat"]) < 150  # the table shows a summary; verify's report has the rest
@@ -267,17 +267,17 @@ def test_a_build_installed_from_the_mirror_is_verified(
     fake = tmp_path / "fake"
     fake.mkdir()
     fakes = {"fake": fake}
-    installed = bm(fakes, "install", "llama-server", "--json")
+    installed = bm(fakes, "--json", "install", "llama-server")
     assert installed.code == 0, installed
-    result = bm(fakes, "verify", "--json")
+    result = bm(fakes, "--json", "verify")
     assert result.code == 0, result
     (only,) = json.loads(result.out)["results"]
     assert only["id"] == "chat" and only["ok"] and only["backend"] == "llama-server"
     assert not [p for p in pids(fake) if not gone_soon(p)]
-    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
     assert rows["chat"]["verification"].startswith("verified today: ok in ")
     # the same build reinstalled has a new receipt (installed_at): not verified again
-    again = bm(fakes, "install", "llama-server", "b100", "--reinstall", "--json")
+    again = bm(fakes, "--json", "install", "llama-server", "b100", "--reinstall")
     assert again.code == 0, again
-    rows = {r["id"]: r for r in json.loads(bm(fakes, "models", "--json").out)}
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
     assert rows["chat"]["verification"] == "not verified"

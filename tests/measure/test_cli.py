@@ -60,7 +60,7 @@ class Setup:
         return result
 
     def json(self, *args: str) -> Any:
-        result = self.bm(*args, "--json")
+        result = self.bm("--json", *args)
         return json.loads(result.out)
 
     def starts(self) -> list[list[Any]]:

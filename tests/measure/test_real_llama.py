@@ -45,12 +45,12 @@ def test_tune_a_real_gguf_on_the_cpu(
         )
     )
     budget = Path(GGUF).stat().st_size / 2**30 + 1.0
-    result = cli("tune", "tiny", "--budget", f"{budget:.2f}", "--max-attempts", "4", "--json")
+    result = cli("--json", "tune", "tiny", "--budget", f"{budget:.2f}", "--max-attempts", "4")
     assert result.code == 0, result
     (tuned,) = json.loads(result.out)["results"]
     assert tuned["ok"]
     assert tuned["ctx"] % 4096 == 0 or tuned["ctx"] < 4096
     assert tuned["measured_by"] == "resident memory" and tuned["measured_gib"] <= budget
     assert all(not t["ok"] for t in tuned["trials"] if t["ctx"] > tuned["ctx"])
-    argv = json.loads(cli("cmd", "tiny", "--json").out)["argv"]
+    argv = json.loads(cli("--json", "cmd", "tiny").out)["argv"]
     assert argv[argv.index("-c") + 1] == str(tuned["ctx"])

@@ -378,7 +378,7 @@ async def test_the_cli_and_the_server_side_by_side(
     mirror.throttle = 1 << 20
     job = await install(client, version="b100")
     await sse(client, job["id"], until=lambda e: e["phase"] == "downloading" and e["bytes"] > 0)
-    shown = await asyncio.to_thread(cli, "install", "llama-server", "b100", "--json")
+    shown = await asyncio.to_thread(cli, "--json", "install", "llama-server", "b100")
     events = await sse(client, job["id"])
     assert events[-1]["phase"] == "done", events[-1]
     assert shown.returncode == 0, shown.stderr
@@ -393,9 +393,9 @@ async def test_the_cli_and_the_server_side_by_side(
     assert builds == {"llama-server@b100-vulkan": False, "llama-server@b90-vulkan": True}
     activated = await client.post("/api/builds/llama-server@b100-vulkan/activate", json={})
     assert activated.status_code == 200
-    listed = cli("list", "--json")
+    listed = cli("--json", "list")
     assert '"activated": true' in listed.stdout
-    assert cli("which", "llama-server", "--json").stdout.count("b100") >= 1
+    assert cli("--json", "which", "llama-server").stdout.count("b100") >= 1
     gone = await client.request("DELETE", "/api/builds/llama-server@b90-vulkan")
     assert gone.status_code == 200 and gone.json()["ids"] == ["llama-server@b90-vulkan"]
     assert "b90" not in cli("list").stdout

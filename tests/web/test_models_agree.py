@@ -23,7 +23,7 @@ MODEL = "qwen3-8b-q4_k_m"
 
 async def cli_json(*args: str) -> Any:
     """``backendmgr ARGS --json`` through ``main()``, in a worker thread of this process."""
-    shown = await run_in_worker(*args, "--json")
+    shown = await run_in_worker("--json", *args)
     assert shown.code == 0, (args, shown.err)
     return json.loads(shown.out)
 

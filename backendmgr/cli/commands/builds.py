@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ...limits import RELEASES_LIMIT
 from ...units import format_size
 from ..parser import usage_check
-from .common import add_count, add_no_generate, command, report, request_of, table
+from .common import add_count, add_dry_run, add_no_generate, command, report, request_of, table
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -49,10 +49,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="even if models are pinned to it, or it is its component's only build",
     )
     add_no_generate(u)
+    add_dry_run(u)
 
     a = command(sub, "activate", activate, help="switch the activated build of a component")
     a.add_argument("build", help="COMPONENT@VERSION-VARIANT")
     add_no_generate(a)
+    add_dry_run(a)
 
     li = command(sub, "list", list_builds, help="installed builds")
     li.add_argument("component", nargs="?", help="only builds of this component")

@@ -43,6 +43,16 @@ def add_no_generate(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_dry_run(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run`` of a config change: the same checks, then what would change and the
+    config file's diff; nothing written (issue 29)."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check and say what would change (the config's diff), write nothing",
+    )
+
+
 def request_of(cls: type[R], args: argparse.Namespace, **given: Any) -> R:
     """``cls`` from the parsed arguments: each field from the option of the same name
     (``generate`` from ``--no-generate``), unless ``given`` names it."""
@@ -66,6 +76,9 @@ def report(out: Renderer, outcome: Outcome) -> int:
         out.document(dump(outcome))
     else:
         out.info(outcome.message)
+        diff = getattr(outcome, "diff", None)  # a dry run's: the config file, as diff -u
+        if diff:
+            out.info(diff.rstrip("\n"))
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_no_generate, command, report
+from .common import add_dry_run, add_no_generate, command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -51,10 +51,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("model", help="a model id from 'backendmgr models' (or one not found yet)")
     p.add_argument("pairs", nargs="+", metavar="KEY=VALUE", help="one or more settings; see keys")
     add_no_generate(p)
+    add_dry_run(p)
     u = _keyed(sub, "unset", unset_overrides, "clear per-model overrides")
     u.add_argument("model", help="a model id")
     u.add_argument("keys", nargs="+", metavar="KEY", help="one or more keys; see keys")
     add_no_generate(u)
+    add_dry_run(u)
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -70,11 +72,16 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 
 async def set_overrides(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    outcome = await mgr.set_overrides(args.model, _pairs(args.pairs), generate=not args.no_generate)
+    outcome = await mgr.set_overrides(
+        args.model, _pairs(args.pairs), generate=not args.no_generate, dry_run=args.dry_run
+    )
     return report(out, outcome)
 
 
 async def unset_overrides(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return report(
-        out, await mgr.unset_overrides(args.model, args.keys, generate=not args.no_generate)
+        out,
+        await mgr.unset_overrides(
+            args.model, args.keys, generate=not args.no_generate, dry_run=args.dry_run
+        ),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_no_generate, command, report
+from .common import add_dry_run, add_no_generate, command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -17,14 +17,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("model", help="a model id from 'backendmgr models'")
     p.add_argument("row", help="a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm")
     add_no_generate(p)
+    add_dry_run(p)
     u = command(sub, "unpin", unpin, help="let MODEL follow the class default again")
     u.add_argument("model", help="a model id")
     add_no_generate(u)
+    add_dry_run(u)
 
 
 async def pin(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.pin(args.model, args.row, generate=not args.no_generate))
+    return report(
+        out,
+        await mgr.pin(args.model, args.row, generate=not args.no_generate, dry_run=args.dry_run),
+    )
 
 
 async def unpin(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.unpin(args.model, generate=not args.no_generate))
+    return report(
+        out, await mgr.unpin(args.model, generate=not args.no_generate, dry_run=args.dry_run)
+    )

@@ -6,7 +6,9 @@ host, turning its one-line errors into ``fail_json`` (never a traceback), and de
 builds before and after for ``changed`` and diff mode.
 
 The modules talk to backendmgr only through its command line, so the managed host may run any
-Python for Ansible and have backendmgr installed elsewhere (pipx, a venv)."""
+Python for Ansible and have backendmgr installed elsewhere (pipx, a venv). Every value a task
+gives goes after ``--`` (or as ``--option=VALUE``), so no value is ever read as an option: a
+model named ``--config=x`` is a model id, never another config file (issue 29)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -74,8 +76,8 @@ class Backendmgr(object):
         self.exe = path
         self.globals = []
         for flag in ("home", "config"):
-            if params.get(flag):
-                self.globals += ["--" + flag, params[flag]]
+            if params.get(flag):  # one word: a path that starts with "-" stays the value
+                self.globals.append("--%s=%s" % (flag, params[flag]))
         self.env = {}
         if params.get("github_api"):
             self.env["BACKENDMGR_GITHUB_API"] = params["github_api"]
@@ -83,7 +85,7 @@ class Backendmgr(object):
 
     def call(self, args, ok_codes=(0,)):
         """Run ``backendmgr --json ARGS``; return ``(rc, document)`` or raise BackendmgrError
-        with the CLI's one-line error."""
+        with the CLI's one-line error. ARGS put task values after ``--``."""
         argv = [self.exe, "--json"] + self.globals + list(args)
         self.commands.append(argv)
         rc, out, err = self.module.run_command(
@@ -94,7 +96,8 @@ class Backendmgr(object):
             doc = json.loads(out) if out.strip() else None
         except ValueError:
             doc = None
-        if rc in ok_codes and doc is not None:
+        failed = isinstance(doc, dict) and set(doc) == set(["error", "exit"])
+        if rc in ok_codes and doc is not None and not failed:
             return rc, doc
         if isinstance(doc, dict) and doc.get("error"):
             msg = doc["error"]

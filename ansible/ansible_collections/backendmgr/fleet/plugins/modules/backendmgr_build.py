@@ -17,8 +17,8 @@ description:
     component's activated build (C(backendmgr activate), or C(install --activate));
     O(state=absent) uninstalls every matching build (C(backendmgr uninstall)).
   - Idempotent; C(changed) only when a build was installed, activated or removed.
-  - Check mode reads C(backendmgr list --json) (and, to know which build an install would pick,
-    C(backendmgr install --dry-run)) and changes nothing.
+  - Check mode runs the same commands (C(install), C(activate), C(uninstall)) with
+    C(--dry-run), so the checks and the answer are backendmgr's own; nothing changes.
   - Diff mode shows the host's builds before and after.
 version_added: "0.1.0"
 author:
@@ -27,7 +27,7 @@ extends_documentation_fragment:
   - backendmgr.fleet.backendmgr
 attributes:
   check_mode:
-    description: In check mode nothing changes and C(changed) predicts the real run.
+    description: In check mode nothing changes and C(changed) is what backendmgr's dry run reports.
     support: full
   diff_mode:
     description: Shows the host's builds before and after, the activated ones marked.
@@ -91,7 +91,7 @@ build:
   type: str
   sample: llama-server@b11211-vulkan
 builds:
-  description: The host's builds afterwards (in check mode, as predicted), id to activated.
+  description: The host's builds afterwards (in check mode, as backendmgr's dry run plans them), id to activated.
   returned: always
   type: dict
   sample: {"llama-server@b11211-vulkan": true}
@@ -169,23 +169,24 @@ def build(module, cli):
             return _finish(module, result, before, before)
         result["build"] = ids[0]
         after = dict((b, a) for b, a in before.items() if b not in ids)
-        if module.check_mode:
-            return _finish(module, result, before, after)
-        doc = cli.run(*(["uninstall"] + ids + (["--force"] if params["force"] else [])))
+        # the same command in check mode, with --dry-run: backendmgr's refusals either way
+        flags = (["--force"] if params["force"] else []) + _dry(module)
+        doc = cli.run(*(["uninstall"] + flags + ["--"] + ids))
         gone = doc.get("ids") or ids
         return _finish(module, result, before, dict((b, a) for b, a in before.items() if b not in gone), doc)
 
     target = _chosen(matching, state)
     if target is None:  # not installed: install it (and activate when asked)
-        spec = ["install", params["component"]]
-        if params["version"]:
-            spec.append(params["version"])
+        spec = ["install"]
         if params["variant"]:
-            spec += ["--variant", params["variant"]]
+            spec.append("--variant=%s" % params["variant"])
         if state == "activated":
             spec.append("--activate")
+        spec += _dry(module) + ["--", params["component"]]
+        if params["version"]:
+            spec.append(params["version"])
         if module.check_mode:
-            plan = cli.run(*(spec + ["--dry-run"]))
+            plan = cli.run(*spec)
             result["build"] = plan["id"]
             after = dict(before)
             after.setdefault(plan["id"], False)
@@ -207,10 +208,14 @@ def build(module, cli):
     result["build"] = target["id"]
     if state == "present" or target.get("activated"):
         return _finish(module, result, before, before)
-    if module.check_mode:
-        return _finish(module, result, before, with_activated(before, target["id"]))
-    doc = cli.run("activate", target["id"])
-    return _finish(module, result, before, with_activated(before, target["id"]), doc)
+    doc = cli.run(*(["activate"] + _dry(module) + ["--", target["id"]]))
+    after = with_activated(before, target["id"]) if doc.get("changed") else before
+    return _finish(module, result, before, after, doc)
+
+
+def _dry(module):
+    """Check mode asks backendmgr, with the real command's --dry-run, never a guess."""
+    return ["--dry-run"] if module.check_mode else []
 
 
 def _chosen(matching, state):

@@ -15,8 +15,8 @@ description:
   - Runs C(backendmgr pin), C(unpin), C(set) and C(unset) for one model on the managed host;
     each regenerates the llama-swap config when it changed something.
   - C(changed) is what backendmgr reports, true only when the stored pin or overrides changed.
-  - Check mode reads the stored overrides (C(backendmgr config show --json)) and says whether
-    the real run would change them; nothing is written.
+  - Check mode runs the same commands with C(--dry-run), so backendmgr itself validates the
+    values and says whether the real run would change the stored overrides; nothing is written.
   - Diff mode shows the model's overrides before and after.
 version_added: "0.1.0"
 author:
@@ -25,7 +25,7 @@ extends_documentation_fragment:
   - backendmgr.fleet.backendmgr
 attributes:
   check_mode:
-    description: In check mode nothing changes and C(changed) predicts the real run.
+    description: In check mode nothing changes and C(changed) is what the real run reports.
     support: full
   diff_mode:
     description: Shows the model's overrides before and after.
@@ -85,7 +85,8 @@ before:
   returned: always
   type: dict
 after:
-  description: The model's stored overrides after (in check mode, as predicted).
+  description: The model's stored overrides after (in check mode, as backendmgr's dry runs
+    report them).
   returned: always
   type: dict
   sample: {"backend": "llama-server@b11211-rocm", "ctx": 32768}
@@ -111,10 +112,6 @@ from ansible_collections.backendmgr.fleet.plugins.module_utils.backendmgr import
 )
 
 
-# the keys of a set/unset result that are not overrides
-RESULT_KEYS = ("message", "changed", "warnings", "model")
-
-
 def main():
     argument_spec = dict(COMMON_ARGS)
     argument_spec.update(
@@ -133,36 +130,24 @@ def main():
     run_module(module, model)
 
 
-def _text(value):
+def _quoted(word):
+    """One shell word, as ``set env=`` splits them."""
+    return "'%s'" % word.replace("'", "'\"'\"'")
+
+
+def _text(key, value):
     """A value as ``set KEY=VALUE`` takes it: booleans as true/false, mappings as YAML flow
-    (JSON is YAML), the rest as written."""
+    (JSON is YAML), a list of ``env`` words quoted like a shell, other lists comma-joined
+    (``device: [0, 1]``), the rest as written. backendmgr validates and compares it."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (dict, list)):
+    if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
+    if isinstance(value, list):
+        if key == "env":
+            return " ".join(_quoted(_text(key, v)) for v in value)
+        return ",".join(_text(key, v) for v in value)
     return value if isinstance(value, str) else str(value)
-
-
-def _same(stored, wanted):
-    """Whether ``set`` would leave ``stored`` as it is: compared as backendmgr stores it
-    (numbers as numbers, booleans as booleans, text as text)."""
-    if stored is None:
-        return False
-    if isinstance(stored, bool) or isinstance(wanted, bool):
-        return _text(stored) == _text(wanted).lower()
-    if isinstance(stored, (int, float)) and not isinstance(stored, bool):
-        try:
-            return float(stored) == float(wanted)
-        except (TypeError, ValueError):
-            return False
-    if isinstance(stored, dict):
-        if isinstance(wanted, str):
-            try:
-                wanted = json.loads(wanted)
-            except ValueError:
-                return False
-        return stored == wanted
-    return _text(stored) == _text(wanted)
 
 
 def _overrides(cli, name):
@@ -178,49 +163,42 @@ def model(module, cli):
     settings = params["settings"] or {}
     for key, value in settings.items():
         if value is None:
-            raise BackendmgrError('settings.%s has no value; use unset: [%s] to clear it' % (key, key))
-    before = _overrides(cli, name)
-    predicted = dict(before)
-    steps = []  # (command line, would it change?)
+            raise BackendmgrError("settings.%s has no value; use unset: [%s] to clear it" % (key, key))
+    steps = []  # (command, operands after "--", the override keys it touches)
     if params["backend"]:
-        steps.append((["pin", name, params["backend"]], before.get("backend") != params["backend"]))
-        predicted["backend"] = params["backend"]
+        steps.append(("pin", [name, params["backend"]], ["backend"]))
     if params["unpin"]:
-        steps.append((["unpin", name], "backend" in before))
-        predicted.pop("backend", None)
+        steps.append(("unpin", [name], ["backend"]))
     if settings:
-        pairs = ["%s=%s" % (key, _text(value)) for key, value in sorted(settings.items())]
-        differs = [key for key, value in settings.items() if not _same(before.get(key), value)]
-        steps.append((["set", name] + pairs, bool(differs)))
-        for key in differs:
-            predicted[key] = settings[key]
+        pairs = ["%s=%s" % (key, _text(key.strip(), value)) for key, value in sorted(settings.items())]
+        steps.append(("set", [name] + pairs, [key.strip() for key in settings]))
     if params["unset"]:
-        steps.append((["unset", name] + list(params["unset"]), any(k in before for k in params["unset"])))
-        for key in params["unset"]:
-            predicted.pop(key, None)
+        steps.append(("unset", [name] + list(params["unset"]), list(params["unset"])))
 
-    result = dict(model=name, before=before, messages=[])
-    if module.check_mode:
-        result["changed"] = any(step[1] for step in steps)
-        result["after"] = predicted
-    else:
-        changed = False
-        after = predicted
-        # backendmgr decides what changed, after validating the values
-        for argv in [step[0] for step in steps]:
-            doc = cli.run(*argv)
-            changed = changed or bool(doc.get("changed"))
-            result["messages"].append(doc.get("message", ""))
-            for warning in doc.get("warnings") or []:
-                module.warn(warning)
-            if argv[0] in ("set", "unset"):  # the overrides as stored, typed
-                after = dict((k, v) for k, v in doc.items() if k not in RESULT_KEYS and v is not None)
-        result["changed"] = changed
-        result["after"] = after
+    before = _overrides(cli, name)
+    after = dict(before)
+    changed = False
+    messages = []
+    # Check mode asks backendmgr the same question with --dry-run: its own validation and
+    # comparison decide "changed", never a guess made here. Task values follow "--".
+    dry = ["--dry-run"] if module.check_mode else []
+    for command, operands, keys in steps:
+        doc = cli.run(*([command] + dry + ["--"] + operands))
+        changed = changed or bool(doc.get("changed"))
+        messages.append(doc.get("message", ""))
+        for warning in doc.get("warnings") or []:
+            module.warn(warning)
+        for key in keys:  # as backendmgr stores it (typed), or gone
+            if doc.get(key) is None:
+                after.pop(key, None)
+            else:
+                after[key] = doc[key]
+
+    result = dict(model=name, before=before, after=after, changed=changed, messages=messages)
     if module._diff:
         result["diff"] = dict(
             before=json.dumps(before, indent=2, sort_keys=True) + "\n",
-            after=json.dumps(result["after"], indent=2, sort_keys=True) + "\n",
+            after=json.dumps(after, indent=2, sort_keys=True) + "\n",
             before_header="%s overrides before" % name,
             after_header="%s overrides after" % name,
         )

@@ -29,7 +29,7 @@ extends_documentation_fragment:
   - backendmgr.fleet.backendmgr
 attributes:
   check_mode:
-    description: In check mode nothing changes and C(changed) predicts the real run.
+    description: In check mode nothing changes and C(changed) is what C(sync --dry-run) reports.
     support: full
   diff_mode:
     description: Shows the host's builds before and after, the activated ones marked.
@@ -131,7 +131,7 @@ kept:
   elements: str
   sample: []
 builds:
-  description: The host's builds afterwards (in check mode, as predicted), id to activated.
+  description: The host's builds afterwards (in check mode, as backendmgr's dry run plans them), id to activated.
   returned: always
   type: dict
   sample: {"llama-server@b100-vulkan": true}
@@ -261,21 +261,21 @@ def sync(module, cli):
             source = os.path.join(module.tmpdir, "backendmgr.lock")
             with open(source, "wb") as fh:
                 fh.write(data)
-        args = ["sync"] + ([source] if source else []) + ["--" + f for f in flags] + ["--dry-run"]
+        args = ["sync"] + ["--" + f for f in flags] + ["--dry-run", "--"] + ([source] if source else [])
         plan = cli.run(*args)
         after = _predict(before, plan)
         changed = any(plan.get(k) for k in PLAN_KEYS) or result["lock_written"]
         return _finish(module, result, plan, before, after, changed, lock)
 
     if params["save_previous"]:  # like a backup file: written, but not a change of the host
-        saved = cli.run("lock", "--output", params["save_previous"])
+        saved = cli.run("lock", "--output=%s" % params["save_previous"])
         result["previous_lock"] = params["save_previous"]
         before = _locked_state(saved)
     else:
         before = build_state(cli.builds())
     if result["lock_written"]:
         _write_lock(module, lock, data)
-    args = ["sync"] + ([lock] if lock else []) + ["--" + f for f in flags]
+    args = ["sync"] + ["--" + f for f in flags] + ["--"] + ([lock] if lock else [])
     try:
         outcome = cli.run(*args)
     except BackendmgrError as exc:

@@ -103,11 +103,12 @@ def main():
 
 def verify(module, cli):
     params = module.params
-    args = ["verify"] + list(params["models"])
+    args = ["verify"]
     if params["timeout"] is not None:
-        args += ["--timeout", repr(float(params["timeout"]))]
+        args.append("--timeout=%r" % float(params["timeout"]))
     if params["keep_going"]:
         args.append("--keep-going")
+    args += ["--"] + list(params["models"])  # a model id is never read as an option
     # exit 1 with a report is "some model failed", not a broken command
     rc, doc = cli.call(args, ok_codes=(0, 1))
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):

@@ -108,7 +108,11 @@ class MeasureService:
         )
 
     async def _start(
-        self, entry: Entry, timeout: float, on_start: Callable[[str, int], None] | None
+        self,
+        settings: Settings,
+        entry: Entry,
+        timeout: float,
+        on_start: Callable[[str, int], None] | None,
     ) -> CheckResult:
         model_id = entry.model.id
         return await self._check(
@@ -117,6 +121,7 @@ class MeasureService:
             self.place.environ,
             (lambda pid: on_start(model_id, pid)) if on_start else None,
             measure=group_memory,
+            macros=settings.llama_swap.get("macros"),  # issue 28: as llama-swap expands it
         )
 
     # --- verify --repair -----------------------------------------------------------------
@@ -189,7 +194,7 @@ class MeasureService:
             if not isinstance(planned, Entry):
                 attempt = Attempt(backend=row.id, ok=False, reason=f"skipped: {planned.reason}")
             else:
-                check = await self._start(planned, limit, on_start)
+                check = await self._start(trial, planned, limit, on_start)
                 why = check.log or check.reason
                 cause = failure_cause(trial, planned.model, planned.resolution, why)
                 attempt = Attempt(backend=row.id, ok=check.ok, reason=check.reason, cause=cause)
@@ -302,7 +307,7 @@ class MeasureService:
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
                 return Trial(ctx, False, reason=f"skipped: {planned.reason}", memory=False)
-            check = await self._start(planned, limit, on_start)
+            check = await self._start(trial, planned, limit, on_start)
             gib, by = check.measured if check.measured else (None, None)
             match = classify(check.log or check.reason)
             result = Trial(

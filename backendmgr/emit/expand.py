@@ -32,6 +32,7 @@ MACRO_NAME = re.compile(r"[a-zA-Z0-9_-]+")  # fullmatch: Go's $ is the end of th
 MACRO_PATTERN = re.compile(r"\$\{([a-zA-Z0-9_-]+)\}")
 ENV_MACRO = re.compile(r"\$\{env\.([a-zA-Z_][a-zA-Z0-9_]*)\}")
 RESERVED = frozenset({"PID", "PORT", "MODEL_ID"})
+DEFAULT_PROXY = "http://localhost:${PORT}"  # llama-swap's MODEL_CONFIG_DEFAULT_PROXY
 MACRO_NAME_LIMIT = 64
 
 # Go's unicode.IsSpace (strings.TrimSpace): Python's str.isspace also counts \x1c-\x1f.
@@ -240,11 +241,12 @@ def _substitute_env(texts: list[Any], environ: Mapping[str, str]) -> list[Any]:
     return out
 
 
-def _check_uses(model_id: str, cmd: str, env: Sequence[str]) -> None:
-    """``validateMacroUses`` for the fields this function returns."""
-    hit = MACRO_PATTERN.search(cmd)
-    if hit is not None:
-        raise ExpandError(f"unknown macro '${{{hit.group(1)}}}' found in {model_id}.cmd")
+def _check_uses(model_id: str, cmd: str, env: Sequence[str], proxy: str) -> None:
+    """``validateMacroUses`` for the fields this function reads."""
+    for field, text in (("cmd", cmd), ("proxy", proxy)):
+        hit = MACRO_PATTERN.search(text)
+        if hit is not None:
+            raise ExpandError(f"unknown macro '${{{hit.group(1)}}}' found in {model_id}.{field}")
     for index, item in enumerate(env):
         hit = MACRO_PATTERN.search(item)
         if hit is not None:
@@ -284,16 +286,20 @@ def expand(
     environ: Mapping[str, str],
     macros: Mapping[str, Any] | None = None,
     model_macros: Mapping[str, Any] | None = None,
+    proxy: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and the environment llama-swap starts the entry ``model_id`` with, given the
     port it allocated and its own environment; :class:`ExpandError` where it would refuse the
-    config (its message is llama-swap's)."""
+    config (its message is llama-swap's). ``proxy`` (llama-swap's default when None) only
+    decides refusals: a ``${PORT}`` there needs one in ``cmd``."""
     declared = [(str(k), v) for k, v in (macros or {}).items()]
     local = [(str(k), v) for k, v in (model_macros or {}).items()]
-    texts = _substitute_env([cmd, *env, *(v for _, v in declared + local)], environ)
+    proxy = DEFAULT_PROXY if proxy is None else proxy
+    texts = _substitute_env([cmd, proxy, *env, *(v for _, v in declared + local)], environ)
     cmd_text: Any = texts[0]
-    env_items: list[Any] = texts[1 : 1 + len(env)]
-    values = iter(texts[1 + len(env) :])
+    proxy_text: Any = texts[1]
+    env_items: list[Any] = texts[2 : 2 + len(env)]
+    values = iter(texts[2 + len(env) :])
     declared = [(name, next(values)) for name, _ in declared]
     local = [(name, next(values)) for name, _ in local]
     for name, value in declared:  # checked after phase 1, as llama-swap does
@@ -311,15 +317,22 @@ def expand(
         else:
             merged[at] = (name, value)
     cmd_text = _strip_comments(cmd_text)
-    for name, value in reversed(merged):
+    for name, value in [*reversed(merged), ("PORT", port)]:
+        if name == "PORT":  # allocated only for a cmd that asks for it
+            cmd_port = isinstance(cmd_text, str) and "${PORT}" in cmd_text
+            if not cmd_port and isinstance(proxy_text, str) and "${PORT}" in proxy_text:
+                raise ExpandError(
+                    f"model {model_id}: proxy uses ${{PORT}} but cmd does not - ${{PORT}} is "
+                    "only available when used in cmd"
+                )
+            if not cmd_port:
+                break
         cmd_text = _substitute(cmd_text, name, value)
+        proxy_text = _substitute(proxy_text, name, value)
         env_items = [_substitute(item, name, value) for item in env_items]
-    if isinstance(cmd_text, str) and "${PORT}" in cmd_text:
-        cmd_text = _substitute(cmd_text, "PORT", port)
-        env_items = [_substitute(item, "PORT", port) for item in env_items]
     cmd_text = _as_string(cmd_text)
     env_list = [_as_string(item) for item in env_items]
-    _check_uses(model_id, cmd_text, env_list)
+    _check_uses(model_id, cmd_text, env_list, _as_string(proxy_text))
     argv = sanitize_command(cmd_text)
     if any("\x00" in arg for arg in argv):
         raise ExpandError(f"failed to start command '{' '.join(argv)}': invalid argument")

@@ -56,6 +56,7 @@ def expanded_entry(
 
     cmd = entry_cmd(entry)
     own = entry.passthrough.get("macros")
+    proxy = entry.passthrough.get("proxy")
     if not isinstance(cmd, str):
         raise ExpandError(f"{entry.model.id}.cmd is not a string")
     return expand(
@@ -66,6 +67,7 @@ def expanded_entry(
         environ=environ,
         macros=macros if isinstance(macros, dict) else None,
         model_macros=own if isinstance(own, dict) else None,
+        proxy=proxy if isinstance(proxy, str) else None,
     )
 
 

@@ -169,9 +169,17 @@ def run(
     env: list[str] | None = None,
     macros: dict[str, object] | None = None,
     model_macros: dict[str, object] | None = None,
+    proxy: str | None = "http://127.0.0.1:9",  # a cmd without ${PORT} needs a proxy without it
 ) -> tuple[list[str], dict[str, str]]:
     return expand(
-        "m1", cmd, env or [], port=5801, environ=BASE, macros=macros, model_macros=model_macros
+        "m1",
+        cmd,
+        env or [],
+        port=5801,
+        environ=BASE,
+        macros=macros,
+        model_macros=model_macros,
+        proxy=proxy,
     )
 
 
@@ -186,8 +194,12 @@ def test_port_model_id_and_env_reach_cmd_and_env() -> None:
 
 
 def test_port_is_only_allocated_when_cmd_asks() -> None:
+    with pytest.raises(ExpandError, match=r"proxy uses \$\{PORT\} but cmd does not"):
+        run("srv", ["P=1"], proxy=None)  # llama-swap's default proxy wants one
     with pytest.raises(ExpandError, match=r"model m1 env: unknown macro '\$\{PORT\}'"):
-        run("srv", ["P=${PORT}"])
+        expand("m1", "srv", ["P=${PORT}"], port=1, environ={}, proxy="http://h:9")
+    with pytest.raises(ExpandError, match=r"unknown macro '\$\{x\}' found in m1.proxy"):
+        expand("m1", "srv ${PORT}", [], port=1, environ={}, proxy="http://h:${x}")
 
 
 def test_unknown_macros_fail_but_comment_lines_and_escapes_do_not() -> None:
@@ -210,7 +222,7 @@ def test_env_values_are_text_not_macros_until_phase_two() -> None:
     environ = {"X": "${PORT}", "Y": "${foo}"}
     assert expand("m", "srv ${env.X}", [], port=7, environ=environ)[0] == ["srv", "7"]
     with pytest.raises(ExpandError, match="unknown macro"):
-        expand("m", "srv ${env.Y}", [], port=7, environ=environ)
+        expand("m", "srv ${PORT} ${env.Y}", [], port=7, environ=environ)
 
 
 def test_declared_macros_in_order_model_overrides_global() -> None:

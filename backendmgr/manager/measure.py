@@ -10,6 +10,7 @@ so Ctrl-C leaves no process and no change.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .._commit import committing
 from ..errors import InvalidInput, Refused, unknown
-from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB
-from ..measure.diagnose import failure_cause, other_rows
+from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_S
+from ..measure.diagnose import failure_cause, repair_order
 from ..measure.memory import group_memory
-from ..measure.reasons import classify
+from ..measure.reasons import FailureCause, cause_text, classify
 from ..measure.results import (
     Attempt,
     RepairReport,
@@ -44,10 +46,11 @@ if TYPE_CHECKING:
     from .models import Plan
     from .services import Services
 
-__all__ = ["MAX_ATTEMPTS", "MeasureService"]
+__all__ = ["DEADLINE_S", "MAX_ATTEMPTS", "MeasureService"]
 
 MAX_ATTEMPTS = 8  # 4096 … 1M tokens is 256 contexts: 8 halvings settle any of them
-TIME_LIMIT_S = 3600.0
+DEADLINE_S = 3600.0  # tune's whole run, every start included (--deadline)
+HELD_CTRL_C = "Ctrl-C came while the result was being recorded: it was recorded whole"
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,9 @@ class MeasureService:
         on_attempt: Callable[[str, Attempt], None] | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> tuple[list[VerifyResult], RepairReport]:
-        """Verify; for each model that fails, try the other builds whose kind serves it, newest
-        first, and pin it to the first that passes. A model that passes is never touched."""
+        """Verify; for each model that fails, try the other builds whose kind serves it (the
+        activated build, then those this host can use, newest first: :func:`repair_order`)
+        and pin it to the first that passes. A model that passes is never touched."""
         request = VerifyRequest.of(models=list(model_ids or []), timeout=timeout, keep_going=True)
         results = (await self._verify(request, on_result, on_start)).results
         settings = await self._settings()
@@ -187,17 +191,20 @@ class MeasureService:
         tried = [first]
         if res is None:
             return RepairResult(id=model_id, ok=False, tried=tried, message="no row serves it")
-        for row in other_rows(settings, here.model, res.row, res.cls):
+        for row, why in repair_order(settings, here.model, res.row, self.place.host, res.cls):
             ov = settings.override(model_id).model_copy(update={"backend": row.id})
             trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
-                attempt = Attempt(backend=row.id, ok=False, reason=f"skipped: {planned.reason}")
+                reason = f"skipped: {planned.reason}"
+                attempt = Attempt(backend=row.id, ok=False, reason=reason, why=why)
             else:
                 check = await self._start(trial, planned, limit, on_start)
-                why = check.log or check.reason
-                cause = failure_cause(trial, planned.model, planned.resolution, why)
-                attempt = Attempt(backend=row.id, ok=check.ok, reason=check.reason, cause=cause)
+                said = check.log or check.reason
+                cause = failure_cause(trial, planned.model, planned.resolution, said)
+                attempt = Attempt(
+                    backend=row.id, ok=check.ok, reason=check.reason, cause=cause, why=why
+                )
             tried.append(attempt)
             if on_attempt is not None:
                 on_attempt(model_id, attempt)
@@ -210,8 +217,9 @@ class MeasureService:
                     id=model_id,
                     ok=True,
                     pinned=row.id,
+                    why=why,
                     tried=tried,
-                    message=f"{model_id}: {verb} {row.id} (failed on {failed})",
+                    message=f"{model_id}: {verb} {row.id} (failed on {failed}): {why}",
                 )
         return RepairResult(
             id=model_id,
@@ -229,38 +237,47 @@ class MeasureService:
         budget_gb: float | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         timeout: float | None = None,
-        time_limit: float = TIME_LIMIT_S,
+        deadline: float = DEADLINE_S,
         generate: bool = True,
         on_trial: Callable[[str, TuneTrial], None] | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> TuneReport:
         """The largest context (as the emitter rounds it, capped at the trained length) that
         starts on the resolved build and stays within the budget, recorded per (model, build,
-        device); then the llama-swap config is regenerated with it."""
+        device); then the llama-swap config is regenerated with it. ``deadline`` bounds the
+        whole run, starts included. The record is the last step, after a last check for a
+        cancellation, and a Ctrl-C during it waits for it (:func:`.._commit.committing`): a
+        cancelled tune records nothing, a reported one recorded everything."""
         if not model_ids:
             raise InvalidInput("name at least one model to tune")
         for flag, value, bounds in (
             ("--budget", budget_gb, TUNE_BUDGET_GB),
             ("--max-attempts", max_attempts, TUNE_ATTEMPTS),
+            ("--deadline", deadline, TUNE_DEADLINE_S),
         ):
             problem = None if value is None else bounds.problem(value)
             if problem is not None:
                 raise InvalidInput(f"{flag} {problem}")
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
+        end = time.monotonic() + deadline
         chosen = [await self._plan(settings, m) for m in dict.fromkeys(model_ids)]
         out: list[TuneResult] = []
         records: list[TunedRecord] = []
         for here in chosen:
             result, record = await self._tune_one(
-                here, budget_gb, max_attempts, limit, time_limit, on_trial, on_start
+                here, budget_gb, max_attempts, limit, (end, deadline), on_trial, on_start
             )
             out.append(result)
             if record is not None:
                 records.append(record)
-        for record in records:  # nothing is written until every search is over
-            await anyio.to_thread.run_sync(self.tuned.put, record)
-        warnings = await self._regenerate() if records and generate else []
+        warnings: list[str] = []
+        async with committing() as held:  # nothing is written until every search is over
+            if records:
+                await anyio.to_thread.run_sync(self.tuned.put_many, records)
+                warnings = await self._regenerate() if generate else []
+        if held.interrupts:
+            warnings.append(HELD_CTRL_C)
         failed = sum(1 for r in out if not r.ok)
         return TuneReport(
             message=f"tuned {len(out) - failed} of {len(out)} models",
@@ -285,7 +302,7 @@ class MeasureService:
         given: float | None,
         max_attempts: int,
         limit: float,
-        time_limit: float,
+        deadline: tuple[float, float],
         on_trial: Callable[[str, TuneTrial], None] | None,
         on_start: Callable[[str, int], None] | None,
     ) -> tuple[TuneResult, TunedRecord | None]:
@@ -300,6 +317,9 @@ class MeasureService:
         trained = here.model.meta.context_length if here.model.meta else None
         estimate = int(entry.capabilities.get("context") or 0) or None
         key = key_of(self.place, entry)
+        end, total = deadline
+        out_of_time = f"stopped at the --deadline of {total:g} s"
+        causes: dict[int, FailureCause | None] = {}
 
         async def attempt(ctx: int) -> Trial:
             ov = settings.override(model_id).model_copy(update={"ctx": ctx})
@@ -307,9 +327,20 @@ class MeasureService:
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
                 return Trial(ctx, False, reason=f"skipped: {planned.reason}", memory=False)
-            check = await self._start(trial, planned, limit, on_start)
+            left = end - time.monotonic()
+            if left <= 0:
+                return Trial(ctx, False, reason=out_of_time, memory=False, stop=out_of_time)
+            check = await self._start(trial, planned, min(limit, left), on_start)
             gib, by = check.measured if check.measured else (None, None)
-            match = classify(check.log or check.reason)
+            why = check.log or check.reason
+            match = None if check.ok else classify(why)
+            cause = (
+                None
+                if check.ok
+                else failure_cause(trial, planned.model, planned.resolution, why, "tune")
+            )
+            causes[ctx] = cause
+            cut = left < limit and match is not None and match.cause.code == "never-healthy"
             result = Trial(
                 ctx,
                 check.ok,
@@ -318,6 +349,7 @@ class MeasureService:
                 check.reason,
                 match.cause.code if match else None,
                 match is None or match.cause.memory,
+                stop=out_of_time if cut else None,  # the deadline, not the server, ended it
             )
             if on_trial is not None:
                 on_trial(model_id, _shown(result, budget))
@@ -328,9 +360,12 @@ class MeasureService:
             attempt,
             budget,
             max_attempts=max_attempts,
-            time_limit_s=time_limit,
+            time_limit_s=end - time.monotonic(),
             first=estimate,
+            out_of_time=out_of_time,
         )
+        last = outcome.trials[-1] if outcome.trials else None
+        ended = causes.get(last.ctx) if last is not None and not last.memory else None
         best = outcome.best
         backend = entry.resolution.row.id if entry.resolution.row else entry.argv[0]
         device = device_of(self.place)
@@ -349,7 +384,8 @@ class MeasureService:
                 device=device,
                 trials=trials,
                 stopped=outcome.stopped,
-                message=f"{model_id}: not tuned: {why}",
+                cause=ended,
+                message=f"{model_id}: not tuned: {why}" + cause_text(ended),
             )
             return result, None
         record = TunedRecord(
@@ -370,7 +406,7 @@ class MeasureService:
             f"{record.measured_by}, budget {budget:g} GiB; estimate was {estimate}) on {backend}"
         )
         if outcome.stopped:
-            said += f"; {outcome.stopped}, a larger one may fit"
+            said += f"; {outcome.stopped}{cause_text(ended)}, a larger one may fit"
         if settings.override(model_id).ctx is not None:
             said += "; its ctx is set by hand, which generate keeps (unset ctx to use this)"
         result = TuneResult(
@@ -385,6 +421,7 @@ class MeasureService:
             device=device,
             trials=trials,
             stopped=outcome.stopped,
+            cause=ended,
             message=said,
         )
         return result, record

@@ -146,6 +146,8 @@ LOGS: list[tuple[str, str, dict[str, str]]] = [
     ),
     ("silent-exit", "exited with status 1", {}),
     ("silent-exit", "was killed by signal 9", {}),
+    ("never-healthy", "not healthy within 300 s", {"seconds": "300"}),  # serve_check's words
+    ("never-healthy", "not healthy within 2.5 s", {"seconds": "2.5"}),
 ]
 
 
@@ -166,7 +168,7 @@ def test_every_row_has_a_log() -> None:
     [
         None,
         "",
-        "not healthy within 2 s",
+        "not healthy within 2 s: a log line",  # only serve_check's own words, whole
         log("error: failed to load model '/m/broken.gguf'", status=3),  # generic: no guess
         "exited with status 3: noise line | more noise",
     ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ...limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, VERIFY_TIMEOUT_S
+from ...limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_S, VERIFY_TIMEOUT_S
 from .common import add_no_generate
 
 if TYPE_CHECKING:
@@ -50,6 +50,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="S",
         help="seconds to become healthy, per start",
     )
+    t.add_argument(
+        "--deadline",
+        type=TUNE_DEADLINE_S.argument(),
+        default=3600.0,
+        metavar="S",
+        help="seconds for the whole run, every start included (3600); the search stops "
+        "there with the largest context found so far",
+    )
     add_no_generate(t)
     t.set_defaults(handler=tune)
 
@@ -66,6 +74,7 @@ async def tune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         budget_gb=args.budget,
         max_attempts=args.max_attempts,
         timeout=args.timeout,
+        deadline=args.deadline,
         generate=not args.no_generate,
         on_trial=None if out.json_mode else trial,
     )

@@ -6,6 +6,10 @@ for a change that was made. :func:`committing` checks for a cancellation first (
 before it still cancels), then runs its block with anyio's cancellation shielded and Ctrl-C
 held (asyncio's runner cancels the main task natively on SIGINT, which no shield stops), and
 tells the caller whether one came meanwhile.
+
+A command-line process calls :func:`hold_to_exit` first: there a Ctrl-C after the block
+would still end the run as "cancelled" (asyncio's runner turns it into a cancellation of the
+finishing task), so the block's hold lasts until the process exits, a few prints later.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from types import FrameType
 import anyio
 import anyio.lowlevel
 
-__all__ = ["Held", "committing"]
+__all__ = ["Held", "committing", "hold_to_exit"]
 
 
 @dataclass
@@ -30,22 +34,35 @@ class Held:
     interrupts: int = 0
 
 
+class _Policy:
+    to_exit = False  # set by hold_to_exit: a command-line process
+
+
+def hold_to_exit() -> None:
+    """In this process, once a :func:`committing` block starts, Ctrl-C stays held until the
+    process exits (for the command line, whose runner would call a late one "cancelled")."""
+    _Policy.to_exit = True
+
+
 @asynccontextmanager
 async def committing() -> AsyncIterator[Held]:
     """Raise the pending cancellation if any; else run the block to its end, whatever comes."""
     held = Held()
-    swap = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGINT) if swap else None
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
 
     def hold(signum: int, frame: FrameType | None) -> None:
         held.interrupts += 1
 
-    if swap:  # first, so that no Ctrl-C falls between the check and the block
+    if previous is not None:  # first, so that no Ctrl-C falls between the check and the block
         signal.signal(signal.SIGINT, hold)
+    entered = False
     try:
         await anyio.lowlevel.checkpoint()  # a cancellation until now: nothing happens
+        entered = True
         with anyio.CancelScope(shield=True):
             yield held
     finally:
-        if swap:
+        if previous is not None and not (entered and _Policy.to_exit):
             signal.signal(signal.SIGINT, previous)

@@ -151,7 +151,11 @@ class MeasureService:
             if result.ok:
                 continue
             first = Attempt(
-                backend=result.backend, ok=False, reason=result.reason, cause=result.cause
+                backend=result.backend,
+                ok=False,
+                reason=result.reason,
+                cause=result.cause,
+                why="the row it runs on now",
             )
             repaired.append(
                 await self._repair_one(
@@ -339,18 +343,20 @@ class MeasureService:
                 if check.ok
                 else failure_cause(trial, planned.model, planned.resolution, why, "tune")
             )
-            causes[ctx] = cause
-            cut = left < limit and match is not None and match.cause.code == "never-healthy"
-            result = Trial(
-                ctx,
-                check.ok,
-                gib,
-                by,
-                check.reason,
-                match.cause.code if match else None,
-                match is None or match.cause.memory,
-                stop=out_of_time if cut else None,  # the deadline, not the server, ended it
-            )
+            if left < limit and match is not None and match.cause.code == "never-healthy":
+                # the deadline, not the server, ended this start: no verdict on the server
+                result = Trial(ctx, False, reason=out_of_time, memory=False, stop=out_of_time)
+            else:
+                causes[ctx] = cause
+                result = Trial(
+                    ctx,
+                    check.ok,
+                    gib,
+                    by,
+                    check.reason,
+                    match.cause.code if match else None,
+                    match is None or match.cause.memory,
+                )
             if on_trial is not None:
                 on_trial(model_id, _shown(result, budget))
             return result

@@ -63,7 +63,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 async def tune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ..._commit import hold_to_exit
     from ...api_models import dump
+
+    hold_to_exit()  # issue 29: a Ctrl-C once the record is being written cannot say "cancelled"
 
     def trial(model_id: str, t: Any) -> None:
         what = f"{t.gib:.3f} GiB" if t.gib is not None else (t.cause or t.reason or "failed")

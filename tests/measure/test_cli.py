@@ -418,8 +418,8 @@ def test_ctrl_c_at_the_very_end_of_tune_is_all_or_nothing(s: Setup, delay: float
     if proc.returncode == 130:
         assert "error: cancelled" in err
         assert not recorded and s.config.read_text() == config
-    else:
-        assert proc.returncode == 0, (out, err)
+    else:  # done; a SIGINT while the interpreter shuts down kills it (its default action)
+        assert proc.returncode in (0, -signal.SIGINT), (out, err)
         assert recorded and "chat: ctx 12288 fits" in out
         if "cancelled" in out + err:
             raise AssertionError(f"said cancelled but recorded: {out}{err}")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +63,9 @@ def port_of(argv: list[str]) -> str:
 
 def shown(record: dict[str, Any], keys: set[str]) -> tuple[list[str], dict[str, str]]:
     """The argv and the entry's variables with this start's port written as <PORT>."""
-    port = port_of(record["argv"])
-    argv = [a.replace(port, "<PORT>") for a in record["argv"]]
-    env = {k: record["env"].get(k, "<unset>").replace(port, "<PORT>") for k in keys}
+    port = re.compile(rf"(?<!\d){port_of(record['argv'])}(?!\d)")
+    argv = [port.sub("<PORT>", a) for a in record["argv"]]
+    env = {k: port.sub("<PORT>", record["env"].get(k, "<unset>")) for k in keys}
     return argv, env
 
 
@@ -103,19 +103,11 @@ class Swap:
             trust_env=False,
         )
         assert answer.status_code == 200, answer.text
-        httpx.post(f"{self.url}/models/unload", timeout=30, trust_env=False)
+        httpx.get(f"{self.url}/unload", timeout=30, trust_env=False)  # the next starts afresh
 
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(15)
-
-
-@pytest.fixture
-def swap_factory() -> Iterator[list[Swap]]:
-    started: list[Swap] = []
-    yield started
-    for swap in started:
-        swap.stop()
 
 
 BETA_CMD = r"""# the recorder, from a passthrough cmd
@@ -283,3 +275,39 @@ def test_what_expand_refuses_llama_swap_refuses_alike(
     )
     assert done.returncode != 0
     assert str(refused.value) in done.stdout + done.stderr
+
+
+ALPHABET = "ab -'\"\\\n#${}\t\r\u3000\x85é="
+
+
+def test_random_commands_split_as_llama_swap_splits_them(tmp_path: Path) -> None:
+    """Twenty-four command tails drawn from quotes, backslashes, newlines, ``#``, ``$\\{``, Go's and
+    Python's disagreeing white space: llama-swap's servers get what :func:`expand` says."""
+    import random
+
+    draw = random.Random(28)
+    records = tmp_path / "records"
+    server = recorder(tmp_path / "bin" / "srv", records)
+    entries: dict[str, dict[str, Any]] = {}
+    while len(entries) < 24:
+        tail = "".join(draw.choice(ALPHABET) for _ in range(draw.randint(1, 24)))
+        if "${" in tail:  # a macro: llama-swap would refuse the whole file
+            continue
+        port = free_port()  # ports counted up from startPort may meet a taken one
+        entries[f"r{len(entries):02d}"] = {
+            "cmd": f"{server} --port {port} --t {tail}",
+            "proxy": f"http://127.0.0.1:{port}",
+        }
+    config = tmp_path / "swap.yaml"
+    _write_swap_file(config, free_port(), entries)
+    swap = Swap(config, dict(os.environ))
+    try:
+        assert swap.models() == set(entries)
+        for model, entry in entries.items():
+            swap.ask(model)
+            (record,) = taken(records)
+            environ = dict(os.environ)
+            argv, _ = expand(model, entry["cmd"], [], port=1, environ=environ, proxy=entry["proxy"])
+            assert record["argv"] == argv[1:], (model, entry["cmd"])
+    finally:
+        swap.stop()

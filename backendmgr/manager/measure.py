@@ -20,7 +20,7 @@ import anyio
 
 from .._commit import committing
 from ..errors import InvalidInput, Refused, unknown
-from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_S
+from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
 from ..measure.diagnose import failure_cause, repair_order
 from ..measure.memory import group_memory
 from ..measure.reasons import FailureCause, cause_text, classify
@@ -46,10 +46,9 @@ if TYPE_CHECKING:
     from .models import Plan
     from .services import Services
 
-__all__ = ["DEADLINE_S", "MAX_ATTEMPTS", "MeasureService"]
+__all__ = ["MAX_ATTEMPTS", "MeasureService"]
 
 MAX_ATTEMPTS = 8  # 4096 … 1M tokens is 256 contexts: 8 halvings settle any of them
-DEADLINE_S = 3600.0  # tune's whole run, every start included (--deadline)
 HELD_CTRL_C = "Ctrl-C came while the result was being recorded: it was recorded whole"
 
 
@@ -241,7 +240,7 @@ class MeasureService:
         budget_gb: float | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         timeout: float | None = None,
-        deadline: float = DEADLINE_S,
+        deadline: float = TUNE_DEADLINE_DEFAULT_S,
         generate: bool = True,
         on_trial: Callable[[str, TuneTrial], None] | None = None,
         on_start: Callable[[str, int], None] | None = None,

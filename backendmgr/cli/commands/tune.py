@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ...limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_S, VERIFY_TIMEOUT_S
+from ...limits import (
+    TUNE_ATTEMPTS,
+    TUNE_BUDGET_GB,
+    TUNE_DEADLINE_DEFAULT_S,
+    TUNE_DEADLINE_S,
+    VERIFY_TIMEOUT_S,
+)
 from .common import add_no_generate
 
 if TYPE_CHECKING:
@@ -53,10 +59,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     t.add_argument(
         "--deadline",
         type=TUNE_DEADLINE_S.argument(),
-        default=3600.0,
+        default=TUNE_DEADLINE_DEFAULT_S,
         metavar="S",
-        help="seconds for the whole run, every start included (3600); the search stops "
-        "there with the largest context found so far",
+        help=f"seconds for the whole run, every start included ({TUNE_DEADLINE_DEFAULT_S:g}); "
+        "the search stops there with the largest context found so far",
     )
     add_no_generate(t)
     t.set_defaults(handler=tune)

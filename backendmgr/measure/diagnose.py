@@ -102,8 +102,19 @@ def repair_order(
             ranked.append((2, row, "a hand-made row"))
         else:
             ranked.append((3, row, f"a {row.variant} build, tried last: {found} for {api}"))
-    ranked.sort(key=lambda item: item[0])  # stable: newest first within a rank
+    # newest first within a rank (other_rows' order), and in one release the host's own API
+    # first (cuda before vulkan on NVIDIA, as suggest_variant picks), CPU builds after
+    ranked.sort(key=lambda item: _preference(item[1], apis))
+    ranked.sort(
+        key=lambda item: version_key(item[1].version) if item[1].build else (), reverse=True
+    )
+    ranked.sort(key=lambda item: item[0])
     return [(row, why) for _, row, why in ranked]
+
+
+def _preference(row: BackendRow, apis: tuple[str, ...]) -> int:
+    api = _gpu_api(row.variant)
+    return apis.index(api) if api in apis else len(apis)
 
 
 def newer_row(

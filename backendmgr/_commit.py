@@ -9,14 +9,16 @@ tells the caller whether one came meanwhile.
 
 A command-line process calls :func:`hold_to_exit` first: there a Ctrl-C after the block
 would still end the run as "cancelled" (asyncio's runner turns it into a cancellation of the
-finishing task), so the block's hold lasts until the process exits, a few prints later.
+finishing task), so after the block one Ctrl-C is ignored until the process exits, a few prints
+later, and a second one ends it at once with a line that says the result stands.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import FrameType
@@ -64,5 +66,22 @@ async def committing() -> AsyncIterator[Held]:
         with anyio.CancelScope(shield=True):
             yield held
     finally:
-        if previous is not None and not (entered and _Policy.to_exit):
-            signal.signal(signal.SIGINT, previous)
+        if previous is not None:
+            if entered and _Policy.to_exit:
+                signal.signal(signal.SIGINT, _after_commit(held))
+            else:
+                signal.signal(signal.SIGINT, previous)
+
+
+def _after_commit(held: Held) -> Callable[[int, FrameType | None], None]:
+    """The command line's Ctrl-C once its change is made: the first is noted, the second ends
+    the process now (nothing is left to undo), saying so."""
+    first = held.interrupts
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        held.interrupts += 1
+        if held.interrupts - first >= 2:
+            os.write(2, b"error: interrupted after the result was recorded; it stands\n")
+            os._exit(130)
+
+    return handler

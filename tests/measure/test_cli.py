@@ -433,15 +433,19 @@ from backendmgr._commit import committing, hold_to_exit
 async def main(when):
     if when == "before":
         os.kill(os.getpid(), signal.SIGINT)
-    if when == "after":
+    if when in ("after", "twice"):
         hold_to_exit()
     async with committing() as held:
         if when == "inside":
             os.kill(os.getpid(), signal.SIGINT)
             await anyio.sleep(0.2)  # an await inside: the cancel must not land here
         print("block ran whole", flush=True)
-    if when == "after":  # the command line: held to the end, the run still returns
+    if when in ("after", "twice"):  # the command line: held to the end, the run returns
         os.kill(os.getpid(), signal.SIGINT)
+        await anyio.sleep(0.05)
+    if when == "twice":  # ... unless asked again: then it ends at once, saying why
+        os.kill(os.getpid(), signal.SIGINT)
+        await anyio.sleep(5)
     await anyio.sleep(0.05)
     return held.interrupts
 
@@ -458,6 +462,7 @@ except KeyboardInterrupt:
         ("before", "KeyboardInterrupt\n"),
         ("inside", "block ran whole\nreturned 1\n"),
         ("after", "block ran whole\nreturned 1\n"),
+        ("twice", "block ran whole\n"),
     ],
 )
 def test_committing_cancels_before_and_holds_ctrl_c_inside(when: str, said: str) -> None:
@@ -465,3 +470,6 @@ def test_committing_cancels_before_and_holds_ctrl_c_inside(when: str, said: str)
         [sys.executable, "-c", HELD, when], capture_output=True, text=True, timeout=60
     )
     assert done.stdout == said, done.stdout + done.stderr
+    if when == "twice":
+        assert done.returncode == 130
+        assert done.stderr == "error: interrupted after the result was recorded; it stands\n"

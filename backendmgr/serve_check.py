@@ -1,10 +1,11 @@
 """Start one emitted command, wait until it is healthy, send it one request, stop it (SPEC §19).
 
-The I/O edge of ``verify``: the argv comes from the planner (already split, never through a
-shell); ``${PORT}`` becomes a free loopback port. The child runs in its own process group so
-that everything it spawns (vLLM starts an engine process) is stopped with it: SIGTERM to the
-group, SIGKILL after a grace period, and the cleanup is shielded so that Ctrl-C or a cancelled
-task still stops it.
+The I/O edge of ``verify``: the argv and environment come from :func:`.emit.expand.expand`
+(llama-swap's own expansion and shell-words split, never through a shell) for a free loopback
+port; a bare program name is found on the caller's PATH, as llama-swap's Go ``exec`` does.
+The child runs in its own process group so that everything it spawns (vLLM starts an engine
+process) is stopped with it: SIGTERM to the group, SIGKILL after a grace period, and the
+cleanup is shielded so that Ctrl-C or a cancelled task still stops it.
 """
 
 from __future__ import annotations

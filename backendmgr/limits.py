@@ -13,6 +13,8 @@ __all__ = [
     "RELEASES_LIMIT",
     "TUNE_ATTEMPTS",
     "TUNE_BUDGET_GB",
+    "TUNE_DEADLINE_DEFAULT_S",
+    "TUNE_DEADLINE_S",
     "VERIFY_TIMEOUT_S",
     "Bounds",
 ]
@@ -73,5 +75,9 @@ VERIFY_TIMEOUT_S = Bounds(0, 24 * 3600, above=True, unit=" s", whole=False)
 API allowed an hour, less than a large vLLM model's first load can take)."""
 TUNE_BUDGET_GB = Bounds(0, 1 << 20, above=True, unit=" GiB", whole=False)
 """``tune --budget``: the memory a tuned context may use, more than 0 GiB."""
+TUNE_DEADLINE_S = Bounds(0, 7 * 24 * 3600, above=True, unit=" s", whole=False)
+"""``tune --deadline``: the whole run's seconds, every start included; more than 0, a week."""
+TUNE_DEADLINE_DEFAULT_S = 3600.0
+"""``tune``'s deadline when none is given: 8 starts of a large model fit, a hang does not."""
 TUNE_ATTEMPTS = Bounds(1, 64)
 """``tune --max-attempts``: starts per model; 8 halvings settle any context from 4096 to 1M."""

@@ -1,10 +1,11 @@
 """Start one emitted command, wait until it is healthy, send it one request, stop it (SPEC §19).
 
-The I/O edge of ``verify``: the argv comes from the planner (already split, never through a
-shell); ``${PORT}`` becomes a free loopback port. The child runs in its own process group so
-that everything it spawns (vLLM starts an engine process) is stopped with it: SIGTERM to the
-group, SIGKILL after a grace period, and the cleanup is shielded so that Ctrl-C or a cancelled
-task still stops it.
+The I/O edge of ``verify``: the argv and environment come from :func:`.emit.expand.expand`
+(llama-swap's own expansion and shell-words split, never through a shell) for a free loopback
+port; a bare program name is found on the caller's PATH, as llama-swap's Go ``exec`` does.
+The child runs in its own process group so that everything it spawns (vLLM starts an engine
+process) is stopped with it: SIGTERM to the group, SIGKILL after a grace period, and the
+cleanup is shielded so that Ctrl-C or a cancelled task still stops it.
 """
 
 from __future__ import annotations
@@ -235,15 +236,29 @@ async def check_command(
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
     measure: Measure | None = None,
+    port: int | None = None,
+    search_path: str | None = None,
 ) -> CheckResult:
-    """Run ``argv`` (``${PORT}`` filled in) until it answers one request; always stop it.
+    """Run ``argv`` until it answers one request on ``port``; always stop it.
 
+    Without ``port``, a free one fills ``${PORT}`` in ``argv``; with it, ``argv`` and ``env``
+    are final (:func:`.emit.expand.expand`'s). ``search_path`` finds a bare program name as
+    Go's ``exec.Command`` does for llama-swap: in the PATH of the caller, not of ``env``.
     ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself;
     ``measure`` reads the group's memory after the request, while it still runs (``tune``).
     """
     environ = dict(os.environ if env is None else env)
-    port = free_port()
-    command = substitute_port(argv, port)
+    if port is None:
+        port = free_port()
+        command = substitute_port(argv, port)
+    else:
+        command = list(argv)
+    if search_path is not None and "/" not in command[0]:
+        found = shutil.which(command[0], path=search_path)
+        if found is None:
+            reason = f"cannot start {command[0]}: executable file not found in $PATH"
+            return CheckResult(False, reason, None, None, None)
+        command[0] = found
     base = f"http://127.0.0.1:{port}"
     tail = _Tail()
     started = time.monotonic()

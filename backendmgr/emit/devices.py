@@ -9,7 +9,7 @@ build, and an unpinned model follows whichever build the default or activation p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..catalog.capabilities import Capabilities, promised_backend
@@ -23,7 +23,6 @@ __all__ = [
     "build_vendor",
     "device_variables",
     "device_warning",
-    "entry_environ",
     "merge_env",
     "pin_notes",
     "plan_devices",
@@ -187,12 +186,3 @@ def pin_notes(settings: Settings, gpus: Sequence[Adapter]) -> list[str]:
         for model, ov in sorted(settings.models.items())
         for warning in device_warning(ov.device, gpus)
     ]
-
-
-def entry_environ(base: Mapping[str, str], env: Sequence[str]) -> dict[str, str]:
-    """The environment ``verify`` starts an entry with: its own, over the caller's."""
-    out = dict(base)
-    for word in env:
-        key, _, value = word.partition("=")
-        out[key] = value
-    return out

@@ -10,6 +10,7 @@ so Ctrl-C leaves no process and no change.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .._commit import committing
 from ..errors import InvalidInput, Refused, unknown
-from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB
-from ..measure.diagnose import failure_cause, other_rows
+from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
+from ..measure.diagnose import failure_cause, repair_order
 from ..measure.memory import group_memory
-from ..measure.reasons import classify
+from ..measure.reasons import FailureCause, cause_text, classify
 from ..measure.results import (
     Attempt,
     RepairReport,
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_ATTEMPTS", "MeasureService"]
 
 MAX_ATTEMPTS = 8  # 4096 … 1M tokens is 256 contexts: 8 halvings settle any of them
-TIME_LIMIT_S = 3600.0
+HELD_CTRL_C = "Ctrl-C came while the result was being recorded: it was recorded whole"
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,11 @@ class MeasureService:
         )
 
     async def _start(
-        self, entry: Entry, timeout: float, on_start: Callable[[str, int], None] | None
+        self,
+        settings: Settings,
+        entry: Entry,
+        timeout: float,
+        on_start: Callable[[str, int], None] | None,
     ) -> CheckResult:
         model_id = entry.model.id
         return await self._check(
@@ -117,6 +123,7 @@ class MeasureService:
             self.place.environ,
             (lambda pid: on_start(model_id, pid)) if on_start else None,
             measure=group_memory,
+            macros=settings.llama_swap.get("macros"),  # issue 28: as llama-swap expands it
         )
 
     # --- verify --repair -----------------------------------------------------------------
@@ -131,8 +138,9 @@ class MeasureService:
         on_attempt: Callable[[str, Attempt], None] | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> tuple[list[VerifyResult], RepairReport]:
-        """Verify; for each model that fails, try the other builds whose kind serves it, newest
-        first, and pin it to the first that passes. A model that passes is never touched."""
+        """Verify; for each model that fails, try the other builds whose kind serves it (the
+        activated build, then those this host can use, newest first: :func:`repair_order`)
+        and pin it to the first that passes. A model that passes is never touched."""
         request = VerifyRequest.of(models=list(model_ids or []), timeout=timeout, keep_going=True)
         results = (await self._verify(request, on_result, on_start)).results
         settings = await self._settings()
@@ -142,7 +150,11 @@ class MeasureService:
             if result.ok:
                 continue
             first = Attempt(
-                backend=result.backend, ok=False, reason=result.reason, cause=result.cause
+                backend=result.backend,
+                ok=False,
+                reason=result.reason,
+                cause=result.cause,
+                why="the row it runs on now",
             )
             repaired.append(
                 await self._repair_one(
@@ -182,17 +194,20 @@ class MeasureService:
         tried = [first]
         if res is None:
             return RepairResult(id=model_id, ok=False, tried=tried, message="no row serves it")
-        for row in other_rows(settings, here.model, res.row, res.cls):
+        for row, why in repair_order(settings, here.model, res.row, self.place.host, res.cls):
             ov = settings.override(model_id).model_copy(update={"backend": row.id})
             trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
-                attempt = Attempt(backend=row.id, ok=False, reason=f"skipped: {planned.reason}")
+                reason = f"skipped: {planned.reason}"
+                attempt = Attempt(backend=row.id, ok=False, reason=reason, why=why)
             else:
-                check = await self._start(planned, limit, on_start)
-                why = check.log or check.reason
-                cause = failure_cause(trial, planned.model, planned.resolution, why)
-                attempt = Attempt(backend=row.id, ok=check.ok, reason=check.reason, cause=cause)
+                check = await self._start(trial, planned, limit, on_start)
+                said = check.log or check.reason
+                cause = failure_cause(trial, planned.model, planned.resolution, said)
+                attempt = Attempt(
+                    backend=row.id, ok=check.ok, reason=check.reason, cause=cause, why=why
+                )
             tried.append(attempt)
             if on_attempt is not None:
                 on_attempt(model_id, attempt)
@@ -205,8 +220,9 @@ class MeasureService:
                     id=model_id,
                     ok=True,
                     pinned=row.id,
+                    why=why,
                     tried=tried,
-                    message=f"{model_id}: {verb} {row.id} (failed on {failed})",
+                    message=f"{model_id}: {verb} {row.id} (failed on {failed}): {why}",
                 )
         return RepairResult(
             id=model_id,
@@ -224,38 +240,47 @@ class MeasureService:
         budget_gb: float | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         timeout: float | None = None,
-        time_limit: float = TIME_LIMIT_S,
+        deadline: float = TUNE_DEADLINE_DEFAULT_S,
         generate: bool = True,
         on_trial: Callable[[str, TuneTrial], None] | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> TuneReport:
         """The largest context (as the emitter rounds it, capped at the trained length) that
         starts on the resolved build and stays within the budget, recorded per (model, build,
-        device); then the llama-swap config is regenerated with it."""
+        device); then the llama-swap config is regenerated with it. ``deadline`` bounds the
+        whole run, starts included. The record is the last step, after a last check for a
+        cancellation, and a Ctrl-C during it waits for it (:func:`.._commit.committing`): a
+        cancelled tune records nothing, a reported one recorded everything."""
         if not model_ids:
             raise InvalidInput("name at least one model to tune")
         for flag, value, bounds in (
             ("--budget", budget_gb, TUNE_BUDGET_GB),
             ("--max-attempts", max_attempts, TUNE_ATTEMPTS),
+            ("--deadline", deadline, TUNE_DEADLINE_S),
         ):
             problem = None if value is None else bounds.problem(value)
             if problem is not None:
                 raise InvalidInput(f"{flag} {problem}")
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
+        end = time.monotonic() + deadline
         chosen = [await self._plan(settings, m) for m in dict.fromkeys(model_ids)]
         out: list[TuneResult] = []
         records: list[TunedRecord] = []
         for here in chosen:
             result, record = await self._tune_one(
-                here, budget_gb, max_attempts, limit, time_limit, on_trial, on_start
+                here, budget_gb, max_attempts, limit, (end, deadline), on_trial, on_start
             )
             out.append(result)
             if record is not None:
                 records.append(record)
-        for record in records:  # nothing is written until every search is over
-            await anyio.to_thread.run_sync(self.tuned.put, record)
-        warnings = await self._regenerate() if records and generate else []
+        warnings: list[str] = []
+        async with committing() as held:  # nothing is written until every search is over
+            if records:
+                await anyio.to_thread.run_sync(self.tuned.put_many, records)
+                warnings = await self._regenerate() if generate else []
+        if held.interrupts:
+            warnings.append(HELD_CTRL_C)
         failed = sum(1 for r in out if not r.ok)
         return TuneReport(
             message=f"tuned {len(out) - failed} of {len(out)} models",
@@ -280,7 +305,7 @@ class MeasureService:
         given: float | None,
         max_attempts: int,
         limit: float,
-        time_limit: float,
+        deadline: tuple[float, float],
         on_trial: Callable[[str, TuneTrial], None] | None,
         on_start: Callable[[str, int], None] | None,
     ) -> tuple[TuneResult, TunedRecord | None]:
@@ -295,6 +320,9 @@ class MeasureService:
         trained = here.model.meta.context_length if here.model.meta else None
         estimate = int(entry.capabilities.get("context") or 0) or None
         key = key_of(self.place, entry)
+        end, total = deadline
+        out_of_time = f"stopped at the --deadline of {total:g} s"
+        causes: dict[int, FailureCause | None] = {}
 
         async def attempt(ctx: int) -> Trial:
             ov = settings.override(model_id).model_copy(update={"ctx": ctx})
@@ -302,18 +330,32 @@ class MeasureService:
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
                 return Trial(ctx, False, reason=f"skipped: {planned.reason}", memory=False)
-            check = await self._start(planned, limit, on_start)
+            left = end - time.monotonic()
+            if left <= 0:
+                return Trial(ctx, False, reason=out_of_time, memory=False, stop=out_of_time)
+            check = await self._start(trial, planned, min(limit, left), on_start)
             gib, by = check.measured if check.measured else (None, None)
-            match = classify(check.log or check.reason)
-            result = Trial(
-                ctx,
-                check.ok,
-                gib,
-                by,
-                check.reason,
-                match.cause.code if match else None,
-                match is None or match.cause.memory,
+            why = check.log or check.reason
+            match = None if check.ok else classify(why)
+            cause = (
+                None
+                if check.ok
+                else failure_cause(trial, planned.model, planned.resolution, why, "tune")
             )
+            if left < limit and match is not None and match.cause.code == "never-healthy":
+                # the deadline, not the server, ended this start: no verdict on the server
+                result = Trial(ctx, False, reason=out_of_time, memory=False, stop=out_of_time)
+            else:
+                causes[ctx] = cause
+                result = Trial(
+                    ctx,
+                    check.ok,
+                    gib,
+                    by,
+                    check.reason,
+                    match.cause.code if match else None,
+                    match is None or match.cause.memory,
+                )
             if on_trial is not None:
                 on_trial(model_id, _shown(result, budget))
             return result
@@ -323,9 +365,12 @@ class MeasureService:
             attempt,
             budget,
             max_attempts=max_attempts,
-            time_limit_s=time_limit,
+            time_limit_s=end - time.monotonic(),
             first=estimate,
+            out_of_time=out_of_time,
         )
+        last = outcome.trials[-1] if outcome.trials else None
+        ended = causes.get(last.ctx) if last is not None and not last.memory else None
         best = outcome.best
         backend = entry.resolution.row.id if entry.resolution.row else entry.argv[0]
         device = device_of(self.place)
@@ -344,7 +389,8 @@ class MeasureService:
                 device=device,
                 trials=trials,
                 stopped=outcome.stopped,
-                message=f"{model_id}: not tuned: {why}",
+                cause=ended,
+                message=f"{model_id}: not tuned: {why}" + cause_text(ended),
             )
             return result, None
         record = TunedRecord(
@@ -365,7 +411,7 @@ class MeasureService:
             f"{record.measured_by}, budget {budget:g} GiB; estimate was {estimate}) on {backend}"
         )
         if outcome.stopped:
-            said += f"; {outcome.stopped}, a larger one may fit"
+            said += f"; {outcome.stopped}{cause_text(ended)}, a larger one may fit"
         if settings.override(model_id).ctx is not None:
             said += "; its ctx is set by hand, which generate keeps (unset ctx to use this)"
         result = TuneResult(
@@ -380,6 +426,7 @@ class MeasureService:
             device=device,
             trials=trials,
             stopped=outcome.stopped,
+            cause=ended,
             message=said,
         )
         return result, record

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..emit.plan import Entry
     from ..serve_check import CheckResult, Measure
 
-__all__ = ["Verifier", "start_entry"]
+__all__ = ["Verifier", "expanded_entry", "start_entry"]
 
 ENDPOINT_CHARS = 200
 
@@ -44,29 +44,65 @@ def health_path(passthrough: dict[str, Any]) -> str | None:
     return "/" + value.strip().lstrip("/")
 
 
+def expanded_entry(
+    entry: Entry, port: int, environ: Mapping[str, str], macros: Any = None
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment llama-swap would start ``entry`` with on ``port``: the
+    ``cmd`` and ``env`` the document writes for it, expanded by :func:`..emit.expand.expand`
+    with the global ``macros`` (the passthrough's) and its own. Raises
+    :class:`..emit.expand.ExpandError` where llama-swap would refuse the entry."""
+    from ..emit.document import entry_cmd, entry_env
+    from ..emit.expand import ExpandError, expand
+
+    cmd = entry_cmd(entry)
+    own = entry.passthrough.get("macros")
+    proxy = entry.passthrough.get("proxy")
+    if not isinstance(cmd, str):
+        raise ExpandError(f"{entry.model.id}.cmd is not a string")
+    return expand(
+        entry.model.id,
+        cmd,
+        list(entry_env(entry)),
+        port=port,
+        environ=environ,
+        macros=macros if isinstance(macros, dict) else None,
+        model_macros=own if isinstance(own, dict) else None,
+        proxy=proxy if isinstance(proxy, str) else None,
+    )
+
+
 async def start_entry(
     entry: Entry,
     timeout: float,
     environ: Mapping[str, str],
     on_start: Callable[[int], None] | None = None,
     measure: Measure | None = None,
+    macros: Any = None,
 ) -> CheckResult:
-    """Start ``entry`` as llama-swap would (its health check, its ``env`` over ``environ``)
-    until it answers one request, then stop it: what ``verify``, ``--repair`` and ``tune`` do
-    with each start."""
-    from ..emit.devices import entry_environ
-    from ..emit.document import entry_env
-    from ..serve_check import check_command
+    """Start ``entry`` as llama-swap would (issue 28: its ``cmd`` and ``env`` expanded by
+    llama-swap's rules, over ``environ``, its health check) until it answers one request, then
+    stop it: what ``verify``, ``--repair`` and ``tune`` do with each start. ``macros`` are the
+    passthrough's global ones."""
+    from ..emit.expand import ExpandError
+    from ..serve_check import CheckResult, check_command, free_port
 
+    port = free_port()
+    try:
+        argv, env = expanded_entry(entry, port, environ, macros)
+    except ExpandError as exc:
+        reason = f"llama-swap would refuse this entry: {exc}"
+        return CheckResult(False, reason, None, None, None)
     return await check_command(
-        entry.argv,
+        argv,
         role=entry.model.role,
         model_id=entry.model.id,
         health_path=health_path(entry.passthrough),
         timeout=timeout,
-        env=entry_environ(environ, entry_env(entry)),  # issue 24: its device variables
+        env=env,
         on_start=on_start,
         measure=measure,
+        port=port,
+        search_path=environ.get("PATH", ""),
     )
 
 
@@ -163,7 +199,8 @@ class Verifier:
 
         if self.ctx.on_wait is not None:  # issue 20: a start can take the whole limit
             self.ctx.on_wait(f"starting {model_id} until it answers (at most {limit:g} s)…")
-        check = await start_entry(entry, limit, self.ctx.environ, started)
+        macros = settings.llama_swap.get("macros")
+        check = await start_entry(entry, limit, self.ctx.environ, started, macros=macros)
         budget, used = entry.budget, check.gpu_gib
         over = budget is not None and used is not None and used > budget.gb
         result = VerifyResult(

@@ -103,6 +103,13 @@ CAUSES: tuple[Cause, ...] = (
         memory=True,
     ),
     Cause(
+        "never-healthy",  # serve_check's own words for a start that ran out of time
+        (r"^not healthy within (?P<seconds>\d{1,9}(?:\.\d{1,9})?) s$",),
+        "a load slower than {seconds} s, a checkEndpoint it does not serve, or a hang; "
+        "not a memory failure",
+        ("backendmgr {verb} {model} --timeout {longer}", "backendmgr cmd {model}"),
+    ),
+    Cause(
         "silent-exit",
         (r"^(?:exited with status -?\d+|was killed by signal \d+)$",),
         "the server exited at once without a word",

@@ -21,6 +21,7 @@ class Attempt(_Doc):
     ok: bool
     reason: str | None = None
     cause: FailureCause | None = None
+    why: str | None = None  # why repair tried this build when it did (issue 29)
 
     def line(self) -> str:
         if self.ok:
@@ -32,6 +33,7 @@ class RepairResult(_Doc):
     id: str
     ok: bool  # it serves now (or would, for a dry run)
     pinned: str | None = None  # the row it was (or would be) pinned to
+    why: str | None = None  # why that row was preferred (the activated build, …)
     tried: list[Attempt] = Field(default_factory=list)  # the resolved build first
     message: str
 
@@ -63,6 +65,7 @@ class TuneResult(_Doc):
     device: str
     trials: list[TuneTrial] = Field(default_factory=list)
     stopped: str | None = None
+    cause: FailureCause | None = None  # what ended the search, when not memory, and its fix
     message: str
 
 

@@ -32,6 +32,7 @@ class Trial:
     reason: str | None = None  # the failure, as verify words it
     code: str | None = None  # the recognised cause, if any
     memory: bool = True  # a smaller context may help (OOM, or a failure nobody recognised)
+    stop: str | None = None  # why the search must end here whatever it showed (the deadline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +64,12 @@ async def find_context(
     time_limit_s: float,
     first: int | None = None,
     clock: Callable[[], float] = time.monotonic,
+    out_of_time: str | None = None,
 ) -> Outcome:
     """Bisect ``contexts`` (ascending) for the largest that fits; ``first`` (the emitter's
-    estimate) is tried first, since it is usually close."""
+    estimate) is tried first, since it is usually close. Only a memory failure (or one nobody
+    recognised) narrows the search; any other cause ends it at once, as a trial's ``stop``
+    does. ``out_of_time`` words the end when ``time_limit_s`` runs out."""
     trials: list[Trial] = []
     lo, hi = -1, len(contexts)  # contexts[lo] fits (or none known); contexts[hi] does not
     best: Trial | None = None
@@ -77,10 +81,12 @@ async def find_context(
         if len(trials) >= max_attempts:
             return Outcome(best, trials, f"stopped after {max_attempts} attempts")
         if trials and clock() > deadline:
-            return Outcome(best, trials, f"stopped after {time_limit_s:g} s")
+            return Outcome(best, trials, out_of_time or f"stopped after {time_limit_s:g} s")
         mid = seed if seed is not None and not trials else (lo + hi + 1) // 2
         trial = await attempt(contexts[mid])
         trials.append(trial)
+        if trial.stop is not None:
+            return Outcome(best, trials, trial.stop)
         if _fits(trial, budget_gib):
             lo, best = mid, trial
         elif trial.started and trial.gib is None:

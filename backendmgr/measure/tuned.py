@@ -140,6 +140,10 @@ class TunedStore:
 
     def put(self, record: TunedRecord) -> None:
         """Add or replace the record for its (model, build, device): a locked, atomic write."""
+        self.put_many([record])
+
+    def put_many(self, records: list[TunedRecord]) -> None:
+        """:meth:`put` for several records in one atomic write: all of them or none."""
         from filelock import FileLock
 
         from .._fs import atomic_write_bytes
@@ -147,12 +151,13 @@ class TunedStore:
         self._lock.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(self._lock, timeout=30):
             models = _read(self.path)
-            kept = [
-                r
-                for r in models.get(record.model, [])
-                if (r.get("build_fp"), r.get("device")) != (record.build_fp, record.device)
-            ]
-            models[record.model] = [*kept, record.model_dump(mode="json")][-16:]
+            for record in records:
+                kept = [
+                    r
+                    for r in models.get(record.model, [])
+                    if (r.get("build_fp"), r.get("device")) != (record.build_fp, record.device)
+                ]
+                models[record.model] = [*kept, record.model_dump(mode="json")][-16:]
             body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
             atomic_write_bytes(self.path, body.encode())
 

@@ -143,7 +143,11 @@ def test_failures_are_reported_and_leave_no_child(fakes: dict[str, Path]) -> Non
     assert lines[0].startswith("chat: failed: exited with status 3: ")
     assert "error: failed to load model '/m/broken.gguf'" in lines[0]
     assert len(lines[0]) < 4000  # the last lines only, each bounded
-    assert lines[1] == "embed: failed: not healthy within 2 s"
+    assert lines[1] == (  # issue 29: a cause of its own, with the fix
+        "embed: failed: not healthy within 2 s; never-healthy: a load slower than 2 s, a "
+        "checkEndpoint it does not serve, or a hang; not a memory failure; fix: backendmgr "
+        "verify embed --timeout 600"
+    )
     assert lines[2].startswith("rank: failed: HTTP 500 from /v1/rerank: ")
     assert "CUDA error: out of memory" in lines[2]
     assert result.err.strip().splitlines()[-1] == (

@@ -328,3 +328,148 @@ def test_tune_reads_gpu_memory_from_nvidia_smi(s: Setup, monkeypatch: pytest.Mon
     assert res["ctx"] == 16384 and res["measured_by"] == "nvidia-smi"
     assert res["measured_gib"] == 0.25
     assert none_left(s.fake)
+
+
+# --- issue 29: never healthy, the deadline, Ctrl-C at the end -------------------------------
+
+
+def test_tune_a_server_that_never_becomes_healthy_ends_after_one_start(s: Setup) -> None:
+    tuned_model(s)
+    s.write_config([row(s, "cpu", fail="hang")])
+    started = time.monotonic()
+    result = s.bm("tune", "chat", "--budget", "1", "--timeout", "2")
+    assert time.monotonic() - started < 30
+    assert result.code == 1
+    assert len(s.starts()) == 1  # not a memory failure: no smaller context is tried
+    assert "chat: not tuned: it does not start at 16384: not healthy within 2 s" in result.out
+    assert "; never-healthy: a load slower than 2 s" in result.out
+    assert "fix: backendmgr tune chat --timeout 600" in result.out
+    doc = s.json("tune", "chat", "--budget", "1", "--timeout", "2")
+    (res,) = doc["results"]
+    assert res["cause"]["code"] == "never-healthy" and len(res["trials"]) == 1
+    assert res["cause"]["fix"] == "backendmgr tune chat --timeout 600"
+    assert not (s.home / "tuned.json").exists()
+    assert none_left(s.fake)
+
+
+def test_tune_deadline_bounds_the_whole_run(s: Setup) -> None:
+    tuned_model(s, trained=65536)
+    s.write_config([row(s, "cpu", delay=1.0)])  # every start fits, each takes a second
+    started = time.monotonic()
+    doc = s.json("tune", "chat", "--budget", "4", "--deadline", "3.5", "--timeout", "60")
+    took = time.monotonic() - started
+    (res,) = doc["results"]
+    assert took < 15, took
+    assert res["stopped"] == "stopped at the --deadline of 3.5 s"
+    assert res["ok"] is True and 1 <= len(res["trials"]) <= 4  # the largest found so far
+    assert res["ctx"] == max(t["ctx"] for t in res["trials"] if t["ok"])
+    assert (s.home / "tuned.json").exists()
+    # a start the deadline cuts short is no "never healthy" verdict on the server
+    s.write_config([row(s, "slow", delay=30.0)])
+    doc = s.json("tune", "chat", "--budget", "4", "--deadline", "2", "--timeout", "60")
+    (res,) = doc["results"]
+    assert res["ok"] is False and res["stopped"] == "stopped at the --deadline of 2 s"
+    assert res["cause"] is None
+    assert none_left(s.fake)
+    for bad in ("0", "-1", "nan", "1e9"):
+        refused = s.bm("tune", "chat", "--budget", "4", "--deadline", bad)
+        assert refused.code == 2 and "--deadline" in refused.err, refused
+
+
+def _tune_process(s: Setup, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "tune", "chat", *args],
+        env={**os.environ, "FAKE_DIR": str(s.fake)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.005, 0.02, 0.05, 0.1, 0.3])
+def test_ctrl_c_at_the_very_end_of_tune_is_all_or_nothing(s: Setup, delay: float) -> None:
+    """SIGINT as the last start's server is gone (the search is over, the record not yet
+    written): either it cancels and nothing changed, or the record was already being written
+    and the command says so and succeeds; never "cancelled" with the result recorded."""
+    tuned_model(s)
+    s.write_config([row(s, "cpu", k=16384)])
+    config = s.config.read_text()
+    proc = _tune_process(s, "--budget", "0.22")
+    try:
+        last = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            ctxs = [x[2][x[2].index("-c") + 1] for x in s.starts()]
+            if len(ctxs) == 3:  # 16384, 8192, then 12288: the last start
+                last = int((s.fake / "pids").read_text().split()[-1])
+                break
+            time.sleep(0.01)
+        assert last is not None
+        while alive(last) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in err
+    recorded = (s.home / "tuned.json").exists()
+    if proc.returncode == 130:
+        assert "error: cancelled" in err
+        assert not recorded and s.config.read_text() == config
+    else:  # done; a SIGINT while the interpreter shuts down kills it (its default action)
+        assert proc.returncode in (0, -signal.SIGINT), (out, err)
+        assert recorded and "chat: ctx 12288 fits" in out
+        if "cancelled" in out + err:
+            raise AssertionError(f"said cancelled but recorded: {out}{err}")
+    assert none_left(s.fake)
+
+
+HELD = r"""
+import os, signal, sys, anyio
+from backendmgr._commit import committing, hold_to_exit
+
+async def main(when):
+    if when == "before":
+        os.kill(os.getpid(), signal.SIGINT)
+    if when in ("after", "twice"):
+        hold_to_exit()
+    async with committing() as held:
+        if when == "inside":
+            os.kill(os.getpid(), signal.SIGINT)
+            await anyio.sleep(0.2)  # an await inside: the cancel must not land here
+        print("block ran whole", flush=True)
+    if when in ("after", "twice"):  # the command line: held to the end, the run returns
+        os.kill(os.getpid(), signal.SIGINT)
+        await anyio.sleep(0.05)
+    if when == "twice":  # ... unless asked again: then it ends at once, saying why
+        os.kill(os.getpid(), signal.SIGINT)
+        await anyio.sleep(5)
+    await anyio.sleep(0.05)
+    return held.interrupts
+
+try:
+    print("returned", anyio.run(main, sys.argv[1]))
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+"""
+
+
+@pytest.mark.parametrize(
+    ("when", "said"),
+    [
+        ("before", "KeyboardInterrupt\n"),
+        ("inside", "block ran whole\nreturned 1\n"),
+        ("after", "block ran whole\nreturned 1\n"),
+        ("twice", "block ran whole\n"),
+    ],
+)
+def test_committing_cancels_before_and_holds_ctrl_c_inside(when: str, said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", HELD, when], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == said, done.stdout + done.stderr
+    if when == "twice":
+        assert done.returncode == 130
+        assert done.stderr == "error: interrupted after the result was recorded; it stands\n"

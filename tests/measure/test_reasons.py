@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from backendmgr.catalog.host import Adapter, Host
 from backendmgr.config.models import BackendRow, ModelOverride, Settings
 from backendmgr.discovery.models import DiscoveredModel
-from backendmgr.measure.diagnose import failure_cause, newer_row, other_rows
+from backendmgr.measure.diagnose import failure_cause, newer_row, other_rows, repair_order
 from backendmgr.measure.reasons import CAUSES, classify, explain
 from backendmgr.registry.resolve import resolve
 
@@ -146,6 +147,8 @@ LOGS: list[tuple[str, str, dict[str, str]]] = [
     ),
     ("silent-exit", "exited with status 1", {}),
     ("silent-exit", "was killed by signal 9", {}),
+    ("never-healthy", "not healthy within 300 s", {"seconds": "300"}),  # serve_check's words
+    ("never-healthy", "not healthy within 2.5 s", {"seconds": "2.5"}),
 ]
 
 
@@ -166,7 +169,7 @@ def test_every_row_has_a_log() -> None:
     [
         None,
         "",
-        "not healthy within 2 s",
+        "not healthy within 2 s: a log line",  # only serve_check's own words, whole
         log("error: failed to load model '/m/broken.gguf'", status=3),  # generic: no guess
         "exited with status 3: noise line | more noise",
     ],
@@ -255,3 +258,89 @@ def test_failure_cause_names_a_newer_build_or_the_update() -> None:
     newest = resolve(pinned, pinned.override("q"), "llm")
     cause = failure_cause(pinned, chat, newest, text)
     assert cause is not None and cause.fix == "backendmgr update llama-server"
+
+
+def _variant(version: str, variant: str) -> BackendRow:
+    return BackendRow(
+        id=f"llama-server@{version}-{variant}",
+        kind="llama",
+        path=f"/b/{version}-{variant}",
+        managed=True,
+        component="llama-server",
+        version=version,
+        variant=variant,
+        build=True,
+    )
+
+
+def _host(*adapters: Adapter) -> Host:
+    return Host("linux", "x64", adapters, None, ())
+
+
+def test_repair_order_prefers_the_activated_build_then_what_the_host_can_use() -> None:
+    rows = [
+        BackendRow(id="manual", kind="llama", path="/m/llama-server"),
+        BackendRow(
+            id="llama-server",
+            kind="llama",
+            path="/b/b100-cpu",
+            managed=True,
+            component="llama-server",
+            version="b100",
+            variant="cpu",
+        ),
+        _variant("b100", "cpu"),
+        _variant("b200", "vulkan"),
+        _variant("b200", "cuda-13.4"),
+        _variant("b200", "rocm-10.0"),
+        _variant("b150", "cpu"),
+    ]
+    settings = Settings(backends=rows)
+    chat = DiscoveredModel(id="q", path="/m/q.gguf", format="gguf")
+
+    def order(host: Host) -> list[str]:
+        return [
+            r.id.removeprefix("llama-server@") for r, _ in repair_order(settings, chat, None, host)
+        ]
+
+    assert order(_host()) == [
+        "b100-cpu",
+        "b150-cpu",
+        "manual",
+        "b200-vulkan",
+        "b200-cuda-13.4",
+        "b200-rocm-10.0",
+    ]
+    nvidia = _host(Adapter("NVIDIA GeForce RTX 4090", "nvidia"))
+    assert order(nvidia) == [  # in one release, the host's own API first
+        "b100-cpu",
+        "b200-cuda-13.4",
+        "b200-vulkan",
+        "b150-cpu",
+        "manual",
+        "b200-rocm-10.0",
+    ]
+    amd = _host(Adapter("AMD Radeon RX 7900 XTX", "amd"))
+    assert order(amd)[-1] == "b200-cuda-13.4" and order(amd)[1:3] == [
+        "b200-vulkan",
+        "b200-rocm-10.0",
+    ]
+    whys = dict((r.id, why) for r, why in repair_order(settings, chat, None, _host()))
+    assert whys["llama-server@b100-cpu"] == "the activated build of llama-server"
+    assert whys["llama-server@b150-cpu"] == (
+        "a cpu build, which this host can use (no GPU adapter found)"
+    )
+    assert whys["llama-server@b200-cuda-13.4"] == (
+        "a cuda-13.4 build, tried last: no GPU adapter found for cuda"
+    )
+    # an activated GPU build this host cannot use is no first choice
+    gpu_active = [
+        r.model_copy(
+            update={"variant": "cuda-13.4", "path": "/b/b200-cuda-13.4", "version": "b200"}
+        )
+        if r.id == "llama-server"
+        else r
+        for r in rows
+    ]
+    first, why = repair_order(Settings(backends=gpu_active), chat, None, _host())[0]
+    assert first.id == "llama-server@b150-cpu" and why.startswith("a cpu build")  # newest

@@ -72,6 +72,18 @@ async def test_bounded_in_attempts_and_time_and_stops_on_a_cause_no_context_cure
     assert out.best is None and len(out.trials) == 1
     assert out.stopped is not None and "unknown model architecture" in out.stopped
 
+    fits_then_deadline = iter([Trial(4096 * 8, True, 1.0), Trial(0, False, stop="deadline")])
+
+    async def cut(ctx: int) -> Trial:  # a trial's stop ends the search, best kept
+        trial = next(fits_then_deadline)
+        return Trial(ctx, trial.started, trial.gib, stop=trial.stop)
+
+    out = await find_context(
+        candidates(65536), cut, 8.0, max_attempts=8, time_limit_s=60, out_of_time="late"
+    )
+    assert out.stopped == "deadline" and len(out.trials) == 2
+    assert out.best is not None and out.best is out.trials[0]
+
 
 @pytest.mark.asyncio
 async def test_nothing_fits() -> None:

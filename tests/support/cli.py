@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,9 +30,11 @@ def run_in_process(*args: str) -> CliResult:
     """``backendmgr ARGS`` through ``main()`` in this process, capturing what it prints: what a
     child process would do, without an interpreter start-up per command (the environment is
     this process's, as the fixtures set it)."""
+    from backendmgr import _commit
     from backendmgr.cli import main as cli_main
 
     out, err = io.StringIO(), io.StringIO()
+    sigint = signal.getsignal(signal.SIGINT)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = cli_main.main(list(args))
@@ -39,6 +43,10 @@ def run_in_process(*args: str) -> CliResult:
         except Exception:  # what the interpreter does with one (``--debug`` re-raises)
             traceback.print_exc()
             code = 1
+        finally:  # a command's process ends here; this one goes on: its Ctrl-C as it was
+            _commit._Policy.to_exit = False
+            if sigint is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, sigint)
     return CliResult(code, out.getvalue(), err.getvalue())
 
 

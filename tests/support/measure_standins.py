@@ -7,7 +7,9 @@ One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its 
 - ``oom_above``: a context above which it fails with llama.cpp's or vLLM's out-of-memory text;
 - ``knows``: the model file stems it can load; any other gets the unknown-architecture error;
 - ``fail``: ``lib`` (a missing shared library), ``port`` (the port taken), ``silent`` (exit
-  at once, nothing said), ``hang`` (never healthy).
+  at once, nothing said), ``hang`` (never healthy);
+- ``delay``: seconds it loads before it serves (a slow start);
+- ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise).
 Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
 """
 
@@ -47,7 +49,8 @@ if piddir:
     with open(os.path.join(piddir, "pids"), "a") as fh:
         fh.write(f"{os.getpid()}\n")
     with open(os.path.join(piddir, "starts"), "a") as fh:
-        row = os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0])))
+        here = os.path.dirname(os.path.abspath(sys.argv[0]))
+        row = BEHAVIOUR.get("name") or os.path.basename(here)
         fh.write(json.dumps([row, stem, args]) + "\n")
 
 def die(*lines, status=1):
@@ -102,6 +105,7 @@ if limit is not None and ctx > limit:
         f"common_init_from_params: failed to create context with model '{model}'",
         "main: exiting due to model loading error")
 held = b"\x01" * (ctx * BEHAVIOUR.get("k", 0))  # written, so resident
+time.sleep(BEHAVIOUR.get("delay", 0))
 
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *a):

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ...limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, VERIFY_TIMEOUT_S
+from ...limits import (
+    TUNE_ATTEMPTS,
+    TUNE_BUDGET_GB,
+    TUNE_DEADLINE_DEFAULT_S,
+    TUNE_DEADLINE_S,
+    VERIFY_TIMEOUT_S,
+)
 from .common import add_no_generate
 
 if TYPE_CHECKING:
@@ -50,12 +56,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="S",
         help="seconds to become healthy, per start",
     )
+    t.add_argument(
+        "--deadline",
+        type=TUNE_DEADLINE_S.argument(),
+        default=TUNE_DEADLINE_DEFAULT_S,
+        metavar="S",
+        help=f"seconds for the whole run, every start included ({TUNE_DEADLINE_DEFAULT_S:g}); "
+        "the search stops there with the largest context found so far",
+    )
     add_no_generate(t)
     t.set_defaults(handler=tune)
 
 
 async def tune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ..._commit import hold_to_exit
     from ...api_models import dump
+
+    hold_to_exit()  # issue 29: a Ctrl-C once the record is being written cannot say "cancelled"
 
     def trial(model_id: str, t: Any) -> None:
         what = f"{t.gib:.3f} GiB" if t.gib is not None else (t.cause or t.reason or "failed")
@@ -66,6 +83,7 @@ async def tune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         budget_gb=args.budget,
         max_attempts=args.max_attempts,
         timeout=args.timeout,
+        deadline=args.deadline,
         generate=not args.no_generate,
         on_trial=None if out.json_mode else trial,
     )

@@ -1,0 +1,87 @@
+"""The last step of a command that must either happen whole or not at all, and say which.
+
+``tune`` searches for minutes, then records. A Ctrl-C during the search must record nothing;
+one that lands while it records must not interrupt the record halfway nor report "cancelled"
+for a change that was made. :func:`committing` checks for a cancellation first (so a Ctrl-C
+before it still cancels), then runs its block with anyio's cancellation shielded and Ctrl-C
+held (asyncio's runner cancels the main task natively on SIGINT, which no shield stops), and
+tells the caller whether one came meanwhile.
+
+A command-line process calls :func:`hold_to_exit` first: there a Ctrl-C after the block
+would still end the run as "cancelled" (asyncio's runner turns it into a cancellation of the
+finishing task), so after the block one Ctrl-C is ignored until the process exits, a few prints
+later, and a second one ends it at once with a line that says the result stands.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import FrameType
+
+import anyio
+import anyio.lowlevel
+
+__all__ = ["Held", "committing", "hold_to_exit"]
+
+
+@dataclass
+class Held:
+    """How many Ctrl-C the block held back."""
+
+    interrupts: int = 0
+
+
+class _Policy:
+    to_exit = False  # set by hold_to_exit: a command-line process
+
+
+def hold_to_exit() -> None:
+    """In this process, once a :func:`committing` block starts, Ctrl-C stays held until the
+    process exits (for the command line, whose runner would call a late one "cancelled")."""
+    _Policy.to_exit = True
+
+
+@asynccontextmanager
+async def committing() -> AsyncIterator[Held]:
+    """Raise the pending cancellation if any; else run the block to its end, whatever comes."""
+    held = Held()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.interrupts += 1
+
+    if previous is not None:  # first, so that no Ctrl-C falls between the check and the block
+        signal.signal(signal.SIGINT, hold)
+    entered = False
+    try:
+        await anyio.lowlevel.checkpoint()  # a cancellation until now: nothing happens
+        entered = True
+        with anyio.CancelScope(shield=True):
+            yield held
+    finally:
+        if previous is not None:
+            if entered and _Policy.to_exit:
+                signal.signal(signal.SIGINT, _after_commit(held))
+            else:
+                signal.signal(signal.SIGINT, previous)
+
+
+def _after_commit(held: Held) -> Callable[[int, FrameType | None], None]:
+    """The command line's Ctrl-C once its change is made: the first is noted, the second ends
+    the process now (nothing is left to undo), saying so."""
+    first = held.interrupts
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        held.interrupts += 1
+        if held.interrupts - first >= 2:
+            os.write(2, b"error: interrupted after the result was recorded; it stands\n")
+            os._exit(130)
+
+    return handler

@@ -18,6 +18,7 @@ from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
 from ..registry.rows import build_id_of
 from .devices import DevicePlan, plan_devices
+from .macros import shell_word
 from .sizing import (
     Budget,
     devices_card_gb,
@@ -51,6 +52,7 @@ VLLM_OWN_FLAGS = (
     "--tool-call-parser",
 )
 MEMORY_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes")
+PORT = "${PORT}"  # the one macro the plan writes itself
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,9 @@ class Skip:
 
 
 def render_token(token: str) -> str:
-    """Quote for a POSIX shell, but leave llama-swap macros like ``${PORT}`` as they are."""
-    if token.startswith("${") and token.endswith("}") and token[2:-1].isidentifier():
-        return token
-    return shlex.quote(token)
+    """Quote for a POSIX shell and llama-swap: the ``${PORT}`` the plan writes stays a macro,
+    a ``${`` anywhere else (a path, a name) is written as a literal (:func:`.macros.shell_word`)."""
+    return token if token == PORT else shell_word(token)
 
 
 def _flags_in(extra: str) -> set[str]:
@@ -209,7 +210,7 @@ def _llama(
         [res.exe or settings.server_exe],
         ["-m", model.path],
         ["--host", "127.0.0.1"],
-        ["--port", "${PORT}"],
+        ["--port", PORT],
         ["-c", str(ctx)],
         ["-ngl", "999"],
     ]
@@ -347,7 +348,7 @@ def _vllm(
         [res.exe or "vllm"],
         ["serve", model.path],
         ["--host", "127.0.0.1"],
-        ["--port", "${PORT}"],
+        ["--port", PORT],
         ["--served-model-name", model.id],
     ]
     if model.format == "gguf":

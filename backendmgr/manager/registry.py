@@ -179,7 +179,7 @@ class Registry:
         except ValueError as exc:  # a value its key cannot take: a usage error (issue 20)
             raise UsageError(_first_error(exc)) from exc
         settings = await self.ctx.settings()
-        _refuse_macros(override, settings)
+        _refuse_macros(override, settings, model)
         warnings = await self._model_warnings(settings, model, override.ctx)
         warnings += _unset_env(values.values())
         from ..emit.devices import device_warning  # issue 24: a device the host lacks
@@ -193,7 +193,7 @@ class Registry:
                 updated = ModelOverride.model_validate(merged)
             except ValueError as exc:
                 raise InvalidInput(_first_error(exc)) from exc
-            _refuse_macros(updated, s)
+            _refuse_macros(updated, s, model)
             return _with_override(s, model, updated), (updated, updated != current)
 
         (updated, changed), regen = await self._mutate(change, generate=generate)
@@ -276,10 +276,11 @@ def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings
     return s.model_copy(update={"models": models})
 
 
-def _refuse_macros(override: ModelOverride, settings: Settings) -> None:
-    """Issue 28: the macro rule, with the global passthrough's macro names (the one check a
-    hand-edited config meets when it is read)."""
-    problem = override_problem(override, macro_names(settings.llama_swap))
+def _refuse_macros(override: ModelOverride, settings: Settings, model: str) -> None:
+    """Issue 28: the macro rule (the one check a hand-edited config meets when it is read),
+    with the macro names of the global passthrough and of the model's stored one."""
+    names = macro_names(settings.llama_swap) | macro_names(settings.override(model).llama_swap)
+    problem = override_problem(override, names)
     if problem is not None:
         raise UsageError(problem)
 

@@ -1,0 +1,131 @@
+"""Issue 28's own examples: every value a user can set ends in a file the real llama-swap loads,
+with the value reaching the model process as typed, or is refused at the door with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Cli, ok
+from tests.support.generated import load, output
+from tests.support.ggufs import write_gguf
+from tests.support.hostile import all_in_one_group, recorder, serve_all
+from tests.support.paths import SHARED
+from tests.support.swap import free_port, needs_swap
+
+SCHEMA = SHARED / "llama-swap" / "config-schema.json"
+NAMES = ["alpha-q4_k_m", "beta-q4_k_m", "gamma-q4_k_m"]
+ODD = "m${foo}-q4_k_m"  # a file name that is llama-swap macro syntax
+
+
+def small(path: Path) -> Path:
+    return write_gguf(path, "llama", layers=2, ctx=4096, embd=256, heads=4, kv_heads=4)
+
+
+def setup(tmp_path: Path, config_path: Path, extra: str = "") -> Path:
+    models = tmp_path / "models"
+    for name in [*NAMES, ODD]:
+        small(models / f"{name}.gguf")
+    exe = recorder(tmp_path / "bin" / "llama-server")
+    passthrough = json.loads(all_in_one_group(NAMES))
+    passthrough["startPort"] = free_port()
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        f"models_dirs: [{json.dumps(str(models))}]\n"
+        f"backends:\n  - {{id: rec, kind: llama, path: {json.dumps(str(exe))}}}\n"
+        f"llama_swap: {json.dumps(passthrough)}\n{extra}"
+    )
+    return models
+
+
+def check_schema(config_path: Path) -> None:
+    import jsonschema
+
+    jsonschema.Draft7Validator(json.loads(SCHEMA.read_text())).validate(load(config_path))
+
+
+def refused(cli: Cli, config_path: Path, *args: str) -> str:
+    """``backendmgr ARGS`` refuses: exit 2, one ``error:`` line, config byte for byte."""
+    before = config_path.read_bytes()
+    result = cli(*args)
+    assert result.code == 2, (args, result.out, result.err)
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.err
+    assert config_path.read_bytes() == before
+    return lines[0]
+
+
+@needs_swap
+def test_issue_examples_reach_the_process_or_are_refused(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    models = setup(tmp_path, config_path)
+    ok(cli("set", "alpha-q4_k_m", "env=HF_ENDPOINT=https://hf.example/api?x=1 'A=why? yes'"))
+    ok(cli("set", "beta-q4_k_m", "extra_args=--x ${foo} '#c' 'a: b' -- '$${x}'"))
+    ok(cli("set", "gamma-q4_k_m", 'llama_swap={aliases: ["why?", "yes", "- x"]}'))
+    ok(cli("generate"))
+    check_schema(config_path)
+    data = load(config_path)
+    assert data["models"]["gamma-q4_k_m"]["aliases"] == ["why?", "yes", "- x"]
+    # the odd file is one model among the others, its path a literal in cmd
+    assert set(data["models"]) == {*NAMES, ODD}
+    ids, started = serve_all(output(config_path), tmp_path / "records", dict(os.environ))
+    assert ids == {*NAMES, ODD}
+    by_model = {argv[argv.index("-m") + 1]: (argv, env) for argv, env in started}
+    assert set(by_model) == {str(models / f"{n}.gguf") for n in [*NAMES, ODD]}
+    _, alpha_env = by_model[str(models / "alpha-q4_k_m.gguf")]
+    assert alpha_env["HF_ENDPOINT"] == "https://hf.example/api?x=1"
+    assert alpha_env["A"] == "why? yes"
+    beta_argv, _ = by_model[str(models / "beta-q4_k_m.gguf")]
+    assert beta_argv[-6:] == ["--x", "${foo}", "#c", "a: b", "--", "$${x}"]
+    ok(cli("generate", "--check"))
+    ok(cli("doctor"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["set", "alpha-q4_k_m", "env=D=${foo}"],
+        ["set", "alpha-q4_k_m", "env=D=a${x"],  # no macro, but a "${" nothing can escape there
+        ["set", "alpha-q4_k_m", "llama_swap={env: [lower=1]}"],
+        ["set", "alpha-q4_k_m", 'llama_swap={env: ["A=1\\nB=2"]}'],
+        ["set", "alpha-q4_k_m", 'llama_swap={description: "d ${foo}"}'],
+        ["set", "alpha-q4_k_m", 'llama_swap={cmd: "x --port ${PORT} ${foo}"}'],
+        ["set", "alpha-q4_k_m", "extra_args=--x 'a\nb'"],
+        ["set", "alpha-q4_k_m", "vllm_tokenizer=a\u202eb"],
+        ["backends", "add", "r${foo}", "--path", "/bin/true", "--kind", "llama"],
+    ],
+)
+def test_values_llama_swap_would_refuse_are_refused_at_the_door(
+    cli: Cli, tmp_path: Path, config_path: Path, args: list[str]
+) -> None:
+    setup(tmp_path, config_path)
+    ok(cli("generate"))
+    written = output(config_path).read_bytes()
+    line = refused(cli, config_path, *args)
+    assert "${" in line or "control character" in line or "env" in line, line
+    assert output(config_path).read_bytes() == written
+
+
+def test_explicit_macros_pass_and_an_unset_variable_is_a_warning(
+    cli: Cli, tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BM_UNSET_28", raising=False)
+    setup(tmp_path, config_path, 'models:\n  alpha-q4_k_m:\n    llama_swap: {macros: {foo: "7"}}\n')
+    result = ok(cli("set", "alpha-q4_k_m", "env=D=${foo} E=${env.BM_UNSET_28} P=${PORT}"))
+    assert "warning:" in result.err and "BM_UNSET_28" in result.err
+    ok(cli("set", "alpha-q4_k_m", "extra_args=--id ${MODEL_ID} --f ${foo} --g ${bar}"))
+    cmd = load(config_path)["models"]["alpha-q4_k_m"]["cmd"]
+    last = cmd.splitlines()[-1]
+    assert last == "--id ${MODEL_ID} --f ${foo} --g $\\{'bar}'"
+    assert shlex.split(last)[-1] == "${bar}"
+    text = output(config_path).read_text(encoding="utf-8")
+    assert '"E=${env.BM_UNSET_28}"' in text  # double-quoted: llama-swap pastes it escaped
+    # a hand-edited config is held to the same rule when it is read
+    config_path.write_text(config_path.read_text() + '  beta-q4_k_m:\n    env: ["D=${nope}"]\n')
+    bad = cli("generate")
+    assert bad.code != 0 and "${nope}" in bad.err and len(bad.err.strip().splitlines()) == 1

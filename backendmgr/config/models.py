@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..discovery.models import unsafe_char
 from ..emit.macros import declared, env_names, value_problem
+from ..emit.schema import string_field_problems
 from ..errors import escaped
 
 __all__ = [
@@ -157,6 +158,9 @@ def passthrough_problem(block: Any, where: str, defined: Collection[str] | None 
     if not isinstance(block, dict):
         return f"{where} must be a YAML mapping"
     names = None if defined is None else set(defined) | macro_names(block)
+    shape = string_field_problems(block, where)
+    if shape:
+        return shape[0]
     if "env" in block:
         env = block["env"]
         if not isinstance(env, list) or not all(isinstance(w, str) for w in env):

@@ -53,6 +53,7 @@ VLLM_OWN_FLAGS = (
 )
 MEMORY_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes")
 PORT = "${PORT}"  # the one macro the plan writes itself
+SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def _llama(
         caps["reranker"] = True
     left_out = [g[0] for g in wanted if build is not None and not build[1].lists(g[0])]
     groups += [g for g in wanted if g[0] not in left_out]
-    notes += _flag_notes(build, left_out, (ov.extra_args or "").strip())
+    notes += _flag_notes(build, left_out, (ov.extra_args or "").strip(SHELL_SPACE))
     caps["context"] = ctx
     est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
     notes += over_budget(ov.ctx, est, [budget, _card(pinned or card_gb)])
@@ -241,7 +242,7 @@ def _llama(
         model=model,
         resolution=res,
         groups=groups,
-        extra_args=(ov.extra_args or "").strip(),
+        extra_args=(ov.extra_args or "").strip(SHELL_SPACE),
         comment=_describe(model, res, extra),
         metadata=_metadata(res, model, est),
         capabilities=caps,
@@ -321,7 +322,7 @@ def _vllm(
     tool_parsers: ToolParsers,
     dev: DevicePlan,
 ) -> Entry:
-    extra = (ov.extra_args or "").strip()
+    extra = (ov.extra_args or "").strip(SHELL_SPACE)
     theirs = _flags_in(extra)
     # a model on N devices runs tensor parallel over them unless told otherwise
     on_gpus = len(dev.devices) if dev.vendor != "cpu" else 0

@@ -19,6 +19,7 @@ from ruamel.yaml.error import YAMLError
 from .document import entry_cmd, entry_env, single_line
 from .macros import load_problems
 from .plan import Entry
+from .schema import string_field_problems
 
 __all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape"]
 
@@ -51,6 +52,7 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
         problems.append(f"model {name}: unlisted is not a boolean")
     if "metadata" in body and not isinstance(body["metadata"], dict):
         problems.append(f"model {name}: metadata is not a mapping")
+    problems += string_field_problems(body, f"model {name}")
     env = body.get("env", [])
     if not isinstance(env, list):
         problems.append(f"model {name}: env is not a list")

@@ -7,7 +7,6 @@ the store turns the result back into a minimal edit of the user's YAML.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
@@ -26,6 +25,7 @@ __all__ = [
     "BackendRow",
     "ModelOverride",
     "Settings",
+    "alias_clash",
     "device_indices",
     "env_pairs",
     "id_problem",
@@ -138,16 +138,17 @@ def macro_names(block: Any) -> frozenset[str]:
     return frozenset(n for n, _ in declared(macros))
 
 
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every string value of a passthrough with its path (mapping keys are no macro target)."""
+def _strings(value: Any, path: str, in_list: bool = False) -> Iterator[tuple[str, str, bool]]:
+    """Every string value of a passthrough with its path and whether a list holds it
+    (mapping keys are no macro target)."""
     if isinstance(value, str):
-        yield path, value
+        yield path, value, in_list
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from _strings(item, f"{path}.{key}")
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _strings(item, f"{path}[{i}]")
+            yield from _strings(item, f"{path}[{i}]", True)
 
 
 def passthrough_problem(block: Any, where: str, defined: Collection[str] | None = ()) -> str | None:
@@ -169,9 +170,13 @@ def passthrough_problem(block: Any, where: str, defined: Collection[str] | None 
             env_pairs(env)
         except ValueError as exc:
             return f"{where}.{exc}"
-    for path, text in _strings(block, where):
-        if any(unicodedata.category(ch) == "Cs" for ch in text):
-            return f"{path} is not valid UTF-8 text"
+    for path, text, in_list in _strings(block, where):
+        # llama-swap re-marshals its config with yaml.v3, whose emitter writes a list item
+        # that starts with a line break, or a line break after a tab, as YAML it cannot read
+        # back: a passthrough string is printable lines, and a list item one line
+        bad = unsafe_char(text if in_list else text.replace("\n", " "))
+        if bad is not None:
+            return f"{path} holds control character {bad}; use printable characters"
         allowed = names | {"PID"} if names is not None and path == f"{where}.cmdStop" else names
         problem = value_problem(text, path, allowed)
         if problem is not None:
@@ -191,6 +196,17 @@ def override_problem(ov: ModelOverride, defined: Collection[str] = ()) -> str | 
             return problem
     if ov.llama_swap is not None:
         return passthrough_problem(ov.llama_swap, "llama_swap", names)
+    return None
+
+
+def alias_clash(models: dict[str, ModelOverride]) -> str | None:
+    """llama-swap refuses a config where two models share an alias: the first such alias."""
+    owner: dict[str, str] = {}
+    for model_id, ov in models.items():
+        aliases = (ov.llama_swap or {}).get("aliases")
+        for alias in aliases if isinstance(aliases, list) else []:
+            if isinstance(alias, str) and owner.setdefault(alias, model_id) != model_id:
+                return f'alias {shown(alias)} is given to both "{owner[alias]}" and "{model_id}"'
     return None
 
 
@@ -422,6 +438,9 @@ class Settings(_Frozen):
             problem = override_problem(ov, names)
             if problem is not None:
                 raise ValueError(f"models.{model_id}: {problem}")
+        clash = alias_clash(self.models)
+        if clash is not None:
+            raise ValueError(clash)
         return self
 
     def override(self, model_id: str) -> ModelOverride:

@@ -95,8 +95,16 @@ def check_shape(data: Any) -> list[str]:
     models = data.get("models")
     if not isinstance(models, dict):
         return [*problems, "it has no models mapping"]
+    owner: dict[Any, Any] = {}
     for model_id, body in models.items():
         problems += _model_shape(model_id, body)
+        aliases = body.get("aliases") if isinstance(body, dict) else None
+        for alias in aliases if isinstance(aliases, list) else []:
+            if isinstance(alias, str) and owner.setdefault(alias, model_id) != model_id:
+                problems.append(
+                    f"model {single_line(repr(model_id))}: alias {single_line(repr(alias))} "
+                    f"is model {single_line(repr(owner[alias]))}'s too"
+                )
     return problems + macro_problems(data)
 
 

@@ -17,6 +17,7 @@ from ..config.models import (
     BackendRow,
     ModelOverride,
     Settings,
+    alias_clash,
     id_problem,
     macro_names,
     override_problem,
@@ -194,7 +195,11 @@ class Registry:
             except ValueError as exc:
                 raise InvalidInput(_first_error(exc)) from exc
             _refuse_macros(updated, s, model)
-            return _with_override(s, model, updated), (updated, updated != current)
+            result = _with_override(s, model, updated)
+            clash = alias_clash(result.models)
+            if clash is not None:
+                raise UsageError(clash)
+            return result, (updated, updated != current)
 
         (updated, changed), regen = await self._mutate(change, generate=generate)
         if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:

@@ -298,6 +298,7 @@ def _sample(cases: list[Case], per_field: int) -> list[Case]:
     out: list[Case] = []
     for field in FIELDS:
         mine = [c for c in cases if c.field == field and len(c.value) < 300]
+        mine = list({c.value: c for c in mine}.values())  # llama-swap: aliases are unique
         mine.sort(key=lambda c: -len(set(c.value)))  # the most varied first
         out += mine[:per_field]
     return out
@@ -322,9 +323,9 @@ def through_the_cli(
         write_gguf(path, "llama", layers=2, ctx=4096, embd=256, heads=4, kv_heads=4)
         files[str(path)] = case
         ids.append(stem)
-    # one group that starts them all at once (a name discovery would trim, or one holding a
-    # "${" llama-swap would read in the group's list, starts on its own)
-    together = [i for i in ids if i == i.strip() and "${" not in i]
+    # one group that starts them all at once (a model named by a hostile file name, whose id
+    # is discovery's to derive, starts on its own)
+    together = [i for i, c in zip(ids, picked, strict=True) if c.field != "file_name"]
     group = json.loads(all_in_one_group(together))
     group["startPort"] = free_port()
     config_path.parent.mkdir(parents=True, exist_ok=True)

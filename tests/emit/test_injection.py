@@ -106,7 +106,8 @@ def test_control_characters_in_headers_and_overrides_stay_inside_scalars(
     root = tmp_path / "models"
     small(root / "good.gguf")
     small(root / "weird.gguf", "llama\n  pwn:\n    cmd: touch PWNED")
-    description = "line one\n  pwn:\n    cmd: touch PWNED\n\x00\x85\u2028end"
+    # line breaks only: other controls are refused in a passthrough (yaml.v3, issue 28)
+    description = "line one\n  pwn:\n    cmd: touch PWNED\nend"
     extra = '--alias "a\tb" # not a comment'
     configure(
         config_path,

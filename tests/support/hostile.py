@@ -74,8 +74,11 @@ def serve_all(
         ids = wait_for(listed, timeout=20, what=f"llama-swap to load {generated}")
 
         def start(model_id: str) -> None:
-            quoted = httpx.URL(f"{url}/upstream/").join(model_id.replace("/", "%2F") + "/health")
-            httpx.get(quoted, timeout=30, trust_env=False)
+            from urllib.parse import quote
+
+            httpx.get(
+                f"{url}/upstream/{quote(model_id, safe='')}/health", timeout=30, trust_env=False
+            )
 
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(start, sorted(ids)))

@@ -129,3 +129,26 @@ def test_explicit_macros_pass_and_an_unset_variable_is_a_warning(
     config_path.write_text(config_path.read_text() + '  beta-q4_k_m:\n    env: ["D=${nope}"]\n')
     bad = cli("generate")
     assert bad.code != 0 and "${nope}" in bad.err and len(bad.err.strip().splitlines()) == 1
+
+
+@needs_swap
+def test_doctor_asks_the_real_llama_swap_to_load_the_file(
+    cli: Cli, tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.swap import SWAP_BIN
+
+    on_path = tmp_path / "path"
+    on_path.mkdir()
+    (on_path / "llama-swap").symlink_to(SWAP_BIN)
+    monkeypatch.setenv("PATH", f"{on_path}{os.pathsep}{os.environ['PATH']}")
+    setup(tmp_path, config_path)
+    ok(cli("generate"))
+    report = json.loads(ok(cli("--json", "doctor")).out)
+    assert any("loads" in n and "4 models" in n for n in report["notes"]), report
+    # a hand edit llama-swap refuses: doctor says so in llama-swap's words
+    target = output(config_path)
+    target.write_text(target.read_text().replace("ttl: 600", "ttl: 600\n    name: x${foo}", 1))
+    bad = cli("--json", "doctor")
+    assert bad.code != 0
+    problems = json.loads(bad.out)["problems"]
+    assert any("refuses" in p and "${foo}" in p for p in problems), problems

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,25 +14,13 @@ import pytest
 
 from tests.support.cli import run_in_process
 from tests.support.ggufs import write_gguf
+from tests.support.hostile import CASES
 from tests.support.paths import ROOT
 
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.skipif(
     not (BIN / "ansible-playbook").is_file(), reason="ansible-core is not installed (test extra)"
 )
-
-CASES: list[tuple[str, str]] = [
-    ("env", shlex.quote("HF_ENDPOINT=https://hf.example/api?x=1")),
-    ("env", shlex.quote("A=why? yes")),
-    ("env", "D=${foo}"),
-    ("env", "D=a\u202eb"),
-    ("extra_args", "--x ${foo} '#c' 'a: b'"),
-    ("extra_args", "--x 'a\nb'"),
-    ("llama_swap", '{"env": ["lower=1"]}'),
-    ("llama_swap", '{"aliases": ["why?", "{{ x }}"]}'),
-    ("llama_swap", '{"description": "d ${foo}"}'),
-    ("vllm_tokenizer", "org/${foo}"),
-]
 
 
 def _config(root: Path) -> Path:

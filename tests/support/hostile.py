@@ -5,6 +5,7 @@ process was started with."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +13,22 @@ from pathlib import Path
 import httpx
 
 from tests.support.swap import SWAP_BIN, free_port, wait_for
+
+# ``set`` KEY and VALUE pairs llama-swap would break on, before issue 28: some to take, some to
+# refuse (the CLI, the API and the Ansible module must give the same verdicts)
+CASES: list[tuple[str, str]] = [
+    ("env", shlex.quote("HF_ENDPOINT=https://hf.example/api?x=1")),
+    ("env", shlex.quote("A=why? yes")),
+    ("env", "D=${foo}"),
+    ("env", "D=a\u202eb"),
+    ("extra_args", "--x ${foo} '#c' 'a: b'"),
+    ("extra_args", "--x 'a\nb'"),
+    ("llama_swap", '{"env": ["lower=1"]}'),
+    ("llama_swap", '{"aliases": ["why?", "{{ x }}"]}'),
+    ("llama_swap", '{"description": "d ${foo}"}'),
+    ("vllm_tokenizer", "org/${foo}"),
+]
+
 
 # A shell stand-in: the argv and environment it was started with, NUL-separated, into a file
 # named by its pid; then it exits (llama-swap reports the start as failed, at once).

@@ -156,8 +156,11 @@ def _summary(what: str, ids: Sequence[Any]) -> str:
     return f"{what}: {shown}{more}"
 
 
-def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
-    """Problems with ``text`` as a llama-swap config; with ``entries``, also against the plan."""
+def check_config(
+    text: str, entries: Sequence[Entry] | None, passthrough: dict[str, Any] | None = None
+) -> list[str]:
+    """Problems with ``text`` as a llama-swap config; with ``entries``, also against the plan
+    (``passthrough``: the global one, whose macros an ``extra_args`` may name)."""
     from .._yaml import check_yaml
     from ..errors import ConfigError
 
@@ -181,7 +184,9 @@ def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
     if missing:
         problems.append(_summary("it lacks models the plan has", missing))
     changed = [
-        k for k, e in planned.items() if k in written and written[k].get("cmd") != entry_cmd(e)
+        k
+        for k, e in planned.items()
+        if k in written and written[k].get("cmd") != entry_cmd(e, passthrough)
     ]
     if changed:
         problems.append(_summary("its cmd differs from the plan for", changed))

@@ -195,7 +195,7 @@ class Generator:
             Finding(
                 f'{config} {differs}{p}; run "backendmgr generate --force"', True, VerificationError
             )
-            for p in check_config(text, entries)
+            for p in check_config(text, entries, plan.settings.llama_swap)
         ]
         return found
 

@@ -152,3 +152,21 @@ def test_doctor_asks_the_real_llama_swap_to_load_the_file(
     assert bad.code != 0
     problems = json.loads(bad.out)["problems"]
     assert any("refuses" in p and "${foo}" in p for p in problems), problems
+
+
+@needs_swap
+def test_a_global_macro_is_a_macro_in_extra_args_and_env(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    setup(tmp_path, config_path)
+    text = config_path.read_text().replace(
+        '"startPort"', '"macros": {"gm": "--seed 7"}, "startPort"'
+    )
+    config_path.write_text(text)
+    ok(cli("set", "alpha-q4_k_m", "extra_args=${gm} --lit ${nope}", "env=G=${gm}"))
+    ok(cli("generate", "--check"))
+    ids, started = serve_all(output(config_path), tmp_path / "records", dict(os.environ))
+    assert ids == {*NAMES, ODD}
+    argv, env = next((a, e) for a, e in started if "alpha-q4_k_m.gguf" in a[a.index("-m") + 1])
+    assert argv[-4:] == ["--seed", "7", "--lit", "${nope}"]  # the macro's value is split too
+    assert env["G"] == "--seed 7"

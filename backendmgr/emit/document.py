@@ -167,8 +167,11 @@ def screen(entry: Entry, passthrough: dict[str, Any]) -> Entry | Skip:
     its ``${env.NAME}`` pass would rewrite. Only this model is left out; the rest load."""
     model_id = entry.model.id
     problem: str | None = None
+    probed = [str(v) for v in entry.metadata.values() if "${" in str(v)]
     if "${env." in model_id:
         problem = "its id holds ${env.…}, which llama-swap would replace in the file's text"
+    elif probed:  # a build id from a release tag: no escape in metadata, nor any user intent
+        problem = f"its metadata {single_line(probed[0])[:80]!r} holds ${{…}}"
     else:
         body = entry_body(entry, passthrough)
         data = {"macros": passthrough.get("macros"), "models": {model_id: body}}

@@ -297,10 +297,14 @@ def run(cli: Cli, tmp_path: Path, config_path: Path, examples: int) -> None:
 def _sample(cases: list[Case], per_field: int) -> list[Case]:
     out: list[Case] = []
     for field in FIELDS:
+        long = [c for c in cases if c.field == field and len(c.value) >= 300]
         mine = [c for c in cases if c.field == field and len(c.value) < 300]
         mine = list({c.value: c for c in mine}.values())  # llama-swap: aliases are unique
         mine.sort(key=lambda c: -len(set(c.value)))  # the most varied first
         out += mine[:per_field]
+        longest = max(long, key=lambda c: len(c.value), default=None)
+        if longest is not None and field != "file_name":  # and one very long value
+            out.append(longest)
     return out
 
 

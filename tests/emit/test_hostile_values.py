@@ -396,3 +396,12 @@ def through_the_cli(
             assert env[key] == value, case
         if case.field in ("env", "pass_env"):
             assert env["HOSTILE"] == case.value, case
+
+
+@pytest.mark.slow(reason="thousands of hostile values: the default run keeps 300")
+@pytest.mark.skipif(
+    os.environ.get("HOSTILE_SLOW") != "1",
+    reason="the long run: HOSTILE_SLOW=1 (the suite runs slow tests by default)",
+)
+def test_hostile_values_at_length(cli: Cli, tmp_path: Path, config_path: Path) -> None:
+    run(cli, tmp_path, config_path, 10 * EXAMPLES)

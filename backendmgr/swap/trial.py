@@ -21,6 +21,7 @@ from ..errors import escaped
 __all__ = ["TRIAL_S", "Trial", "trial_load"]
 
 TRIAL_S = 10.0  # llama-swap loads a config in milliseconds; this bounds a stuck one
+GRACE_S = 5.0
 _KEEP = 8  # lines of its output kept for the verdict
 _LINE = 400
 
@@ -31,11 +32,22 @@ class Trial:
     detail: str  # the models it listed, or why it refused
 
 
-def _kill_group(pid: int) -> None:
-    """Its whole group: a config that preloads models must not leave them running."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def _stop(process: anyio.abc.Process) -> None:
+    """SIGTERM to its group (llama-swap stops the model servers a preload started), then
+    SIGKILL after a grace; waited for, shielded from a cancel."""
+    with anyio.CancelScope(shield=True):
+        _signal_group(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(GRACE_S):
+            await process.wait()
+            return
+        _signal_group(process.pid, signal.SIGKILL)
+        with anyio.move_on_after(GRACE_S):
+            await process.wait()
 
 
 async def trial_load(exe: Path, config: Path, *, timeout: float = TRIAL_S) -> Trial:
@@ -67,9 +79,7 @@ async def trial_load(exe: Path, config: Path, *, timeout: float = TRIAL_S) -> Tr
             verdict = await _watch(process, f"http://127.0.0.1:{port}/v1/models", tail, timeout)
             tg.cancel_scope.cancel()
     finally:
-        _kill_group(process.pid)
-        with anyio.move_on_after(5), anyio.CancelScope(shield=True):
-            await process.wait()
+        await _stop(process)
     return verdict
 
 

@@ -170,3 +170,19 @@ def test_a_global_macro_is_a_macro_in_extra_args_and_env(
     argv, env = next((a, e) for a, e in started if "alpha-q4_k_m.gguf" in a[a.index("-m") + 1])
     assert argv[-4:] == ["--seed", "7", "--lit", "${nope}"]  # the macro's value is split too
     assert env["G"] == "--seed 7"
+
+
+def test_the_trial_load_is_bounded_and_leaves_nothing_running(tmp_path: Path) -> None:
+    """A llama-swap that never answers (and a child it started) is stopped after the bound."""
+    import anyio
+
+    from backendmgr.swap.trial import trial_load
+    from tests.support.processes import running
+
+    pids = tmp_path / "pids"
+    exe = tmp_path / "llama-swap"
+    exe.write_text(f"#!/bin/sh\nsleep 300 &\necho $$ $! > {pids}\nwait\n")
+    exe.chmod(0o755)
+    verdict = anyio.run(lambda: trial_load(exe, tmp_path / "none.yaml", timeout=1.0))
+    assert not verdict.loaded and "did not answer within 1 s" in verdict.detail
+    assert not any(running(int(p)) for p in pids.read_text().split())

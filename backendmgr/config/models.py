@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..discovery.models import unsafe_char
-from ..emit.macros import declared, env_names, value_problem
+from ..emit.macros import declared, env_names, macro_problem, value_problem
 from ..emit.schema import string_field_problems
 from ..errors import escaped
 
@@ -162,6 +162,12 @@ def passthrough_problem(block: Any, where: str, defined: Collection[str] | None 
     shape = string_field_problems(block, where)
     if shape:
         return shape[0]
+    if "macros" in block:
+        if not isinstance(block["macros"], dict):
+            return f"{where}.macros must be a mapping of names to values"
+        bad = next((p for n, v in declared(block["macros"]) if (p := macro_problem(n, v))), None)
+        if bad is not None:
+            return f"{where}.macros: {bad}"
     if "env" in block:
         env = block["env"]
         if not isinstance(env, list) or not all(isinstance(w, str) for w in env):

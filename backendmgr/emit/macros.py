@@ -23,6 +23,7 @@ __all__ = [
     "declared",
     "env_names",
     "load_problems",
+    "macro_problem",
     "shell_line",
     "shell_word",
     "value_problem",

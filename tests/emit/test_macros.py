@@ -186,3 +186,48 @@ def test_the_trial_load_is_bounded_and_leaves_nothing_running(tmp_path: Path) ->
     verdict = anyio.run(lambda: trial_load(exe, tmp_path / "none.yaml", timeout=1.0))
     assert not verdict.loaded and "did not answer within 1 s" in verdict.detail
     assert not any(running(int(p)) for p in pids.read_text().split())
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"cmd": "x --port ${PORT}", "name": "n ${foo}"}, "${foo}"),
+        ({"cmd": "x --port ${PORT}", "env": ["A=${foo}"]}, "${foo}"),
+        ({"cmd": "x --port ${PORT} ${MODEL_ID}", "metadata": {"k": ["${bar}"]}}, "${bar}"),
+        ({"cmd": "x", "proxy": "http://h:${PORT}"}, "${PORT}"),
+        ({"cmd": "x --port ${PORT}", "env": ["lower=1"]}, "lower=1"),
+        ({"cmd": "x --port ${PORT}", "description": "d" * 1025}, "description"),
+    ],
+)
+def test_a_document_llama_swap_would_refuse_is_named_before_it_is_written(
+    body: dict[str, object], named: str
+) -> None:
+    """The check ``generate`` runs on the emitted text before it replaces a file: the model
+    and the value, in one line."""
+    from backendmgr.emit.document import _node, dump
+    from backendmgr.emit.verify import check_emitted
+
+    document = _node({"healthCheckTimeout": 30, "models": {"m-1": body}})
+    problems = check_emitted(document, dump(document))
+    assert problems and "'m-1'" in problems[0] and named in problems[0], problems
+
+
+def test_the_quoting_rule_reads_back_in_yaml_1_1_and_1_2() -> None:
+    """Plain only where no YAML 1.1 or 1.2 reader could take the text for something else."""
+    from ruamel.yaml import YAML
+
+    from backendmgr.emit.document import _node, dump, plain_safe
+
+    words = ["yes", "No", "on", "OFF", "y", "n", "null", "~", "1e3", "0x1F", "2001-12-14", "<<"]
+    words += ["- x", "a: b", "#c", "why?", "[x]", "{x}", "&a", "*a", "!t", "|", ">", "'", '"', "%"]
+    words += ["@x", "`x", " lead", "trail ", "a\u202eb", "a\u2028b", "a\x00b", "a\nb", "é"]
+    assert not any(plain_safe(w) for w in words)
+    assert all(plain_safe(w) for w in ["llama-cpu", "/opt/x/llama-server", "A=1", "q4_k_m"])
+    document = _node({"models": {w: {"cmd": w, "aliases": [w]} for w in words}})
+    text = dump(document)
+    for version in ("1.1", "1.2"):
+        yaml = YAML(typ="safe")
+        yaml.version = tuple(int(p) for p in version.split("."))  # type: ignore[assignment]
+        data = yaml.load(text)
+        assert data["models"] == {w: {"cmd": w, "aliases": [w]} for w in words}, version
+    assert "\u202e" not in text and "\u2028" not in text  # escaped, not hidden in the file

@@ -180,7 +180,8 @@ class Registry:
         except ValueError as exc:  # a value its key cannot take: a usage error (issue 20)
             raise UsageError(_first_error(exc)) from exc
         settings = await self.ctx.settings()
-        _refuse_macros(override, settings, model)
+        # before discovery; the model's stored passthrough may define the macros named
+        _refuse_macros(override, settings, macro_names(settings.override(model).llama_swap))
         warnings = await self._model_warnings(settings, model, override.ctx)
         warnings += _unset_env(values.values())
         from ..emit.devices import device_warning  # issue 24: a device the host lacks
@@ -194,7 +195,7 @@ class Registry:
                 updated = ModelOverride.model_validate(merged)
             except ValueError as exc:
                 raise InvalidInput(_first_error(exc)) from exc
-            _refuse_macros(updated, s, model)
+            _refuse_macros(updated, s)
             result = _with_override(s, model, updated)
             clash = alias_clash(result.models)
             if clash is not None:
@@ -259,6 +260,7 @@ class Registry:
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
             updated = current.model_copy(update=dict.fromkeys(keys))
+            _refuse_macros(updated, s)  # unset llama_swap while env names its macros: refused
             return _with_override(s, model, updated), (updated, updated != current)
 
         (updated, changed), regen = await self._mutate(change, generate=generate)
@@ -281,11 +283,12 @@ def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings
     return s.model_copy(update={"models": models})
 
 
-def _refuse_macros(override: ModelOverride, settings: Settings, model: str) -> None:
+def _refuse_macros(
+    override: ModelOverride, settings: Settings, more: frozenset[str] = frozenset()
+) -> None:
     """Issue 28: the macro rule (the one check a hand-edited config meets when it is read),
-    with the macro names of the global passthrough and of the model's stored one."""
-    names = macro_names(settings.llama_swap) | macro_names(settings.override(model).llama_swap)
-    problem = override_problem(override, names)
+    with the macro names of the global passthrough (and ``more``)."""
+    problem = override_problem(override, macro_names(settings.llama_swap) | more)
     if problem is not None:
         raise UsageError(problem)
 

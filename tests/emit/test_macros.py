@@ -231,3 +231,13 @@ def test_the_quoting_rule_reads_back_in_yaml_1_1_and_1_2() -> None:
         data = yaml.load(text)
         assert data["models"] == {w: {"cmd": w, "aliases": [w]} for w in words}, version
     assert "\u202e" not in text and "\u2028" not in text  # escaped, not hidden in the file
+
+
+def test_unsetting_the_macros_a_value_names_is_refused(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    setup(tmp_path, config_path, 'models:\n  alpha-q4_k_m:\n    llama_swap: {macros: {foo: "7"}}\n')
+    ok(cli("set", "alpha-q4_k_m", "env=D=${foo}"))
+    line = refused(cli, config_path, "unset", "alpha-q4_k_m", "llama_swap")
+    assert "${foo}" in line
+    ok(cli("unset", "alpha-q4_k_m", "env", "llama_swap"))

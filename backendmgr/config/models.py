@@ -7,11 +7,14 @@ the store turns the result back into a minimal edit of the user's YAML.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..discovery.models import unsafe_char
+from ..emit.macros import declared, env_names, macro_problem, value_problem
+from ..emit.schema import string_field_problems
 from ..errors import escaped
 
 __all__ = [
@@ -22,11 +25,16 @@ __all__ = [
     "BackendRow",
     "ModelOverride",
     "Settings",
+    "alias_clash",
     "device_indices",
     "env_pairs",
     "id_problem",
+    "macro_names",
+    "override_problem",
+    "passthrough_problem",
     "row_id_problem",
     "shown",
+    "unset_env",
 ]
 
 MAX_ID_CHARS = 1024
@@ -119,7 +127,101 @@ def row_id_problem(value: str, limit: int = MAX_ROW_ID_CHARS) -> str | None:
         return f'row id {shown(value)} may not contain "/" or "\\"; use letters, digits, "-", "_"'
     if value.strip() in (".", ".."):
         return f'row id {shown(value)} is not a name; use letters, digits, "-", "_"'
+    if "${" in value:  # it lands in metadata, where llama-swap has no escape for a macro
+        return f'row id {shown(value)} may not contain "${{"; use letters, digits, "-", "_"'
     return None
+
+
+def macro_names(block: Any) -> frozenset[str]:
+    """The macro names a ``llama_swap`` passthrough's ``macros:`` defines."""
+    macros = block.get("macros") if isinstance(block, dict) else None
+    return frozenset(n for n, _ in declared(macros))
+
+
+def _strings(value: Any, path: str, in_list: bool = False) -> Iterator[tuple[str, str, bool]]:
+    """Every string value of a passthrough with its path and whether a list holds it
+    (mapping keys are no macro target)."""
+    if isinstance(value, str):
+        yield path, value, in_list
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]", True)
+
+
+def passthrough_problem(block: Any, where: str, defined: Collection[str] | None = ()) -> str | None:
+    """Why a ``llama_swap`` passthrough cannot be written for llama-swap, or None: its ``env``
+    breaks the rules ``env=`` has, or a string holds a ``${`` that is no explicit macro
+    (``defined``: macro names defined elsewhere, e.g. the global passthrough's; None: any
+    ``${name}`` passes, for the check that cannot see the global passthrough)."""
+    if not isinstance(block, dict):
+        return f"{where} must be a YAML mapping"
+    names = None if defined is None else set(defined) | macro_names(block)
+    shape = string_field_problems(block, where)
+    if shape:
+        return shape[0]
+    if "macros" in block:
+        if not isinstance(block["macros"], dict):
+            return f"{where}.macros must be a mapping of names to values"
+        bad = next((p for n, v in declared(block["macros"]) if (p := macro_problem(n, v))), None)
+        if bad is not None:
+            return f"{where}.macros: {bad}"
+    if "env" in block:
+        env = block["env"]
+        if not isinstance(env, list) or not all(isinstance(w, str) for w in env):
+            return f"{where}.env must be a list of KEY=VALUE strings"
+        try:
+            env_pairs(env)
+        except ValueError as exc:
+            return f"{where}.{exc}"
+    for path, text, in_list in _strings(block, where):
+        # llama-swap re-marshals its config with yaml.v3, whose emitter writes a list item
+        # that starts with a line break, or a line break after a tab, as YAML it cannot read
+        # back: a passthrough string is printable lines, and a list item one line
+        bad = unsafe_char(text if in_list else text.replace("\n", " "))
+        if bad is not None:
+            return f"{path} holds control character {bad}; use printable characters"
+        allowed = names | {"PID"} if names is not None and path == f"{where}.cmdStop" else names
+        problem = value_problem(text, path, allowed)
+        if problem is not None:
+            return problem
+    return None
+
+
+def override_problem(ov: ModelOverride, defined: Collection[str] = ()) -> str | None:
+    """The macro rule for one model's values, given the global passthrough's macro names:
+    ``env`` values and passthrough strings may hold only explicit macros (``extra_args`` needs
+    no check: a ``${`` there that is none is written as a literal)."""
+    names = set(defined) | macro_names(ov.llama_swap)
+    for word in ov.env or ():
+        key, _, value = word.partition("=")
+        problem = value_problem(value, f"env {key}", names)
+        if problem is not None:
+            return problem
+    if ov.llama_swap is not None:
+        return passthrough_problem(ov.llama_swap, "llama_swap", names)
+    return None
+
+
+def alias_clash(models: dict[str, ModelOverride]) -> str | None:
+    """llama-swap refuses a config where two models share an alias: the first such alias."""
+    owner: dict[str, str] = {}
+    for model_id, ov in models.items():
+        aliases = (ov.llama_swap or {}).get("aliases")
+        for alias in aliases if isinstance(aliases, list) else []:
+            if isinstance(alias, str) and owner.setdefault(alias, model_id) != model_id:
+                return f'alias {shown(alias)} is given to both "{owner[alias]}" and "{model_id}"'
+    return None
+
+
+def unset_env(texts: Iterable[str], environ: Collection[str]) -> list[str]:
+    """The ``${env.NAME}`` names in ``texts`` that ``environ`` lacks, in order, once each."""
+    out: list[str] = []
+    for text in texts:
+        out += [n for n in env_names(text) if n not in environ and n not in out]
+    return out
 
 
 class _Frozen(BaseModel):
@@ -249,11 +351,41 @@ class ModelOverride(_Frozen):
             import shlex
 
             try:
-                shlex.split(value)
+                words = shlex.split(value)
             except ValueError as exc:
                 raise ValueError(
                     f"{str(exc).lower()} in {value!r}; quote it as a shell would"
                 ) from None
+            for word in words:  # a tab inside a word is fine; a line break is not
+                bad = unsafe_char(word.replace("\t", " "))
+                if bad is not None:
+                    raise ValueError(
+                        f"extra_args word {shown(word, 40)} holds control character {bad}; "
+                        "use printable characters"
+                    )
+        return value
+
+    @field_validator("vllm_tokenizer", "vllm_tool_parser")
+    @classmethod
+    def _one_printable_word(cls, value: str | None) -> str | None:
+        """A word of the command line: no control character (a ``${`` is written as typed)."""
+        if value is not None:
+            bad = unsafe_char(value)
+            if bad is not None:
+                raise ValueError(
+                    f"{shown(value, 40)} holds control character {bad}; use printable characters"
+                )
+        return value
+
+    @field_validator("llama_swap")
+    @classmethod
+    def _passthrough_is_safe(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The passthrough's own rules (its ``env`` as ``env=``'s, no accidental macro); the
+        global passthrough's macros are known only to :func:`override_problem`."""
+        if value is not None:
+            problem = passthrough_problem(value, "llama_swap", None)
+            if problem is not None:
+                raise ValueError(problem)
         return value
 
     def to_yaml(self) -> dict[str, Any]:
@@ -299,6 +431,23 @@ class Settings(_Frozen):
     @classmethod
     def _one_dir_is_a_list(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _macros_are_explicit(self) -> Settings:
+        """Every ``${`` in a user value names a macro llama-swap defines (issue 28): the
+        global passthrough's strings, then each model's, with the global macro names."""
+        problem = passthrough_problem(self.llama_swap, "llama_swap")
+        if problem is not None:
+            raise ValueError(problem)
+        names = macro_names(self.llama_swap)
+        for model_id, ov in self.models.items():
+            problem = override_problem(ov, names)
+            if problem is not None:
+                raise ValueError(f"models.{model_id}: {problem}")
+        clash = alias_clash(self.models)
+        if clash is not None:
+            raise ValueError(clash)
+        return self
 
     def override(self, model_id: str) -> ModelOverride:
         return self.models.get(model_id) or ModelOverride()

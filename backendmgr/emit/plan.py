@@ -18,6 +18,7 @@ from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
 from ..registry.rows import build_id_of
 from .devices import DevicePlan, plan_devices
+from .macros import shell_word
 from .sizing import (
     Budget,
     devices_card_gb,
@@ -51,6 +52,8 @@ VLLM_OWN_FLAGS = (
     "--tool-call-parser",
 )
 MEMORY_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes")
+PORT = "${PORT}"  # the one macro the plan writes itself
+SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 
 @dataclass(frozen=True)
@@ -89,10 +92,9 @@ class Skip:
 
 
 def render_token(token: str) -> str:
-    """Quote for a POSIX shell, but leave llama-swap macros like ``${PORT}`` as they are."""
-    if token.startswith("${") and token.endswith("}") and token[2:-1].isidentifier():
-        return token
-    return shlex.quote(token)
+    """Quote for a POSIX shell and llama-swap: the ``${PORT}`` the plan writes stays a macro,
+    a ``${`` anywhere else (a path, a name) is written as a literal (:func:`.macros.shell_word`)."""
+    return token if token == PORT else shell_word(token)
 
 
 def _flags_in(extra: str) -> set[str]:
@@ -209,7 +211,7 @@ def _llama(
         [res.exe or settings.server_exe],
         ["-m", model.path],
         ["--host", "127.0.0.1"],
-        ["--port", "${PORT}"],
+        ["--port", PORT],
         ["-c", str(ctx)],
         ["-ngl", "999"],
     ]
@@ -230,7 +232,7 @@ def _llama(
         caps["reranker"] = True
     left_out = [g[0] for g in wanted if build is not None and not build[1].lists(g[0])]
     groups += [g for g in wanted if g[0] not in left_out]
-    notes += _flag_notes(build, left_out, (ov.extra_args or "").strip())
+    notes += _flag_notes(build, left_out, (ov.extra_args or "").strip(SHELL_SPACE))
     caps["context"] = ctx
     est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
     notes += over_budget(ov.ctx, est, [budget, _card(pinned or card_gb)])
@@ -240,7 +242,7 @@ def _llama(
         model=model,
         resolution=res,
         groups=groups,
-        extra_args=(ov.extra_args or "").strip(),
+        extra_args=(ov.extra_args or "").strip(SHELL_SPACE),
         comment=_describe(model, res, extra),
         metadata=_metadata(res, model, est),
         capabilities=caps,
@@ -320,7 +322,7 @@ def _vllm(
     tool_parsers: ToolParsers,
     dev: DevicePlan,
 ) -> Entry:
-    extra = (ov.extra_args or "").strip()
+    extra = (ov.extra_args or "").strip(SHELL_SPACE)
     theirs = _flags_in(extra)
     # a model on N devices runs tensor parallel over them unless told otherwise
     on_gpus = len(dev.devices) if dev.vendor != "cpu" else 0
@@ -347,7 +349,7 @@ def _vllm(
         [res.exe or "vllm"],
         ["serve", model.path],
         ["--host", "127.0.0.1"],
-        ["--port", "${PORT}"],
+        ["--port", PORT],
         ["--served-model-name", model.id],
     ]
     if model.format == "gguf":

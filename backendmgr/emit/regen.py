@@ -33,7 +33,8 @@ __all__ = [
     "written_record",
 ]
 
-EMITTER_VERSION = "2"  # 2: emitted by ruamel; files from 1 may hold injected keys
+EMITTER_VERSION = "3"  # 2: emitted by ruamel (files from 1 may hold injected keys); 3: one
+# quoting rule for yaml.v3 and ${ escaped (files from 2 may hold flow lists llama-swap refuses)
 
 
 def inputs_hash(

@@ -9,6 +9,7 @@ problem, never "ok".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,9 +17,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from .document import entry_cmd, entry_env, single_line
+from .macros import load_problems
 from .plan import Entry
+from .schema import string_field_problems
 
-__all__ = ["CAPABILITY_KEYS", "check_config", "check_shape"]
+__all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape"]
+
+# the schema's env item pattern, ^[A-Z_][A-Z0-9_]*=.*$, where "." matches no line break
+ENV_ITEM = re.compile("[A-Z_][A-Z0-9_]*=[^\n\r\u2028\u2029]*")
 
 # llama-swap's schema leaves unknown model and top-level keys open, but closes capabilities.
 CAPABILITY_KEYS = frozenset({"in", "out", "tools", "reranker", "context"})
@@ -46,6 +52,17 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
         problems.append(f"model {name}: unlisted is not a boolean")
     if "metadata" in body and not isinstance(body["metadata"], dict):
         problems.append(f"model {name}: metadata is not a mapping")
+    problems += string_field_problems(body, f"model {name}")
+    env = body.get("env", [])
+    if not isinstance(env, list):
+        problems.append(f"model {name}: env is not a list")
+    else:
+        problems += [
+            f"model {name}: env item {single_line(repr(w))[:80]} is not KEY=VALUE on one line "
+            "with KEY in capitals, digits and _"
+            for w in env
+            if not (isinstance(w, str) and ENV_ITEM.fullmatch(w))
+        ]
     aliases = body.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
         problems.append(f"model {name}: aliases is not a list of names")
@@ -78,9 +95,59 @@ def check_shape(data: Any) -> list[str]:
     models = data.get("models")
     if not isinstance(models, dict):
         return [*problems, "it has no models mapping"]
+    owner: dict[Any, Any] = {}
     for model_id, body in models.items():
         problems += _model_shape(model_id, body)
+        aliases = body.get("aliases") if isinstance(body, dict) else None
+        for alias in aliases if isinstance(aliases, list) else []:
+            if isinstance(alias, str) and owner.setdefault(alias, model_id) != model_id:
+                problems.append(
+                    f"model {single_line(repr(model_id))}: alias {single_line(repr(alias))} "
+                    f"is model {single_line(repr(owner[alias]))}'s too"
+                )
+    return problems + macro_problems(data)
+
+
+def macro_problems(data: dict[Any, Any]) -> list[str]:
+    """What llama-swap's macro pass refuses (:func:`.macros.load_problems`), each naming the
+    model and the value; a model id its ``${env.NAME}`` pass would rewrite, too."""
+    top, per_model = load_problems({str(k): v for k, v in data.items()})
+    problems = [single_line(p) for p in top]
+    problems += [f"model {single_line(repr(m))}: {single_line(p)}" for m, p in per_model.items()]
+    models = data.get("models")
+    problems += [
+        f"model {single_line(repr(m))}: its id holds ${{env.…}}, which llama-swap would rewrite"
+        for m in (models if isinstance(models, dict) else {})
+        if "${env." in str(m)
+    ]
     return problems
+
+
+def _plain(node: Any) -> Any:
+    """ruamel's node tree as plain data (its strings are str subclasses)."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return str(node) if isinstance(node, str) else node
+
+
+def check_emitted(document: Any, text: str) -> list[str]:
+    """Before a file is replaced: the text reads back as exactly the data meant, has the
+    shape llama-swap needs and passes its macro checks. Empty when it may be written."""
+    try:
+        data = YAML(typ="safe").load(text)
+    except (YAMLError, ValueError, RecursionError) as exc:
+        return [f"it would not be valid YAML ({single_line(str(exc))[:200]})"]
+    meant = _plain(document)
+    if data != meant:
+        read = data.get("models") if isinstance(data, dict) else None
+        read = read if isinstance(read, dict) else {}
+        models = meant.get("models", {})
+        changed = [k for k in models if read.get(k) != models[k]]
+        where = f"model {single_line(repr(changed[0]))}" if changed else "the document"
+        return [f"{where} would not read back as written"]
+    return check_shape(data)
 
 
 def _summary(what: str, ids: Sequence[Any]) -> str:
@@ -89,8 +156,11 @@ def _summary(what: str, ids: Sequence[Any]) -> str:
     return f"{what}: {shown}{more}"
 
 
-def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
-    """Problems with ``text`` as a llama-swap config; with ``entries``, also against the plan."""
+def check_config(
+    text: str, entries: Sequence[Entry] | None, passthrough: dict[str, Any] | None = None
+) -> list[str]:
+    """Problems with ``text`` as a llama-swap config; with ``entries``, also against the plan
+    (``passthrough``: the global one, whose macros an ``extra_args`` may name)."""
     from .._yaml import check_yaml
     from ..errors import ConfigError
 
@@ -114,7 +184,9 @@ def check_config(text: str, entries: Sequence[Entry] | None) -> list[str]:
     if missing:
         problems.append(_summary("it lacks models the plan has", missing))
     changed = [
-        k for k, e in planned.items() if k in written and written[k].get("cmd") != entry_cmd(e)
+        k
+        for k, e in planned.items()
+        if k in written and written[k].get("cmd") != entry_cmd(e, passthrough)
     ]
     if changed:
         problems.append(_summary("its cmd differs from the plan for", changed))

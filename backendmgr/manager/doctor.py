@@ -10,7 +10,7 @@ import anyio
 
 from ..api_models import DoctorReport
 from ..catalog.capabilities import missing_gpu
-from ..config.models import BackendRow
+from ..config.models import BackendRow, Settings
 from ..errors import BackendmgrError
 from ..requests import DoctorRequest, GenerateRequest
 from ..units import format_size
@@ -66,6 +66,9 @@ class Doctor:
         found = await anyio.to_thread.run_sync(self.generator.inspect, plan, target)
         problems += [f.text for f in found if f.problem]
         output_notes = [f.text for f in found if not f.problem]
+        refused, loaded = await _llama_swap_loads(settings, target)
+        problems += refused
+        output_notes += loaded
         from ..emit.devices import pin_notes
 
         host = self.ctx.host
@@ -98,6 +101,34 @@ class Doctor:
             kept = f"; kept the edited copy as {written.backup}" if written.backup else ""
             fixed.append(f"rewrote {written.output}{kept}")
         return fixed, []
+
+
+def _swap_exe(settings: Settings) -> Path | None:
+    """The llama-swap that would load the file: the activated build, else one on PATH."""
+    import shutil
+
+    from .facts import activated_id, executable_exists
+    from .swap import COMPONENT
+
+    row, build = settings.row(COMPONENT), activated_id(settings, COMPONENT)
+    if row is not None and build is not None and executable_exists(row.path, on_path=False):
+        return Path(row.path)
+    found = shutil.which(COMPONENT)
+    return Path(found) if found else None
+
+
+async def _llama_swap_loads(settings: Settings, target: Path) -> tuple[list[str], list[str]]:
+    """Issue 28: where the real llama-swap is installed, it loads the written file (a short
+    trial, killed by pid): its refusal is a problem, its success a note."""
+    from ..swap.trial import trial_load
+
+    exe = _swap_exe(settings)
+    if exe is None or not target.is_file():
+        return [], []
+    verdict = await trial_load(exe, target)
+    if verdict.loaded:
+        return [], [f"llama-swap {exe} loads {target} ({verdict.detail})"]
+    return [f"llama-swap {exe} refuses {target}: {verdict.detail}"], []
 
 
 def _row_repairs(before: list[BackendRow], after: list[BackendRow]) -> list[str]:

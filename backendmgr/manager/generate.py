@@ -100,7 +100,7 @@ class Generator:
             record_written,
             written_record,
         )
-        from ..emit.verify import check_shape
+        from ..emit.verify import check_emitted
 
         entries = plan.entries()
         skipped = [p for p in plan.plans if isinstance(p, Skip)]
@@ -131,14 +131,18 @@ class Generator:
             entries=entries,
             skipped=skipped,
         )
-        wrong = check_shape(document)  # e.g. a passthrough value of the wrong type
+        text = dump(document)
+        # what llama-swap would read: the text re-read, its shape, its macros (issue 28)
+        wrong = check_emitted(document, text)
         if wrong:
-            raise VerificationError(f"the llama-swap config would be invalid: {wrong[0]}")
+            raise VerificationError(
+                f"the llama-swap config would be invalid: {wrong[0]}; {target} is unchanged"
+            )
         if edited and target.is_file():
             backup = await anyio.to_thread.run_sync(keep_copy, target)
             result.backup = str(backup)
             result.warn(f"{target} was modified by hand; kept that copy as {backup}")
-        body = dump(document).encode()
+        body = text.encode()
         await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
         await anyio.to_thread.run_sync(record_written, record, body)
         result.written = True
@@ -191,7 +195,7 @@ class Generator:
             Finding(
                 f'{config} {differs}{p}; run "backendmgr generate --force"', True, VerificationError
             )
-            for p in check_config(text, entries)
+            for p in check_config(text, entries, plan.settings.llama_swap)
         ]
         return found
 

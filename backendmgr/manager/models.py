@@ -62,12 +62,15 @@ def _plan_one(
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them).
     ``gpus``: the host's adapters, for a model pinned to a ``device``."""
-    from ..emit.plan import Skip, plan_model
+    from ..emit.document import screen
+    from ..emit.plan import Entry, Skip, plan_model
 
     try:
-        return plan_model(settings, model, card_gb, parsers, caps, gpus)
+        planned = plan_model(settings, model, card_gb, parsers, caps, gpus)
     except (ArithmeticError, ValueError) as exc:
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
+    # a name llama-swap would read as a macro leaves out this model, not every model (issue 28)
+    return screen(planned, settings.llama_swap) if isinstance(planned, Entry) else planned
 
 
 class Models:

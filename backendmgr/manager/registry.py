@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,8 +17,12 @@ from ..config.models import (
     BackendRow,
     ModelOverride,
     Settings,
+    alias_clash,
     id_problem,
+    macro_names,
+    override_problem,
     row_id_problem,
+    unset_env,
 )
 from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, unknown
 from ..registry import rows as registry
@@ -195,7 +199,11 @@ class Registry:
             override = ModelOverride.model_validate(parsed)
         except ValueError as exc:  # a value its key cannot take: a usage error (issue 20)
             raise UsageError(_first_error(exc)) from exc
-        warnings = await self._model_warnings(await self.ctx.settings(), model, override.ctx)
+        settings = await self.ctx.settings()
+        # before discovery; the model's stored passthrough may define the macros named
+        _refuse_macros(override, settings, macro_names(settings.override(model).llama_swap))
+        warnings = await self._model_warnings(settings, model, override.ctx)
+        warnings += _unset_env(values.values())
         from ..emit.devices import device_warning  # issue 24: a device the host lacks
 
         warnings += device_warning(override.device, self.ctx.host.adapters)
@@ -207,7 +215,12 @@ class Registry:
                 updated = ModelOverride.model_validate(merged)
             except ValueError as exc:
                 raise InvalidInput(_first_error(exc)) from exc
-            return _with_override(s, model, updated), (updated, updated != current)
+            _refuse_macros(updated, s)
+            result = _with_override(s, model, updated)
+            clash = alias_clash(result.models)
+            if clash is not None:
+                raise UsageError(clash)
+            return result, (updated, updated != current)
 
         (updated, changed), regen, dry = await self._change(
             change, generate=generate, dry_run=dry_run
@@ -272,6 +285,7 @@ class Registry:
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
             updated = current.model_copy(update=dict.fromkeys(keys))
+            _refuse_macros(updated, s)  # unset llama_swap while env names its macros: refused
             return _with_override(s, model, updated), (updated, updated != current)
 
         (updated, changed), regen, dry = await self._change(
@@ -302,6 +316,26 @@ def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings
     else:
         models[model] = override
     return s.model_copy(update={"models": models})
+
+
+def _refuse_macros(
+    override: ModelOverride, settings: Settings, more: frozenset[str] = frozenset()
+) -> None:
+    """Issue 28: the macro rule (the one check a hand-edited config meets when it is read),
+    with the macro names of the global passthrough (and ``more``)."""
+    problem = override_problem(override, macro_names(settings.llama_swap) | more)
+    if problem is not None:
+        raise UsageError(problem)
+
+
+def _unset_env(texts: Iterable[str]) -> tuple[str, ...]:
+    """A ``${env.NAME}`` whose NAME this environment lacks is kept: llama-swap reads its own
+    environment when it loads the file, but refuses to load where NAME is unset."""
+    return tuple(
+        f"${{env.{name}}}: {name} is not set here; llama-swap refuses to load the config "
+        f"unless {name} is set where it runs"
+        for name in unset_env(texts, os.environ)
+    )
 
 
 def _refuse(problem: str | None) -> None:

@@ -1,0 +1,244 @@
+"""llama-swap's macro language, as its loader reads it (internal/config/macros.go, load.go).
+
+Pure. Text from users and from the disk must never become a macro by accident: in ``cmd`` a
+``${`` is written so that shell-words gives it back but the macro pattern no longer matches
+(:func:`shell_word`); in every other string no escape exists, so a user value that would be
+read as a macro is refused (:func:`value_problem`) and a disk name that would be makes its
+model skipped (:func:`load_problems` over the model's data). Users get macros through one
+explicit form: ``${PORT}``, ``${MODEL_ID}``, ``${env.NAME}`` and the names their own
+``llama_swap: {macros: …}`` defines.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "BUILTIN",
+    "ENV_MACRO",
+    "MACRO",
+    "declared",
+    "env_names",
+    "load_problems",
+    "macro_problem",
+    "shell_line",
+    "shell_word",
+    "value_problem",
+]
+
+MACRO = re.compile(r"\$\{([a-zA-Z0-9_-]+)\}")  # macroPatternRegex
+ENV_MACRO = re.compile(r"\$\{env\.([a-zA-Z_][a-zA-Z0-9_]*)\}")  # envMacroRegex
+MACRO_NAME = re.compile(r"[a-zA-Z0-9_-]{1,63}")
+BUILTIN = frozenset({"PORT", "MODEL_ID"})
+RESERVED = frozenset({"PORT", "MODEL_ID", "PID"})
+_SHOWN = 40
+
+
+def _explicit(text: str, at: int, defined: Collection[str] | None) -> re.Match[str] | None:
+    """The allowed macro starting at ``at``, if the ``${`` there starts one (``defined``
+    None: any name)."""
+    env = ENV_MACRO.match(text, at)
+    if env is not None:
+        return env
+    named = MACRO.match(text, at)
+    if named is not None and (
+        defined is None or named.group(1) in BUILTIN or named.group(1) in defined
+    ):
+        return named
+    return None
+
+
+def _pieces(text: str, defined: Collection[str] | None) -> Iterator[tuple[str, bool]]:
+    """``text`` cut into literal runs and allowed macros (True)."""
+    start = at = 0
+    while (at := text.find("${", at)) >= 0:
+        found = _explicit(text, at, defined)
+        if found is None:
+            at += 2
+            continue
+        if start < at:
+            yield text[start:at], False
+        yield found.group(0), True
+        start = at = found.end()
+    if start < len(text):
+        yield text[start:], False
+
+
+def _literal(text: str) -> str:
+    """One literal run for a POSIX shell: each ``${`` becomes ``$\\{`` outside the quotes, which
+    shell-words reads back as ``${`` and llama-swap's macro pattern does not match."""
+    parts = text.split("${")
+    out = [shlex.quote(parts[0]) if parts[0] else ""]
+    for part in parts[1:]:
+        out.append("$\\{" + (shlex.quote(part) if part else ""))
+    return "".join(out)
+
+
+def shell_word(token: str, defined: Collection[str] | None = None) -> str:
+    """``token`` quoted for llama-swap's ``cmd``: shell-words gives it back byte for byte.
+    With ``defined`` (the user's own text), the explicit macros stay macros; without it
+    (paths, names, ids: text from the disk), every ``${`` is a literal."""
+    if defined is None:
+        return _literal(token) if token else "''"
+    pieces = list(_pieces(token, defined))
+    if not pieces:
+        return "''"
+    return "".join(p if macro else _literal(p) for p, macro in pieces)
+
+
+def shell_line(text: str, defined: Collection[str]) -> str:
+    """The user's ``extra_args`` as one ``cmd`` line: split as shell words, each word quoted
+    again, so a ``${foo}`` that is no explicit macro, a ``#`` or a trailing ``\\`` arrives as
+    typed (llama-swap drops comment lines and joins ``\\`` lines before it splits)."""
+    return " ".join(shell_word(t, defined) for t in shlex.split(text))
+
+
+def env_names(text: str) -> list[str]:
+    """The ``NAME`` of every ``${env.NAME}`` in ``text``."""
+    return [m.group(1) for m in ENV_MACRO.finditer(text)]
+
+
+def value_problem(text: str, what: str, defined: Collection[str] | None = ()) -> str | None:
+    """Why ``text`` cannot be a string llama-swap reads without a macro escape (``env``
+    values, passthrough strings): a ``${`` that starts no explicit macro. None if it can."""
+    at = 0
+    while (at := text.find("${", at)) >= 0:
+        found = _explicit(text, at, defined)
+        if found is None:
+            bad = MACRO.match(text, at)
+            shown = bad.group(0) if bad else text[at : at + _SHOWN].split("}", 1)[0] + "…"
+            return (
+                f'{what} holds "{shown}", which llama-swap would read as a macro; a literal '
+                "${ cannot be written there. Use ${PORT}, ${MODEL_ID}, ${env.NAME} or a name "
+                "your llama_swap macros define"
+            )
+        at = found.end()
+    return None
+
+
+def declared(block: Any) -> list[tuple[str, Any]]:
+    """A ``macros:`` mapping as llama-swap keeps it: ordered (name, value) pairs."""
+    return [(str(k), v) for k, v in block.items()] if isinstance(block, Mapping) else []
+
+
+def macro_problem(name: str, value: Any) -> str | None:
+    """llama-swap's validateMacro: a name it accepts and a scalar value."""
+    if not MACRO_NAME.fullmatch(name):
+        return f'macro name "{name}" must match ^[a-zA-Z0-9_-]+$ and be under 64 characters'
+    if name in RESERVED:
+        return f'macro name "{name}" is reserved'
+    if isinstance(value, str) and "${" + name + "}" in value:
+        return f'macro "{name}" refers to itself'
+    if isinstance(value, dict | list) or value is None:
+        return f'macro "{name}" must be a string, number or boolean'
+    return None
+
+
+def _go(value: Any) -> str:
+    """Go's %v of a YAML scalar, as a macro value is written into a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _substitute(value: Any, name: str, replacement: Any) -> Any:
+    slug = "${" + name + "}"
+    if isinstance(value, str):
+        if value == slug:
+            return replacement
+        return value.replace(slug, _go(replacement)) if slug in value else value
+    if isinstance(value, dict):
+        return {k: _substitute(v, name, replacement) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, name, replacement) for v in value]
+    return value
+
+
+def _substitute_all(value: Any, macros: list[tuple[str, Any]]) -> Any:
+    for name, replacement in reversed(macros):  # substituteMacroList: the last one first
+        value = _substitute(value, name, replacement)
+    return value
+
+
+def _strip_comments(cmd: str) -> str:
+    return "\n".join(ln for ln in cmd.split("\n") if not ln.strip().startswith("#"))
+
+
+def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
+    if isinstance(value, str):
+        for m in MACRO.finditer(value):
+            if not (m.group(1) == "PID" and allow_pid):
+                return f"{where} holds unknown macro {m.group(0)!r}"
+        return None
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _left_over(item, f"{where}.{key}", allow_pid)
+        if found is not None:
+            return found
+    return None
+
+
+_DEFAULT_PROXY = "http://localhost:${PORT}"
+
+
+def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """llama-swap's macro pass over a parsed document, after its ``${env.NAME}`` pass: the
+    problems of the document as a whole, and of each model by id. Every top-level key is
+    checked (llama-swap checks those it knows: stricter is safe)."""
+    top: list[str] = []
+    glob = declared(data.get("macros"))
+    top += [p for n, v in glob if (p := macro_problem(n, v))]
+    for key, value in data.items():
+        if key in ("models", "macros"):
+            continue
+        found = _left_over(_substitute_all(value, glob), str(key), False)
+        if found is not None:
+            top.append(found)
+    per_model: dict[str, str] = {}
+    models = data.get("models")
+    if not isinstance(models, Mapping):
+        return top, per_model
+    for model_id, body in models.items():
+        if not isinstance(body, Mapping):
+            continue
+        own = declared(body.get("macros"))
+        bad = next((p for n, v in own if (p := macro_problem(n, v))), None)
+        if bad is not None:
+            per_model[str(model_id)] = bad
+            continue
+        model = {k: v for k, v in body.items() if k != "macros"}
+        for field in ("cmd", "cmdStop"):
+            if isinstance(model.get(field), str):
+                model[field] = _strip_comments(model[field])
+        model.setdefault("proxy", _DEFAULT_PROXY)
+        if model["proxy"] is None:
+            model["proxy"] = _DEFAULT_PROXY
+        merged: list[tuple[str, Any]] = [("MODEL_ID", str(model_id)), *glob]
+        for name, value in own:
+            at = next((i for i, (n, _) in enumerate(merged) if n == name), None)
+            if at is None:
+                merged.append((name, value))
+            else:
+                merged[at] = (name, value)
+        model = _substitute_all(model, merged)
+        cmd, proxy = model.get("cmd"), model.get("proxy")
+        cmd_port = isinstance(cmd, str) and "${PORT}" in cmd
+        if cmd_port:
+            model = _substitute(model, "PORT", 5800)
+        elif isinstance(proxy, str) and "${PORT}" in proxy:
+            per_model[str(model_id)] = "proxy uses ${PORT} but cmd does not"
+            continue
+        for field, value in model.items():
+            found = _left_over(value, str(field), field == "cmdStop")
+            if found is not None:
+                per_model[str(model_id)] = found
+                break
+    return top, per_model

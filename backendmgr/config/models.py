@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..discovery.models import unsafe_char
+from ..emit.expand import strip_comments
 from ..emit.macros import declared, env_names, macro_problem, value_problem
 from ..emit.schema import string_field_problems
 from ..errors import escaped
@@ -184,6 +185,8 @@ def passthrough_problem(block: Any, where: str, defined: Collection[str] | None 
         if bad is not None:
             return f"{path} holds control character {bad}; use printable characters"
         allowed = names | {"PID"} if names is not None and path == f"{where}.cmdStop" else names
+        if path in (f"{where}.cmd", f"{where}.cmdStop"):  # llama-swap drops comment lines first
+            text = strip_comments(text)
         problem = value_problem(text, path, allowed)
         if problem is not None:
             return problem

@@ -26,7 +26,20 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["ExpandError", "expand", "go_trim_space", "posix_split", "sanitize_command"]
+__all__ = [
+    "DEFAULT_PROXY",
+    "ENV_MACRO",
+    "MACRO_PATTERN",
+    "ExpandError",
+    "check_macro",
+    "expand",
+    "go_trim_space",
+    "merge_macros",
+    "posix_split",
+    "sanitize_command",
+    "strip_comments",
+    "substitute",
+]
 
 MACRO_NAME = re.compile(r"[a-zA-Z0-9_-]+")  # fullmatch: Go's $ is the end of the text
 MACRO_PATTERN = re.compile(r"\$\{([a-zA-Z0-9_-]+)\}")
@@ -129,7 +142,7 @@ def posix_split(line: str) -> list[str]:
     return tokens
 
 
-def _strip_comments(cmd: str) -> str:
+def strip_comments(cmd: str) -> str:
     """llama-swap's ``StripComments``: lines whose trimmed text starts with ``#`` go."""
     return "\n".join(line for line in cmd.split("\n") if not go_trim_space(line).startswith("#"))
 
@@ -192,7 +205,7 @@ def _as_string(value: Any) -> str:
     return value if isinstance(value, str) else _go_v(value)
 
 
-def _check_macro(name: str, value: Any) -> None:
+def check_macro(name: str, value: Any) -> None:
     """llama-swap's ``validateMacro``."""
     if len(name) >= MACRO_NAME_LIMIT:
         raise ExpandError(f"macro name '{name}' exceeds maximum length of 63 characters")
@@ -212,14 +225,34 @@ def _check_macro(name: str, value: Any) -> None:
         raise ExpandError(f"macro name '{name}' is reserved")
 
 
-def _substitute(value: Any, name: str, macro: Any) -> Any:
-    """``substituteMacroInValue`` on one string: a whole-string match takes the typed value."""
+def substitute(value: Any, name: str, macro: Any) -> Any:
+    """``substituteMacroInValue``: a whole-string match takes the typed value, mappings and
+    lists are walked (their keys are no macro targets)."""
+    if isinstance(value, dict):
+        return {k: substitute(v, name, macro) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, name, macro) for v in value]
     if not isinstance(value, str):
         return value
     slug = f"${{{name}}}"
     if value == slug:
         return macro
     return value.replace(slug, _go_v(macro)) if slug in value else value
+
+
+def merge_macros(
+    model_id: str, declared: Sequence[tuple[str, Any]], local: Sequence[tuple[str, Any]]
+) -> list[tuple[str, Any]]:
+    """``mergeModelMacros``: MODEL_ID, the global macros, the model's overriding in place or
+    appended, in declaration order."""
+    merged: list[tuple[str, Any]] = [("MODEL_ID", model_id), *declared]
+    for name, value in local:
+        at = next((i for i, (known, _) in enumerate(merged) if known == name), None)
+        if at is None:
+            merged.append((name, value))
+        else:
+            merged[at] = (name, value)
+    return merged
 
 
 def _substitute_env(texts: list[Any], environ: Mapping[str, str]) -> list[Any]:
@@ -303,20 +336,14 @@ def expand(
     declared = [(name, next(values)) for name, _ in declared]
     local = [(name, next(values)) for name, _ in local]
     for name, value in declared:  # checked after phase 1, as llama-swap does
-        _check_macro(name, value)
+        check_macro(name, value)
     for name, value in local:
         try:
-            _check_macro(name, value)
+            check_macro(name, value)
         except ExpandError as exc:
             raise ExpandError(f"model {model_id}: {exc}") from None
-    merged: list[tuple[str, Any]] = [("MODEL_ID", model_id), *declared]
-    for name, value in local:
-        at = next((i for i, (known, _) in enumerate(merged) if known == name), None)
-        if at is None:
-            merged.append((name, value))
-        else:
-            merged[at] = (name, value)
-    cmd_text = _strip_comments(cmd_text)
+    merged = merge_macros(model_id, declared, local)
+    cmd_text = strip_comments(cmd_text)
     for name, value in [*reversed(merged), ("PORT", port)]:
         if name == "PORT":  # allocated only for a cmd that asks for it
             cmd_port = isinstance(cmd_text, str) and "${PORT}" in cmd_text
@@ -327,9 +354,9 @@ def expand(
                 )
             if not cmd_port:
                 break
-        cmd_text = _substitute(cmd_text, name, value)
-        proxy_text = _substitute(proxy_text, name, value)
-        env_items = [_substitute(item, name, value) for item in env_items]
+        cmd_text = substitute(cmd_text, name, value)
+        proxy_text = substitute(proxy_text, name, value)
+        env_items = [substitute(item, name, value) for item in env_items]
     cmd_text = _as_string(cmd_text)
     env_list = [_as_string(item) for item in env_items]
     _check_uses(model_id, cmd_text, env_list, _as_string(proxy_text))

@@ -16,6 +16,17 @@ import shlex
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
+from .expand import (
+    DEFAULT_PROXY,
+    ENV_MACRO,
+    MACRO_PATTERN,
+    ExpandError,
+    check_macro,
+    merge_macros,
+    strip_comments,
+    substitute,
+)
+
 __all__ = [
     "BUILTIN",
     "ENV_MACRO",
@@ -29,11 +40,8 @@ __all__ = [
     "value_problem",
 ]
 
-MACRO = re.compile(r"\$\{([a-zA-Z0-9_-]+)\}")  # macroPatternRegex
-ENV_MACRO = re.compile(r"\$\{env\.([a-zA-Z_][a-zA-Z0-9_]*)\}")  # envMacroRegex
-MACRO_NAME = re.compile(r"[a-zA-Z0-9_-]{1,63}")
+MACRO = MACRO_PATTERN
 BUILTIN = frozenset({"PORT", "MODEL_ID"})
-RESERVED = frozenset({"PORT", "MODEL_ID", "PID"})
 _SHOWN = 40
 
 
@@ -125,46 +133,18 @@ def declared(block: Any) -> list[tuple[str, Any]]:
 
 
 def macro_problem(name: str, value: Any) -> str | None:
-    """llama-swap's validateMacro: a name it accepts and a scalar value."""
-    if not MACRO_NAME.fullmatch(name):
-        return f'macro name "{name}" must match ^[a-zA-Z0-9_-]+$ and be under 64 characters'
-    if name in RESERVED:
-        return f'macro name "{name}" is reserved'
-    if isinstance(value, str) and "${" + name + "}" in value:
-        return f'macro "{name}" refers to itself'
-    if isinstance(value, dict | list) or value is None:
-        return f'macro "{name}" must be a string, number or boolean'
+    """llama-swap's validateMacro (:func:`.expand.check_macro`), as a problem or None."""
+    try:
+        check_macro(name, value)
+    except ExpandError as exc:
+        return str(exc)
     return None
-
-
-def _go(value: Any) -> str:
-    """Go's %v of a YAML scalar, as a macro value is written into a string."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _substitute(value: Any, name: str, replacement: Any) -> Any:
-    slug = "${" + name + "}"
-    if isinstance(value, str):
-        if value == slug:
-            return replacement
-        return value.replace(slug, _go(replacement)) if slug in value else value
-    if isinstance(value, dict):
-        return {k: _substitute(v, name, replacement) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, name, replacement) for v in value]
-    return value
 
 
 def _substitute_all(value: Any, macros: list[tuple[str, Any]]) -> Any:
     for name, replacement in reversed(macros):  # substituteMacroList: the last one first
-        value = _substitute(value, name, replacement)
+        value = substitute(value, name, replacement)
     return value
-
-
-def _strip_comments(cmd: str) -> str:
-    return "\n".join(ln for ln in cmd.split("\n") if not ln.strip().startswith("#"))
 
 
 def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
@@ -184,9 +164,6 @@ def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
         if found is not None:
             return found
     return None
-
-
-_DEFAULT_PROXY = "http://localhost:${PORT}"
 
 
 def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
@@ -217,22 +194,15 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
         model = {k: v for k, v in body.items() if k != "macros"}
         for field in ("cmd", "cmdStop"):
             if isinstance(model.get(field), str):
-                model[field] = _strip_comments(model[field])
-        model.setdefault("proxy", _DEFAULT_PROXY)
+                model[field] = strip_comments(model[field])
+        model.setdefault("proxy", DEFAULT_PROXY)
         if model["proxy"] is None:
-            model["proxy"] = _DEFAULT_PROXY
-        merged: list[tuple[str, Any]] = [("MODEL_ID", str(model_id)), *glob]
-        for name, value in own:
-            at = next((i for i, (n, _) in enumerate(merged) if n == name), None)
-            if at is None:
-                merged.append((name, value))
-            else:
-                merged[at] = (name, value)
-        model = _substitute_all(model, merged)
+            model["proxy"] = DEFAULT_PROXY
+        model = _substitute_all(model, merge_macros(str(model_id), glob, own))
         cmd, proxy = model.get("cmd"), model.get("proxy")
         cmd_port = isinstance(cmd, str) and "${PORT}" in cmd
         if cmd_port:
-            model = _substitute(model, "PORT", 5800)
+            model = substitute(model, "PORT", 5800)
         elif isinstance(proxy, str) and "${PORT}" in proxy:
             per_model[str(model_id)] = "proxy uses ${PORT} but cmd does not"
             continue

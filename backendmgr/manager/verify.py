@@ -54,7 +54,7 @@ def expanded_entry(
     from ..emit.document import entry_cmd, entry_env
     from ..emit.expand import ExpandError, expand
 
-    cmd = entry_cmd(entry)
+    cmd = entry_cmd(entry, {"macros": macros})  # the global macros stay macros, as written
     own = entry.passthrough.get("macros")
     proxy = entry.passthrough.get("proxy")
     if not isinstance(cmd, str):

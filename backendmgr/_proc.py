@@ -3,8 +3,11 @@ starts (a model server's workers, a build backend's compilers, llama-swap's serv
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 
 import anyio
@@ -13,12 +16,52 @@ from anyio.abc import Process
 __all__ = ["cannot_start", "open_group"]
 
 
+# Run by the child between fork and exec (anyio starts processes without a preexec hook):
+# ask the kernel for SIGTERM when the parent dies (PR_SET_PDEATHSIG, kept across exec), give
+# up if the parent is already gone, then become the program itself (same pid).
+_DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(143)
+for name in ("SIGPIPE", "SIGXFSZ"):  # as Python's own start left them: not for the program
+    signal.signal(getattr(signal, name), signal.SIG_DFL)
+try:
+    os.execv(sys.argv[2], sys.argv[3:])
+except OSError as exc:
+    sys.stderr.write(f"cannot start {sys.argv[2]}: {exc.strerror}\\n")
+    sys.exit(127)
+"""
+
+
+def dying_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` started so that it gets SIGTERM when this process dies, even by SIGKILL
+    (Linux's parent-death signal; elsewhere ``argv`` unchanged). Raises :class:`OSError` for
+    a program that is not there, as a plain start would."""
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    exe = shutil.which(argv[0])
+    if exe is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), exe, *argv]
+
+
 async def open_group(
-    argv: Sequence[str], *, env: Mapping[str, str] | None = None, merge: bool = True
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    merge: bool = True,
+    die_with_parent: bool = False,
 ) -> Process:
     """Start ``argv`` with no stdin and its output piped (stderr joins stdout when ``merge``),
     leading a new session on POSIX. Shielded: a cancel between the start and the caller's
-    ``try`` would leave a started group unowned. Raises :class:`OSError` when it cannot start."""
+    ``try`` would leave a started group unowned. ``die_with_parent``: see
+    :func:`dying_with_parent`. Raises :class:`OSError` when it cannot start."""
+    if die_with_parent:
+        argv = dying_with_parent(argv)
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
             list(argv),

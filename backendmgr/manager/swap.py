@@ -20,7 +20,7 @@ import anyio
 
 from ..config.models import Settings
 from ..config.paths import Paths
-from ..errors import InvalidInput, NotFound, Refused
+from ..errors import NotFound, Refused
 
 if TYPE_CHECKING:
     from ..swap.reload import Mark
@@ -39,34 +39,102 @@ RESTART_DELAY_S = 1.0  # times the crashes in the window
 ServiceAction = Literal["install", "start", "stop", "restart", "status", "uninstall"]
 
 
+def split_host_port(text: str) -> tuple[str, str]:
+    """``HOST:PORT`` split exactly as Go's ``net.SplitHostPort`` does (llama-swap hands its
+    ``-listen`` to Go's listener): the port follows the last colon; a host holding a colon
+    must be bracketed, and brackets appear nowhere else. Raises :class:`ValueError`."""
+    i = text.rfind(":")
+    if i < 0:
+        raise ValueError("missing port in address")
+    j = k = 0
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0:
+            raise ValueError("missing ']' in address")
+        if end + 1 == len(text):
+            raise ValueError("missing port in address")
+        if end + 1 != i:
+            raise ValueError(
+                "too many colons in address" if text[end + 1] == ":" else "missing port in address"
+            )
+        host = text[1:end]
+        j, k = 1, end + 1
+    else:
+        host = text[:i]
+        if ":" in host:
+            raise ValueError("too many colons in address")
+    if "[" in text[j:]:
+        raise ValueError("unexpected '[' in address")
+    if "]" in text[k:]:
+        raise ValueError("unexpected ']' in address")
+    return host, text[i + 1 :]
+
+
+def _zone_ok(zone: str) -> bool:
+    """An IPv6 zone llama-swap can bind: an interface of this machine, by name or index
+    (Go silently drops a zone it cannot resolve, so the listener would not be the one asked)."""
+    if zone.isascii() and zone.isdigit():
+        return 0 < int(zone) < 1 << 32 and any(i == int(zone) for i, _ in _interfaces())
+    return any(name == zone for _, name in _interfaces()) if zone.isprintable() else False
+
+
+def _interfaces() -> list[tuple[int, str]]:
+    import socket
+
+    try:
+        return socket.if_nameindex()
+    except OSError:
+        return []
+
+
 def parse_listen(text: str) -> tuple[str, int, bool]:
-    """``HOST:PORT`` → (host, port, loopback). An empty host means every address."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise InvalidInput(
-            f'"{text}" is not a listen address; use HOST:PORT, e.g. {DEFAULT_LISTEN}'
+    """``HOST:PORT`` → (host, port, loopback), accepting only what llama-swap binds as asked:
+    Go's host/port split, a port of ASCII digits 1-65535 (no sign, no service name), a host
+    that is an IP address (an IPv6 one bracketed, with a zone naming an interface here) or
+    localhost. An empty host means every address. Refused: :class:`UsageError` (exit 2)."""
+    from ..errors import UsageError, escaped
+
+    def refuse(why: str) -> UsageError:
+        return UsageError(
+            f'"{escaped(text, 100)}" is not a listen address ({why}); use HOST:PORT, '
+            f"e.g. {DEFAULT_LISTEN}"
         )
-    host = host.strip()
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if bare == "localhost":
-        return host, int(port_text), True
-    if not bare:
-        return host, int(port_text), False
+
+    try:
+        host, port_text = split_host_port(text)
+    except ValueError as exc:
+        raise refuse(str(exc)) from None
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+        raise refuse("the port must be a number from 1 to 65535, in ASCII digits")
+    port = int(port_text)
+    bracketed = text.startswith("[")
+    if host == "localhost":
+        return host, port, True
+    if not host:
+        return host, port, False
+    bare, _, zone = host.partition("%") if bracketed else (host, "", "")
+    if bracketed and "%" in host and (not zone or not _zone_ok(zone)):
+        raise refuse(f'"{escaped(zone, 40)}" is not a network interface of this machine')
     try:
         address = ipaddress.ip_address(bare)
     except ValueError:
-        raise InvalidInput(
-            f'"{text}": the host must be an IP address or localhost, not "{bare}"'
+        raise refuse(
+            f'the host must be an IP address or localhost, not "{escaped(bare, 60)}"'
         ) from None
-    return host, int(port_text), address.is_loopback
+    if isinstance(address, ipaddress.IPv6Address) and not bracketed:
+        raise refuse("an IPv6 address goes in brackets: [ADDR]:PORT")
+    if zone and not isinstance(address, ipaddress.IPv6Address):
+        raise refuse("only an IPv6 address takes a zone")
+    return host, port, address.is_loopback
 
 
 def reach_url(host: str, port: int) -> str:
-    """The URL this machine reaches the listener at (every-address binds via loopback)."""
+    """The URL this machine reaches the listener at (every-address binds via loopback; a
+    zone is written as a URL writes it, ``%25``)."""
     bare = host[1:-1] if host.startswith("[") else host
     if not bare or bare in ("0.0.0.0", "::"):
         bare = "127.0.0.1"
-    shown = f"[{bare}]" if ":" in bare else bare
+    shown = f"[{bare.replace('%', '%25')}]" if ":" in bare else bare
     return f"http://{shown}:{port}"
 
 
@@ -151,6 +219,34 @@ class SwapService:
 
     # --- up -----------------------------------------------------------------------------------
 
+    async def claim(self, *, replace: bool = False) -> list[str]:
+        """Before ``up`` starts anything: refuse when a llama-swap started by ``up`` serves
+        this home's config already (``replace``: stop it first, with its model servers), and
+        clean a stale record. The notes say what was done."""
+        from ..swap.status import clean_stale, read_state
+
+        home = self.paths.home
+        seen = await anyio.to_thread.run_sync(read_state, home)
+        if seen.link:
+            raise Refused(f"{seen.stale}; up records the running llama-swap there")
+        if seen.state is None:
+            cleaned = await anyio.to_thread.run_sync(clean_stale, home, seen)
+            return [f"removed a stale record: {seen.stale}"] if cleaned else []
+        running = seen.state
+        if not replace:
+            raise Refused(
+                f"llama-swap already serves {running.config} (pid {running.pid}, on "
+                f"{running.url}, started by backendmgr up pid {running.owner}); stop it first, "
+                "or pass --replace to stop it and start anew"
+            )
+        from ..swap.process import replace_running
+
+        await replace_running(running.pid, running.owner)
+        await anyio.to_thread.run_sync(
+            clean_stale, home, await anyio.to_thread.run_sync(read_state, home)
+        )
+        return [f"stopped the llama-swap that served on {running.url} (pid {running.pid})"]
+
     async def up(
         self,
         prepared: Prepared,
@@ -209,7 +305,12 @@ class SwapService:
                             f"{exc}; it stopped {len(crashes)} times in "
                             f"{CRASH_WINDOW_S // 60:g} minutes, so backendmgr gives up"
                         ) from None
-                    on_line(f"backendmgr: {exc}; starting it again")
+                    on_line(
+                        f"backendmgr: llama-swap stopped ({exc.status}); starting it again: "
+                        f"restart {len(crashes)} of {MAX_CRASHES} "
+                        f"(within {CRASH_WINDOW_S // 60:g} minutes)"
+                        + (f"; its last error: {exc.error}" if exc.error else "")
+                    )
                     with anyio.move_on_after(RESTART_DELAY_S * len(crashes)):
                         await stop.wait()
                     if stop.is_set():
@@ -224,12 +325,14 @@ class SwapService:
         from ..emit.regen import edited_by_hand, written_record
         from ..swap.models import LoadedModel, SwapStatus
         from ..swap.status import (
+            clean_stale,
             compare_models,
             file_models,
             observe,
             read_state,
             same_file,
             served_config,
+            shown,
         )
         from ..swap.unit import service_file
 
@@ -237,14 +340,22 @@ class SwapService:
         output = self.output_path(settings)
         unit = service_file(dict(self.environ))
         service = str(unit) if unit.exists() else None
-        state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        seen_state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        state = seen_state.state
         if state is None:
+            stale: list[str] = []
+            if seen_state.stale is not None:
+                cleaned = await anyio.to_thread.run_sync(clean_stale, self.paths.home, seen_state)
+                stale.append(
+                    f"removed a stale record: {seen_state.stale}" if cleaned else seen_state.stale
+                )
             return SwapStatus(
                 running=False,
                 message='llama-swap is not running; start it with "backendmgr up"'
                 + (' or "backendmgr service start"' if service else ""),
                 output=str(output),
                 service=service,
+                problems=stale,
             )
         seen = await observe(state.url)
         given, watching = served_config(state.pid)
@@ -272,8 +383,8 @@ class SwapService:
                 problems.append("it serves an older version of the file: " + "; ".join(differences))
         loaded = [LoadedModel.model_validate(r) for r in seen.running]
         named = f"llama-swap {seen.version}" if seen.version else "llama-swap"
-        head = f"{named} runs (pid {state.pid}) on {state.url}"
-        message = f"{head}, serving {config}; {len(loaded)} model(s) loaded"
+        head = f"{named} runs (pid {state.pid}) on {shown(state.url)}"
+        message = f"{head}, serving {shown(config, 1000)}; {len(loaded)} model(s) loaded"
         if current:
             message += "; it holds the file backendmgr last wrote"
         return SwapStatus(
@@ -290,7 +401,7 @@ class SwapService:
             serves_output=serves_output,
             current=current,
             loaded=loaded,
-            served=sorted(seen.models),
+            served=[shown(m, 200) for m in sorted(seen.models)],
             problems=problems,
             service=service,
         )
@@ -374,10 +485,10 @@ class SwapService:
         llama-swap runs and no service is installed."""
         from ..emit.regen import file_digest
         from ..swap.reload import Mark, last_line, log_text
-        from ..swap.status import read_state, same_file
+        from ..swap.status import Unanswered, read_state, same_file
         from ..swap.unit import service_file
 
-        state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        state = (await anyio.to_thread.run_sync(read_state, self.paths.home)).state
         if state is None and not service_file(dict(self.environ)).exists():
             return None
         settings = await self.settings()
@@ -385,11 +496,9 @@ class SwapService:
         found = await self.activated(settings)
         reload = None
         if state is not None and same_file(state.config, str(output)):
-            import httpx
-
             try:
                 anchor: str | None = last_line(await log_text(state.url))
-            except (httpx.HTTPError, OSError):  # not answering: no reload to wait for
+            except Unanswered:  # not answering in time: no reload to wait for
                 anchor = None
             if anchor is not None:
                 reload = Mark(state.url, output, anchor, None)

@@ -175,7 +175,7 @@ def test_up_refuses_without_llama_swap_and_beyond_loopback(
     assert "no authentication unless its config sets apiKeys" in public.err
     assert "--public" in public.err
     bad = cli("up", "--listen", "nowhere")
-    assert bad.code == 1 and "is not a listen address" in bad.err
+    assert bad.code == 2 and "is not a listen address" in bad.err  # typed wrong (SPEC §13)
 
 
 def test_a_new_llama_swap_build_while_up_runs_is_named(
@@ -232,7 +232,7 @@ def test_a_llama_swap_that_dies_is_started_again_and_its_orphans_stopped(
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0
-        assert "starting it again" in out
+        assert "starting it again: restart 1 of 5" in out and "(signal 9)" in out
         assert [p for p in fake_pids(installed["fake"]) if alive(p)] == []
     finally:
         stop_everything(proc, installed["fake"])

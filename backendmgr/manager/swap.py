@@ -323,6 +323,7 @@ class SwapService:
 
     async def status(self) -> Any:
         from ..emit.regen import edited_by_hand, written_record
+        from ..errors import shown
         from ..swap.models import LoadedModel, SwapStatus
         from ..swap.status import (
             clean_stale,
@@ -332,7 +333,6 @@ class SwapService:
             read_state,
             same_file,
             served_config,
-            shown,
         )
         from ..swap.unit import service_file
 
@@ -365,7 +365,7 @@ class SwapService:
             problems.append(seen.error)
         serves_output = same_file(config, str(output)) if config else None
         if serves_output is False:
-            problems.append(f"it serves {config}, but backendmgr writes {output}")
+            problems.append(f"it serves {shown(config, 1000)}, but backendmgr writes {output}")
         if given is not None and not watching:
             problems.append("it does not watch its config (-watch-config): changes need a restart")
         current: bool | None = None
@@ -544,7 +544,7 @@ class SwapService:
 
 
 def _last_line(text: str) -> str:
-    from ..errors import escaped
+    from ..errors import shown
 
     lines = [line for line in text.splitlines() if line.strip()]
-    return escaped(lines[-1].strip(), 300) if lines else "no output"
+    return shown(lines[-1], 300) if lines else "no output"

@@ -26,7 +26,7 @@ import httpx
 from anyio.abc import ByteReceiveStream, Process
 
 from .._proc import cannot_start, open_group
-from ..errors import BackendmgrError, escaped
+from ..errors import BackendmgrError, shown
 
 __all__ = ["SwapCrashed", "SwapFailed", "SwapRun", "descendants", "run_swap", "swap_argv"]
 
@@ -250,7 +250,7 @@ def _exit_status(process: Process) -> str:
 def _last_error(err: _Lines, out: _Lines) -> str | None:
     """llama-swap's last error line (either stream; stderr's when both have one)."""
     found = err.last_error or out.last_error
-    return escaped(found, 400) if found else None
+    return shown(found) if found else None
 
 
 def _reason(process: Process, err: _Lines, out: _Lines) -> str:
@@ -258,7 +258,7 @@ def _reason(process: Process, err: _Lines, out: _Lines) -> str:
     (a fatal start-up message need not say "error")."""
     said = _last_error(err, out)
     if said is None and err.last:
-        said = escaped(_STAMP.sub("", err.last[-1]).strip(), 400)
+        said = shown(_STAMP.sub("", err.last[-1]))
     status = _exit_status(process)
     return f"({status}): {said}" if said else f"({status}) without a message"
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import anyio
 
-from .status import Unanswered, answers, compare_models, file_models, observe, shown
+from ..errors import shown
+from .status import Unanswered, answers, compare_models, file_models, observe
 
 __all__ = ["Mark", "Reloaded", "await_reload", "log_text"]
 

@@ -24,7 +24,7 @@ import anyio
 import httpx
 
 from .._fs import LinkRefused, atomic_write_bytes, unlink_no_follow
-from ..errors import escaped
+from ..errors import shown
 from .process import alive
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "read_state",
     "remove_state",
     "served_config",
-    "shown",
     "write_state",
 ]
 
@@ -49,13 +48,6 @@ MAX_ANSWER = 4 << 20  # bytes of one API answer read
 TIMEOUT_S = 3.0  # silence allowed within one answer
 READ_DEADLINE_S = 5.0  # total time of one look at llama-swap, every answer of it together
 MAX_PID = (1 << 31) - 1  # what the system calls take; larger is no process id
-
-
-def shown(text: object, limit: int = 400) -> str:
-    """What llama-swap (or whatever holds its port) says, fit for a terminal, a JSON field and
-    the page: one line, whitespace folded, every other unprintable character (ESC, CR, C1,
-    bidi overrides) written as an escape. The one sanitizer of everything status shows."""
-    return escaped(" ".join(str(text).split()), limit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,7 +179,10 @@ def test_a_second_up_is_refused_and_replace_takes_over(
         _, err = first.communicate(timeout=30)
         assert first.returncode == 0, err
         assert not alive(swap_pid) and not answering(first_url)
-        assert (state(installed["home"]) or {}).get("listen") == f"127.0.0.1:{second_port}"
+        wait_for(
+            lambda: (state(installed["home"]) or {}).get("listen") == f"127.0.0.1:{second_port}",
+            what="the new record",
+        )
         second.send_signal(signal.SIGINT)
         _, err = second.communicate(timeout=30)
         assert second.returncode == 0
@@ -277,3 +280,19 @@ def test_service_install_refuses_an_address_llama_swap_cannot_bind(
     line = error_line(cli("service", "install", "--listen", listen), 2)
     assert "is not a listen address" in line
     assert not (tmp_path / "xdg").exists()
+
+
+def test_the_last_error_line_is_kept_not_the_last_log_line() -> None:
+    from backendmgr.swap.process import _Lines
+
+    heard: list[str] = []
+    lines = _Lines(heard.append)
+    lines.feed(
+        b"2026/01/02 03:04:05 [INFO] llama-swap listening on http://127.0.0.1:1\n"
+        b"[ERROR] upstream process for alpha exited: signal: killed\n"
+        b'[INFO] Request 127.0.0.1 "GET /health HTTP/1.1" 200 error=none\n'
+        b"2026/01/02 03:04:06 [INFO] Request for an error page\n"
+    )
+    lines.close()
+    assert len(heard) == 4
+    assert lines.last_error == "[ERROR] upstream process for alpha exited: signal: killed"

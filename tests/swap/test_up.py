@@ -186,7 +186,10 @@ def test_a_llama_swap_that_dies_is_started_again_and_its_orphans_stopped(
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0
-        assert "starting it again: restart 1 of 5" in out and "(signal 9)" in out
+        (restart,) = [line for line in out.splitlines() if "starting it again" in line]
+        assert restart.startswith("backendmgr: llama-swap stopped (signal 9); starting it again")
+        assert "restart 1 of 5" in restart
+        assert "[INFO]" not in restart and "Request" not in restart  # not its last log line
         assert [p for p in fake_pids(installed["fake"]) if alive(p)] == []
     finally:
         stop_everything(proc, installed["fake"])

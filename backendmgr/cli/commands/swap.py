@@ -61,7 +61,7 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import anyio
     import anyio.abc
 
-    from ...swap.status import shown
+    from ...errors import shown
 
     for note in await mgr.swap.claim(replace=args.replace):
         out.note(note)

@@ -18,6 +18,7 @@ __all__ = [
     "apply_umask",
     "atomic_write_bytes",
     "fsync_dir",
+    "link_refused",
     "read_record_file",
     "sanitize_segment",
     "unlink_no_follow",
@@ -128,7 +129,8 @@ def _fill(fd: int, data: bytes, mode: int | None) -> None:
         os.fsync(fh.fileno())
 
 
-def _link_refused(path: Path) -> LinkRefused:
+def link_refused(path: Path) -> LinkRefused:
+    """The one line for a link where backendmgr keeps a file of its own."""
     return LinkRefused(
         f"{path} is a symbolic link; backendmgr writes its own files only in place, never "
         "through a link: remove the link"
@@ -161,7 +163,7 @@ def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
         for part in parts:
             here = here / part
             if here.is_symlink():
-                raise _link_refused(here)
+                raise link_refused(here)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, data)
         return
@@ -176,7 +178,7 @@ def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
                 inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=folder)
             except OSError as exc:
                 if here.is_symlink():
-                    raise _link_refused(here) from None
+                    raise link_refused(here) from None
                 raise OSError(exc.errno, exc.strerror, str(here)) from None
             os.close(folder)
             folder = inner
@@ -187,7 +189,7 @@ def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
             mode: int | None = None
         else:
             if stat.S_ISLNK(st.st_mode):
-                raise _link_refused(path)
+                raise link_refused(path)
             writable = os.access(name, os.W_OK, dir_fd=folder)
             mode = _kept_mode(st, writable, path, path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
@@ -213,7 +215,7 @@ def unlink_no_follow(path: Path, anchor: Path) -> None:
     for part in path.relative_to(anchor).parts[:-1]:
         here = here / part
         if here.is_symlink():
-            raise _link_refused(here)
+            raise link_refused(here)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
 

@@ -128,33 +128,60 @@ class SwapService:
 
     # --- up -----------------------------------------------------------------------------------
 
-    async def claim(self, *, replace: bool = False) -> list[str]:
-        """Before ``up`` starts anything: refuse when a llama-swap started by ``up`` serves
-        this home's config already (``replace``: stop it first, with its model servers), and
-        clean a stale record. The notes say what was done."""
-        from ..swap.status import clean_stale, read_state
+    async def claim(self, *, replace: bool = False) -> tuple[list[str], Callable[[], None]]:
+        """Before ``up`` starts anything: take the lock an ``up`` holds for its life, refusing
+        when another ``up`` serves this home's config already (``replace``: stop it first, with
+        its model servers), and clean a stale record. The notes say what was done; the
+        release is for the end of ``up``."""
+        from ..swap.process import GRACE_S, replace_running
+        from ..swap.status import clean_stale, read_state, take_up_lock
 
         home = self.paths.home
         seen = await anyio.to_thread.run_sync(read_state, home)
         if seen.link:
             raise Refused(f"{seen.stale}; up records the running llama-swap there")
-        if seen.state is None:
-            cleaned = await anyio.to_thread.run_sync(clean_stale, home, seen)
-            return [f"removed a stale record: {seen.stale}"] if cleaned else []
+        release = await anyio.to_thread.run_sync(take_up_lock, home)
         running = seen.state
+        if release is not None and running is None:
+            cleaned = await anyio.to_thread.run_sync(clean_stale, home, seen)
+            return ([f"removed a stale record: {seen.stale}"] if cleaned else []), release
         if not replace:
+            if release is not None:
+                release()
             raise Refused(
-                f"llama-swap already serves {running.config} (pid {running.pid}, on "
-                f"{running.url}, started by backendmgr up pid {running.owner}); stop it first, "
-                "or pass --replace to stop it and start anew"
+                (
+                    f"llama-swap already serves {running.config} (pid {running.pid}, on "
+                    f"{running.url}, started by backendmgr up pid {running.owner})"
+                    if running is not None
+                    else f"another backendmgr up is starting llama-swap on {home}"
+                )
+                + "; stop it first, or pass --replace to stop it and start anew"
             )
-        from ..swap.process import replace_running
-
-        await replace_running(running.pid, running.owner)
+        notes: list[str] = []
+        stopped: set[int] = set()
+        # until its up lets go of the lock: stop what it runs, once its record names it (an up
+        # still starting writes its record when its llama-swap answers)
+        with anyio.move_on_after(GRACE_S + 5):
+            while release is None or running is not None:
+                if running is not None and running.pid not in stopped:
+                    stopped.add(running.pid)
+                    await replace_running(running.pid, running.owner)
+                    notes.append(
+                        f"stopped the llama-swap that served on {running.url} (pid {running.pid})"
+                    )
+                if release is None:
+                    release = await anyio.to_thread.run_sync(take_up_lock, home)
+                if release is None:
+                    await anyio.sleep(0.1)
+                    running = (await anyio.to_thread.run_sync(read_state, home)).state
+                else:
+                    running = None
+        if release is None:
+            raise Refused(f"another backendmgr up on {home} did not stop; stop it first")
         await anyio.to_thread.run_sync(
             clean_stale, home, await anyio.to_thread.run_sync(read_state, home)
         )
-        return [f"stopped the llama-swap that served on {running.url} (pid {running.pid})"]
+        return notes, release
 
     async def up(
         self,

@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import httpx
 
-from .._fs import LinkRefused, atomic_write_bytes, unlink_no_follow
+from .._fs import LinkRefused, atomic_write_bytes, link_refused, unlink_no_follow
 from ..errors import shown
 from .process import alive
 
@@ -41,6 +41,7 @@ __all__ = [
     "read_state",
     "remove_state",
     "served_config",
+    "take_up_lock",
     "write_state",
 ]
 
@@ -79,6 +80,36 @@ class Recorded:
 
 def state_path(home: Path) -> Path:
     return home / "swap" / "up.json"
+
+
+def take_up_lock(home: Path) -> Callable[[], None] | None:
+    """The lock an ``up`` holds for its whole life on ``<home>/swap/up.lock`` (flock: the
+    kernel drops it when the process ends, even by kill -9), so that two ``up`` started at
+    once cannot both serve, whatever their record says yet. Its release; None when another
+    ``up`` holds it. Without flock (Windows) there is no lock: a no-op release. A link in its
+    place is refused (:class:`LinkRefused`)."""
+    try:
+        import fcntl
+    except ImportError:
+        return lambda: None
+    folder = home / "swap"
+    if folder.is_symlink():
+        raise link_refused(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "up.lock"
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError:
+        if path.is_symlink():
+            raise link_refused(path) from None
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return lambda: os.close(fd)
 
 
 def write_state(home: Path, state: SwapState) -> None:

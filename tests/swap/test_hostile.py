@@ -193,11 +193,36 @@ def test_a_second_up_is_refused_and_replace_takes_over(
             stop_everything(second, installed["fake"])
 
 
+@needs_swap
+def test_two_ups_started_at_once_serve_once(
+    installed: dict[str, Path], cli: Callable[..., CliResult]
+) -> None:
+    """Neither has a record yet when the other starts: the lock an up holds decides."""
+    ports = [free_port(), free_port()]
+    procs = [start_up("--listen", f"127.0.0.1:{port}") for port in ports]
+    try:
+        wait_for(lambda: any(p.poll() is not None for p in procs), what="one up to give way")
+        (loser,) = [p for p in procs if p.poll() is not None]
+        (winner,) = [p for p in procs if p is not loser]
+        _, err = loser.communicate(timeout=30)
+        assert loser.returncode == 1
+        (line,) = [line for line in err.splitlines() if line.startswith("error:")]
+        assert "another backendmgr up is starting llama-swap" in line or "already serves" in line
+        url = f"http://127.0.0.1:{ports[procs.index(winner)]}"
+        wait_for(lambda: answering(url) or winner.poll() is not None, what="the winner")
+        winner.send_signal(signal.SIGINT)
+        winner.communicate(timeout=30)
+        assert winner.returncode == 0
+    finally:
+        for proc in procs:
+            stop_everything(proc, installed["fake"])
+
+
 def a_state() -> SwapState:
     return SwapState(1, 1, "127.0.0.1:9", "http://127.0.0.1:9", "/x", "/y")
 
 
-@pytest.mark.parametrize("where", ["file", "folder"])
+@pytest.mark.parametrize("where", ["file", "folder", "lock"])
 def test_a_planted_link_is_refused_and_its_target_untouched(
     tmp_path: Path, cli: Callable[..., CliResult], where: str
 ) -> None:
@@ -207,19 +232,20 @@ def test_a_planted_link_is_refused_and_its_target_untouched(
     victim = outside / "victim.txt"
     victim.write_text("precious\n")
     (home / "swap").parent.mkdir(parents=True, exist_ok=True)
-    if where == "file":
+    if where in ("file", "lock"):
         (home / "swap").mkdir()
-        link = home / "swap" / "up.json"
+        link = home / "swap" / ("up.json" if where == "file" else "up.lock")
         link.symlink_to(victim)
     else:
         link = home / "swap"
         link.symlink_to(outside)
     line = error_line(cli("up", "--listen", f"127.0.0.1:{free_port()}"), 1)
     assert f"{link} is a symbolic link" in line
-    seen = json.loads(ok(cli("--json", "status")).out)
-    assert seen["running"] is False and f"{link} is a symbolic link" in seen["problems"][0]
-    with pytest.raises(LinkRefused, match="symbolic link"):
-        write_state(home, a_state())  # what up writes once llama-swap serves
+    if where != "lock":
+        seen = json.loads(ok(cli("--json", "status")).out)
+        assert seen["running"] is False and f"{link} is a symbolic link" in seen["problems"][0]
+        with pytest.raises(LinkRefused, match="symbolic link"):
+            write_state(home, a_state())  # what up writes once llama-swap serves
     assert victim.read_text() == "precious\n"
     assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
     assert link.is_symlink()

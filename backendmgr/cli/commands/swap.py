@@ -56,6 +56,16 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
 
 
 async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    notes, release = await mgr.swap.claim(replace=args.replace)
+    try:  # the lock is held until llama-swap and its servers are stopped
+        for note in notes:
+            out.note(note)
+        return await _serve(mgr, args, out)
+    finally:
+        release()
+
+
+async def _serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import contextlib
 
     import anyio
@@ -63,8 +73,6 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
     from ...errors import shown
 
-    for note in await mgr.swap.claim(replace=args.replace):
-        out.note(note)
     prepared = await mgr.swap.prepare(args.listen, public=args.public)
     for warning in prepared.warnings:
         out.warning(warning)

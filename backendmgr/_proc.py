@@ -45,7 +45,8 @@ def dying_with_parent(argv: Sequence[str]) -> list[str]:
         return list(argv)
     exe = shutil.which(argv[0])
     if exe is None:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+        code = errno.EACCES if os.path.isfile(argv[0]) else errno.ENOENT
+        raise OSError(code, os.strerror(code), argv[0])
     return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), exe, *argv]
 
 

@@ -196,18 +196,18 @@ def read_state(home: Path, *, identify_it: bool = True) -> Recorded:
     return Recorded(state, None, raw)
 
 
-def _command_line(pid: int) -> list[str] | None:
-    """The process's arguments: /proc on Linux, ``ps`` elsewhere on POSIX (split on spaces:
-    enough to find the flags); None where neither answers."""
+def _proc_argv(pid: int) -> list[str] | None:
+    """The process's arguments from /proc (Linux); None elsewhere or when unreadable."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()[: 1 << 16]
-    except FileNotFoundError:
-        if sys.platform.startswith("linux") or os.name != "posix":
-            return None
     except OSError:
         return None
-    else:
-        return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a] or None
+
+
+def _ps_line(pid: int) -> str | None:
+    """The process's command line as ``ps`` shows it (other POSIX systems): the arguments
+    joined by spaces, so a path with a space cannot be told from two words."""
     try:
         done = subprocess.run(
             ["ps", "-ww", "-o", "command=", "-p", str(pid)],
@@ -218,8 +218,7 @@ def _command_line(pid: int) -> list[str] | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    line = done.stdout.strip()
-    return line.split(" ") if done.returncode == 0 and line else None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _same(a: str, b: str) -> bool:
@@ -229,27 +228,34 @@ def _same(a: str, b: str) -> bool:
 
 
 def identify(state: SwapState) -> str | None:
-    """Whether ``state.pid`` is the llama-swap ``up`` started: its executable is the recorded
-    one (Linux: /proc/PID/exe; elsewhere the command line's first word) and its command line
-    names the recorded config. None when it is; otherwise what the pid is instead."""
+    """Whether ``state.pid`` is the llama-swap ``up`` started: None when it is, otherwise what
+    the pid is instead. Linux: /proc/PID/exe is the recorded executable and /proc/PID/cmdline
+    gives it the recorded config. Other POSIX systems: ``ps`` shows a command line that starts
+    with the executable and holds ``-config CONFIG``. Windows: never (not running)."""
+    if os.name != "posix":
+        return "cannot be inspected on this system"
     if not alive(state.pid):
         return "is not running"
-    argv = _command_line(state.pid)
-    if not argv:
-        return "cannot be inspected (not ours, or no /proc and no ps)"
-    exe_link = Path(f"/proc/{state.pid}/exe")
     if sys.platform.startswith("linux"):
+        argv = _proc_argv(state.pid)
+        exe_link = Path(f"/proc/{state.pid}/exe")
         try:
             exe = os.readlink(exe_link).removesuffix(" (deleted)")
         except OSError:
             return "cannot be inspected (not ours)"
+        if argv is None:
+            return "cannot be inspected (not ours)"
+        config, _ = parse_config_flags(argv)
         same_exe = _same(str(exe_link), state.exe) or exe == os.path.realpath(state.exe)
+        ours = same_exe and config is not None and _same(config, state.config)
+        line = " ".join(argv)
     else:
-        same_exe = " ".join(argv).startswith(state.exe) or _same(argv[0], state.exe)
-    config, _ = parse_config_flags(argv)
-    if not same_exe or config is None or not _same(config, state.config):
-        return f"is another program now ({shown(' '.join(argv), 120)})"
-    return None
+        found = _ps_line(state.pid)
+        if found is None:
+            return "cannot be inspected (no ps)"
+        line = found
+        ours = line.startswith(f"{state.exe} ") and f" -config {state.config} " in f"{line} "
+    return None if ours else f"is another program now ({shown(line, 120)})"
 
 
 def parse_config_flags(argv: Sequence[str]) -> tuple[str | None, bool]:
@@ -265,9 +271,9 @@ def parse_config_flags(argv: Sequence[str]) -> tuple[str | None, bool]:
 
 
 def served_config(pid: int) -> tuple[str | None, bool]:
-    """From the process's own command line: the file it was given, and whether it watches
-    it. (None, False) where the command line cannot be read."""
-    argv = _command_line(pid)
+    """From the process's own command line (Linux): the file it was given, and whether it
+    watches it. (None, False) where the command line cannot be read."""
+    argv = _proc_argv(pid)
     return parse_config_flags(argv) if argv else (None, False)
 
 

@@ -322,3 +322,30 @@ def test_the_last_error_line_is_kept_not_the_last_log_line() -> None:
     lines.close()
     assert len(heard) == 4
     assert lines.last_error == "[ERROR] upstream process for alpha exited: signal: killed"
+
+
+@needs_swap
+@pytest.mark.parametrize("system", ["linux", "darwin"])
+def test_identify_by_executable_and_command_line(
+    tmp_path: Path, generated: Path, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """Linux reads /proc; other POSIX systems ask ps (here: ps on Linux, as macOS would)."""
+    import dataclasses
+    import shutil
+    import sys
+
+    from backendmgr.swap.status import identify
+
+    if system != "linux" and not shutil.which("ps"):
+        pytest.skip("no ps")
+    monkeypatch.setattr(sys, "platform", system)
+    with real_swap(generated) as swap:
+        ours = SwapState(swap.pid, 1, "127.0.0.1:9", "http://x", str(generated), str(SWAP_BIN))
+        assert identify(ours) is None
+        other = str(tmp_path / "other.yaml")
+        assert "another program" in (identify(dataclasses.replace(ours, config=other)) or "")
+        assert "another program" in (identify(dataclasses.replace(ours, exe="/bin/sh")) or "")
+    assert identify(SwapState(1, 1, "a", "b", str(generated), str(SWAP_BIN))) is not None
+    assert identify(SwapState(swap.pid, 1, "a", "b", str(generated), str(SWAP_BIN))) == (
+        "is not running"
+    )

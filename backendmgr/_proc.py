@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import anyio
 from anyio.abc import Process
@@ -16,38 +17,19 @@ from anyio.abc import Process
 __all__ = ["cannot_start", "open_group"]
 
 
-# Run by the child between fork and exec (anyio starts processes without a preexec hook):
-# ask the kernel for SIGTERM when the parent dies (PR_SET_PDEATHSIG, kept across exec), give
-# up if the parent is already gone, then become the program itself (same pid).
-_DIE_WITH_PARENT = """
-import ctypes, os, signal, sys
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-except (OSError, AttributeError):
-    pass
-if os.getppid() != int(sys.argv[1]):
-    sys.exit(143)
-for name in ("SIGPIPE", "SIGXFSZ"):  # as Python's own start left them: not for the program
-    signal.signal(getattr(signal, name), signal.SIG_DFL)
-try:
-    os.execv(sys.argv[2], sys.argv[3:])
-except OSError as exc:
-    sys.stderr.write(f"cannot start {sys.argv[2]}: {exc.strerror}\\n")
-    sys.exit(127)
-"""
-
-
 def dying_with_parent(argv: Sequence[str]) -> list[str]:
     """``argv`` started so that it gets SIGTERM when this process dies, even by SIGKILL
-    (Linux's parent-death signal; elsewhere ``argv`` unchanged). Raises :class:`OSError` for
-    a program that is not there, as a plain start would."""
+    (Linux's parent-death signal, set by ``_child_shim.py`` before it becomes the program;
+    elsewhere ``argv`` unchanged). Raises :class:`OSError` for a program that is not there,
+    as a plain start would."""
     if not sys.platform.startswith("linux"):
         return list(argv)
     exe = shutil.which(argv[0])
     if exe is None:
         code = errno.EACCES if os.path.isfile(argv[0]) else errno.ENOENT
         raise OSError(code, os.strerror(code), argv[0])
-    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), exe, *argv]
+    shim = Path(__file__).with_name("_child_shim.py")
+    return [sys.executable, "-I", "-S", str(shim), str(os.getpid()), exe, *argv]
 
 
 async def open_group(

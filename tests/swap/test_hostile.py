@@ -142,7 +142,13 @@ def test_up_killed_leaves_no_process(
         assert len(everything) == 3 and all(alive(p) for p in everything)
         proc.send_signal(sig)  # a closed terminal / a kill -9
         proc.communicate(timeout=30)
-        wait_for(lambda: not any(alive(p) for p in everything), timeout=5, what="all gone")
+        try:
+            wait_for(lambda: not any(alive(p) for p in everything), timeout=5, what="all gone")
+        except AssertionError:
+            left = {
+                p: Path(f"/proc/{p}/cmdline").read_bytes()[:200] for p in everything if alive(p)
+            }
+            raise AssertionError(f"left after {sig.name}: {left} of {everything}") from None
         if sig == signal.SIGHUP:
             assert proc.returncode == 0 and state(installed["home"]) is None
         else:  # nothing could remove the record: the next status does

@@ -24,7 +24,7 @@ import anyio
 import httpx
 
 from .._fs import LinkRefused, atomic_write_bytes, link_refused, unlink_no_follow
-from ..errors import shown
+from ..errors import first_error, shown
 from .process import alive
 
 __all__ = [
@@ -322,8 +322,9 @@ async def answers(
                 return [await _read(client, f"{base_url}{path}", keep_tail) for path in paths]
     except TimeoutError:
         raise Unanswered(f"no full answer from {base_url} within {deadline:g} s") from None
-    except (httpx.HTTPError, OSError) as exc:
-        raise Unanswered(f"{shown(exc, 200) or type(exc).__name__}") from None
+    except Exception as exc:  # whatever the URL in the record or the port's holder caused
+        leaf = first_error(exc)
+        raise Unanswered(f"{shown(leaf, 200) or type(leaf).__name__}") from None
 
 
 async def observe(base_url: str, *, deadline: float = READ_DEADLINE_S) -> Observed:
@@ -336,7 +337,7 @@ async def observe(base_url: str, *, deadline: float = READ_DEADLINE_S) -> Observ
         )
         version, running, models = (json.loads(body) for body in bodies)
     except (Unanswered, ValueError, RecursionError) as exc:
-        seen.error = f"llama-swap at {base_url} does not answer ({shown(exc, 300)})"
+        seen.error = f"llama-swap at {shown(base_url, 200)} does not answer ({shown(exc, 300)})"
         return seen
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         seen.version = shown(version["version"], 200)

@@ -355,3 +355,16 @@ def test_identify_by_executable_and_command_line(
     assert identify(SwapState(swap.pid, 1, "a", "b", str(generated), str(SWAP_BIN))) == (
         "is not running"
     )
+
+
+@needs_swap
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "nope://x", "http://[bad", "\x1b[2J"])
+def test_a_record_with_a_broken_url_is_one_warning(
+    tmp_path: Path, generated: Path, cli: Callable[..., CliResult], url: str
+) -> None:
+    with real_swap(generated) as swap:
+        record_for(tmp_path / "home", swap.pid, url, generated)
+        done = ok(cli("status"))
+    assert unprintable(done.out + done.err) == []
+    (warning,) = done.err.splitlines()
+    assert warning.startswith("warning: llama-swap at ") and "does not answer" in warning

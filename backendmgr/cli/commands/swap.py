@@ -127,6 +127,7 @@ async def service(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
+    from ...errors import shown
 
     result = await mgr.swap.status()
     if out.json_mode:
@@ -136,7 +137,7 @@ async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if result.running:
         out.info(f"  version   {result.version or 'unknown'}")
         out.info(
-            f"  config    {result.config}"
+            f"  config    {shown(result.config or '', 1000)}"
             + ("" if result.watching is not False else " (not watched)")
         )
         out.info(f"  page      {result.ui}")

@@ -4,7 +4,11 @@
 it serves, with each model's ``metadata`` (backendmgr writes the backend row and build there),
 so comparing it with the generated file shows whether llama-swap holds the file backendmgr
 last wrote. ``/api/version`` names its build. Every answer is bounded and checked before use:
-a port may be held by anything.
+a port may be held by anything. Every look at the API ends within READ_DEADLINE_S in total
+(:func:`answers`, issue 29), and each string it answers is shown through ``errors.shown``.
+
+``up``'s record (``<home>/swap/up.json``) is believed only for a process that is that llama-swap
+(:func:`identify`); a malformed record, one naming another program, or a link is stale.
 """
 
 from __future__ import annotations

@@ -13,12 +13,15 @@ from typing import Any
 from .errors import Refused
 
 __all__ = [
+    "LinkRefused",
     "ReadOnlyFile",
     "apply_umask",
     "atomic_write_bytes",
     "fsync_dir",
+    "link_refused",
     "read_record_file",
     "sanitize_segment",
+    "unlink_no_follow",
 ]
 
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -65,14 +68,22 @@ def _create_private(folder: Path, name: str) -> tuple[int, Path]:
     raise FileExistsError(f"no free temporary name in {folder}")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, no_links_below: Path | None = None) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old file or the new, never half.
 
     A symlink (a dotfiles manager's) is written through: its target is replaced, in the
     target's folder, and the link stays. The temporary file sits in that folder (same
     filesystem, so the rename is atomic); a new file gets the user's umask, an existing one
     keeps its mode, and a read-only one is refused (:class:`ReadOnlyFile`) and left alone.
+
+    ``no_links_below``: a file of backendmgr's own (llama-swap's state, the service unit) that
+    no one links on purpose: a symbolic link at ``path`` or at any folder between this one and
+    ``path`` is refused (:class:`LinkRefused`) and whatever it points at is left untouched
+    (``O_NOFOLLOW`` semantics, race-free where the system opens files relative to a folder).
     """
+    if no_links_below is not None:
+        _write_no_follow(path, data, no_links_below)
+        return
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -80,27 +91,133 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except FileNotFoundError:
         mode: int | None = None
     else:
-        mode = st.st_mode & 0o7777
-        if not mode & _ANY_WRITE or not os.access(target, os.W_OK):
-            shown = f"{path} (a link to {target})" if target != path else str(path)
-            raise ReadOnlyFile(
-                f"{shown} is read-only (mode {mode:04o}); backendmgr leaves it alone; "
-                "make it writable (chmod u+w) to let backendmgr change it"
-            )
+        mode = _kept_mode(st, os.access(target, os.W_OK), path, target)
     fd, tmp = _create_private(target.parent, target.name)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if mode is not None:
-                os.chmod(tmp, mode)
-            os.fsync(fh.fileno())
+        _fill(fd, data, mode)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
     fsync_dir(target.parent)
+
+
+class LinkRefused(Refused):
+    """A symbolic link where backendmgr writes a file of its own."""
+
+
+def _kept_mode(st: os.stat_result, writable: bool, path: Path, target: Path) -> int:
+    """The mode the new file keeps; :class:`ReadOnlyFile` for a file made read-only."""
+    mode = st.st_mode & 0o7777
+    if not mode & _ANY_WRITE or not writable:
+        shown = f"{path} (a link to {target})" if target != path else str(path)
+        raise ReadOnlyFile(
+            f"{shown} is read-only (mode {mode:04o}); backendmgr leaves it alone; "
+            "make it writable (chmod u+w) to let backendmgr change it"
+        )
+    return mode
+
+
+def _fill(fd: int, data: bytes, mode: int | None) -> None:
+    """Write, keep the mode, reach the disk, close."""
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        if mode is not None and hasattr(os, "fchmod"):
+            os.fchmod(fh.fileno(), mode)
+        os.fsync(fh.fileno())
+
+
+def link_refused(path: Path) -> LinkRefused:
+    """The one line for a link where backendmgr keeps a file of its own."""
+    return LinkRefused(
+        f"{path} is a symbolic link; backendmgr writes its own files only in place, never "
+        "through a link: remove the link"
+    )
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_RELATIVE = (
+    bool(_NOFOLLOW and _DIRECTORY)
+    and {
+        os.open,
+        os.mkdir,
+        os.rename,
+        os.stat,
+        os.access,
+        os.unlink,
+    }
+    <= os.supports_dir_fd
+)
+
+
+def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
+    parts = path.relative_to(anchor).parts
+    if not parts:
+        raise ValueError(f"{path} is the folder {anchor} itself")
+    anchor.mkdir(parents=True, exist_ok=True)  # the anchor itself may be a user's link
+    if not _RELATIVE:  # no openat(): check each step by its path (a race stays possible)
+        here = anchor
+        for part in parts:
+            here = here / part
+            if here.is_symlink():
+                raise link_refused(here)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, data)
+        return
+    folder = os.open(anchor, os.O_RDONLY | _DIRECTORY)
+    try:
+        here = anchor
+        for part in parts[:-1]:
+            here = here / part
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o777, dir_fd=folder)
+            try:
+                inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=folder)
+            except OSError as exc:
+                if here.is_symlink():
+                    raise link_refused(here) from None
+                raise OSError(exc.errno, exc.strerror, str(here)) from None
+            os.close(folder)
+            folder = inner
+        name = parts[-1]
+        try:
+            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            mode: int | None = None
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                raise link_refused(path)
+            writable = os.access(name, os.W_OK, dir_fd=folder)
+            mode = _kept_mode(st, writable, path, path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, flags, 0o666, dir_fd=folder)
+        try:
+            _fill(fd, data, mode)
+            # a rename replaces a link planted meanwhile, never what it points at
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def unlink_no_follow(path: Path, anchor: Path) -> None:
+    """Remove ``path`` (a link itself, never its target), unless a folder between ``anchor``
+    and it is a link: then nothing is removed."""
+    here = anchor
+    for part in path.relative_to(anchor).parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            raise link_refused(here)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
 
 
 def read_record_file(path: Path, cap: int, version: int, key: str) -> dict[str, Any]:

@@ -160,6 +160,13 @@ def escaped(text: str, limit: int = 2000) -> str:
     return body + ("…" if len(text) > limit else "")
 
 
+def shown(text: object, limit: int = 400) -> str:
+    """What another program said (llama-swap, whatever holds its port), fit for a terminal, a
+    JSON field and the page: :func:`escaped` after folding every run of whitespace (newlines
+    included: no fake ``error:`` line) into one space."""
+    return escaped(" ".join(str(text).split()), limit)
+
+
 # --- reading exception groups and pydantic errors (for the boundary, ``boundary.py``) ------
 
 

@@ -8,7 +8,6 @@ one and forwards to it. The I/O lives in :mod:`backendmgr.swap`.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -20,15 +19,24 @@ import anyio
 
 from ..config.models import Settings
 from ..config.paths import Paths
-from ..errors import InvalidInput, NotFound, Refused
+from ..errors import NotFound, Refused
+from ..swap.listen import DEFAULT_LISTEN, parse_listen, reach_url, split_host_port
 
 if TYPE_CHECKING:
     from ..swap.reload import Mark
 
-__all__ = ["COMPONENT", "DEFAULT_LISTEN", "FollowUp", "Prepared", "SwapService", "parse_listen"]
+__all__ = [
+    "COMPONENT",
+    "DEFAULT_LISTEN",
+    "FollowUp",
+    "Prepared",
+    "SwapService",
+    "parse_listen",
+    "reach_url",
+    "split_host_port",
+]
 
 COMPONENT = "llama-swap"
-DEFAULT_LISTEN = "127.0.0.1:8080"  # llama-swap's own port, on loopback
 NO_AUTH = (
     "llama-swap has no authentication unless its config sets apiKeys "
     "(llama_swap: {apiKeys: [...]} in backendmgr's config)"
@@ -37,37 +45,6 @@ MAX_CRASHES = 5  # restarts of a llama-swap that died after serving, per window
 CRASH_WINDOW_S = 300.0
 RESTART_DELAY_S = 1.0  # times the crashes in the window
 ServiceAction = Literal["install", "start", "stop", "restart", "status", "uninstall"]
-
-
-def parse_listen(text: str) -> tuple[str, int, bool]:
-    """``HOST:PORT`` → (host, port, loopback). An empty host means every address."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise InvalidInput(
-            f'"{text}" is not a listen address; use HOST:PORT, e.g. {DEFAULT_LISTEN}'
-        )
-    host = host.strip()
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if bare == "localhost":
-        return host, int(port_text), True
-    if not bare:
-        return host, int(port_text), False
-    try:
-        address = ipaddress.ip_address(bare)
-    except ValueError:
-        raise InvalidInput(
-            f'"{text}": the host must be an IP address or localhost, not "{bare}"'
-        ) from None
-    return host, int(port_text), address.is_loopback
-
-
-def reach_url(host: str, port: int) -> str:
-    """The URL this machine reaches the listener at (every-address binds via loopback)."""
-    bare = host[1:-1] if host.startswith("[") else host
-    if not bare or bare in ("0.0.0.0", "::"):
-        bare = "127.0.0.1"
-    shown = f"[{bare}]" if ":" in bare else bare
-    return f"http://{shown}:{port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +128,61 @@ class SwapService:
 
     # --- up -----------------------------------------------------------------------------------
 
+    async def claim(self, *, replace: bool = False) -> tuple[list[str], Callable[[], None]]:
+        """Before ``up`` starts anything: take the lock an ``up`` holds for its life, refusing
+        when another ``up`` serves this home's config already (``replace``: stop it first, with
+        its model servers), and clean a stale record. The notes say what was done; the
+        release is for the end of ``up``."""
+        from ..swap.process import GRACE_S, replace_running
+        from ..swap.status import clean_stale, read_state, take_up_lock
+
+        home = self.paths.home
+        seen = await anyio.to_thread.run_sync(read_state, home)
+        if seen.link:
+            raise Refused(f"{seen.stale}; up records the running llama-swap there")
+        release = await anyio.to_thread.run_sync(take_up_lock, home)
+        running = seen.state
+        if release is not None and running is None:
+            cleaned = await anyio.to_thread.run_sync(clean_stale, home, seen)
+            return ([f"removed a stale record: {seen.stale}"] if cleaned else []), release
+        if not replace:
+            if release is not None:
+                release()
+            raise Refused(
+                (
+                    f"llama-swap already serves {running.config} (pid {running.pid}, on "
+                    f"{running.url}, started by backendmgr up pid {running.owner})"
+                    if running is not None
+                    else f"another backendmgr up is starting llama-swap on {home}"
+                )
+                + "; stop it first, or pass --replace to stop it and start anew"
+            )
+        notes: list[str] = []
+        stopped: set[int] = set()
+        # until its up lets go of the lock: stop what it runs, once its record names it (an up
+        # still starting writes its record when its llama-swap answers)
+        with anyio.move_on_after(GRACE_S + 5):
+            while release is None or running is not None:
+                if running is not None and running.pid not in stopped:
+                    stopped.add(running.pid)
+                    await replace_running(running.pid, running.owner)
+                    notes.append(
+                        f"stopped the llama-swap that served on {running.url} (pid {running.pid})"
+                    )
+                if release is None:
+                    release = await anyio.to_thread.run_sync(take_up_lock, home)
+                if release is None:
+                    await anyio.sleep(0.1)
+                    running = (await anyio.to_thread.run_sync(read_state, home)).state
+                else:
+                    running = None
+        if release is None:
+            raise Refused(f"another backendmgr up on {home} did not stop; stop it first")
+        await anyio.to_thread.run_sync(
+            clean_stale, home, await anyio.to_thread.run_sync(read_state, home)
+        )
+        return notes, release
+
     async def up(
         self,
         prepared: Prepared,
@@ -209,7 +241,12 @@ class SwapService:
                             f"{exc}; it stopped {len(crashes)} times in "
                             f"{CRASH_WINDOW_S // 60:g} minutes, so backendmgr gives up"
                         ) from None
-                    on_line(f"backendmgr: {exc}; starting it again")
+                    on_line(
+                        f"backendmgr: llama-swap stopped ({exc.status}); starting it again: "
+                        f"restart {len(crashes)} of {MAX_CRASHES} "
+                        f"(within {CRASH_WINDOW_S // 60:g} minutes)"
+                        + (f"; its last error: {exc.error}" if exc.error else "")
+                    )
                     with anyio.move_on_after(RESTART_DELAY_S * len(crashes)):
                         await stop.wait()
                     if stop.is_set():
@@ -222,8 +259,10 @@ class SwapService:
 
     async def status(self) -> Any:
         from ..emit.regen import edited_by_hand, written_record
+        from ..errors import shown
         from ..swap.models import LoadedModel, SwapStatus
         from ..swap.status import (
+            clean_stale,
             compare_models,
             file_models,
             observe,
@@ -237,14 +276,22 @@ class SwapService:
         output = self.output_path(settings)
         unit = service_file(dict(self.environ))
         service = str(unit) if unit.exists() else None
-        state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        seen_state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        state = seen_state.state
         if state is None:
+            stale: list[str] = []
+            if seen_state.stale is not None:
+                cleaned = await anyio.to_thread.run_sync(clean_stale, self.paths.home, seen_state)
+                stale.append(
+                    f"removed a stale record: {seen_state.stale}" if cleaned else seen_state.stale
+                )
             return SwapStatus(
                 running=False,
                 message='llama-swap is not running; start it with "backendmgr up"'
                 + (' or "backendmgr service start"' if service else ""),
                 output=str(output),
                 service=service,
+                problems=stale,
             )
         seen = await observe(state.url)
         given, watching = served_config(state.pid)
@@ -254,7 +301,7 @@ class SwapService:
             problems.append(seen.error)
         serves_output = same_file(config, str(output)) if config else None
         if serves_output is False:
-            problems.append(f"it serves {config}, but backendmgr writes {output}")
+            problems.append(f"it serves {shown(config, 1000)}, but backendmgr writes {output}")
         if given is not None and not watching:
             problems.append("it does not watch its config (-watch-config): changes need a restart")
         current: bool | None = None
@@ -272,8 +319,8 @@ class SwapService:
                 problems.append("it serves an older version of the file: " + "; ".join(differences))
         loaded = [LoadedModel.model_validate(r) for r in seen.running]
         named = f"llama-swap {seen.version}" if seen.version else "llama-swap"
-        head = f"{named} runs (pid {state.pid}) on {state.url}"
-        message = f"{head}, serving {config}; {len(loaded)} model(s) loaded"
+        head = f"{named} runs (pid {state.pid}) on {shown(state.url)}"
+        message = f"{head}, serving {shown(config, 1000)}; {len(loaded)} model(s) loaded"
         if current:
             message += "; it holds the file backendmgr last wrote"
         return SwapStatus(
@@ -281,16 +328,16 @@ class SwapService:
             message=message,
             pid=state.pid,
             version=seen.version,
-            listen=state.listen,
-            url=state.url,
-            ui=f"{state.url}/ui/",
+            listen=shown(state.listen, 200),
+            url=shown(state.url, 200),
+            ui=f"{shown(state.url, 200)}/ui/",
             config=config,
             watching=watching if given is not None else None,
             output=str(output),
             serves_output=serves_output,
             current=current,
             loaded=loaded,
-            served=sorted(seen.models),
+            served=[shown(m, 200) for m in sorted(seen.models)],
             problems=problems,
             service=service,
         )
@@ -374,10 +421,10 @@ class SwapService:
         llama-swap runs and no service is installed."""
         from ..emit.regen import file_digest
         from ..swap.reload import Mark, last_line, log_text
-        from ..swap.status import read_state, same_file
+        from ..swap.status import Unanswered, read_state, same_file
         from ..swap.unit import service_file
 
-        state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        state = (await anyio.to_thread.run_sync(read_state, self.paths.home)).state
         if state is None and not service_file(dict(self.environ)).exists():
             return None
         settings = await self.settings()
@@ -385,11 +432,9 @@ class SwapService:
         found = await self.activated(settings)
         reload = None
         if state is not None and same_file(state.config, str(output)):
-            import httpx
-
             try:
                 anchor: str | None = last_line(await log_text(state.url))
-            except (httpx.HTTPError, OSError):  # not answering: no reload to wait for
+            except Unanswered:  # not answering in time: no reload to wait for
                 anchor = None
             if anchor is not None:
                 reload = Mark(state.url, output, anchor, None)
@@ -435,7 +480,7 @@ class SwapService:
 
 
 def _last_line(text: str) -> str:
-    from ..errors import escaped
+    from ..errors import shown
 
     lines = [line for line in text.splitlines() if line.strip()]
-    return escaped(lines[-1].strip(), 300) if lines else "no output"
+    return shown(lines[-1], 300) if lines else "no output"

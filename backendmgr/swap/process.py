@@ -26,7 +26,7 @@ import httpx
 from anyio.abc import ByteReceiveStream, Process
 
 from .._proc import cannot_start, open_group
-from ..errors import BackendmgrError, escaped
+from ..errors import BackendmgrError, shown
 
 __all__ = ["SwapCrashed", "SwapFailed", "SwapRun", "descendants", "run_swap", "swap_argv"]
 
@@ -36,6 +36,10 @@ POLL_S = 0.05
 TRACK_S = 1.0  # how often the servers llama-swap started are noted
 LINE_CAP = 4096  # bytes of one log line kept
 _STAMP = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d ")
+# an error of llama-swap's own: its "[ERROR]"/slog "level=ERROR" lines, a Go panic, a fatal
+# start-up error ("Error loading config: …"); never an "[INFO]" line or an access-log line
+_ERROR = re.compile(r"\b(error|fatal|panic)\b", re.IGNORECASE)
+_NOT_ERROR = re.compile(r"^\s*\[(INFO|DEBUG)\]|\bRequest\b")
 
 
 class SwapFailed(BackendmgrError):
@@ -44,7 +48,12 @@ class SwapFailed(BackendmgrError):
 
 class SwapCrashed(SwapFailed):
     """llama-swap had been serving, then exited without being asked to: worth a restart, unlike
-    a config it refuses at start."""
+    a config it refuses at start. ``status``: how it ended; ``error``: its last error line."""
+
+    def __init__(self, message: str, status: str = "", error: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
 
 
 def swap_argv(exe: str | Path, config: Path, listen: str) -> list[str]:
@@ -169,12 +178,32 @@ def _kill(pid: int, sig: int, *, group: bool) -> None:
             os.kill(pid, sig)
 
 
+def parent_of(pid: int) -> int | None:
+    return _proc_parents().get(pid) if pid > 0 else None
+
+
+async def replace_running(pid: int, owner: int, timeout: float = GRACE_S + 5) -> None:
+    """Stop the llama-swap (``pid``, identified by the caller) that another ``up`` runs: that
+    ``up`` gets SIGTERM when it is still llama-swap's parent (it stops llama-swap and the
+    model servers in order, and removes its record); otherwise llama-swap itself does (it
+    stops its servers). Whatever is left after ``timeout`` is killed."""
+    target = owner if parent_of(pid) == owner else pid
+    _kill(target, signal.SIGTERM, group=False)
+    with anyio.move_on_after(timeout):
+        while alive(pid) or alive(target):
+            await anyio.sleep(POLL_S)
+    for left in (pid, target):
+        if alive(left):
+            _kill(left, signal.SIGKILL, group=False)
+
+
 class _Lines:
     """Split a stream into lines, bounded; hand each to ``sink`` and keep the last few."""
 
     def __init__(self, sink: Callable[[str], None], keep: int = 8) -> None:
         self.sink = sink
         self.last: deque[str] = deque(maxlen=keep)
+        self.last_error: str | None = None
         self._partial = b""
         self.done = anyio.Event()
 
@@ -196,6 +225,9 @@ class _Lines:
         line = raw[:LINE_CAP].decode("utf-8", "replace").rstrip("\r")
         if line.strip():
             self.last.append(line)
+            bare = _STAMP.sub("", line)
+            if _ERROR.search(bare) and not _NOT_ERROR.search(bare):
+                self.last_error = bare.strip()
             self.sink(line)
 
 
@@ -210,12 +242,24 @@ async def _pump(stream: ByteReceiveStream | None, lines: _Lines) -> None:
         lines.done.set()
 
 
-def _reason(process: Process, err: _Lines, out: _Lines) -> str:
-    """llama-swap's own words: its last error line (stderr), else its last log line."""
-    last = err.last[-1] if err.last else (out.last[-1] if out.last else "")
+def _exit_status(process: Process) -> str:
     code = process.returncode
-    status = f"status {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
-    said = escaped(_STAMP.sub("", last).strip(), 400)
+    return f"status {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
+
+
+def _last_error(err: _Lines, out: _Lines) -> str | None:
+    """llama-swap's last error line (either stream; stderr's when both have one)."""
+    found = err.last_error or out.last_error
+    return shown(found) if found else None
+
+
+def _reason(process: Process, err: _Lines, out: _Lines) -> str:
+    """Why llama-swap would not start: its last error line, else the last it wrote on stderr
+    (a fatal start-up message need not say "error")."""
+    said = _last_error(err, out)
+    if said is None and err.last:
+        said = shown(_STAMP.sub("", err.last[-1]))
+    status = _exit_status(process)
     return f"({status}): {said}" if said else f"({status}) without a message"
 
 
@@ -278,9 +322,10 @@ async def run_swap(
     env: dict[str, str] | None = None,
 ) -> None:
     """Run llama-swap until ``stop`` is set (then stop it and its servers) or it exits by
-    itself (:class:`SwapFailed` with its own last error line)."""
+    itself (:class:`SwapFailed` with its own last error line). It gets SIGTERM should this
+    process die without stopping it (a kill -9): it then stops its model servers itself."""
     try:
-        process = await open_group(argv, env=env, merge=False)
+        process = await open_group(argv, env=env, merge=False, die_with_parent=True)
     except OSError as exc:
         raise SwapFailed(cannot_start(argv, exc)) from None
     # a line from llama-swap (a model server it started says it is healthy) looks for new
@@ -295,7 +340,7 @@ async def run_swap(
     out, err = _Lines(heard), _Lines(heard)
     tracked = Tracked()
     failure: str | None = None
-    crashed = False
+    crashed: SwapCrashed | None = None
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump, process.stdout, out)
@@ -331,9 +376,15 @@ async def run_swap(
                 with anyio.move_on_after(1.0):  # its last words, still in the pipes
                     await out.done.wait()
                     await err.done.wait()
-                what = "stopped" if ready else "refused to start"
-                failure = f"llama-swap {what} {_reason(process, err, out)}"
-                crashed = ready
+                if ready:
+                    error = _last_error(err, out)
+                    status = _exit_status(process)
+                    failure = f"llama-swap stopped ({status})" + (
+                        f"; its last error: {error}" if error else ""
+                    )
+                    crashed = SwapCrashed(failure, status, error)
+                else:
+                    failure = f"llama-swap refused to start {_reason(process, err, out)}"
             tg.cancel_scope.cancel()
     finally:
         poke.close()
@@ -341,5 +392,7 @@ async def run_swap(
         await stop_swap(process, grace, tracked)
         with anyio.CancelScope(shield=True):
             await process.aclose()
+    if crashed is not None:
+        raise crashed
     if failure is not None:
-        raise (SwapCrashed if crashed else SwapFailed)(failure)
+        raise SwapFailed(failure)

@@ -9,16 +9,14 @@ wait ends with a warning.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import httpx
 
-from ..errors import escaped
-from .status import MAX_ANSWER, TIMEOUT_S, compare_models, file_models, observe
+from ..errors import shown
+from .status import Unanswered, answers, compare_models, file_models, observe
 
 __all__ = ["Mark", "Reloaded", "await_reload", "log_text"]
 
@@ -45,19 +43,10 @@ class Reloaded:
 
 
 async def log_text(url: str) -> str:
-    """llama-swap's recent log (its own bounded history), at most MAX_ANSWER bytes of it."""
-    async with (
-        httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client,
-        client.stream("GET", f"{url}/logs") as response,
-    ):
-        if response.status_code != 200:
-            return ""
-        body = b""
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > MAX_ANSWER:
-                break
-    return body[-MAX_ANSWER:].decode("utf-8", "replace")
+    """llama-swap's recent log (its own bounded history), its last MAX_ANSWER bytes, read
+    within the total deadline of :func:`answers` (:class:`Unanswered` otherwise)."""
+    (body,) = await answers(url, ["/logs"], keep_tail=True)
+    return body.decode("utf-8", "replace")
 
 
 def last_line(text: str) -> str:
@@ -80,7 +69,7 @@ def _refusal(tail: str) -> str | None:
         if "request " in low:  # an access-log line names a path, not a reload
             continue
         if ("reload" in low or "config" in low) and ("error" in low or "fail" in low):
-            return escaped(line.strip(), 300)
+            return shown(line, 300)
     return None
 
 
@@ -90,8 +79,11 @@ async def await_reload(mark: Mark, *, timeout: float = WAIT_S) -> Reloaded:
     problems: list[str] = ["no reload in its log yet"]
     with anyio.move_on_after(timeout):
         while True:
-            with contextlib.suppress(httpx.HTTPError, OSError):
+            try:
                 tail = after(await log_text(mark.url), mark.anchor)
+            except Unanswered as exc:
+                problems = [str(exc)]
+            else:
                 refused = _refusal(tail)
                 if refused:
                     return Reloaded(
@@ -101,8 +93,14 @@ async def await_reload(mark: Mark, *, timeout: float = WAIT_S) -> Reloaded:
                     )
                 if RELOADED in tail:
                     seen = await observe(mark.url)
-                    written = file_models(mark.config.read_text(encoding="utf-8"))
-                    problems = [seen.error] if seen.error else compare_models(seen.models, written)
+                    try:
+                        written = file_models(mark.config.read_text(encoding="utf-8"))
+                    except (OSError, ValueError) as exc:
+                        written, problems = {}, [f"{mark.config} cannot be read ({exc})"]
+                    else:
+                        problems = (
+                            [seen.error] if seen.error else compare_models(seen.models, written)
+                        )
                     if not problems:
                         spent = time.monotonic() - started
                         return Reloaded(

@@ -4,7 +4,11 @@
 it serves, with each model's ``metadata`` (backendmgr writes the backend row and build there),
 so comparing it with the generated file shows whether llama-swap holds the file backendmgr
 last wrote. ``/api/version`` names its build. Every answer is bounded and checked before use:
-a port may be held by anything.
+a port may be held by anything. Every look at the API ends within READ_DEADLINE_S in total
+(:func:`answers`, issue 29), and each string it answers is shown through ``errors.shown``.
+
+``up``'s record (``<home>/swap/up.json``) is believed only for a process that is that llama-swap
+(:func:`identify`); a malformed record, one naming another program, or a link is stale.
 """
 
 from __future__ import annotations
@@ -13,29 +17,42 @@ import contextlib
 import dataclasses
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 
-from .._fs import atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes, link_refused, unlink_no_follow
+from ..errors import first_error, shown
 from .process import alive
 
 __all__ = [
+    "READ_DEADLINE_S",
     "Observed",
+    "Recorded",
     "SwapState",
+    "Unanswered",
+    "answers",
     "compare_models",
     "file_models",
+    "identify",
     "observe",
     "read_state",
     "remove_state",
     "served_config",
+    "take_up_lock",
     "write_state",
 ]
 
 MAX_ANSWER = 4 << 20  # bytes of one API answer read
-TIMEOUT_S = 3.0
+TIMEOUT_S = 3.0  # silence allowed within one answer
+READ_DEADLINE_S = 5.0  # total time of one look at llama-swap, every answer of it together
+MAX_PID = (1 << 31) - 1  # what the system calls take; larger is no process id
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,51 +70,200 @@ class SwapState:
         return json.dumps(dataclasses.asdict(self), indent=1).encode()
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The record read: ``state`` when it names a running llama-swap; otherwise ``stale`` says
+    why it does not (both None: there is no record). ``raw``: the bytes read, so that a
+    clean-up removes only the record it judged."""
+
+    state: SwapState | None
+    stale: str | None = None
+    raw: bytes | None = None
+    link: bool = False
+
+
 def state_path(home: Path) -> Path:
     return home / "swap" / "up.json"
 
 
+def take_up_lock(home: Path) -> Callable[[], None] | None:
+    """The lock an ``up`` holds for its whole life on ``<home>/swap/up.lock`` (flock: the
+    kernel drops it when the process ends, even by kill -9), so that two ``up`` started at
+    once cannot both serve, whatever their record says yet. Its release; None when another
+    ``up`` holds it. Without flock (Windows) there is no lock: a no-op release. A link in its
+    place is refused (:class:`LinkRefused`)."""
+    try:
+        import fcntl
+    except ImportError:
+        return lambda: None
+    folder = home / "swap"
+    if folder.is_symlink():
+        raise link_refused(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "up.lock"
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError:
+        if path.is_symlink():
+            raise link_refused(path) from None
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return lambda: os.close(fd)
+
+
 def write_state(home: Path, state: SwapState) -> None:
-    atomic_write_bytes(state_path(home), state.as_json())
+    atomic_write_bytes(state_path(home), state.as_json(), no_links_below=home)
 
 
 def remove_state(home: Path, pid: int) -> None:
     """Remove the record, unless another ``up`` has replaced it since."""
-    current = read_state(home, check_alive=False)
-    if current is None or current.pid == pid:
-        with contextlib.suppress(FileNotFoundError):
-            state_path(home).unlink()
+    current = read_state(home, identify_it=False)
+    if current.link:
+        return
+    if current.state is None or current.state.pid == pid:
+        with contextlib.suppress(LinkRefused):
+            unlink_no_follow(state_path(home), home)
 
 
-def read_state(home: Path, *, check_alive: bool = True) -> SwapState | None:
-    """The record of a running llama-swap; None when there is none, it is malformed, or the
-    process it names is gone (a crash or a kill -9 leaves the file behind)."""
-    try:
-        with state_path(home).open("rb") as fh:
-            data = json.loads(fh.read(1 << 16))
-        state = SwapState(
-            pid=int(data["pid"]),
-            owner=int(data["owner"]),
-            listen=str(data["listen"]),
-            url=str(data["url"]),
-            config=str(data["config"]),
-            exe=str(data["exe"]),
+def clean_stale(home: Path, seen: Recorded) -> bool:
+    """Remove a record judged stale, if it is still the same bytes (a new ``up`` may have
+    written its own since). A link is never removed: the user is told."""
+    if seen.stale is None or seen.link or seen.raw is None:
+        return False
+    again = read_state(home, identify_it=False)
+    if again.raw != seen.raw:
+        return False
+    with contextlib.suppress(LinkRefused, OSError):
+        unlink_no_follow(state_path(home), home)
+        return True
+    return False
+
+
+def _field(data: dict[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
+        raise TypeError(key)
+    return value
+
+
+def _pid(data: dict[str, Any], key: str) -> int:
+    value = data[key]
+    if type(value) is not int or not 0 < value <= MAX_PID:
+        raise ValueError(f"{key} {shown(value, 40)} is not a process id")
+    return value
+
+
+def read_state(home: Path, *, identify_it: bool = True) -> Recorded:
+    """The record of a running llama-swap. A record that is malformed (an absurd pid, not
+    JSON), a link, or names no running llama-swap (a crash or a kill -9 left it, the pid
+    now belongs to another program) comes back ``stale``, with the reason."""
+    path = state_path(home)
+    folder = path.parent
+    if folder.is_symlink() or path.is_symlink():
+        link = folder if folder.is_symlink() else path
+        return Recorded(
+            None, f"{link} is a symbolic link; backendmgr does not follow it: remove it", link=True
         )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if check_alive and (state.pid <= 0 or not alive(state.pid)):
-        return None
-    return state
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            raw = fh.read(1 << 16)
+    except FileNotFoundError:
+        return Recorded(None)
+    except OSError as exc:
+        return Recorded(None, f"{path} cannot be read ({exc.strerror or exc})", link=True)
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise TypeError("not an object")
+        state = SwapState(
+            pid=_pid(data, "pid"),
+            owner=_pid(data, "owner"),
+            listen=_field(data, "listen"),
+            url=_field(data, "url"),
+            config=_field(data, "config"),
+            exe=_field(data, "exe"),
+        )
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        why = shown(exc, 80) if isinstance(exc, ValueError) and "process id" in str(exc) else ""
+        return Recorded(None, f"{path} is malformed{f' ({why})' if why else ''}", raw)
+    if not identify_it:
+        return Recorded(state, None, raw)
+    other = identify(state)
+    if other is not None:
+        return Recorded(None, f"{path} names pid {state.pid}, which {other}", raw)
+    return Recorded(state, None, raw)
 
 
-def served_config(pid: int) -> tuple[str | None, bool]:
-    """From the process's own command line (Linux): the file it was given, and whether it
-    watches it. (None, False) where the command line cannot be read."""
+def _proc_argv(pid: int) -> list[str] | None:
+    """The process's arguments from /proc (Linux); None elsewhere or when unreadable."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()[: 1 << 16]
     except OSError:
-        return None, False
-    argv = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+        return None
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a] or None
+
+
+def _ps_line(pid: int) -> str | None:
+    """The process's command line as ``ps`` shows it (other POSIX systems): the arguments
+    joined by spaces, so a path with a space cannot be told from two words."""
+    try:
+        done = subprocess.run(
+            ["ps", "-ww", "-o", "command=", "-p", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _same(a: str, b: str) -> bool:
+    with contextlib.suppress(OSError):
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def identify(state: SwapState) -> str | None:
+    """Whether ``state.pid`` is the llama-swap ``up`` started: None when it is, otherwise what
+    the pid is instead. Linux: /proc/PID/exe is the recorded executable and /proc/PID/cmdline
+    gives it the recorded config. Other POSIX systems: ``ps`` shows a command line that starts
+    with the executable and holds ``-config CONFIG``. Windows: never (not running)."""
+    if os.name != "posix":
+        return "cannot be inspected on this system"
+    if not alive(state.pid):
+        return "is not running"
+    if sys.platform.startswith("linux"):
+        argv = _proc_argv(state.pid)
+        exe_link = Path(f"/proc/{state.pid}/exe")
+        try:
+            exe = os.readlink(exe_link).removesuffix(" (deleted)")
+        except OSError:
+            return "cannot be inspected (not ours)"
+        if argv is None:
+            return "cannot be inspected (not ours)"
+        config, _ = parse_config_flags(argv)
+        same_exe = _same(str(exe_link), state.exe) or exe == os.path.realpath(state.exe)
+        ours = same_exe and config is not None and _same(config, state.config)
+        line = " ".join(argv)
+    else:
+        found = _ps_line(state.pid)
+        if found is None:
+            return "cannot be inspected (no ps)"
+        line = found
+        ours = line.startswith(f"{state.exe} ") and f" -config {state.config} " in f"{line} "
+    return None if ours else f"is another program now ({shown(line, 120)})"
+
+
+def parse_config_flags(argv: Sequence[str]) -> tuple[str | None, bool]:
+    """llama-swap's arguments → the config file it was given, and whether it watches it."""
     config = None
     for i, arg in enumerate(argv):
         if arg in ("-config", "--config") and i + 1 < len(argv):
@@ -106,6 +272,13 @@ def served_config(pid: int) -> tuple[str | None, bool]:
             config = arg.split("=", 1)[1]
     watching = any(a in ("-watch-config", "--watch-config", "-watch-config=true") for a in argv)
     return config, watching
+
+
+def served_config(pid: int) -> tuple[str | None, bool]:
+    """From the process's own command line (Linux): the file it was given, and whether it
+    watches it. (None, False) where the command line cannot be read."""
+    argv = _proc_argv(pid)
+    return parse_config_flags(argv) if argv else (None, False)
 
 
 @dataclass
@@ -118,39 +291,68 @@ class Observed:
     error: str | None = None
 
 
-async def _get(client: httpx.AsyncClient, url: str) -> Any:
+class Unanswered(Exception):
+    """llama-swap (or whatever holds its port) gave no usable answer in time."""
+
+
+async def _read(client: httpx.AsyncClient, url: str, keep_tail: bool) -> bytes:
     async with client.stream("GET", url) as response:
         if response.status_code != 200:
-            raise ValueError(f"{url} answered {response.status_code}")
+            raise Unanswered(f"{url} answered {response.status_code}")
         body = b""
         async for chunk in response.aiter_bytes():
             body += chunk
             if len(body) > MAX_ANSWER:
-                raise ValueError(f"{url} answered more than {MAX_ANSWER >> 20} MiB")
-    return json.loads(body)
+                if keep_tail:
+                    return body[-MAX_ANSWER:]
+                raise Unanswered(f"{url} answered more than {MAX_ANSWER >> 20} MiB")
+    return body
 
 
-async def observe(base_url: str) -> Observed:
-    """Ask llama-swap for its version, loaded models and served models."""
+async def answers(
+    base_url: str,
+    paths: Sequence[str],
+    *,
+    deadline: float = READ_DEADLINE_S,
+    keep_tail: bool = False,
+) -> list[bytes]:
+    """The bodies of ``GET base_url+path`` for each path, all within ``deadline`` seconds in
+    total (a holder of the port that drips a byte a second is cut off there), each at most
+    MAX_ANSWER bytes (``keep_tail``: its last MAX_ANSWER bytes). :class:`Unanswered` otherwise.
+    The one way backendmgr reads llama-swap's API."""
+    try:
+        with anyio.fail_after(deadline):
+            async with httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client:
+                return [await _read(client, f"{base_url}{path}", keep_tail) for path in paths]
+    except TimeoutError:
+        raise Unanswered(f"no full answer from {base_url} within {deadline:g} s") from None
+    except Exception as exc:  # whatever the URL in the record or the port's holder caused
+        leaf = first_error(exc)
+        raise Unanswered(f"{shown(leaf, 200) or type(leaf).__name__}") from None
+
+
+async def observe(base_url: str, *, deadline: float = READ_DEADLINE_S) -> Observed:
+    """Ask llama-swap for its version, loaded models and served models; every string it
+    answers goes through :func:`shown`."""
     seen = Observed()
-    async with httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client:
-        try:
-            version = await _get(client, f"{base_url}/api/version")
-            running = await _get(client, f"{base_url}/running")
-            models = await _get(client, f"{base_url}/v1/models")
-        except (httpx.HTTPError, ValueError) as exc:
-            seen.error = f"llama-swap at {base_url} does not answer ({exc or type(exc).__name__})"
-            return seen
+    try:
+        bodies = await answers(
+            base_url, ["/api/version", "/running", "/v1/models"], deadline=deadline
+        )
+        version, running, models = (json.loads(body) for body in bodies)
+    except (Unanswered, ValueError, RecursionError) as exc:
+        seen.error = f"llama-swap at {shown(base_url, 200)} does not answer ({shown(exc, 300)})"
+        return seen
     if isinstance(version, dict) and isinstance(version.get("version"), str):
-        seen.version = version["version"][:200]
+        seen.version = shown(version["version"], 200)
     rows = running.get("running") if isinstance(running, dict) else None
     for row in rows if isinstance(rows, list) else []:
         if isinstance(row, dict) and isinstance(row.get("model"), str):
             seen.running.append(
                 {
-                    "model": row["model"][:200],
-                    "state": str(row.get("state", ""))[:40],
-                    "cmd": str(row.get("cmd", ""))[:8000].strip(),
+                    "model": shown(row["model"], 200),
+                    "state": shown(row.get("state", ""), 40),
+                    "cmd": shown(row.get("cmd", ""), 8000),
                 }
             )
     data = models.get("data") if isinstance(models, dict) else None
@@ -184,16 +386,16 @@ def compare_models(
     missing = sorted(set(written) - set(served))
     extra = sorted(set(served) - set(written))
     if missing:
-        out.append(f"not served yet: {', '.join(missing)}")
+        out.append(f"not served yet: {', '.join(map(shown, missing))}")
     if extra:
-        out.append(f"served but no longer in the file: {', '.join(extra)}")
+        out.append(f"served but no longer in the file: {', '.join(map(shown, extra))}")
     changed = sorted(
         m
         for m in set(served) & set(written)
         if any(served[m].get(k) != v for k, v in written[m].items())
     )
     if changed:
-        out.append(f"older settings for: {', '.join(changed)}")
+        out.append(f"older settings for: {', '.join(map(shown, changed))}")
     return out
 
 

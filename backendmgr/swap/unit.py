@@ -4,8 +4,10 @@ agent on macOS (issue 21).
 The service runs backendmgr itself (``python -m backendmgr … up``), not a fixed llama-swap
 path: every start picks the activated llama-swap build and regenerates a stale config, so
 activating or updating llama-swap needs a restart, never a rewritten unit. The files are
-built from data: every argument of the unit is quoted for systemd (``%`` and ``$`` escaped,
-control characters refused), the agent is written by :mod:`plistlib`.
+built from data: every argument of the unit is quoted for systemd (``%`` escaped everywhere,
+``$`` only in ``ExecStart=``, where it expands variables: in ``Environment=`` it has no special
+meaning; control characters refused), the agent is written by :mod:`plistlib`. The unit is
+written in place only: a symbolic link there is refused, never written through.
 """
 
 from __future__ import annotations
@@ -68,13 +70,16 @@ class ServiceSpec:
         return cls(tuple(argv), log, (("PATH", path),) if path else ())
 
 
-def systemd_quote(word: str) -> str:
-    """One argument as systemd reads it back: double-quoted, with ``\\`` and ``"`` escaped,
-    ``%`` (specifiers) and ``$`` (variables) doubled. A control character (a newline would
-    start a new directive) is refused."""
+def systemd_quote(word: str, *, variables: bool = True) -> str:
+    """One word as systemd reads it back (systemd.syntax(7)): double-quoted, with ``\\`` and
+    ``"`` escaped, ``%`` (specifiers) doubled, and ``$`` doubled where the directive expands
+    ``variables`` (``ExecStart=``; not ``Environment=``, where ``$$`` would stay ``$$``). A
+    control character (a newline would start a new directive) is refused."""
     if any(not ch.isprintable() for ch in word):
         raise InvalidInput(f"{word!r} holds a control character; it cannot go into a unit file")
-    body = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    body = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    if variables:
+        body = body.replace("$", "$$")
     return f'"{body}"'
 
 
@@ -98,7 +103,10 @@ def systemd_unit(spec: ServiceSpec) -> str:
             [
                 ("Type", "simple"),
                 ("ExecStart", " ".join(systemd_quote(a) for a in spec.argv)),
-                *(("Environment", systemd_quote(f"{k}={v}")) for k, v in spec.environment),
+                *(
+                    ("Environment", systemd_quote(f"{k}={v}", variables=False))
+                    for k, v in spec.environment
+                ),
                 ("Restart", "on-abnormal"),
                 ("RestartSec", "5"),
                 # SIGTERM to backendmgr alone: it stops llama-swap and the model servers in order
@@ -145,9 +153,11 @@ def service_file(environ: dict[str, str] | None = None) -> Path:
 
 
 def write_service(spec: ServiceSpec, target: Path) -> None:
+    """Write the unit (agent) in place: a link at ``target`` is refused (:class:`LinkRefused`),
+    and what it points at stays untouched."""
     body = agent_plist(spec) if target.suffix == ".plist" else systemd_unit(spec).encode()
     spec.log.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(target, body)
+    atomic_write_bytes(target, body, no_links_below=target.parent)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,15 +4,20 @@ stand-in of the verify tests."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +150,143 @@ def state(home: Path) -> dict[str, Any] | None:
 
 def which_systemd_analyze() -> str | None:
     return shutil.which("systemd-analyze")
+
+
+def web_status() -> dict[str, Any]:
+    """The page's block comes from ``GET /api/status``: the same document as ``status``."""
+    pytest.importorskip("starlette", reason="the web extra is not installed")
+    from tests.support.web import Running
+
+    web = Running().start()
+    try:
+        with httpx.Client(base_url=web.url, timeout=30, trust_env=False) as client:
+            html = client.get(web.page_url, follow_redirects=True).text
+            return {"status": client.get("/api/status").json(), "html": html}
+    finally:
+        web.stop()
+
+
+def plant_state(home: Path, **fields: Any) -> Path:
+    """``swap/up.json`` as ``up`` writes it, with ``fields`` in it (any JSON value)."""
+    record = home / "swap" / "up.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    data = {"pid": 1, "owner": os.getpid(), "listen": "127.0.0.1:9", "url": "http://127.0.0.1:9"}
+    data |= {"config": "/x", "exe": "/y"} | fields
+    record.write_text(json.dumps(data))
+    return record
+
+
+@contextlib.contextmanager
+def real_swap(config: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The real llama-swap serving ``config`` on a free port: a process that ``status``
+    identifies as llama-swap (its executable, its -config), whatever its record's URL says."""
+    proc = subprocess.Popen(
+        [
+            str(SWAP_BIN),
+            "-config",
+            str(config),
+            "-listen",
+            f"127.0.0.1:{free_port()}",
+            "-watch-config",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: Path(f"/proc/{proc.pid}/exe").exists(), "llama-swap started")
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def dripping_port() -> Iterator[str]:
+    """A port whose holder accepts and then answers one byte a second, forever: never silent
+    long enough for a read timeout, never done."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    done = threading.Event()
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 1000000
+
+    def drip(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            for i in range(len(answer)):
+                if done.wait(1.0):
+                    return
+                conn.sendall(answer[i : i + 1])
+
+    def accept() -> None:
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                conn, _ = server.accept()
+                threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join(5)
+        server.close()
+
+
+@contextlib.contextmanager
+def answering_port(routes: dict[str, bytes]) -> Iterator[str]:
+    """A stand-in on the port that answers each path of ``routes`` with its bytes (200)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = routes.get(self.path.split("?")[0])
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def timed(run: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.monotonic()
+    value = run()
+    return value, time.monotonic() - started
+
+
+def chat(url: str, model: str) -> Any:
+    answer = httpx.post(
+        f"{url}/v1/chat/completions",
+        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+        timeout=60,
+        trust_env=False,
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def fake_pids(fake: Path) -> list[int]:
+    path = fake / "pids"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def stop_everything(proc: subprocess.Popen[str], fake: Path) -> None:
+    """After a failed test: nothing may outlive it."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+    for pid in fake_pids(fake):
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.swap import SWAP_BIN, release_assets
+from tests.support.cli import CliResult
+from tests.support.swap import SWAP_BIN, model_setup, ok, release_assets
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +61,20 @@ def with_swap(swap_build: Path, tmp_path: Path) -> Path:
     target = tmp_path / "home" / "builds" / "llama-swap"
     shutil.copytree(swap_build, target, symlinks=True)
     return target
+
+
+@pytest.fixture
+def installed(
+    tmp_path: Path,
+    config_path: Path,
+    with_swap: Path,
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+) -> dict[str, Path]:
+    """Models served by the stand-in, llama-swap activated; the stand-in notes its pids."""
+    paths = model_setup(tmp_path, config_path)
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    monkeypatch.setenv("FAKE_DIR", str(fake))  # the stand-in notes its pids there
+    ok(cli("activate", "llama-swap@v250-any"))
+    return {**paths, "fake": fake, "home": tmp_path / "home"}

@@ -7,7 +7,6 @@ import json
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +22,7 @@ from tests.support.swap import (
     start_up,
     state,
     wait_for,
+    web_status,
 )
 
 pytestmark = needs_swap
@@ -91,20 +91,6 @@ def test_status_stopped_running_and_running_an_old_config(
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-
-
-def web_status() -> dict[str, Any]:
-    """The page's block comes from ``GET /api/status``: the same document as ``status``."""
-    pytest.importorskip("starlette", reason="the web extra is not installed")
-    from tests.support.web import Running
-
-    web = Running().start()
-    try:
-        with httpx.Client(base_url=web.url, timeout=30, trust_env=False) as client:
-            html = client.get(web.page_url, follow_redirects=True).text
-            return {"status": client.get("/api/status").json(), "html": html}
-    finally:
-        web.stop()
 
 
 @pytest.mark.parametrize("leftover", ["stale", "garbage"])

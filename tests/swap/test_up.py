@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import httpx
-import pytest
 
 from backendmgr.swap.status import file_models
 from tests.support.cli import CliResult
 from tests.support.swap import (
     alive,
     answering,
+    chat,
+    fake_pids,
     free_port,
     get,
     model_setup,
@@ -27,58 +24,15 @@ from tests.support.swap import (
     ok,
     start_up,
     state,
+    stop_everything,
     wait_for,
 )
 
 pytestmark = needs_swap
 
 
-def chat(url: str, model: str) -> Any:
-    answer = httpx.post(
-        f"{url}/v1/chat/completions",
-        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
-        timeout=60,
-        trust_env=False,
-    )
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
 def running(url: str) -> dict[str, str]:
     return {r["model"]: r["cmd"] for r in get(f"{url}/running")["running"]}
-
-
-def fake_pids(fake: Path) -> list[int]:
-    path = fake / "pids"
-    return [int(x) for x in path.read_text().split()] if path.exists() else []
-
-
-@pytest.fixture
-def installed(
-    tmp_path: Path,
-    config_path: Path,
-    with_swap: Path,
-    cli: Callable[..., CliResult],
-    monkeypatch: pytest.MonkeyPatch,
-) -> dict[str, Path]:
-    paths = model_setup(tmp_path, config_path)
-    fake = tmp_path / "fake"
-    fake.mkdir()
-    monkeypatch.setenv("FAKE_DIR", str(fake))  # the stand-in notes its pids there
-    ok(cli("activate", "llama-swap@v250-any"))
-    return {**paths, "fake": fake, "home": tmp_path / "home"}
-
-
-def stop_everything(proc: subprocess.Popen[str], fake: Path) -> None:
-    """After a failed test: nothing may outlive it."""
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait(10)
-    for pid in fake_pids(fake):
-        if alive(pid):
-            import os
-
-            os.kill(pid, signal.SIGKILL)
 
 
 def test_up_serves_the_emitted_models_and_takes_changes(
@@ -175,7 +129,7 @@ def test_up_refuses_without_llama_swap_and_beyond_loopback(
     assert "no authentication unless its config sets apiKeys" in public.err
     assert "--public" in public.err
     bad = cli("up", "--listen", "nowhere")
-    assert bad.code == 1 and "is not a listen address" in bad.err
+    assert bad.code == 2 and "is not a listen address" in bad.err  # typed wrong (SPEC §13)
 
 
 def test_a_new_llama_swap_build_while_up_runs_is_named(
@@ -232,7 +186,10 @@ def test_a_llama_swap_that_dies_is_started_again_and_its_orphans_stopped(
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0
-        assert "starting it again" in out
+        (restart,) = [line for line in out.splitlines() if "starting it again" in line]
+        assert restart.startswith("backendmgr: llama-swap stopped (signal 9); starting it again")
+        assert "restart 1 of 5" in restart
+        assert "[INFO]" not in restart and "Request" not in restart  # not its last log line
         assert [p for p in fake_pids(installed["fake"]) if alive(p)] == []
     finally:
         stop_everything(proc, installed["fake"])

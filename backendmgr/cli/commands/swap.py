@@ -26,6 +26,11 @@ MUTATIONS = frozenset(
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     u = sub.add_parser("up", help="run llama-swap on the generated config, in the foreground")
     _listen_flags(u)
+    u.add_argument(
+        "--replace",
+        action="store_true",
+        help="stop the llama-swap another up runs on this config first (else up refuses)",
+    )
     u.set_defaults(handler=up)
     s = sub.add_parser("service", help="run llama-swap as a background service (systemd/launchd)")
     s.add_argument("action", choices=SERVICE_ACTIONS, help="what to do with the service")
@@ -50,13 +55,23 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _printable(line: str) -> str:
-    return "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in line)
-
-
 async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    notes, release = await mgr.swap.claim(replace=args.replace)
+    try:  # the lock is held until llama-swap and its servers are stopped
+        for note in notes:
+            out.note(note)
+        return await _serve(mgr, args, out)
+    finally:
+        release()
+
+
+async def _serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    import contextlib
+
     import anyio
     import anyio.abc
+
+    from ...errors import shown
 
     prepared = await mgr.swap.prepare(args.listen, public=args.public)
     for warning in prepared.warnings:
@@ -64,19 +79,24 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     log = out.stderr if out.json_mode else out.stdout
 
     def forward(line: str) -> None:
-        log.write(_printable(line) + "\n")
-        log.flush()
+        # a closed terminal (SIGHUP follows) must not stop the draining of llama-swap's pipes
+        with contextlib.suppress(OSError, ValueError):
+            log.write(shown(line, 4096) + "\n")
+            log.flush()
 
     stop = anyio.Event()
     async with anyio.create_task_group() as tg:
 
         async def on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
-            # held until the end: a second Ctrl-C must not interrupt the stopping
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            # held until the end: a second Ctrl-C must not interrupt the stopping; a closed
+            # terminal or a dropped SSH session (SIGHUP) stops it like SIGTERM
+            hup = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, *hup) as received:
                 task_status.started()
                 async for _ in received:
                     if stop.is_set():
-                        out.note("still stopping llama-swap and its model servers…")
+                        with contextlib.suppress(OSError, ValueError):
+                            out.note("still stopping llama-swap and its model servers…")
                     stop.set()
 
         await tg.start(on_signal)
@@ -86,7 +106,8 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             )
         finally:
             tg.cancel_scope.cancel()
-    out.note("stopped llama-swap and every model server it started")
+    with contextlib.suppress(OSError, ValueError):
+        out.note("stopped llama-swap and every model server it started")
     if out.json_mode:
         out.document({"stopped": True, "config": str(prepared.config), "listen": args.listen})
     return 0
@@ -106,6 +127,7 @@ async def service(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
+    from ...errors import shown
 
     result = await mgr.swap.status()
     if out.json_mode:
@@ -115,7 +137,7 @@ async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if result.running:
         out.info(f"  version   {result.version or 'unknown'}")
         out.info(
-            f"  config    {result.config}"
+            f"  config    {shown(result.config or '', 1000)}"
             + ("" if result.watching is not False else " (not watched)")
         )
         out.info(f"  page      {result.ui}")

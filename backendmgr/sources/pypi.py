@@ -1,8 +1,11 @@
 """Versions of a Python package (SPEC §6, PyPI source), from wherever pip would look.
 
-``PIP_NO_INDEX`` + ``PIP_FIND_LINKS``: the local folders' file names. A configured index (the
-manifest's ``index_url`` or ``PIP_INDEX_URL``): its PEP 691 JSON page. Otherwise pip itself is
-asked (``pip index versions``), so pip's own configuration decides where that is.
+``PIP_NO_INDEX`` + ``PIP_FIND_LINKS``: the local folders' file names, and each wheel's own
+``Requires-Python`` from its METADATA. An index (the manifest's ``index_url``, else
+``PIP_INDEX_URL``, else pip's own default, whose address is read from pip so that it is written
+nowhere here): its PEP 691 JSON page, which also gives each file's ``requires-python`` and
+upload time. Only when pip cannot say its default is pip itself asked (``pip index versions``:
+versions only).
 
 The index is read through the shared network client (``net``: timeouts, proxy settings, the
 redirect checks and the error map), so a stalled or garbled index is one line, as GitHub is.
@@ -13,7 +16,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -32,11 +39,31 @@ from ..errors import NetworkError, NotFound
 from ..net import NetSettings, get_bounded, make_client
 from .models import tag_problem
 
-__all__ = ["package_versions"]
+__all__ = ["IndexRelease", "default_index", "package_releases", "package_versions"]
 
 PEP691 = "application/vnd.pypi.simple.v1+json"
 PIP_TIMEOUT_S = 120
 MAX_INDEX_BYTES = 32 << 20  # a project page with every file of a large project is a few MiB
+MAX_METADATA_BYTES = 1 << 20  # a wheel's METADATA (its long description included)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRelease:
+    """One version of a package as the index (or a find-links folder) describes it."""
+
+    version: Version
+    requires_python: str | None = None
+    """The ``Requires-Python`` its files declare (None: none declared, or not known)."""
+    uploaded: datetime | None = None
+    """When its first file was uploaded (PEP 700 ``upload-time``); None where not published."""
+
+    def merged(self, other: IndexRelease) -> IndexRelease:
+        """What two places say about one version: each field from whichever knows it."""
+        return IndexRelease(
+            self.version,
+            self.requires_python or other.requires_python,
+            min((t for t in (self.uploaded, other.uploaded) if t is not None), default=None),
+        )
 
 
 def _version_of(filename: str, package: str) -> Version | None:
@@ -52,19 +79,48 @@ def _version_of(filename: str, package: str) -> Version | None:
     return version if name == canonicalize_name(package) else None
 
 
-def _find_links(env: Mapping[str, str], package: str) -> set[Version]:
-    found: set[Version] = set()
+def _wheel_requires_python(path: Path) -> str | None:
+    """A wheel's METADATA ``Requires-Python`` (read bounded); None if absent or unreadable."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if n.count("/") == 1]
+            meta = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
+            if meta is None or zf.getinfo(meta).file_size > MAX_METADATA_BYTES:
+                return None
+            text = zf.read(meta).decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError):
+        return None
+    value = HeaderParser().parsestr(text).get("Requires-Python")
+    return str(value).strip() or None if value is not None else None
+
+
+def _find_links(env: Mapping[str, str], package: str) -> dict[Version, IndexRelease]:
+    found: dict[Version, IndexRelease] = {}
     for entry in env.get("PIP_FIND_LINKS", "").split():
         path = Path(unquote(urlsplit(entry).path)) if entry.startswith("file:") else Path(entry)
         if path.is_dir():
-            for file in path.iterdir():
+            for file in sorted(path.iterdir()):
                 version = _version_of(file.name, package)
-                if version is not None:
-                    found.add(version)
+                if version is None:
+                    continue
+                wants = _wheel_requires_python(file) if file.name.endswith(".whl") else None
+                release = IndexRelease(version, wants)
+                found[version] = found[version].merged(release) if version in found else release
     return found
 
 
-async def _from_index(index_url: str, package: str, net: NetSettings) -> set[Version]:
+def _upload_time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+async def _from_index(
+    index_url: str, package: str, net: NetSettings
+) -> dict[Version, IndexRelease]:
     url = f"{index_url.rstrip('/')}/{canonicalize_name(package)}/"
     where = f"the package index {index_url}"
     try:
@@ -93,13 +149,20 @@ async def _from_index(index_url: str, package: str, net: NetSettings) -> set[Ver
     files = page.get("files") if isinstance(page, dict) else None
     if not isinstance(files, list):
         raise NetworkError(f"{where} sent a page without a list of files for {package}")
-    found: set[Version] = set()
+    found: dict[Version, IndexRelease] = {}
     for file in files:
         if not isinstance(file, dict) or file.get("yanked"):
             continue
         version = _version_of(str(file.get("filename", "")), package)
-        if version is not None:
-            found.add(version)
+        if version is None:
+            continue
+        wants = file.get("requires-python")
+        release = IndexRelease(
+            version,
+            wants.strip() or None if isinstance(wants, str) else None,
+            _upload_time(file.get("upload-time")),
+        )
+        found[version] = found[version].merged(release) if version in found else release
     return found
 
 
@@ -121,6 +184,18 @@ def _run_pip(package: str, env: Mapping[str, str]) -> subprocess.CompletedProces
         timeout=PIP_TIMEOUT_S,
         check=False,
     )
+
+
+def default_index(env: Mapping[str, str]) -> str | None:
+    """The index pip would use when none is configured, as pip itself names it (this program
+    writes no registry's address); None when pip cannot be imported."""
+    del env  # pip's default does not depend on the environment; PIP_INDEX_URL is read before
+    try:
+        from pip._internal.models.index import PyPI
+    except Exception:
+        return None
+    url = getattr(PyPI, "simple_url", None)
+    return url if isinstance(url, str) and url.startswith("https://") else None
 
 
 def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:
@@ -148,6 +223,41 @@ def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:
     return set()
 
 
+async def package_releases(
+    package: str,
+    *,
+    index_url: str | None = None,
+    prereleases: bool = False,
+    net: NetSettings | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[IndexRelease]:
+    """Releases newest first; yanked skipped, pre-releases only when asked, and a version
+    that cannot name a build (:func:`tag_problem`: far too long) left out."""
+    env = os.environ if environ is None else environ
+    net = net or NetSettings.from_env(env)
+    no_index = env.get("PIP_NO_INDEX", "").strip().lower() in ("1", "true", "yes", "on")
+    found = await anyio.to_thread.run_sync(_find_links, env, package)
+    if not no_index:
+        index = index_url or env.get("PIP_INDEX_URL") or default_index(env)
+        listed: dict[Version, IndexRelease]
+        if net.offline:
+            if not found:
+                raise NetworkError(
+                    f"listing {package} needs the package index, but BACKENDMGR_OFFLINE is set"
+                )
+            listed = {}
+        elif index:
+            listed = await _from_index(index, package, net)
+        else:
+            versions = await anyio.to_thread.run_sync(_from_pip, package, env)
+            listed = {v: IndexRelease(v) for v in versions}
+        for version, release in listed.items():
+            found[version] = release.merged(found[version]) if version in found else release
+    usable = (r for r in found.values() if tag_problem(str(r.version)) is None)
+    chosen = (r for r in usable if prereleases or not r.version.is_prerelease)
+    return sorted(chosen, key=lambda r: r.version, reverse=True)
+
+
 async def package_versions(
     package: str,
     *,
@@ -156,22 +266,8 @@ async def package_versions(
     net: NetSettings | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> list[Version]:
-    """Versions newest first; yanked skipped, pre-releases only when asked, and a version
-    that cannot name a build (:func:`tag_problem`: far too long) left out."""
-    env = os.environ if environ is None else environ
-    net = net or NetSettings.from_env(env)
-    no_index = env.get("PIP_NO_INDEX", "").strip().lower() in ("1", "true", "yes", "on")
-    found = await anyio.to_thread.run_sync(_find_links, env, package)
-    if not no_index:
-        index = index_url or env.get("PIP_INDEX_URL")
-        if net.offline:
-            if not found:
-                raise NetworkError(
-                    f"listing {package} needs the package index, but BACKENDMGR_OFFLINE is set"
-                )
-        elif index:
-            found |= await _from_index(index, package, net)
-        else:
-            found |= await anyio.to_thread.run_sync(_from_pip, package, env)
-    usable = (v for v in found if tag_problem(str(v)) is None)
-    return sorted((v for v in usable if prereleases or not v.is_prerelease), reverse=True)
+    """:func:`package_releases`' versions alone."""
+    releases = await package_releases(
+        package, index_url=index_url, prereleases=prereleases, net=net, environ=environ
+    )
+    return [r.version for r in releases]

@@ -26,20 +26,27 @@ def make_wheel(
     padding: int = 0,
     entry: str = "main",
     extra: dict[str, str] | None = None,
+    requires_python: str | None = None,
+    sleep: float = 0,
 ) -> Path:
     """A real wheel of ``toy-server`` whose console script prints its own version; ``padding``
     bytes make it large, ``entry`` names the script's function (a missing one installs but does
-    not run), ``extra`` adds files (path → text)."""
+    not run), ``extra`` adds files (path → text), ``requires_python`` goes into its METADATA,
+    and ``sleep`` seconds pass before the script answers (vLLM's slow ``--version``)."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"toy_server-{version}.dist-info"
+    wants = f"Requires-Python: {requires_python}\n" if requires_python else ""
     files = {
         "toy_server/__init__.py": (
-            f'__version__ = "{version}"\n\n\ndef main() -> None:\n'
+            f'import time\n\n__version__ = "{version}"\n\n\ndef main() -> None:\n'
+            f"    time.sleep({sleep!r})\n"
             '    print(f"toy-server {__version__}")\n'
         ),
         "toy_server/blob.txt": "x" * padding,
         **(extra or {}),
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n",
+        f"{dist}/METADATA": (
+            f"Metadata-Version: 2.1\nName: toy-server\nVersion: {version}\n{wants}"
+        ),
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
         "Tag: py3-none-any\n",
         f"{dist}/entry_points.txt": f"[console_scripts]\ntoy-server = toy_server:{entry}\n",

@@ -322,3 +322,74 @@ def test_releases_show_the_index_upload_date_and_the_plan_its_requires_python(
     finally:
         server.shutdown()
         server.server_close()
+
+
+# vLLM's own serve parser, asked to parse the arguments backendmgr emits (after ``serve``):
+# it is built as ``vllm serve`` builds it, and parse_args exits 2 on anything it refuses.
+_PARSE = """
+import json, sys
+try:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+except ImportError:
+    from vllm.utils import FlexibleArgumentParser
+from vllm.entrypoints.openai.cli_args import make_arg_parser
+parser = FlexibleArgumentParser()
+parser.add_argument("model_tag", nargs="?")
+parser = make_arg_parser(parser)
+args = parser.parse_args(json.loads(sys.argv[1]))
+print("parsed", args.model_tag or args.model)
+"""
+
+
+@pytest.mark.slow(reason="installs the real vLLM (gigabytes) from the configured package index")
+@pytest.mark.skipif(
+    os.environ.get("BACKENDMGR_REAL_VLLM") != "1", reason="set BACKENDMGR_REAL_VLLM=1"
+)
+def test_the_real_vllm_installs_and_its_own_parser_accepts_the_emitted_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.cli import run_backendmgr
+    from tests.support.ggufs import write_hf
+
+    for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX"):
+        if name in MACHINE_ENV:  # the configured index, as the user has it
+            monkeypatch.setenv(name, MACHINE_ENV[name])
+    monkeypatch.delenv("BACKENDMGR_OFFLINE")
+    monkeypatch.setenv("BACKENDMGR_TIMEOUT", "120")
+    models = tmp_path / "models"
+    write_hf(
+        models / "Qwen2.5-0.5B-Instruct",
+        {
+            "architectures": ["Qwen2ForCausalLM"],
+            "model_type": "qwen2",
+            "num_hidden_layers": 24,
+            "num_attention_heads": 14,
+            "num_key_value_heads": 2,
+            "hidden_size": 896,
+            "max_position_embeddings": 32768,
+            "torch_dtype": "bfloat16",
+        },
+        weights=1 << 20,
+    )
+    config = Path(os.environ["BACKENDMGR_CONFIG"])
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"models_dirs: [{models}]\n")
+    done = run_backendmgr("--json", "install", "vllm", "--variant", "cuda", timeout=3600)
+    assert done.returncode == 0, done.stderr
+    installed = json.loads(done.stdout)
+    assert installed["packages"]["vllm"] == installed["version"]
+    models_listed = json.loads(run_backendmgr("--json", "models").stdout)
+    model_id = next(m["id"] for m in models_listed if m["backend"])
+    argv = json.loads(run_backendmgr("--json", "cmd", "--", model_id).stdout)["argv"]
+    serve = argv.index("serve")
+    args = [a.replace("${PORT}", "8000") for a in argv[serve + 1 :]]
+    python = Path(installed["path"]).parent / "python"
+    parsed = subprocess.run(
+        [str(python), "-c", _PARSE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert parsed.returncode == 0, parsed.stderr[-4000:]
+    assert "parsed" in parsed.stdout

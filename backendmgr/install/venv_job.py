@@ -146,10 +146,14 @@ def find_uv(environ: Mapping[str, str]) -> str | None:
 
 
 def pip_options(environ: Mapping[str, str]) -> list[str]:
-    """pip's environment spelled as flags, for uv, which reads only its own variables."""
+    """pip's environment (and the ``index-url`` of pip's config files) spelled as flags, for
+    uv, which reads neither."""
+    from ..sources.pypi import configured_index
+
     out: list[str] = []
-    if environ.get("PIP_INDEX_URL"):
-        out += ["--index-url", environ["PIP_INDEX_URL"]]
+    index = environ.get("PIP_INDEX_URL") or configured_index()
+    if index:
+        out += ["--index-url", index]
     for extra in environ.get("PIP_EXTRA_INDEX_URL", "").split():
         out += ["--extra-index-url", extra]
     for link in environ.get("PIP_FIND_LINKS", "").split():

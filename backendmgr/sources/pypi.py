@@ -39,7 +39,13 @@ from ..errors import NetworkError, NotFound
 from ..net import NetSettings, get_bounded, make_client
 from .models import tag_problem
 
-__all__ = ["IndexRelease", "default_index", "package_releases", "package_versions"]
+__all__ = [
+    "IndexRelease",
+    "configured_index",
+    "default_index",
+    "package_releases",
+    "package_versions",
+]
 
 PEP691 = "application/vnd.pypi.simple.v1+json"
 PIP_TIMEOUT_S = 120
@@ -186,10 +192,34 @@ def _run_pip(package: str, env: Mapping[str, str]) -> subprocess.CompletedProces
     )
 
 
+def configured_index() -> str | None:
+    """The ``index-url`` pip's own configuration files set (``pip.conf``), which uv does not
+    read: passed to it as ``--index-url`` so both install from the user's mirror."""
+    try:
+        from pip._internal.configuration import Configuration
+
+        config = Configuration(isolated=False)
+        config.load()
+    except Exception:
+        return None
+    for key in ("install.index-url", "global.index-url"):
+        try:
+            value = config.get_value(key)
+        except Exception:
+            continue
+        if isinstance(value, str) and value.split():
+            return value.split()[0]
+    return None
+
+
 def default_index(env: Mapping[str, str]) -> str | None:
-    """The index pip would use when none is configured, as pip itself names it (this program
-    writes no registry's address); None when pip cannot be imported."""
-    del env  # pip's default does not depend on the environment; PIP_INDEX_URL is read before
+    """The index pip would use when ``PIP_INDEX_URL`` is unset: its configuration's, else its
+    built-in default as pip itself names it (this program writes no registry's address); None
+    when pip cannot be imported."""
+    del env  # PIP_INDEX_URL is read before this is asked
+    configured = configured_index()
+    if configured:
+        return configured
     try:
         from pip._internal.models.index import PyPI
     except Exception:

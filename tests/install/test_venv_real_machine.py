@@ -393,3 +393,44 @@ def test_the_real_vllm_installs_and_its_own_parser_accepts_the_emitted_command(
     )
     assert parsed.returncode == 0, parsed.stderr[-4000:]
     assert "parsed" in parsed.stdout
+
+
+def test_uvs_failed_fetch_from_the_pytorch_index_is_said_as_the_one_line(tmp_path: Path) -> None:
+    """Without a mirror, uv's ``--torch-backend`` goes to the PyTorch index itself; its
+    "Failed to fetch" (issue 31, step 2) becomes the same line a down mirror gets."""
+    from backendmgr.catalog.manifest import Manifest
+    from backendmgr.errors import InstallFailed
+    from backendmgr.install.venv_job import TorchIndex, VenvPlan, _torch_failure
+
+    manifest = Manifest.model_validate(
+        {
+            "id": "vllm",
+            "kind": "vllm",
+            "source": {"type": "pypi", "package": "vllm"},
+            "exe": {"default": "bin/vllm"},
+            "variants": [{"id": "cuda"}, {"id": "cpu", "torch_backend": "cpu"}],
+        }
+    )
+    plan = VenvPlan(
+        manifest, "0.33.0", "cpu", tmp_path, "uv", (), torch=TorchIndex("cpu"), index_only="cuda"
+    )
+    said = InstallFailed(
+        "uv pip install failed with exit status 2: \u00d7 Failed to fetch: "
+        "`https://torch.invalid/whl/cpu/triton/` | ╰─▶ error sending request"
+    )
+    line = str(_torch_failure(plan, said))
+    assert line.startswith("cannot reach the PyTorch index https://torch.invalid/whl/cpu ")
+    assert "BACKENDMGR_TORCH_INDEX_URL" in line and "--variant cuda" in line
+    other = InstallFailed("uv pip install failed with exit status 1: no solution for vllm")
+    assert _torch_failure(plan, other) is other
+
+
+def test_the_index_pips_config_files_set_is_passed_to_uv(
+    cli: Cli, wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_wheel(wheels, "1.0.0")
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = http://127.0.0.1:9/company/simple\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    plan = json.loads(ok(cli("--json", "install", "toy", "--variant", "cuda", "--dry-run")).out)
+    assert plan["pip_args"][:2] == ["--index-url", "http://127.0.0.1:9/company/simple"]

@@ -92,7 +92,13 @@ def _running() -> Interpreter:
 
 
 def _minor_fits(minor: int, spec: SpecifierSet) -> bool:
-    return any(Version(f"3.{minor}.{patch}") in spec for patch in (0, 99))
+    return any(fits(Version(f"3.{minor}.{patch}"), spec) for patch in (0, 99))
+
+
+def fits(version: Version, spec: SpecifierSet) -> bool:
+    """Whether an interpreter of ``version`` satisfies ``spec``; a pre-release interpreter
+    (3.14.0rc1) counts, as it does for pip."""
+    return spec.contains(version, prereleases=True)
 
 
 def _on_path(spec: SpecifierSet, environ: Mapping[str, str]) -> Iterator[tuple[str, str]]:
@@ -139,7 +145,7 @@ def _pyenv(spec: SpecifierSet, environ: Mapping[str, str]) -> Iterator[tuple[str
             version = Version(name)
         except InvalidVersion:
             continue  # a virtualenv or another implementation (pypy3.10-7.3)
-        if version in spec:
+        if fits(version, spec):
             known.append((version, name))
     for _, name in sorted(known, reverse=True):
         python = versions / name / "bin" / "python"
@@ -167,7 +173,7 @@ def choose_interpreter(
             )
         return Interpreter(path, version, "BACKENDMGR_PYTHON")
     running = _running()
-    if running.version in spec:
+    if fits(running.version, spec):
         return running
     seen: set[str] = {os.path.realpath(sys.executable)}
     for source in (_on_path(spec, environ), _uv_managed(uv, spec, environ), _pyenv(spec, environ)):
@@ -177,7 +183,7 @@ def choose_interpreter(
                 continue
             seen.add(real)
             version = _ask(path)
-            if version is not None and version in spec:
+            if version is not None and fits(version, spec):
                 return Interpreter(path, version, how)
     return None
 

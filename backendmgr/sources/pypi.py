@@ -141,9 +141,7 @@ async def _from_index(
                 token=False,  # the GitHub token is never sent to an index
             )
     except NetworkError as exc:
-        raise NetworkError(
-            f"cannot reach {where} ({exc}); behind a mirror, set PIP_INDEX_URL to it"
-        ) from exc
+        raise NetworkError(f"cannot reach {where} ({exc})") from exc
     if response.status_code == 404:
         raise NotFound(f"{where} has no package {package}")
     if response.status_code != 200 or PEP691 not in response.headers.get("content-type", ""):

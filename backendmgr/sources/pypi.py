@@ -4,8 +4,9 @@
 ``Requires-Python`` from its METADATA. An index (the manifest's ``index_url``, else
 ``PIP_INDEX_URL``, else pip's own default, whose address is read from pip so that it is written
 nowhere here): its PEP 691 JSON page, which also gives each file's ``requires-python`` and
-upload time. Only when pip cannot say its default is pip itself asked (``pip index versions``:
-versions only).
+upload time (a PEP 503 HTML page, as many mirrors serve, gives versions and
+``data-requires-python``). Only when pip cannot say its default is pip itself asked
+(``pip index versions``: versions only).
 
 The index is read through the shared network client (``net``: timeouts, proxy settings, the
 redirect checks and the error map), so a stalled or garbled index is one line, as GitHub is.
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from email.parser import HeaderParser
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -135,7 +137,7 @@ async def _from_index(
                 client,
                 net,
                 url,
-                {"Accept": PEP691},
+                {"Accept": f"{PEP691}, text/html;q=0.1"},
                 max_bytes=MAX_INDEX_BYTES,
                 what="the index",
                 token=False,  # the GitHub token is never sent to an index
@@ -144,7 +146,10 @@ async def _from_index(
         raise NetworkError(f"cannot reach {where} ({exc})") from exc
     if response.status_code == 404:
         raise NotFound(f"{where} has no package {package}")
-    if response.status_code != 200 or PEP691 not in response.headers.get("content-type", ""):
+    kind = response.headers.get("content-type", "")
+    if response.status_code == 200 and PEP691 not in kind and "text/html" in kind:
+        return _from_html(response.content, package)  # a PEP 503 mirror (pip reads it too)
+    if response.status_code != 200 or PEP691 not in kind:
         raise NetworkError(
             f"{where} answered HTTP {response.status_code} without PEP 691 JSON for {package}"
         )
@@ -226,6 +231,45 @@ def default_index(env: Mapping[str, str]) -> str | None:
         return None
     url = getattr(PyPI, "simple_url", None)
     return url if isinstance(url, str) and url.startswith("https://") else None
+
+
+class _Anchors(HTMLParser):
+    """A PEP 503 project page's links: (file name, ``data-requires-python``, yanked)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.files: list[tuple[str, str | None, bool]] = []
+        self._open: tuple[str | None, bool] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            found = dict(attrs)
+            self._open = (found.get("data-requires-python"), "data-yanked" in found)
+            self._text = []
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.files.append(("".join(self._text).strip(), *self._open))
+            self._open = None
+
+
+def _from_html(body: bytes, package: str) -> dict[Version, IndexRelease]:
+    """Versions and ``Requires-Python`` from a PEP 503 page (no upload times there)."""
+    parser = _Anchors()
+    parser.feed(body.decode("utf-8", "replace"))
+    found: dict[Version, IndexRelease] = {}
+    for name, wants, yanked in parser.files:
+        version = _version_of(name, package)
+        if version is None or yanked:
+            continue
+        release = IndexRelease(version, (wants or "").strip() or None)
+        found[version] = found[version].merged(release) if version in found else release
+    return found
 
 
 def _from_pip(package: str, env: Mapping[str, str]) -> set[Version]:

@@ -60,6 +60,12 @@ def wheels(tmp_path: Path, config_path: Path, monkeypatch: pytest.MonkeyPatch) -
     return folder
 
 
+def _built(tmp_path: Path) -> list[str]:
+    """What the toy component's builds folder holds (staging folders included)."""
+    folder = tmp_path / "home" / "builds" / "toy"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
 def _other_python() -> tuple[Path, str] | None:
     """A real interpreter of another minor version than the running one, and its version."""
     roots = [Path(MACHINE_ENV.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"]
@@ -104,11 +110,7 @@ def test_requires_python_beyond_the_running_one_takes_an_installed_one_or_says_w
     nxt = f"3.{sys.version_info[1] + 1}"
     assert f"toy-server 1.0.0 needs Python {beyond}" in line and nxt in line, line
     assert "BACKENDMGR_PYTHON=/path/to/python" in line
-    assert (
-        not list((tmp_path / "home" / "builds" / "toy").glob("*"))
-        if (tmp_path / "home" / "builds" / "toy").exists()
-        else True
-    )
+    assert _built(tmp_path) == []
     other = _other_python()
     if other is None:
         pytest.skip("no interpreter newer than the running one on this machine")
@@ -202,9 +204,7 @@ def test_a_torch_index_that_is_down_is_one_line_naming_it_the_setting_and_the_wa
     setting = "BACKENDMGR_TORCH_INDEX_URL" if where == "env" else "the config key torch_index_url"
     assert f"(set by {setting})" in line
     assert "install the cuda variant (--variant cuda), which needs only the package index" in line
-    assert not (tmp_path / "home" / "builds" / "toy").exists() or not any(
-        (tmp_path / "home" / "builds" / "toy").iterdir()
-    )
+    assert _built(tmp_path) == []
     assert not config_path.exists() or "backends" not in config_path.read_text()
 
 
@@ -440,3 +440,55 @@ def test_the_index_pips_config_files_set_is_passed_to_uv(
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
     plan = json.loads(ok(cli("--json", "install", "toy", "--variant", "cuda", "--dry-run")).out)
     assert plan["pip_args"][:2] == ["--index-url", "http://127.0.0.1:9/company/simple"]
+
+
+class _Static(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _pep503(root: Path, project: str, wheels: list[Path], wants: str | None = None) -> None:
+    """A static PEP 503 project page (as many mirrors serve) linking to ``wheels``."""
+    page = root / project
+    page.mkdir(parents=True)
+    attr = f' data-requires-python="{wants.replace(">", "&gt;")}"' if wants else ""
+    links = "".join(f'<a href="{w.name}"{attr}>{w.name}</a>\n' for w in wheels)
+    for wheel in wheels:
+        shutil.copy(wheel, page / wheel.name)
+    (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+
+
+def test_a_torch_mirror_that_answers_gives_torch_and_an_html_index_is_read(
+    cli: Cli, wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cpu variant through a real uv against two loopback indexes: the package index (PEP
+    503 HTML, with ``data-requires-python``) holds the package and a plain torch, the torch
+    mirror a ``+cpu`` torch, which wins."""
+    from tests.support.wheels import make_plain_wheel
+
+    built = tmp_path / "built"
+    toy = make_wheel(built, "1.0.0", requires=("torch",), requires_python=">=3.8")
+    plain = make_plain_wheel(built, "torch", "2.0.0")
+    cpu = make_plain_wheel(built / "cpu", "torch", "2.0.0+cpu")
+    site = tmp_path / "site"
+    _pep503(site / "simple", "toy-server", [toy], wants=">=3.8")
+    _pep503(site / "simple", "torch", [plain])
+    _pep503(site / "whl" / "cpu", "torch", [cpu])
+    handler = lambda *a: _Static(*a, directory=str(site))  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        for name in ("BACKENDMGR_OFFLINE", "PIP_NO_INDEX", "PIP_FIND_LINKS"):
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("PIP_INDEX_URL", f"{base}/simple")
+        monkeypatch.setenv("BACKENDMGR_TORCH_INDEX_URL", f"{base}/whl/cpu")
+        monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+        plan = json.loads(ok(cli("--json", "install", "toy", "--variant", "cpu", "--dry-run")).out)
+        assert (plan["version"], plan["requires_python"]) == ("1.0.0", ">=3.8")
+        done = json.loads(ok(cli("--json", "install", "toy", "--variant", "cpu")).out)
+        assert done["packages"]["torch"] == "2.0.0+cpu"
+        assert done["packages"]["toy-server"] == "1.0.0"
+    finally:
+        server.shutdown()
+        server.server_close()

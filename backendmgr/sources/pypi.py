@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -98,8 +99,7 @@ def _wheel_requires_python(path: Path) -> str | None:
             text = zf.read(meta).decode("utf-8", "replace")
     except (OSError, zipfile.BadZipFile, KeyError, ValueError):
         return None
-    value = HeaderParser().parsestr(text).get("Requires-Python")
-    return str(value).strip() or None if value is not None else None
+    return _requires_python(HeaderParser().parsestr(text).get("Requires-Python"))
 
 
 def _find_links(env: Mapping[str, str], package: str) -> dict[Version, IndexRelease]:
@@ -115,6 +115,20 @@ def _find_links(env: Mapping[str, str], package: str) -> dict[Version, IndexRele
                 release = IndexRelease(version, wants)
                 found[version] = found[version].merged(release) if version in found else release
     return found
+
+
+MAX_REQUIRES_PYTHON = 200
+
+
+def _requires_python(value: object) -> str | None:
+    """A ``Requires-Python`` as the index or a wheel states it, kept only when it is a valid
+    specifier of sane length (normalised: no stray text reaches a message), else None."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_REQUIRES_PYTHON:
+        return None
+    try:
+        return str(SpecifierSet(value.strip())) or None
+    except InvalidSpecifier:
+        return None
 
 
 def _upload_time(value: object) -> datetime | None:
@@ -167,10 +181,9 @@ async def _from_index(
         version = _version_of(str(file.get("filename", "")), package)
         if version is None:
             continue
-        wants = file.get("requires-python")
         release = IndexRelease(
             version,
-            wants.strip() or None if isinstance(wants, str) else None,
+            _requires_python(file.get("requires-python")),
             _upload_time(file.get("upload-time")),
         )
         found[version] = found[version].merged(release) if version in found else release
@@ -267,7 +280,7 @@ def _from_html(body: bytes, package: str) -> dict[Version, IndexRelease]:
         version = _version_of(name, package)
         if version is None or yanked:
             continue
-        release = IndexRelease(version, (wants or "").strip() or None)
+        release = IndexRelease(version, _requires_python(wants))
         found[version] = found[version].merged(release) if version in found else release
     return found
 

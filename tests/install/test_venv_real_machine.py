@@ -138,6 +138,7 @@ def test_a_version_slower_than_its_bound_keeps_the_venv_and_a_retry_reuses_it(
     line = error_line(result)
     assert time.monotonic() - started < 25, "the bound, not the program's 30 s"
     assert "toy-server --version did not finish within 2 s" in line
+    assert "verifying running toy-server --version (at most 2 s)…" in result.err  # said first
     assert "the venv is kept in" in line and "run the same install again" in line
     kept = tmp_path / "home" / "builds" / "toy" / "1.0.0-cpu.staging-venv"
     assert (kept / "pyvenv.cfg").is_file() and (kept / ".backendmgr-kept.json").is_file()
@@ -233,10 +234,10 @@ def test_a_gpu_variant_on_a_host_without_that_gpu_warns_and_catalog_says_so(
     assert (variants["cuda"]["runs_here"], variants["cpu"]["runs_here"]) == (False, True)
     assert variants["cuda"]["why_not"] == "no NVIDIA GPU on this host"
     assert catalog["toy"]["suggested"] == "cpu"
-    assert "cuda(no GPU here),cpu" in ok(cli("catalog")).out
+    assert "cuda(no NVIDIA GPU),cpu" in ok(cli("catalog")).out
     releases = json.loads(ok(cli("--json", "releases", "toy")).out)
     assert releases[0]["variants"] == ["cuda", "cpu"] and releases[0]["runs_here"] == ["cpu"]
-    assert "cuda(no GPU here),cpu" in ok(cli("releases", "toy")).out
+    assert "cuda(no NVIDIA GPU),cpu" in ok(cli("releases", "toy")).out
     started = time.monotonic()
     text = ok(cli("install", "toy", "1.0.0", "--variant", "cuda"))
     assert time.monotonic() - started < 25
@@ -492,3 +493,23 @@ def test_a_torch_mirror_that_answers_gives_torch_and_an_html_index_is_read(
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        (">=3.10", ">=3.10"),
+        (" >=3.11, <3.15 ", "<3.15,>=3.11"),
+        (">=3.10\nerror: injected", None),
+        ("x" * 1000, None),
+        ("", None),
+        (3.1, None),
+    ],
+)
+def test_a_requires_python_from_the_index_is_kept_only_when_it_is_one(
+    said: object, kept: str | None
+) -> None:
+    """What an index says goes into messages: only a valid specifier survives, normalised."""
+    from backendmgr.sources.pypi import _requires_python
+
+    assert _requires_python(said) == kept

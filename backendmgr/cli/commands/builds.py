@@ -90,7 +90,10 @@ async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 def _here(variant: str, runs: bool) -> str:
     """A variant as the tables show it: marked when this host's GPUs cannot run it."""
-    return variant if runs else f"{variant}(no GPU here)"
+    from ...catalog.host import needed_vendor
+
+    needs = needed_vendor(variant)
+    return variant if runs or needs is None else f"{variant}(no {needs[1]} GPU)"
 
 
 async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

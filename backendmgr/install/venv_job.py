@@ -469,15 +469,26 @@ def relocate(staging: Path, final: Path) -> None:
 
 
 def _describe(plan: VenvPlan) -> tuple[str, dict[str, str]]:
+    """The venv's Python version and its installed distributions, read from its metadata by
+    its own interpreter (``-I``: nothing of this process leaks in; no package is imported)."""
     code = (
         "import json, sys, importlib.metadata as m; print(json.dumps([sys.version.split()[0],"
         " {d.metadata['Name']: d.version for d in m.distributions()}]))"
     )
-    out = subprocess.run(
-        [str(plan.python), "-c", code], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-    version, packages = json.loads(out)
-    return str(version), {str(k): str(v) for k, v in sorted(packages.items())}
+    try:
+        done = subprocess.run(
+            [str(plan.python), "-I", "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        version, packages = json.loads(done.stdout)
+        return str(version), {str(k): str(v) for k, v in sorted(packages.items())}
+    except (OSError, subprocess.SubprocessError, ValueError, AttributeError) as exc:
+        raise InstallFailed(
+            f"the venv's Python cannot list what is installed in it ({type(exc).__name__})"
+        ) from exc
 
 
 PROBE_MARK = "backendmgr-tool-parsers:"

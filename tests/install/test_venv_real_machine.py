@@ -143,6 +143,8 @@ def test_a_version_slower_than_its_bound_keeps_the_venv_and_a_retry_reuses_it(
     kept = tmp_path / "home" / "builds" / "toy" / "1.0.0-cpu.staging-venv"
     assert (kept / "pyvenv.cfg").is_file() and (kept / ".backendmgr-kept.json").is_file()
     assert json.loads(ok(cli("--json", "list")).out) == []
+    doctor = ok(cli("doctor"))  # kept on purpose: a note, not a problem
+    assert "a venv kept after its --version check timed out" in doctor.err + doctor.out
     marker = kept / "made-by-the-first-run"
     marker.write_text("")
     for wheel in wheels.iterdir():

@@ -110,6 +110,12 @@ def test_requires_python_beyond_the_running_one_takes_an_installed_one_or_says_w
     nxt = f"3.{sys.version_info[1] + 1}"
     assert f"toy-server 1.0.0 needs Python {beyond}" in line and nxt in line, line
     assert "BACKENDMGR_PYTHON=/path/to/python" in line
+    assert "BACKENDMGR_OFFLINE forbids a download" in line
+    assert _built(tmp_path) == []
+    monkeypatch.delenv("BACKENDMGR_OFFLINE")  # now uv is asked, and cannot (downloads: never)
+    line = error_line(cli("install", "toy", "1.0.0", "--variant", "cpu"))
+    assert f"needs Python {beyond}" in line and "uv could not download one (uv venv" in line
+    assert "BACKENDMGR_PYTHON=/path/to/python" in line
     assert _built(tmp_path) == []
     other = _other_python()
     if other is None:

@@ -191,9 +191,9 @@ def choose_interpreter(
 def no_interpreter(package: str, version: str, spec: SpecifierSet, why: str) -> InstallFailed:
     """The one line for "no Python fits": which versions would do and how to provide one."""
     fits = fitting_versions(spec)
-    named = ", ".join(fits) if fits else "none known"
+    named = f" ({', '.join(fits)})" if fits else ""
     return InstallFailed(
-        f"{package} {version} needs Python {spec} ({named}); none is installed here and {why}; "
+        f"{package} {version} needs Python {spec}{named}; none is installed here and {why}; "
         "install one (uv python install, pyenv install, your package manager) or set "
         "BACKENDMGR_PYTHON=/path/to/python"
     )

@@ -68,6 +68,8 @@ class _Result(BaseModel):
 class VariantHere(_Result):
     id: str
     available: bool
+    runs_here: bool = True
+    why_not: str | None = None  # why this host cannot run it (no GPU of the vendor it needs)
 
 
 class CatalogEntry(_Result):
@@ -89,6 +91,7 @@ class ReleaseInfo(_Result):
     variants: list[str]
     installed: list[str]
     activated: str | None
+    runs_here: list[str] | None = None  # of ``variants``, those this host's GPUs can run
 
 
 class BuildInfo(_Result):
@@ -266,6 +269,8 @@ class InstallResult(BuildOutcome):
     installer: str | None = None
     requirement: str | None = None
     pip_args: list[str] | None = None
+    requires_python: str | None = None  # a venv build: the package's own Requires-Python
+    interpreter: str | None = None  # the interpreter its venv is (or would be) made from
 
 
 class Previewed(Outcome):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform as _platform
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -20,12 +21,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Adapter", "Host", "detect_host", "parse_gpu_override", "parse_platform", "vendor_of"]
+__all__ = [
+    "Adapter",
+    "Host",
+    "detect_host",
+    "needed_vendor",
+    "parse_gpu_override",
+    "parse_platform",
+    "vendor_of",
+]
 
 Vendor = Literal["nvidia", "amd", "intel", "apple", "other"]
 _OS = {"linux": "linux", "windows": "windows", "darwin": "darwin"}
 _ARCH = {"x86_64": "x64", "amd64": "x64", "x64": "x64", "aarch64": "arm64", "arm64": "arm64"}
 _PCI_VENDORS: dict[str, Vendor] = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
+
+
+_VARIANT_NEEDS: dict[str, tuple[Vendor, str]] = {
+    "cuda": ("nvidia", "NVIDIA"),
+    "rocm": ("amd", "AMD"),
+    "hip": ("amd", "AMD"),
+    "metal": ("apple", "Apple"),
+    "sycl": ("intel", "Intel"),
+}
+
+
+def needed_vendor(variant: str) -> tuple[Vendor, str] | None:
+    """The GPU vendor a variant's name says it needs (``cuda``, ``cuda-12.8`` → NVIDIA), with
+    the name a message uses; None for a variant any host runs (cpu, vulkan)."""
+    head = re.split(r"[-_.\d]", variant.strip().lower(), maxsplit=1)[0]
+    return _VARIANT_NEEDS.get(head)
 
 
 MAX_ADAPTERS = 64  # more than any one machine holds; bounds a hostile override or probe
@@ -59,6 +84,14 @@ class Host:
 
     def gpu_lines(self) -> list[str]:
         return [a.line() for a in self.adapters] or ["GPU: none detected"]
+
+    def why_not(self, variant: str) -> str | None:
+        """Why this host cannot run a build of ``variant`` (no adapter of the vendor its
+        name needs), or None when it can, as far as detection tells."""
+        needs = needed_vendor(variant)
+        if needs is None or any(a.vendor == needs[0] for a in self.adapters):
+            return None
+        return f"no {needs[1]} GPU on this host"
 
 
 def _indexed(adapters: list[Adapter]) -> tuple[Adapter, ...]:

@@ -96,6 +96,9 @@ class Variant(_Strict):
     toolkit_key: str | None = None
     platforms: list[str] = Field(default_factory=list)
     pip_args: list[str] = Field(default_factory=list)
+    torch_backend: str | None = Field(default=None, pattern=r"^[a-z0-9.]+$")
+    """A pypi variant's torch build (``cpu``, ``auto``): uv's ``--torch-backend``, or the
+    user's torch index (``torch_index_url``) when one is set."""
 
     _patterns_ok = field_validator("assets", "extras")(_check_patterns)
 

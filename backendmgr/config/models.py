@@ -412,6 +412,10 @@ class Settings(_Frozen):
     health_check_timeout: int = Field(default=300, ge=15)
     require_checksum: bool = False
     max_unpacked_gb: float = Field(default=32, gt=0)  # cap on what one install unpacks
+    # vLLM's cpu/rocm variants: the user's mirror of the PyTorch index for that variant
+    # (BACKENDMGR_TORCH_INDEX_URL wins); unset: uv's --torch-backend
+    torch_index_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    venv_smoke_timeout: float = Field(default=300, gt=0, le=3600)  # a venv's --version, s
     # llama.cpp: GiB kept free below the budget when choosing -c (SPEC §11.4); the default
     # covers the 0.1 GiB spread of the fixed overhead between the two measured model shapes
     vram_headroom_gb: float = Field(default=0.1, ge=0, le=1024)

@@ -20,12 +20,15 @@ from .store import AssetRecord, BuildStore, Receipt, folder_size
 __all__ = ["check_staged", "commit_staged"]
 
 
-async def check_staged(exe: Path, manifest: Manifest, *, smoke: bool) -> Capabilities | None:
-    """Run the staged executable with its version flag and probe its ``--help`` (``smoke``
-    off: neither, and its capabilities stay unknown)."""
+async def check_staged(
+    exe: Path, manifest: Manifest, *, smoke: bool, timeout: float | None = None
+) -> Capabilities | None:
+    """Run the staged executable with its version flag (bounded by ``timeout``, default the
+    smoke check's) and probe its ``--help`` (``smoke`` off: neither, and its capabilities
+    stay unknown)."""
     if not smoke:
         return None
-    said = await smoke_check(exe, manifest.version_args)
+    said = await smoke_check(exe, manifest.version_args, timeout=timeout)
     if not manifest.kind:  # a kindless tool (llama-swap) serves no model to probe for
         return None
     return await probe_build(exe, version_text=said)

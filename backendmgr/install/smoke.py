@@ -13,10 +13,14 @@ from pathlib import Path
 from ..errors import InstallFailed
 from .probe import run_in_group
 
-__all__ = ["smoke_check"]
+__all__ = ["SmokeTimedOut", "smoke_check"]
 
 TIMEOUT_S = 20.0
 MAX_KEPT = 1 << 16
+
+
+class SmokeTimedOut(InstallFailed):
+    """The program did not finish within its bound: slow, not necessarily broken."""
 
 
 def _tail(data: bytes, lines: int = 5) -> str:
@@ -37,7 +41,7 @@ async def smoke_check(
             argv, timeout=limit, limit=MAX_KEPT, merge=False, stop_when_full=False
         )
     except TimeoutError as exc:
-        raise InstallFailed(
+        raise SmokeTimedOut(
             f"{exe.name} {' '.join(args)} did not finish within {limit:.0f} s; "
             "use --no-smoke to skip the check"
         ) from exc

@@ -49,9 +49,16 @@ class Doctor:
             for model, ov in sorted(settings.models.items())
             if ov.backend and ov.backend not in row_ids
         ]
+        from ..install.venv_job import KEPT_MARK
+
         for folder in builds.leftovers():
             if ".swap-" in folder.name:
                 problems.append(f"interrupted reinstall {folder} (doctor --fix finishes it)")
+            elif (folder / KEPT_MARK).is_file():  # kept on purpose: not a problem
+                notes.append(
+                    f"{folder} is a venv kept after its --version check timed out; the next "
+                    "install of that build reuses it (doctor --fix removes it)"
+                )
             else:
                 problems.append(f"leftover folder {folder} (doctor --fix removes it)")
         notes += [

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..api_models import AssetInfo, InstallResult
-from ..errors import InvalidInput, NotFound
+from ..errors import InstallFailed, InvalidInput, NotFound, UsageError
 from ..events import EventSink
 from ..install.store import InstalledEntry
 from ..units import format_size
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
     from ..install.archive_job import ArchivePlan
     from ..install.commit import Planned
-    from ..install.venv_job import VenvPlan
+    from ..install.venv_job import TorchIndex, VenvPlan
     from ..sources.github import GithubReleases
 
 __all__ = ["BuildSource", "How", "Locked", "open_source"]
@@ -106,25 +106,52 @@ class VenvSource:
     how: How
 
     def dry_run(self, result: InstallResult) -> None:
-        from ..install.venv_job import pip_options
+        from ..install.venv_job import pip_options, plan_interpreter
 
-        installer = "uv" if self.plan.uv else "pip"
-        result.message += f": a virtual environment with {self.plan.requirement} ({installer})"
+        plan = self.plan
+        installer = "uv" if plan.uv else "pip"
+        found = plan_interpreter(plan, self.ctx.environ)
+        python = f"Python {found.version} ({found.how})" if found else "a Python uv downloads"
+        result.message += (
+            f": a virtual environment with {plan.requirement} ({installer}, {python}; "
+            f"Requires-Python {plan.requires_python or 'not declared'})"
+        )
         result.installer = installer
-        result.requirement = self.plan.requirement
-        result.python = self.plan.manifest.python
-        result.pip_args = [*pip_options(self.ctx.environ), *self.plan.pip_args]
+        result.requirement = plan.requirement
+        result.python = str(found.version) if found else None
+        result.interpreter = found.path if found else None
+        result.requires_python = plan.requires_python
+        result.pip_args = [*pip_options(self.ctx.environ), *plan.index_args]
+        if plan.cannot_run:
+            result.warn(_cannot_run(plan.variant, plan.cannot_run))
 
     async def build(self, emit: EventSink) -> None:
         from ..install.venv_job import install_venv
 
         await install_venv(
-            self.plan, self.ctx.builds, environ=self.ctx.environ, emit=emit, smoke=self.how.smoke
+            self.plan,
+            self.ctx.builds,
+            environ=self.ctx.environ,
+            emit=emit,
+            smoke=self.how.smoke,
+            net=self.ctx.net,
         )
 
     def annotate(self, result: InstallResult, entry: InstalledEntry, already: bool) -> None:
         result.python = entry.receipt.python
         result.packages = entry.receipt.packages
+        result.requires_python = self.plan.requires_python
+        if self.plan.cannot_run and not already:
+            result.warn(_cannot_run(entry.id, self.plan.cannot_run))
+
+
+def _cannot_run(build: str, why: str) -> str:
+    """The warning for a GPU build on a host without that GPU."""
+    return (
+        f"{build} needs a GPU this host lacks ({why}): it will not serve models here, and its "
+        "--version was not run; install the cpu variant for this host, or set BACKENDMGR_GPU "
+        "if detection is wrong"
+    )
 
 
 @dataclass(frozen=True)
@@ -177,7 +204,7 @@ async def _venv_plan(
     from packaging.version import InvalidVersion, Version
 
     from ..catalog.matching import unknown_variant
-    from ..install.venv_job import VenvPlan, find_uv
+    from ..install.venv_job import TORCH_INDEX_ENV, TORCH_INDEX_KEY, VenvPlan, find_uv
 
     chosen = manifest.variant(variant)
     if chosen is None:
@@ -190,21 +217,61 @@ async def _venv_plan(
             wanted = Version(version)
         except InvalidVersion as exc:
             raise InvalidInput(f'"{version}" is not a version number') from exc
-    versions = await releases.versions(
+    listed = await releases.index_releases(
         manifest, prereleases=manifest.allow_prerelease or bool(wanted and wanted.is_prerelease)
     )
     if wanted is None:
-        if not versions:
+        if not listed:
             raise NotFound(f"no released versions of {manifest.id} were found")
-        wanted = versions[0]
-    elif wanted not in versions:
-        shown = ", ".join(str(v) for v in versions[:10]) or "none"
+        wanted = listed[0].version
+    release = next((r for r in listed if r.version == wanted), None)
+    if release is None:
+        shown = ", ".join(str(r.version) for r in listed[:10]) or "none"
         raise NotFound(f"{manifest.id} {version} does not exist; available: {shown}")
     ver = str(wanted)
     target = ctx.builds.build_dir(manifest.id, ver, variant)
     pins = tuple(sorted((locked.packages or {}).items()))
     uv = find_uv(ctx.environ)
-    return VenvPlan(manifest, ver, variant, target, uv, tuple(chosen.pip_args), pins)
+    settings = await ctx.settings()
+    torch = None
+    if chosen.torch_backend:
+        torch = _torch_index(chosen.torch_backend, ctx.environ, settings.torch_index_url)
+        if torch.url is None and uv is None:
+            raise InstallFailed(
+                f"the {variant} variant of {manifest.id} takes torch from the PyTorch index "
+                f"through uv's --torch-backend; install uv, or set {TORCH_INDEX_ENV} (or the "
+                f"config key {TORCH_INDEX_KEY}) to that index or a mirror of it"
+            )
+    return VenvPlan(
+        manifest,
+        ver,
+        variant,
+        target,
+        uv,
+        tuple(chosen.pip_args),
+        pins,
+        requires_python=release.requires_python,
+        torch=torch,
+        smoke_timeout=settings.venv_smoke_timeout,
+        index_only=next(
+            (v.id for v in manifest.variants_on(plat) if v.torch_backend is None), None
+        ),
+        cannot_run=ctx.host.why_not(variant) if plat == ctx.host.platform else None,
+    )
+
+
+def _torch_index(backend: str, environ: Mapping[str, str], configured: str | None) -> TorchIndex:
+    """The variant's torch index: the environment's, else the config's, else uv's own."""
+    from ..install.venv_job import TORCH_INDEX_ENV, TORCH_INDEX_KEY, TorchIndex
+
+    from_env = environ.get(TORCH_INDEX_ENV, "").strip()
+    if from_env:
+        if not from_env.startswith(("http://", "https://", "file:")):
+            raise UsageError(f"{TORCH_INDEX_ENV}={from_env} is not an http(s) URL")
+        return TorchIndex(backend, from_env, TORCH_INDEX_ENV)
+    if configured:
+        return TorchIndex(backend, configured, f"the config key {TORCH_INDEX_KEY}")
+    return TorchIndex(backend)
 
 
 def _shown_size(size: int | None) -> str:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..catalog.matching import AssetChoice
     from ..sources.github import GithubReleases
     from ..sources.models import Release
+    from ..sources.pypi import IndexRelease
 
 __all__ = ["Releases"]
 
@@ -43,7 +44,12 @@ class Releases:
                 kind=m.kind,
                 source=source_label(m.source),
                 variants=[
-                    VariantHere(id=v.id, available=v.available_on(ctx.host.platform))
+                    VariantHere(
+                        id=v.id,
+                        available=v.available_on(ctx.host.platform),
+                        runs_here=ctx.host.why_not(v.id) is None,
+                        why_not=ctx.host.why_not(v.id),
+                    )
                     for v in m.variants
                 ],
                 suggested=(suggested := suggest_variant(m, ctx.host))[0],
@@ -67,12 +73,18 @@ class Releases:
         marks = _Marks(await self.ctx.settings(), self.ctx, query.component)
         source = manifest.source
         if not isinstance(source, GithubSource):
-            versions = await self.versions(manifest, prereleases=manifest.allow_prerelease)
+            indexed = await self.index_releases(manifest, prereleases=manifest.allow_prerelease)
             here = [v.id for v in manifest.variants_on(plat)]
             if variant is not None and variant not in here:
                 return []
             return [
-                marks.info(str(v), None, v.is_prerelease, here) for v in versions[: query.limit]
+                marks.info(
+                    str(r.version),
+                    r.uploaded.isoformat() if r.uploaded else None,
+                    r.version.is_prerelease,
+                    here,
+                )
+                for r in indexed[: query.limit]
             ]
         async with self.ctx.github() as gh:
             listed = await gh.releases(source.repo, refresh=query.refresh)
@@ -139,12 +151,18 @@ class Releases:
 
     async def versions(self, manifest: Manifest, *, prereleases: bool) -> list[Version]:
         """A package-index component's released versions, newest first."""
+        listed = await self.index_releases(manifest, prereleases=prereleases)
+        return [r.version for r in listed]
+
+    async def index_releases(self, manifest: Manifest, *, prereleases: bool) -> list[IndexRelease]:
+        """A package-index component's releases (version, Requires-Python, upload time),
+        newest first."""
         from ..catalog.manifest import PypiSource
-        from ..sources.pypi import package_versions
+        from ..sources.pypi import package_releases
 
         source = manifest.source
         assert isinstance(source, PypiSource)
-        return await package_versions(
+        return await package_releases(
             source.package,
             index_url=source.index_url,
             prereleases=prereleases,
@@ -161,6 +179,7 @@ class _Marks:
         self.settings = settings
         self.component = component
         self.entries = ctx.builds.installed(component)
+        self.host = ctx.host
 
     def info(self, tag: str, published: str | None, pre: bool, variants: list[str]) -> ReleaseInfo:
         row = self.settings.row(self.component)
@@ -175,4 +194,5 @@ class _Marks:
             variants=variants,
             installed=sorted(e.receipt.variant for e in self.entries if e.receipt.version == tag),
             activated=activated,
+            runs_here=[v for v in variants if self.host.why_not(v) is None],
         )

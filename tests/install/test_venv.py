@@ -152,7 +152,9 @@ def test_builtin_vllm_manifest_dry_run_and_unreachable_index(
         "cuda",
         "vllm==0.11.2",
     )
-    assert plan["python"] == "3.12" and plan["dry_run"] is True
+    # the stand-ins declare no Requires-Python: the running interpreter does
+    assert plan["python"] == ".".join(map(str, sys.version_info[:3])) and plan["dry_run"] is True
+    assert plan["interpreter"] == sys.executable and plan["requires_python"] is None
     assert plan["path"].endswith("builds/vllm/0.11.2-cuda/bin/vllm")
     cpu = json.loads(
         ok(cli("--json", "install", "vllm", "0.10.1", "--variant", "cpu", "--dry-run")).out
@@ -229,7 +231,9 @@ def test_pypi_manifest_with_only_id_and_label_installs_here(
         "exe: {default: bin/toy-server}\nvariants:\n  - id: cpu\n    label: CPU\n"
     )
     catalog = {c["id"]: c for c in json.loads(ok(cli("--json", "catalog")).out)}
-    assert catalog["toy"]["variants"] == [{"id": "cpu", "available": True}]
+    assert catalog["toy"]["variants"] == [
+        {"id": "cpu", "available": True, "runs_here": True, "why_not": None}
+    ]
     assert catalog["toy"]["suggested"] == "cpu"
     other = json.loads(
         ok(cli("--json", "install", "toy", "--dry-run", "--platform", "windows-x64")).out

@@ -81,13 +81,21 @@ async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         lambda r: [
             r.id,
             r.source,
-            ",".join(v.id for v in r.variants if v.available),
+            ",".join(_here(v.id, v.runs_here) for v in r.variants if v.available),
             r.suggested,
             r.why,
             r.activated or "-",
         ],
         empty="no components",
     )
+
+
+def _here(variant: str, runs: bool) -> str:
+    """A variant as the tables show it: marked when this host's GPUs cannot run it."""
+    from ...catalog.host import needed_vendor
+
+    needs = needed_vendor(variant)
+    return variant if runs or needs is None else f"{variant}(no {needs[1]} GPU)"
 
 
 async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -101,7 +109,7 @@ async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
             r.tag,
             (r.published_at or "")[:10],
             "yes" if r.prerelease else "",
-            ",".join(r.variants) or "-",
+            ",".join(_here(v, r.runs_here is None or v in r.runs_here) for v in r.variants) or "-",
             ",".join(v + " (activated)" if v == r.activated else v for v in r.installed),
         ],
         empty="no releases",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..discovery.models import unsafe_char
 from ..emit.expand import strip_comments
-from ..emit.macros import declared, env_names, macro_problem, value_problem
+from ..emit.macros import MERGE_KEY, declared, env_names, macro_problem, value_problem
 from ..emit.schema import string_field_problems
 from ..errors import escaped
 
@@ -152,6 +152,21 @@ def _strings(value: Any, path: str, in_list: bool = False) -> Iterator[tuple[str
             yield from _strings(item, f"{path}[{i}]", True)
 
 
+def _merge_key(value: Any, path: str) -> str | None:
+    """The path of the first mapping key ``<<`` in ``value``, or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if str(key) == MERGE_KEY:
+                return f"{path}.{key}"
+            if (found := _merge_key(item, f"{path}.{key}")) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := _merge_key(item, f"{path}[{i}]")) is not None:
+                return found
+    return None
+
+
 def passthrough_problem(block: Any, where: str, defined: Collection[str] | None = ()) -> str | None:
     """Why a ``llama_swap`` passthrough cannot be written for llama-swap, or None: its ``env``
     breaks the rules ``env=`` has, or a string holds a ``${`` that is no explicit macro
@@ -159,6 +174,9 @@ def passthrough_problem(block: Any, where: str, defined: Collection[str] | None 
     ``${name}`` passes, for the check that cannot see the global passthrough)."""
     if not isinstance(block, dict):
         return f"{where} must be a YAML mapping"
+    merge = _merge_key(block, where)
+    if merge is not None:
+        return f'{merge}: llama-swap reads a "<<" key as a YAML merge, not as a key'
     names = None if defined is None else set(defined) | macro_names(block)
     shape = string_field_problems(block, where)
     if shape:

@@ -30,7 +30,7 @@ from ruamel.yaml.error import CommentMark
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 from ruamel.yaml.tokens import CommentToken
 
-from .macros import declared, load_problems, shell_line
+from .macros import MERGE_KEY, declared, load_problems, shell_line
 from .plan import Entry, Skip, render_token
 
 __all__ = [
@@ -168,7 +168,9 @@ def screen(entry: Entry, passthrough: dict[str, Any]) -> Entry | Skip:
     model_id = entry.model.id
     problem: str | None = None
     probed = [str(v) for v in entry.metadata.values() if "${" in str(v)]
-    if "${env." in model_id:
+    if model_id == MERGE_KEY:
+        problem = 'its id "<<" is a YAML merge key to llama-swap, which would merge the entry'
+    elif "${env." in model_id:
         problem = "its id holds ${env.…}, which llama-swap would replace in the file's text"
     elif probed:  # a build id from a release tag: no escape in metadata, nor any user intent
         problem = f"its metadata {single_line(probed[0])[:80]!r} holds ${{…}}"

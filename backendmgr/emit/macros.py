@@ -31,6 +31,7 @@ __all__ = [
     "BUILTIN",
     "ENV_MACRO",
     "MACRO",
+    "MERGE_KEY",
     "declared",
     "env_names",
     "load_problems",
@@ -42,6 +43,8 @@ __all__ = [
 
 MACRO = MACRO_PATTERN
 BUILTIN = frozenset({"PORT", "MODEL_ID"})
+# yaml.v3 merges a "<<" key, quoted or not, once llama-swap re-encodes its parsed file
+MERGE_KEY = "<<"
 _SHOWN = 40
 
 

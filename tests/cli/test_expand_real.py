@@ -23,7 +23,7 @@ import pytest
 from backendmgr.emit.expand import expand
 from tests.support.ggufs import write_gguf
 from tests.support.standins import SERVER_STANDIN, python_exe
-from tests.support.swap import SWAP_BIN, free_port, needs_swap, wait_for
+from tests.support.swap import SWAP_BIN, free_port, free_start_port, needs_swap, wait_for
 
 pytestmark = needs_swap
 MIB = 1 << 20
@@ -152,7 +152,7 @@ def test_verify_starts_what_llama_swap_starts(
                 }
             },
         },
-        "llama_swap": {"startPort": free_port(), "macros": {"greeting": "hello world"}},
+        "llama_swap": {"startPort": free_start_port(), "macros": {"greeting": "hello world"}},
     }
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(json.dumps(settings))
@@ -207,7 +207,7 @@ def test_expand_agrees_with_llama_swap_on_a_double_quoted_file(
         },
     }
     config = tmp_path / "swap.yaml"
-    _write_swap_file(config, free_port(), entries, macros=macros)
+    _write_swap_file(config, free_start_port(), entries, macros=macros)
     swap = Swap(config, dict(os.environ))
     try:
         assert swap.models() == set(entries)
@@ -265,7 +265,7 @@ def test_what_expand_refuses_llama_swap_refuses_alike(
             proxy=entry.get("proxy"),
         )
     config = tmp_path / "swap.yaml"
-    _write_swap_file(config, free_port(), {"m": entry}, **top)
+    _write_swap_file(config, free_start_port(), {"m": entry}, **top)
     done = subprocess.run(
         [str(SWAP_BIN), "-config", str(config), "-listen", f"127.0.0.1:{free_port()}"],
         capture_output=True,
@@ -299,7 +299,7 @@ def test_random_commands_split_as_llama_swap_splits_them(tmp_path: Path) -> None
             "proxy": f"http://127.0.0.1:{port}",
         }
     config = tmp_path / "swap.yaml"
-    _write_swap_file(config, free_port(), entries)
+    _write_swap_file(config, free_start_port(), entries)
     swap = Swap(config, dict(os.environ))
     try:
         assert swap.models() == set(entries)

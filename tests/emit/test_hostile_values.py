@@ -43,7 +43,7 @@ from tests.support.generated import load, output
 from tests.support.ggufs import write_gguf
 from tests.support.hostile import all_in_one_group, recorder, serve_all
 from tests.support.paths import SHARED
-from tests.support.swap import free_port
+from tests.support.swap import free_start_port
 
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "300"))
@@ -331,7 +331,7 @@ def through_the_cli(
     # is discovery's to derive, starts on its own)
     together = [i for i, c in zip(ids, picked, strict=True) if c.field != "file_name"]
     group = json.loads(all_in_one_group(together))
-    group["startPort"] = free_port()
+    group["startPort"] = free_start_port()
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(
         f"models_dirs: [{json.dumps(str(models))}]\nbackends:\n{rows}"

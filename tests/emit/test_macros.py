@@ -15,7 +15,7 @@ from tests.support.generated import load, output
 from tests.support.ggufs import write_gguf
 from tests.support.hostile import all_in_one_group, recorder, serve_all
 from tests.support.paths import SHARED
-from tests.support.swap import free_port, needs_swap
+from tests.support.swap import free_start_port, needs_swap
 
 SCHEMA = SHARED / "llama-swap" / "config-schema.json"
 NAMES = ["alpha-q4_k_m", "beta-q4_k_m", "gamma-q4_k_m"]
@@ -32,7 +32,7 @@ def setup(tmp_path: Path, config_path: Path, extra: str = "") -> Path:
         small(models / f"{name}.gguf")
     exe = recorder(tmp_path / "bin" / "llama-server")
     passthrough = json.loads(all_in_one_group(NAMES))
-    passthrough["startPort"] = free_port()
+    passthrough["startPort"] = free_start_port()
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(
         f"models_dirs: [{json.dumps(str(models))}]\n"
@@ -64,6 +64,7 @@ def test_issue_examples_reach_the_process_or_are_refused(
     cli: Cli, tmp_path: Path, config_path: Path
 ) -> None:
     models = setup(tmp_path, config_path)
+    small(models / "<<.gguf")  # yaml.v3 merges a "<<" key once llama-swap re-encodes its file
     ok(cli("set", "alpha-q4_k_m", "env=HF_ENDPOINT=https://hf.example/api?x=1 'A=why? yes'"))
     ok(cli("set", "beta-q4_k_m", "extra_args=--x ${foo} '#c' 'a: b' -- '$${x}'"))
     ok(cli("set", "gamma-q4_k_m", 'llama_swap={aliases: ["why?", "yes", "- x"]}'))
@@ -73,6 +74,7 @@ def test_issue_examples_reach_the_process_or_are_refused(
     assert data["models"]["gamma-q4_k_m"]["aliases"] == ["why?", "yes", "- x"]
     # the odd file is one model among the others, its path a literal in cmd
     assert set(data["models"]) == {*NAMES, ODD}
+    assert 'SKIPPED "<<": llama-swap would refuse it' in output(config_path).read_text()
     ids, started = serve_all(output(config_path), tmp_path / "records", dict(os.environ))
     assert ids == {*NAMES, ODD}
     by_model = {argv[argv.index("-m") + 1]: (argv, env) for argv, env in started}
@@ -94,6 +96,7 @@ def test_issue_examples_reach_the_process_or_are_refused(
         ["set", "alpha-q4_k_m", "llama_swap={env: [lower=1]}"],
         ["set", "alpha-q4_k_m", 'llama_swap={env: ["A=1\\nB=2"]}'],
         ["set", "alpha-q4_k_m", 'llama_swap={description: "d ${foo}"}'],
+        ["set", "alpha-q4_k_m", 'llama_swap={metadata: {"<<": {a: 1}}}'],
         ["set", "alpha-q4_k_m", 'llama_swap={cmd: "x --port ${PORT} ${foo}"}'],
         ["set", "alpha-q4_k_m", "extra_args=--x 'a\nb'"],
         ["set", "alpha-q4_k_m", "vllm_tokenizer=a\u202eb"],
@@ -107,7 +110,7 @@ def test_values_llama_swap_would_refuse_are_refused_at_the_door(
     ok(cli("generate"))
     written = output(config_path).read_bytes()
     line = refused(cli, config_path, *args)
-    assert "${" in line or "control character" in line or "env" in line, line
+    assert "${" in line or "control character" in line or "merge" in line or "env" in line, line
     assert output(config_path).read_bytes() == written
 
 

@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from backendmgr.emit import tools
 from backendmgr.emit.tools import KNOWN_PARSERS, against_build, tool_parser
-from backendmgr.install import venv_job
+from backendmgr.install import venv_probe
 from tests.support.cli import Cli, ok
 from tests.support.ggufs import LLAMA3_8B, write_hf
 from tests.support.wheels import TOY_MANIFEST as MANIFEST
@@ -246,7 +246,7 @@ def test_a_probe_that_fails_is_unknown_never_a_failed_install(
     monkeypatch: pytest.MonkeyPatch,
     registry: str,
 ) -> None:
-    monkeypatch.setattr(venv_job, "PROBE_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(venv_probe, "PROBE_TIMEOUT_S", 3.0)
     make_wheel(toy, "1.0.0", extra=registry_at("vllm.tool_parsers", registry))
     ok(cli("install", "toy", "1.0.0", "--activate"))
     assert receipt(tmp_path, "1.0.0")["tool_parsers"] is None

@@ -94,7 +94,7 @@ def model_setup(tmp_path: Path, config_path: Path) -> dict[str, Path]:
         "  beta-q4_k_m: {extra_args: --fake-child 1}\n"
         # llama-swap hands its model servers ports from 5800 up: two test workers running it at
         # once would hand out the same ones, so each setup starts from a port free right now
-        f"llama_swap:\n  startPort: {free_port()}\n"  # the last key: tests add to it
+        f"llama_swap:\n  startPort: {free_start_port()}\n"  # the last key: tests add to it
     )
     return {"models": models, "one": first, "two": second}
 
@@ -108,6 +108,31 @@ def free_port() -> int:
     from backendmgr.serve_check import free_port as pick
 
     return pick()
+
+
+def free_start_port(count: int = 8) -> int:
+    """A ``startPort`` for llama-swap, which counts its model servers' ports up from it: the
+    first of ``count`` consecutive ports free right now, below the kernel's ephemeral range so
+    that no client connection of a test running beside this one takes the next port."""
+    import random
+    import socket
+
+    rng = random.Random()
+    for _ in range(200):
+        start = rng.randrange(20000, 32000 - count)
+        socks: list[socket.socket] = []
+        try:
+            for port in range(start, start + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+        return start
+    raise AssertionError(f"no {count} consecutive free ports between 20000 and 32000")
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "__complete": ("completion", None),  # hidden: no help keeps it out of the command list
     "verify": ("verify", "start each model's command once, send one request, stop it"),
     "tune": ("tune", "find the largest context that starts and fits the memory budget"),
+    "bench": ("bench", "prompt and generation speed of models per build, measured"),
     "up": ("swap", "run llama-swap on the generated config, in the foreground"),
     "service": ("swap", "run llama-swap as a background service (systemd/launchd)"),
     "status": ("swap", "whether llama-swap runs, and what it serves"),
@@ -63,4 +64,5 @@ FIRST_IDS: dict[str, tuple[str, ...]] = {
     "update": ("components",),
     "prune": ("components",),
     "verify": ("models",),
+    "bench": ("models",),
 }

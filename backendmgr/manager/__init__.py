@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..events import EventSink
     from ..lockfile import LockFile
+    from .bench import BenchService
     from .measure import MeasureService
     from .services import Services
     from .swap import SwapService
@@ -105,6 +106,13 @@ class Manager:
         from .measure import MeasureService
 
         return MeasureService.of(self.ctx, self._s)
+
+    @cached_property
+    def bench(self) -> BenchService:
+        """``bench``: prompt and generation speed per model and build (issue 32)."""
+        from .bench import BenchService
+
+        return BenchService(self.measure)
 
     @cached_property
     def swap(self) -> SwapService:

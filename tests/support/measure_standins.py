@@ -9,7 +9,10 @@ One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its 
 - ``fail``: ``lib`` (a missing shared library), ``port`` (the port taken), ``silent`` (exit
   at once, nothing said), ``hang`` (never healthy);
 - ``delay``: seconds it loads before it serves (a slow start);
-- ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise).
+- ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise);
+- ``timings``: what it reports as llama-server's ``timings`` on ``/completion`` (its speed:
+  ``prompt_per_second``, ``predicted_per_second``), with the counts the request asked for;
+- ``slow``: seconds each ``/completion`` takes (a run to interrupt).
 Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
 """
 
@@ -127,9 +130,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
-        self.rfile.read(n)
+        body = self.rfile.read(n)
         if self.path == "/v1/chat/completions":
             self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        elif self.path == "/completion" and "timings" in BEHAVIOUR:
+            time.sleep(BEHAVIOUR.get("slow", 0))
+            asked = json.loads(body or b"{}")
+            timings = {"prompt_n": len(str(asked.get("prompt", "")).split()),
+                       "predicted_n": asked.get("n_predict", 0), **BEHAVIOUR["timings"]}
+            self.send(200, {"content": "x", "timings": timings})
         elif self.path == "/v1/embeddings":
             self.send(200, {"data": [{"embedding": [0.1, 0.2]}]})
         else:

@@ -1,0 +1,166 @@
+"""``bench`` (issue 32) against stand-in servers whose speed differs per build: real installs
+from the loopback mirror, each build's llama-server replaced by a stand-in reporting the
+``timings`` the test sets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backendmgr.mirror import MirrorServer
+from tests.support import publish_llama
+from tests.support.cli import Cli, error_line, ok
+from tests.support.ggufs import write_gguf
+from tests.support.measure_standins import write_server
+from tests.support.processes import assert_none_left, pids_in, recorded_pids
+
+MIB = 1 << 20
+FAST = {"prompt_per_second": 800.0, "predicted_per_second": 40.0}
+SLOW = {"prompt_per_second": 560.0, "predicted_per_second": 28.0}
+
+
+class Builds:
+    """Installed llama.cpp builds (cpu variant) whose servers the test makes fast or slow."""
+
+    def __init__(self, tmp_path: Path, cli: Cli) -> None:
+        self.home = tmp_path / "home"
+        self.fake = tmp_path / "fake"
+        self.models = tmp_path / "models"
+        self.cli = cli
+
+    def server(self, tag: str, **behaviour: Any) -> None:
+        folder = self.home / "builds" / "llama-server" / f"{tag}-cpu" / "build" / "bin"
+        write_server(folder / "llama-server", name=tag, **behaviour)
+
+    def json(self, *args: str) -> Any:
+        result = self.cli("--json", *args)
+        assert "Traceback" not in result.err, result.err
+        return json.loads(result.out)
+
+    def none_left(self) -> bool:
+        assert_none_left(pids_in(self.fake / "pids"))
+        return True
+
+
+def install(
+    b: Builds, mirror_root: Path, tags: list[str], config_path: Path, extra: str = "-t 2"
+) -> None:
+    write_gguf(b.models / "chat.gguf", "qwen3", layers=4, ctx=8192, size_bytes=MIB)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        json.dumps({"models_dirs": [str(b.models)], "models": {"chat": {"extra_args": extra}}})
+    )
+    for i, tag in enumerate(tags):
+        publish_llama(mirror_root, tag, ["cpu"], published_at=f"2026-09-{i + 1:02d}T00:00:00Z")
+    for tag in tags:
+        ok(b.cli("install", "llama-server", tag, "--variant", "cpu", "--no-generate"))
+
+
+@pytest.fixture
+def b(
+    tmp_path: Path,
+    cli: Cli,
+    mirror: MirrorServer,
+    mirror_root: Path,
+    config_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Builds:
+    builds = Builds(tmp_path, cli)
+    install(builds, mirror_root, ["b100", "b200"], config_path)
+    builds.server("b100", timings=FAST)
+    builds.server("b200", timings=SLOW)
+    builds.fake.mkdir()
+    monkeypatch.setenv("FAKE_DIR", str(builds.fake))
+    monkeypatch.setenv("BACKENDMGR_GPU", "none")
+    return builds
+
+
+def test_bench_records_and_shows_figures_per_build(b: Builds) -> None:
+    records = b.json("bench", "chat", "--build", "b100", "--build", "llama-server@b200-cpu")
+    got = {r["build"]: r for r in records}
+    assert set(got) == {"llama-server@b100-cpu", "llama-server@b200-cpu"}
+    assert got["llama-server@b100-cpu"]["predicted_per_second"] == 40.0
+    assert got["llama-server@b100-cpu"]["prompt_per_second"] == 800.0
+    assert got["llama-server@b200-cpu"]["predicted_per_second"] == 28.0
+    for r in records:
+        assert r["ok"] and r["runs"] == 3 and r["predicted_spread"] == 0.0
+        assert r["prompt_words"] == 256 and r["prompt_tokens"] == 256
+        assert r["predicted_tokens"] == 64
+        assert r["device"] == "cpu"
+    assert b.none_left()
+
+    (model,) = b.json("models")
+    shown = {f["build"]: f for f in model["bench"]}
+    assert shown["llama-server@b200-cpu"]["predicted_per_second"] == 28.0
+    assert shown["llama-server@b100-cpu"]["prompt_per_second"] == 800.0
+    text = b.cli("models").out
+    assert "bench llama-server@b200-cpu: prompt 560 t/s, generation 28 t/s" in text
+
+    # a new bench of one build replaces that build's figures only
+    b.server("b200", timings={"prompt_per_second": 700.0, "predicted_per_second": 35.0})
+    (again,) = b.json("bench", "chat", "--build", "b200", "--repeat", "1")
+    assert again["predicted_per_second"] == 35.0 and again["runs"] == 1
+    (model,) = b.json("models")
+    shown = {f["build"]: f["predicted_per_second"] for f in model["bench"]}
+    assert shown == {"llama-server@b100-cpu": 40.0, "llama-server@b200-cpu": 35.0}
+
+
+def test_bench_without_build_uses_the_resolved_one_and_says_what_failed(b: Builds) -> None:
+    (record,) = b.json("bench", "chat", "--repeat", "2")
+    assert record["build"] == "llama-server@b100-cpu"  # the first install is activated
+    b.server("b200", fail="lib")
+    result = b.cli("bench", "chat", "--build", "b200")
+    assert result.code == 1
+    assert "chat on llama-server@b200-cpu: not benched" in result.out
+    assert "could not be benched" in error_line(result)
+    assert b.none_left()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [  # a build that is not installed is the world's refusal, as for activate and which
+        (["--build", "b999"], 1, "llama-server@b999-cpu is not installed"),
+        (["--build", "nope@1"], 1, "nope@1 is not installed"),
+        (["--repeat", "0"], 2, "--repeat"),
+        (["nomodel"], 1, 'no model "nomodel"'),
+        (["--build", "b100", "stray"], 2, "unrecognized arguments: stray"),
+    ],
+)
+def test_bench_refuses_and_records_nothing(
+    b: Builds, args: list[str], code: int, said: str
+) -> None:
+    result = b.cli("bench", "chat", *args)
+    assert result.code == code, result
+    assert said in result.err
+    assert not (b.home / "bench.json").exists()
+
+
+def test_ctrl_c_during_bench_records_nothing_and_leaves_nothing(b: Builds) -> None:
+    b.server("b100", timings=FAST, slow=30)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "bench", "chat", "--timeout", "60"],
+        env={**os.environ},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        recorded_pids(b.fake / "pids", proc=proc)
+        time.sleep(1.0)  # healthy and inside the slow run
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    assert b.none_left()
+    assert not (b.home / "bench.json").exists()

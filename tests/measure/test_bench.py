@@ -164,3 +164,68 @@ def test_ctrl_c_during_bench_records_nothing_and_leaves_nothing(b: Builds) -> No
     assert "Traceback" not in err
     assert b.none_left()
     assert not (b.home / "bench.json").exists()
+
+
+def registry_state(b: Builds, config_path: Path) -> Any:
+    """What a roll-back must leave as it was: the activated build and every model setting."""
+    from ruamel.yaml import YAML
+
+    doc = YAML(typ="safe").load(config_path.read_text())
+    builds = {r["id"]: r["activated"] for r in b.json("list")}
+    return builds, doc.get("models"), [r.get("path") for r in doc.get("backends", [])]
+
+
+def test_canary_on_a_build_30_percent_slower_rolls_back_with_nothing_changed(
+    b: Builds, config_path: Path
+) -> None:
+    before = registry_state(b, config_path)
+    result = b.cli("--json", "activate", "llama-server@b200-cpu", "--canary", "chat")
+    assert result.code == 1, result
+    report = json.loads(result.out)
+    assert report["promoted"] is False and report["previous"] == "llama-server@b100-cpu"
+    (row,) = report["comparison"]
+    assert row["old"]["predicted_per_second"] == 40.0
+    assert row["new"]["predicted_per_second"] == 28.0
+    assert row["slower_pct"] == {"prompt_per_second": 30.0, "predicted_per_second": 30.0}
+    assert "generation 30 % slower" in row["problems"]
+    assert registry_state(b, config_path) == before
+    assert not (b.home / "canary.json").exists()
+    assert b.none_left()
+
+    text = b.cli("activate", "llama-server@b200-cpu", "--canary", "chat")
+    assert text.code == 1
+    assert (
+        "chat: llama-server@b100-cpu: prompt 800 t/s, generation 40 t/s | "
+        "llama-server@b200-cpu: prompt 560 t/s, generation 28 t/s (30 % slower)"
+    ) in text.out
+    assert error_line(text).startswith("error: rolled back: llama-server@b100-cpu stays activated")
+
+
+def test_canary_within_tolerance_promotes_and_drops_its_pins(b: Builds, config_path: Path) -> None:
+    b.server("b200", timings={"prompt_per_second": 780.0, "predicted_per_second": 39.0})  # -2.5 %
+    report = b.json("activate", "llama-server@b200-cpu", "--canary", "chat", "--repeat", "1")
+    assert report["promoted"] is True, report
+    assert report["comparison"][0]["slower_pct"]["predicted_per_second"] == 2.5
+    activated = [r["id"] for r in b.json("list") if r["activated"]]
+    assert activated == ["llama-server@b200-cpu"]
+    from ruamel.yaml import YAML
+
+    models = YAML(typ="safe").load(config_path.read_text())["models"]
+    assert "backend" not in models["chat"]  # the temporary pin is gone
+    assert models["chat"]["extra_args"] == "-t 2"
+    assert not (b.home / "canary.json").exists()
+
+    # a tighter tolerance would have refused the same figures
+    b.server("b100", timings={"prompt_per_second": 780.0, "predicted_per_second": 38.0})
+    tight = b.cli("activate", "llama-server@b100-cpu", "--canary", "chat", "--tolerance", "1")
+    assert tight.code == 1, tight  # 39 → 38 t/s is 2.6 % slower
+    assert [r["id"] for r in b.json("list") if r["activated"]] == ["llama-server@b200-cpu"]
+
+
+def test_a_canary_that_fails_to_start_rolls_back(b: Builds, config_path: Path) -> None:
+    b.server("b200", fail="lib")
+    before = registry_state(b, config_path)
+    report = json.loads(b.cli("--json", "activate", "llama-server@b200", "--canary", "chat").out)
+    assert report["promoted"] is False
+    assert report["verified"] == {"chat": False}
+    assert registry_state(b, config_path) == before

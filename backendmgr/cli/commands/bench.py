@@ -11,7 +11,38 @@ if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
 
-__all__ = ["bench", "register"]
+__all__ = ["add_run_options", "bench", "register"]
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How each (model, build) is measured: ``bench``'s and the canary's options."""
+    parser.add_argument(
+        "--repeat",
+        type=BENCH_REPEAT.argument(),
+        default=3,
+        metavar="N",
+        help="runs per model and build; the median and spread are over them (3)",
+    )
+    parser.add_argument(
+        "--prompt",
+        type=BENCH_PROMPT.argument(),
+        default=256,
+        metavar="WORDS",
+        help="words of the fixed prompt, about a token each (256)",
+    )
+    parser.add_argument(
+        "--tokens",
+        type=BENCH_TOKENS.argument(),
+        default=64,
+        metavar="N",
+        help="tokens generated per run (64)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=VERIFY_TIMEOUT_S.argument(),
+        metavar="S",
+        help="seconds to become healthy, per start",
+    )
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -24,33 +55,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="a build id or a release tag of the activated variant (repeatable; "
         "default: the build each model resolves to)",
     )
-    b.add_argument(
-        "--repeat",
-        type=BENCH_REPEAT.argument(),
-        default=3,
-        metavar="N",
-        help="runs per model and build; the median and spread are over them (3)",
-    )
-    b.add_argument(
-        "--prompt",
-        type=BENCH_PROMPT.argument(),
-        default=256,
-        metavar="WORDS",
-        help="words of the fixed prompt, about a token each (256)",
-    )
-    b.add_argument(
-        "--tokens",
-        type=BENCH_TOKENS.argument(),
-        default=64,
-        metavar="N",
-        help="tokens generated per run (64)",
-    )
-    b.add_argument(
-        "--timeout",
-        type=VERIFY_TIMEOUT_S.argument(),
-        metavar="S",
-        help="seconds to become healthy, per start",
-    )
+    add_run_options(b)
     b.set_defaults(handler=bench)
 
 

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "verify": ("verify", "start each model's command once, send one request, stop it"),
     "tune": ("tune", "find the largest context that starts and fits the memory budget"),
     "bench": ("bench", "prompt and generation speed of models per build, measured"),
+    "bisect": ("bisect", "find the first release that made a model slower or stop starting"),
     "up": ("swap", "run llama-swap on the generated config, in the foreground"),
     "service": ("swap", "run llama-swap as a background service (systemd/launchd)"),
     "status": ("swap", "whether llama-swap runs, and what it serves"),
@@ -65,4 +66,5 @@ FIRST_IDS: dict[str, tuple[str, ...]] = {
     "prune": ("components",),
     "verify": ("models",),
     "bench": ("models",),
+    "bisect": ("models",),
 }

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from .._commit import committing
-from ..errors import InvalidInput
+from ..errors import Refused, UsageError
 from ..limits import BENCH_PROMPT, BENCH_REPEAT, BENCH_TOKENS, first_problem
 from ..measure.bench import BenchRecord, BenchStore, Run, figures, run_once
 from ..measure.diagnose import failure_cause
@@ -59,14 +59,14 @@ class BenchService:
         if ref is None:
             now = build_id_of(row) or (row.id if row is not None else None)
             if now is None:
-                raise InvalidInput(f"{here.model.id}: no row serves it; see backendmgr models")
+                raise Refused(f"{here.model.id}: no row serves it; see backendmgr models")
             return now
         if "@" in ref:
             return find_build(self.m.place.builds, ref).id
         component = row.component if row is not None and row.managed else None
         activated = settings.row(component) if component else None
         if component is None or activated is None:
-            raise InvalidInput(
+            raise UsageError(
                 f"--build {ref}: {here.model.id} does not run on an installed build; "
                 "name the build as COMPONENT@VERSION-VARIANT"
             )
@@ -88,14 +88,14 @@ class BenchService:
         """Each model on each build (the one it resolves to when ``builds`` is empty): the
         median and spread of ``repeat`` runs; recorded per (model, build, device) at the end."""
         if not model_ids:
-            raise InvalidInput("name at least one model to bench")
+            raise UsageError("name at least one model to bench")
         problem = first_problem(
             ("--repeat", repeat, BENCH_REPEAT),
             ("--prompt", prompt_words, BENCH_PROMPT),
             ("--tokens", tokens, BENCH_TOKENS),
         )
         if problem is not None:
-            raise InvalidInput(problem)
+            raise UsageError(problem)
         settings = await self.m._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
         pairs = []

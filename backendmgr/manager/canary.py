@@ -21,7 +21,7 @@ import anyio
 from pydantic import Field
 
 from .._fs import atomic_write_bytes
-from ..errors import InvalidInput, Refused
+from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
 from ..requests import VerifyRequest
@@ -102,9 +102,9 @@ async def canary(
     """Promote ``build_ref`` if every canary passes on it and is no slower beyond ``tolerance``
     percent (prompt and generation speed, medians); roll back otherwise."""
     if not models:
-        raise InvalidInput("name at least one canary model")
+        raise UsageError("name at least one canary model")
     if not 0 <= tolerance <= 100:
-        raise InvalidInput(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
+        raise UsageError(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
     new = find_build(mgr.builds, build_ref)
     settings = await mgr.settings()
     component = new.receipt.component

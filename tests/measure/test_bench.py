@@ -65,7 +65,7 @@ def install(
 
 
 @pytest.fixture
-def b(
+def one(
     tmp_path: Path,
     cli: Cli,
     mirror: MirrorServer,
@@ -73,14 +73,23 @@ def b(
     config_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Builds:
+    """b100 installed and activated (fast), nothing else."""
     builds = Builds(tmp_path, cli)
-    install(builds, mirror_root, ["b100", "b200"], config_path)
+    install(builds, mirror_root, ["b100"], config_path)
     builds.server("b100", timings=FAST)
-    builds.server("b200", timings=SLOW)
     builds.fake.mkdir()
     monkeypatch.setenv("FAKE_DIR", str(builds.fake))
     monkeypatch.setenv("BACKENDMGR_GPU", "none")
     return builds
+
+
+@pytest.fixture
+def b(one: Builds, mirror_root: Path) -> Builds:
+    """b100 (fast, activated) and b200 (30 % slower)."""
+    publish_llama(mirror_root, "b200", ["cpu"], published_at="2026-09-02T00:00:00Z")
+    ok(one.cli("install", "llama-server", "b200", "--variant", "cpu", "--no-generate"))
+    one.server("b200", timings=SLOW)
+    return one
 
 
 def test_bench_records_and_shows_figures_per_build(b: Builds) -> None:
@@ -229,3 +238,62 @@ def test_a_canary_that_fails_to_start_rolls_back(b: Builds, config_path: Path) -
     assert report["promoted"] is False
     assert report["verified"] == {"chat": False}
     assert registry_state(b, config_path) == before
+
+
+def publish_speed(mirror_root: Path, tag: str, day: int, timings: dict[str, float]) -> None:
+    """Release ``tag`` (cpu) whose llama-server is a stand-in reporting ``timings``."""
+    from tests.support.archives import Entry, llama_entries, make_tar
+    from tests.support.measure_standins import server_text
+    from tests.support.releases import LLAMA_REPO, publish
+
+    script = server_text(name=tag, timings=timings).encode()
+    entries = [
+        Entry(e.name, script, mode=0o755) if e.name.endswith("/llama-server") else e
+        for e in llama_entries(tag)
+    ]
+    name = f"llama-{tag}-bin-ubuntu-x64.tar.gz"
+    published = f"2026-10-{day:02d}T00:00:00Z"
+    publish(mirror_root, LLAMA_REPO, tag, {name: make_tar(entries)}, published_at=published)
+
+
+def test_bisect_over_16_releases_names_the_11th_with_at_most_6_installs(
+    one: Builds, mirror_root: Path
+) -> None:
+    b = one
+    tags = [f"b{101 + i}" for i in range(16)]
+    for i, tag in enumerate(tags):
+        publish_speed(mirror_root, tag, i + 1, SLOW if i >= 10 else FAST)  # slower from the 11th
+    builds_before = [r["id"] for r in b.json("list")]
+
+    result = b.cli("--json", "bisect", "chat", "--good", "b101", "--bad", "b116", "--repeat", "1")
+    assert result.code == 0, result
+    report = json.loads(result.out)
+    assert report["first_bad"]["tag"] == "b111" and report["last_good"]["tag"] == "b110"
+    assert report["first_bad"]["predicted_per_second"] == 28.0
+    assert report["last_good"]["predicted_per_second"] == 40.0
+    assert report["releases"] == 16
+    assert 2 <= len(report["installs"]) <= 6  # ⌈log2 16⌉ + 2
+    assert sorted(report["removed"]) == sorted(report["installs"])
+    assert [r["id"] for r in b.json("list")] == builds_before  # the search's builds are gone
+    md = report["report"]
+    assert "First bad release: **b111**; last good: **b110**" in md
+    assert "| b111 | yes | 560 | 28 |" in md
+    assert "b111-cpu/build/bin/llama-server" in md and "Host: " in md
+    assert b.none_left()
+
+    kept = b.cli("bisect", "chat", "--good", "b101", "--bad", "b116", "--repeat", "1", "--keep")
+    assert kept.code == 0, kept
+    assert "## chat: generation speed regressed in b111" in kept.out
+    assert len(b.json("list")) > len(builds_before)
+
+
+def test_bisect_refuses_a_bad_end_that_is_not_bad(one: Builds, mirror_root: Path) -> None:
+    b = one
+    for i, tag in enumerate(["b101", "b102"]):
+        publish_speed(mirror_root, tag, i + 1, FAST)
+    result = b.cli("bisect", "chat", "--good", "b101", "--bad", "b102", "--repeat", "1")
+    assert result.code == 1, result
+    assert "--bad b102 is not bad" in error_line(result)
+    assert [r["id"] for r in b.json("list")] == ["llama-server@b100-cpu"]
+    wrong = b.cli("bisect", "chat", "--good", "b102", "--bad", "b101")
+    assert wrong.code == 2 and "must be an older release" in wrong.err

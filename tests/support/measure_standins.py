@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MEASURE_SERVER", "write_server"]
+__all__ = ["MEASURE_SERVER", "server_text", "write_server"]
 
 MEASURE_SERVER = r"""
 import json, os, sys, time
@@ -148,11 +148,16 @@ HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 """
 
 
+def server_text(**behaviour: Any) -> str:
+    """The stand-in's program text, behaving as ``behaviour`` says (for an archive, too)."""
+    head = f"#!{sys.executable}\nBEHAVIOUR = {json.dumps(behaviour)!r}\n"
+    head += "import json as _j\nBEHAVIOUR = _j.loads(BEHAVIOUR)\n"
+    return head + MEASURE_SERVER
+
+
 def write_server(path: Path, **behaviour: Any) -> Path:
     """An executable stand-in at ``path`` that behaves as ``behaviour`` says."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    head = f"#!{sys.executable}\nBEHAVIOUR = {json.dumps(behaviour)!r}\n"
-    head += "import json as _j\nBEHAVIOUR = _j.loads(BEHAVIOUR)\n"
-    path.write_text(head + MEASURE_SERVER)
+    path.write_text(server_text(**behaviour))
     path.chmod(0o755)
     return path

@@ -122,6 +122,10 @@ async def canary(
                 f"{model_id} runs on {now}, not on the activated {old}: a canary must follow "
                 "the activated build (unpin it first)"
             )
+    from .flags import check_switch, followers
+
+    plan = await mgr._s.models.plan()  # a promotion must not break a model's flags either
+    check_switch(settings, followers(plan, component), new, force=False)
     await _wait_idle(mgr, canaries, idle_wait)
     before = {m: settings.override(m).backend for m in canaries}
     mark = mgr.paths.home / CANARY_NAME

@@ -297,3 +297,60 @@ def test_bisect_refuses_a_bad_end_that_is_not_bad(one: Builds, mirror_root: Path
     assert [r["id"] for r in b.json("list")] == ["llama-server@b100-cpu"]
     wrong = b.cli("bisect", "chat", "--good", "b102", "--bad", "b101")
     assert wrong.code == 2 and "must be an older release" in wrong.err
+
+
+HELP = """usage: llama-server [options]
+  -m,    --model FNAME        model path
+  --host HOST                 ip address to listen
+  --port PORT                 port to listen
+  -c,    --ctx-size N         size of the prompt context
+  -ngl,  --gpu-layers N       layers to store in VRAM
+  -t,    --threads N          number of threads
+  --jinja                     use jinja template
+"""
+
+
+def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
+    tmp_path: Path, cli: Cli, mirror_root: Path, config_path: Path, mirror: MirrorServer
+) -> None:
+    b = Builds(tmp_path, cli)
+    write_gguf(b.models / "chat.gguf", "qwen3", layers=4, ctx=8192, size_bytes=MIB)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    models = {"chat": {"extra_args": "-t 2 -dio"}}  # -dio: removed from llama.cpp at b200
+    config_path.write_text(json.dumps({"models_dirs": [str(b.models)], "models": models}))
+    old_help = HELP + "  -dio,  --direct-io          use direct I/O\n"
+    publish_llama(mirror_root, "b100", ["cpu"], help_text=old_help)
+    publish_llama(mirror_root, "b200", ["cpu"], help_text=HELP)
+    for tag in ("b100", "b200"):
+        ok(b.cli("install", "llama-server", tag, "--variant", "cpu"))
+    before = config_path.read_text()
+
+    def activated() -> list[str]:
+        return [r["id"] for r in b.json("list") if r["activated"]]
+
+    refused = b.cli("activate", "llama-server@b200-cpu")
+    assert refused.code == 1, refused
+    assert error_line(refused) == (
+        "error: chat: -dio is not an option of llama-server@b200-cpu (its extra_args); "
+        "nothing was switched (--force switches anyway)"
+    )
+    assert activated() == ["llama-server@b100-cpu"] and config_path.read_text() == before
+
+    pinned = b.cli("pin", "chat", "llama-server@b200-cpu")
+    assert pinned.code == 1 and "-dio is not an option of llama-server@b200-cpu" in pinned.err
+    assert config_path.read_text() == before
+    canary = b.cli("activate", "llama-server@b200-cpu", "--canary", "chat")
+    assert canary.code == 1 and "-dio is not an option" in canary.err
+    assert config_path.read_text() == before
+
+    forced = b.cli("activate", "llama-server@b200-cpu", "--force")
+    assert forced.code == 0, forced
+    assert "warning: kept with --force: chat: -dio is not an option of" in forced.err
+    assert activated() == ["llama-server@b200-cpu"]
+
+    said = b.cli("set", "chat", "extra_args=-t 2 --no-such-flag")
+    assert said.code == 0, said
+    assert (
+        "warning: --no-such-flag is not an option of llama-server@b200-cpu, which chat runs on"
+        in said.err
+    )

@@ -55,6 +55,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     a.add_argument("build", help="COMPONENT@VERSION-VARIANT")
     add_no_generate(a)
     add_dry_run(a)
+    a.add_argument(
+        "--force",
+        action="store_true",
+        help="activate even when a model's extra_args uses a flag the build does not list",
+    )
     from .canary import add_canary_options
 
     add_canary_options(a)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from . import Manager
     from .bench import OnRun
 
-__all__ = ["CANARY_NAME", "CanaryReport", "canary", "slower_pct"]
+__all__ = ["CANARY_NAME", "CanaryReport", "canary", "newest_for_canary", "slower_pct"]
 
 CANARY_NAME = "canary.json"
 DEFAULT_TOLERANCE = 5.0
@@ -226,3 +226,37 @@ def _why(comparison: list[dict[str, Any]]) -> str:
     return "; ".join(
         f"{c['model']}: {', '.join(c['problems'])}" for c in comparison if c["problems"]
     )
+
+
+async def newest_for_canary(mgr: Manager, models: list[str], component: str | None) -> str | None:
+    """``update --canary``: the newest release of the component the canaries run on (or the
+    one named), in its activated variant, installed without activating it; its build id, or
+    None when the activated build is already the newest."""
+    from ..requests import InstallRequest
+
+    if not models:
+        raise UsageError("name at least one canary model")
+    settings = await mgr.settings()
+    if component is None:
+        here = await mgr.measure._plan(settings, models[0])
+        row = getattr(here.planned, "resolution", None)
+        row = row.row if row is not None else None
+        component = row.component if row is not None and row.managed else None
+        if component is None:
+            raise Refused(f"{models[0]} does not run on an installed build; name the component")
+    activated = settings.row(component)
+    if activated is None or not activated.variant:
+        raise Refused(f"{component} has no activated build; install one first")
+    probe = await mgr.install(
+        InstallRequest.of(
+            component=component, variant=activated.variant, dry_run=True, refresh=True
+        )
+    )
+    if probe.id == build_id_of(activated):
+        return None
+    await mgr.install(
+        InstallRequest.of(
+            component=component, version=probe.version, variant=activated.variant, generate=False
+        )
+    )
+    return probe.id

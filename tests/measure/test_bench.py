@@ -354,3 +354,29 @@ def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
         "warning: --no-such-flag is not an option of llama-server@b200-cpu, which chat runs on"
         in said.err
     )
+
+
+def test_update_canary_installs_the_newest_and_lets_the_canary_decide(
+    one: Builds, mirror_root: Path, config_path: Path
+) -> None:
+    from ruamel.yaml import YAML
+
+    def used() -> Any:  # the models' settings and the row every unpinned model follows
+        doc = YAML(typ="safe").load(config_path.read_text())
+        return doc["models"], [r for r in doc["backends"] if r["id"] == "llama-server"]
+
+    publish_speed(mirror_root, "b200", 1, SLOW)
+    before = used()
+    rolled = one.cli("--json", "update", "--canary", "chat", "--repeat", "1")
+    assert rolled.code == 1, rolled
+    assert json.loads(rolled.out)["build"] == "llama-server@b200-cpu"
+    listed = {r["id"]: r["activated"] for r in one.json("list")}
+    assert listed == {"llama-server@b100-cpu": True, "llama-server@b200-cpu": False}
+    assert used() == before  # the new build stays installed (its own row), unused
+
+    publish_speed(mirror_root, "b300", 2, FAST)
+    promoted = one.json("update", "llama-server", "--canary", "chat", "--repeat", "1")
+    assert promoted["promoted"] is True and promoted["build"] == "llama-server@b300-cpu"
+    assert [r["id"] for r in one.json("list") if r["activated"]] == ["llama-server@b300-cpu"]
+    same = one.cli("update", "--canary", "chat")
+    assert same.code == 0 and "already the newest" in same.out

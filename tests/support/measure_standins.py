@@ -31,7 +31,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 args = sys.argv[1:]
 if args[:1] == ["--help"]:
-    print("usage: llama-server [options]\n  -c, --ctx-size N\n  --jinja\n  --embedding\n"
+    print("usage: llama-server [options]\n  -c, --ctx-size N\n  -t, --threads N\n  --jinja\n"
+          "  --embedding\n"
           "  --reranking\n  --pooling {none,mean,cls,last,rank}")
     sys.exit(0)
 if args[:1] == ["--version"]:

@@ -380,3 +380,37 @@ def test_update_canary_installs_the_newest_and_lets_the_canary_decide(
     assert [r["id"] for r in one.json("list") if r["activated"]] == ["llama-server@b300-cpu"]
     same = one.cli("update", "--canary", "chat")
     assert same.code == 0 and "already the newest" in same.out
+
+
+CANARY = ("--canary", "chat", "--timeout", "60")
+
+
+def test_ctrl_c_during_a_canary_puts_the_pins_back(b: Builds, config_path: Path) -> None:
+    from ruamel.yaml import YAML
+
+    b.server("b200", timings=SLOW, slow=30)
+    before = registry_state(b, config_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "backendmgr", "activate", "llama-server@b200-cpu", *CANARY],
+        env={**os.environ},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        marked = b.home / "canary.json"
+        recorded_pids(b.fake / "pids", 3, proc=proc)  # verify's start, then the two benches
+        assert marked.exists()
+        pinned = YAML(typ="safe").load(config_path.read_text())["models"]["chat"]
+        assert pinned.get("backend") == "llama-server@b200-cpu"  # the temporary pin
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    assert registry_state(b, config_path) == before
+    assert not marked.exists()
+    assert b.none_left()

@@ -12,7 +12,7 @@ One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its 
 - ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise);
 - ``timings``: what it reports as llama-server's ``timings`` on ``/completion`` (its speed:
   ``prompt_per_second``, ``predicted_per_second``), with the counts the request asked for;
-- ``slow``: seconds each ``/completion`` takes (a run to interrupt).
+- ``slow``: seconds each ``/completion`` (``/v1/completions`` for vLLM) takes.
 Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
 """
 
@@ -134,6 +134,12 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(n)
         if self.path == "/v1/chat/completions":
             self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        elif self.path == "/v1/completions" and vllm:  # vLLM's usage, timed by the caller
+            asked = json.loads(body or b"{}")
+            time.sleep(BEHAVIOUR.get("slow", 0))
+            usage = {"prompt_tokens": len(str(asked.get("prompt", "")).split()),
+                     "completion_tokens": asked.get("max_tokens", 0)}
+            self.send(200, {"choices": [{"text": "x"}], "usage": usage})
         elif self.path == "/completion" and "timings" in BEHAVIOUR:
             time.sleep(BEHAVIOUR.get("slow", 0))
             asked = json.loads(body or b"{}")

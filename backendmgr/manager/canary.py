@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["CANARY_NAME", "CanaryReport", "canary", "newest_for_canary", "slower_pct"]
 
 CANARY_NAME = "canary.json"
+MARK_CAP = 1 << 20
 DEFAULT_TOLERANCE = 5.0
 IDLE_WAIT_S = 120.0
 IDLE_POLL_S = 1.0
@@ -79,6 +81,27 @@ async def _wait_idle(mgr: Manager, models: list[str], bound: float) -> None:
                 "try again when it is idle (nothing was changed)"
             )
         await anyio.sleep(IDLE_POLL_S)
+
+
+def _left_over(mark: Path) -> str | None:
+    """What an earlier canary that never finished (killed, power lost) left pinned, and the
+    commands that undo it; None when there is none."""
+    try:
+        record = json.loads(mark.read_bytes()[:MARK_CAP])
+        pins = dict(record["pins_before"])
+        build = str(record["build"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{mark} is unreadable; remove it after checking the pins (backendmgr models)"
+    undo = "; ".join(
+        f"backendmgr unpin {m}" if prior is None else f"backendmgr pin {m} {prior}"
+        for m, prior in pins.items()
+    )
+    return (
+        f"an earlier canary of {build} did not finish and left temporary pins; undo them "
+        f"({undo}) and remove {mark}"
+    )
 
 
 def _figures(r: BenchResult) -> dict[str, Any]:
@@ -126,9 +149,12 @@ async def canary(
 
     plan = await mgr._s.models.plan()  # a promotion must not break a model's flags either
     check_switch(settings, followers(plan, component), new, force=False)
+    mark = mgr.paths.home / CANARY_NAME
+    left = await anyio.to_thread.run_sync(_left_over, mark)
+    if left is not None:
+        raise Refused(left)
     await _wait_idle(mgr, canaries, idle_wait)
     before = {m: settings.override(m).backend for m in canaries}
-    mark = mgr.paths.home / CANARY_NAME
     record = {"build": new.id, "previous": old, "pins_before": before}
     await anyio.to_thread.run_sync(atomic_write_bytes, mark, json.dumps(record, indent=1).encode())
     promoted = False

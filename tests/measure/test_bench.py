@@ -414,3 +414,18 @@ def test_ctrl_c_during_a_canary_puts_the_pins_back(b: Builds, config_path: Path)
     assert registry_state(b, config_path) == before
     assert not marked.exists()
     assert b.none_left()
+
+
+def test_a_canary_that_never_finished_is_named_before_another_starts(
+    b: Builds, config_path: Path
+) -> None:
+    mark = b.home / "canary.json"
+    mark.write_text(json.dumps({"build": "llama-server@b200-cpu", "pins_before": {"chat": None}}))
+    before = registry_state(b, config_path)
+    result = b.cli("activate", "llama-server@b200-cpu", "--canary", "chat")
+    assert result.code == 1
+    assert error_line(result) == (
+        "error: an earlier canary of llama-server@b200-cpu did not finish and left temporary "
+        f"pins; undo them (backendmgr unpin chat) and remove {mark}"
+    )
+    assert registry_state(b, config_path) == before and mark.exists()

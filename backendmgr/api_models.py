@@ -187,6 +187,7 @@ class ModelInfo(_Result):
     verified: VerifyResult | None = None  # the last `verify` result for this exact command
     verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
     tuning: str | None = None  # "tuned: ctx 16384, …" / "estimated: ctx 32768 (not tuned)"
+    bench: list[dict[str, Any]] | None = None  # issue 32: the last `bench` figures per build
 
 
 class CmdResult(_Result):

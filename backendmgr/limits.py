@@ -9,6 +9,9 @@ import math
 from collections.abc import Callable  # loaded with argparse anyway (re → functools)
 
 __all__ = [
+    "BENCH_PROMPT",
+    "BENCH_REPEAT",
+    "BENCH_TOKENS",
     "PRUNE_KEEP",
     "RELEASES_LIMIT",
     "TUNE_ATTEMPTS",
@@ -17,6 +20,7 @@ __all__ = [
     "TUNE_DEADLINE_S",
     "VERIFY_TIMEOUT_S",
     "Bounds",
+    "first_problem",
 ]
 
 
@@ -66,6 +70,15 @@ class Bounds:
         return parse
 
 
+def first_problem(*checks: tuple[str, float | None, Bounds]) -> str | None:
+    """``--flag problem`` for the first (flag, value, bounds) out of bounds; None values pass."""
+    for flag, value, bounds in checks:
+        problem = None if value is None else bounds.problem(value)
+        if problem is not None:
+            return f"{flag} {problem}"
+    return None
+
+
 RELEASES_LIMIT = Bounds(1, 100)
 """``releases --limit``: 1 to 100 (the API's bound; the Manager had none, the CLI no top)."""
 PRUNE_KEEP = Bounds(0, 1000)
@@ -81,3 +94,9 @@ TUNE_DEADLINE_DEFAULT_S = 3600.0
 """``tune``'s deadline when none is given: 8 starts of a large model fit, a hang does not."""
 TUNE_ATTEMPTS = Bounds(1, 64)
 """``tune --max-attempts``: starts per model; 8 halvings settle any context from 4096 to 1M."""
+BENCH_REPEAT = Bounds(1, 100)
+"""``bench --repeat``: runs per model and build; the median and spread are over them."""
+BENCH_PROMPT = Bounds(1, 32768)
+"""``bench --prompt``: words of the fixed prompt (about one token each)."""
+BENCH_TOKENS = Bounds(1, 8192)
+"""``bench --tokens``: tokens generated per run."""

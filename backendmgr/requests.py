@@ -135,6 +135,7 @@ class ActivateRequest(Request):
     build: str = Field(min_length=1, max_length=300)
     generate: bool = True
     dry_run: bool = False
+    force: bool = False  # switch even when a model's extra_args uses a flag the build lacks
 
 
 class UpdateRequest(Request):

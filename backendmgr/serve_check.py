@@ -45,6 +45,9 @@ NVIDIA_SMI_CAP = 1 << 20
 Measure = Callable[[int, Mapping[str, str]], Awaitable[tuple[float, str] | None]]
 """Reads a process group's memory: (GiB, what measured it), None when nothing can tell."""
 
+Then = Callable[[httpx.AsyncClient], Awaitable[Any]]
+"""More work against the healthy server (its base URL set on the client), while it runs."""
+
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
@@ -56,6 +59,7 @@ class CheckResult:
     device: str | None = None  # the GPU(s) the build said it used: "CUDA0 (NVIDIA …)"
     measured: tuple[float, str] | None = None  # ``measure``'s reading (GiB, by what), if asked
     log: str | None = None  # an exit's reason with up to LOG_LINES lines, to find its cause
+    then: Any = None  # what ``then`` returned, if asked (``bench``'s runs)
 
 
 def free_port() -> int:
@@ -238,6 +242,7 @@ async def check_command(
     measure: Measure | None = None,
     port: int | None = None,
     search_path: str | None = None,
+    then: Then | None = None,
 ) -> CheckResult:
     """Run ``argv`` until it answers one request on ``port``; always stop it.
 
@@ -245,7 +250,8 @@ async def check_command(
     are final (:func:`.emit.expand.expand`'s). ``search_path`` finds a bare program name as
     Go's ``exec.Command`` does for llama-swap: in the PATH of the caller, not of ``env``.
     ``health_path`` None (llama-swap's ``checkEndpoint: none``) polls the request itself;
-    ``measure`` reads the group's memory after the request, while it still runs (``tune``).
+    ``measure`` reads the group's memory after the request, while it still runs (``tune``);
+    ``then`` is awaited after that with a client on the server (``bench``), its answer kept.
     """
     environ = dict(os.environ if env is None else env)
     if port is None:
@@ -277,6 +283,9 @@ async def check_command(
             )
             if result.ok and measure is not None:
                 result = dataclasses.replace(result, measured=await measure(process.pid, environ))
+            if result.ok and then is not None:
+                async with httpx.AsyncClient(base_url=base, trust_env=False) as client:
+                    result = dataclasses.replace(result, then=await then(client))
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process, grace)

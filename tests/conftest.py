@@ -10,3 +10,4 @@ from tests.support.fixtures import (  # noqa: F401  (fixtures)
     pytest_configure,
     setup,
 )
+from tests.support.realllama import real_llama, real_llama_cached  # noqa: F401

@@ -27,6 +27,7 @@ __all__ = [
     "parse_options",
     "parse_version",
     "promised_backend",
+    "unlisted_flags",
 ]
 
 MAX_OPTIONS = 4096
@@ -123,6 +124,27 @@ def parse_options(text: str) -> list[str]:
         if len(found) >= MAX_OPTIONS:
             break
     return sorted(found)
+
+
+def unlisted_flags(extra_args: str | None, caps: Capabilities | None) -> list[str]:
+    """The flags of ``extra_args`` (``--x`` and ``--x=v`` alike) that ``caps`` does not list:
+    what a switch to that build would break. None when its options are unknown (a stand-in, a
+    build probed before capabilities), or ``extra_args`` does not split."""
+    import shlex
+
+    if caps is None or caps.options is None or not extra_args:
+        return []
+    try:
+        tokens = shlex.split(extra_args)
+    except ValueError:
+        return []
+    out = []
+    for token in tokens:
+        flag = token.split("=", 1)[0]
+        is_flag = _OPTION.fullmatch(flag) and not flag.lstrip("-")[:1].isdigit()  # not -1
+        if is_flag and flag not in caps.options and flag not in out:
+            out.append(flag)
+    return out
 
 
 def parse_version(text: str) -> tuple[str | None, int | None, str | None]:

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "__complete": ("completion", None),  # hidden: no help keeps it out of the command list
     "verify": ("verify", "start each model's command once, send one request, stop it"),
     "tune": ("tune", "find the largest context that starts and fits the memory budget"),
+    "bench": ("bench", "prompt and generation speed of models per build, measured"),
+    "bisect": ("bisect", "find the first release that made a model slower or stop starting"),
     "up": ("swap", "run llama-swap on the generated config, in the foreground"),
     "service": ("swap", "run llama-swap as a background service (systemd/launchd)"),
     "status": ("swap", "whether llama-swap runs, and what it serves"),
@@ -63,4 +65,6 @@ FIRST_IDS: dict[str, tuple[str, ...]] = {
     "update": ("components",),
     "prune": ("components",),
     "verify": ("models",),
+    "bench": ("models",),
+    "bisect": ("models",),
 }

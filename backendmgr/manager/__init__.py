@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..events import EventSink
     from ..lockfile import LockFile
+    from .bench import BenchService
     from .measure import MeasureService
     from .services import Services
     from .swap import SwapService
@@ -105,6 +106,13 @@ class Manager:
         from .measure import MeasureService
 
         return MeasureService.of(self.ctx, self._s)
+
+    @cached_property
+    def bench(self) -> BenchService:
+        """``bench``: prompt and generation speed per model and build (issue 32)."""
+        from .bench import BenchService
+
+        return BenchService(self.measure)
 
     @cached_property
     def swap(self) -> SwapService:
@@ -187,11 +195,26 @@ class Manager:
         return await self._s.installer.install(request, on_event, locked)
 
     async def activate(
-        self, ref: str | ActivateRequest, *, generate: bool = True, dry_run: bool = False
+        self,
+        ref: str | ActivateRequest,
+        *,
+        generate: bool = True,
+        dry_run: bool = False,
+        force: bool = False,
     ) -> ActivateResult:
+        """Switch the activated build; refused when a model following it uses a flag the build
+        does not list (issue 32), unless ``force``."""
+        from .facts import find_build
+        from .flags import check_switch, followers
+
         if isinstance(ref, str):
-            ref = ActivateRequest.of(build=ref, generate=generate, dry_run=dry_run)
-        return await self._s.activation.activate(ref)
+            ref = ActivateRequest.of(build=ref, generate=generate, dry_run=dry_run, force=force)
+        entry = find_build(self.builds, ref.build)
+        plan = await self._s.models.plan()
+        models = followers(plan, entry.receipt.component)
+        kept = check_switch(plan.settings, models, entry, force=ref.force)
+        result = await self._s.activation.activate(ref)
+        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
     async def uninstall(
         self,
@@ -291,9 +314,27 @@ class Manager:
     # ``dry_run``: the same path stopped before the write; ``changed`` and ``diff`` say what
     # the real run would do (issue 29)
     async def pin(
-        self, model: str, row_id: str, *, generate: bool = True, dry_run: bool = False
+        self,
+        model: str,
+        row_id: str,
+        *,
+        generate: bool = True,
+        dry_run: bool = False,
+        force: bool = False,
     ) -> PinResult:
-        return await self._s.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
+        """Pin ``model`` to ``row_id``; a build that does not list a flag of the model's
+        ``extra_args`` refuses it (issue 32), unless ``force``."""
+        from .flags import check_switch
+
+        settings = await self.settings()
+        row = settings.row(row_id)
+        kept: list[str] = []
+        if row is not None and row.build:
+            entry = next((e for e in self.builds.installed() if e.id == row_id), None)
+            if entry is not None:
+                kept = check_switch(settings, [model], entry, force=force)
+        result = await self._s.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
+        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
     async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
         return await self._s.registry.unpin(model, generate=generate, dry_run=dry_run)

@@ -20,7 +20,13 @@ import anyio
 
 from .._commit import committing
 from ..errors import InvalidInput, Refused, unknown
-from ..limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
+from ..limits import (
+    TUNE_ATTEMPTS,
+    TUNE_BUDGET_GB,
+    TUNE_DEADLINE_DEFAULT_S,
+    TUNE_DEADLINE_S,
+    first_problem,
+)
 from ..measure.diagnose import failure_cause, repair_order
 from ..measure.memory import group_memory
 from ..measure.reasons import FailureCause, cause_text, classify
@@ -253,14 +259,13 @@ class MeasureService:
         cancelled tune records nothing, a reported one recorded everything."""
         if not model_ids:
             raise InvalidInput("name at least one model to tune")
-        for flag, value, bounds in (
+        problem = first_problem(
             ("--budget", budget_gb, TUNE_BUDGET_GB),
             ("--max-attempts", max_attempts, TUNE_ATTEMPTS),
             ("--deadline", deadline, TUNE_DEADLINE_S),
-        ):
-            problem = None if value is None else bounds.problem(value)
-            if problem is not None:
-                raise InvalidInput(f"{flag} {problem}")
+        )
+        if problem is not None:
+            raise InvalidInput(problem)
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
         end = time.monotonic() + deadline

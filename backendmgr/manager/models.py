@@ -111,10 +111,12 @@ class Models:
 
     async def info(self) -> list[ModelInfo]:
         from ..emit.plan import Entry
+        from ..measure.bench import BenchStore, shown_figures
         from ..measure.tuned import tuning_text
 
         plan = await self.plan()
         cache = await anyio.to_thread.run_sync(self.verified.read)
+        benched = await anyio.to_thread.run_sync(BenchStore(self.ctx.paths).records)
         out = []
         for model, planned in zip(plan.found.models, plan.plans, strict=True):
             res = planned.resolution
@@ -143,6 +145,7 @@ class Models:
                     verified=checked,
                     verification=verified_text(checked) if entry is not None else None,
                     tuning=tuning_text(plan.settings, entry) if entry is not None else None,
+                    bench=shown_figures(self.ctx, benched, model) if entry is not None else None,
                 )
             )
         for skip in plan.found.skipped:

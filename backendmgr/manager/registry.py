@@ -228,6 +228,8 @@ class Registry:
         if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:
             # the plan's own notes: a parser the build lacks, a ctx that cannot fit
             warnings += await self._plan_warnings(model)
+        if "extra_args" in parsed:  # issue 32: a flag the build it runs on does not list
+            warnings += await self._flag_warnings(model, updated.extra_args)
         shown = ", ".join(f"{k}={text}" for k, text in values.items())  # as typed
         return ModelSettingsResult(
             message=f'{_would(dry, "set", "set")} {shown} for "{model}"'
@@ -272,6 +274,22 @@ class Registry:
         if planned is None:
             return ()
         return tuple(n for n in planned.notes if is_override_warning(n) or is_over_budget(n))
+
+    async def _flag_warnings(self, model: str, extra_args: str | None) -> tuple[str, ...]:
+        from ..catalog.capabilities import unlisted_flags
+        from ..emit.plan import Entry
+        from ..registry.rows import build_id_of
+
+        planned = (await self.models.plan()).planned(model)
+        if not isinstance(planned, Entry) or planned.resolution.row is None:
+            return ()
+        build = build_id_of(planned.resolution.row)
+        entry = next((e for e in self.ctx.builds.installed() if e.id == build), None)
+        caps = entry.receipt.capabilities if entry is not None else None
+        return tuple(
+            f"{flag} is not an option of {build}, which {model} runs on"
+            for flag in unlisted_flags(extra_args, caps)
+        )
 
     async def unset_overrides(
         self, model: str, keys: Sequence[str], *, generate: bool = True, dry_run: bool = False

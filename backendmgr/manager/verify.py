@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..config.models import Settings
     from ..emit.plan import Entry
-    from ..serve_check import CheckResult, Measure
+    from ..serve_check import CheckResult, Measure, Then
 
 __all__ = ["Verifier", "expanded_entry", "start_entry"]
 
@@ -78,11 +78,13 @@ async def start_entry(
     on_start: Callable[[int], None] | None = None,
     measure: Measure | None = None,
     macros: Any = None,
+    then: Then | None = None,
 ) -> CheckResult:
     """Start ``entry`` as llama-swap would (issue 28: its ``cmd`` and ``env`` expanded by
     llama-swap's rules, over ``environ``, its health check) until it answers one request, then
     stop it: what ``verify``, ``--repair`` and ``tune`` do with each start. ``macros`` are the
-    passthrough's global ones."""
+    passthrough's global ones; ``then`` (``bench``) works on the healthy server before the
+    stop."""
     from ..emit.expand import ExpandError
     from ..serve_check import CheckResult, check_command, free_port
 
@@ -103,6 +105,7 @@ async def start_entry(
         measure=measure,
         port=port,
         search_path=environ.get("PATH", ""),
+        then=then,
     )
 
 

@@ -7,7 +7,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..results import Outcome
 from .reasons import FailureCause, cause_text
 
-__all__ = ["Attempt", "RepairReport", "RepairResult", "TuneReport", "TuneResult", "TuneTrial"]
+__all__ = [
+    "Attempt",
+    "BenchReport",
+    "BenchResult",
+    "RepairReport",
+    "RepairResult",
+    "TuneReport",
+    "TuneResult",
+    "TuneTrial",
+]
 
 
 class _Doc(BaseModel):
@@ -71,4 +80,31 @@ class TuneResult(_Doc):
 
 class TuneReport(Outcome):
     results: list[TuneResult] = Field(default_factory=list)
+    failed: int = 0
+
+
+class BenchResult(_Doc):
+    """One model on one build: the medians and spreads of its runs, or why there are none."""
+
+    model: str
+    build: str | None
+    device: str
+    ok: bool
+    prompt_per_second: float | None = None
+    predicted_per_second: float | None = None
+    prompt_spread: float | None = None  # (max - min) / median, percent
+    predicted_spread: float | None = None
+    runs: int = 0
+    prompt_words: int
+    prompt_tokens: int | None = None
+    predicted_tokens: int | None = None
+    measured_by: str | None = None
+    argv: list[str] = Field(default_factory=list)  # the command line, before ${PORT}
+    reason: str | None = None
+    cause: FailureCause | None = None
+    message: str
+
+
+class BenchReport(Outcome):
+    results: list[BenchResult] = Field(default_factory=list)
     failed: int = 0

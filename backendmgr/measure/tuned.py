@@ -112,9 +112,11 @@ def _read(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 class TunedStore:
-    def __init__(self, paths: Paths) -> None:
-        self.path = paths.home / TUNED_NAME
-        self._lock = paths.locks / "tuned.lock"
+    """Records per model, one per (build, device): ``tuned.json`` (``bench`` keeps its own)."""
+
+    def __init__(self, paths: Paths, name: str = TUNED_NAME) -> None:
+        self.path = paths.home / name
+        self._lock = paths.locks / f"{name.removesuffix('.json')}.lock"
 
     def records(self) -> dict[str, list[dict[str, Any]]]:
         return _read(self.path)
@@ -142,7 +144,7 @@ class TunedStore:
         """Add or replace the record for its (model, build, device): a locked, atomic write."""
         self.put_many([record])
 
-    def put_many(self, records: list[TunedRecord]) -> None:
+    def put_many(self, records: Sequence[BaseModel]) -> None:
         """:meth:`put` for several records in one atomic write: all of them or none."""
         from filelock import FileLock
 
@@ -152,12 +154,13 @@ class TunedStore:
         with FileLock(self._lock, timeout=30):
             models = _read(self.path)
             for record in records:
+                raw = record.model_dump(mode="json")
                 kept = [
                     r
-                    for r in models.get(record.model, [])
-                    if (r.get("build_fp"), r.get("device")) != (record.build_fp, record.device)
+                    for r in models.get(raw["model"], [])
+                    if (r.get("build_fp"), r.get("device")) != (raw["build_fp"], raw["device"])
                 ]
-                models[record.model] = [*kept, record.model_dump(mode="json")][-16:]
+                models[raw["model"]] = [*kept, raw][-16:]
             body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
             atomic_write_bytes(self.path, body.encode())
 

@@ -1,56 +1,28 @@
-"""``tune`` against a real llama-server on the CPU, by resident memory (issue 22).
+"""``tune`` against the REAL llama-server on the CPU, by resident memory (issue 22).
 
-Needs ``llama-server`` on PATH and a small real GGUF named by ``BACKENDMGR_TEST_GGUF`` (tests
-never download one); skipped otherwise, saying which is missing.
+The real llama.cpp build comes from ``../shared/llama.cpp`` through the loopback release
+server (the ``real_llama`` fixture, ``tests/support/realllama.py``); skipped without it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Callable
-from pathlib import Path
-
-import pytest
 
 from tests.support.cli import CliResult
-
-SERVER = shutil.which("llama-server")
-GGUF = os.environ.get("BACKENDMGR_TEST_GGUF", "")
-
-pytestmark = [
-    pytest.mark.skipif(SERVER is None, reason="no llama-server on PATH"),
-    pytest.mark.skipif(
-        not Path(GGUF).is_file(), reason="BACKENDMGR_TEST_GGUF does not name a small GGUF file"
-    ),
-]
+from tests.support.realllama import REAL_GGUF, RealLlama
 
 
-def test_tune_a_real_gguf_on_the_cpu(
-    tmp_path: Path, config_path: Path, cli: Callable[..., CliResult]
-) -> None:
-    assert SERVER is not None
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / "tiny.gguf").symlink_to(Path(GGUF).resolve())
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    config_path.write_text(
-        json.dumps(
-            {
-                "models_dirs": [str(models)],
-                "backends": [{"id": "real", "kind": "llama", "path": SERVER}],
-                "models": {"tiny": {"extra_args": "-ngl 0 -t 2"}},
-            }
-        )
-    )
-    budget = Path(GGUF).stat().st_size / 2**30 + 1.0
+def test_tune_a_real_gguf_on_the_cpu(real_llama: RealLlama, cli: Callable[..., CliResult]) -> None:
+    budget = REAL_GGUF.stat().st_size / 2**30 + 1.0
     result = cli("--json", "tune", "tiny", "--budget", f"{budget:.2f}", "--max-attempts", "4")
     assert result.code == 0, result
     (tuned,) = json.loads(result.out)["results"]
     assert tuned["ok"]
+    assert tuned["backend"] == "llama-server"  # the installed build, activated
     assert tuned["ctx"] % 4096 == 0 or tuned["ctx"] < 4096
     assert tuned["measured_by"] == "resident memory" and tuned["measured_gib"] <= budget
     assert all(not t["ok"] for t in tuned["trials"] if t["ctx"] > tuned["ctx"])
     argv = json.loads(cli("--json", "cmd", "tiny").out)["argv"]
+    assert argv[0] == str(real_llama.server)
     assert argv[argv.index("-c") + 1] == str(tuned["ctx"])

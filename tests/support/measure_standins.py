@@ -9,7 +9,10 @@ One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its 
 - ``fail``: ``lib`` (a missing shared library), ``port`` (the port taken), ``silent`` (exit
   at once, nothing said), ``hang`` (never healthy);
 - ``delay``: seconds it loads before it serves (a slow start);
-- ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise).
+- ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise);
+- ``timings``: what it reports as llama-server's ``timings`` on ``/completion`` (its speed:
+  ``prompt_per_second``, ``predicted_per_second``), with the counts the request asked for;
+- ``slow``: seconds each ``/completion`` (``/v1/completions`` for vLLM) takes.
 Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
 """
 
@@ -20,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MEASURE_SERVER", "write_server"]
+__all__ = ["MEASURE_SERVER", "server_text", "write_server"]
 
 MEASURE_SERVER = r"""
 import json, os, sys, time
@@ -28,7 +31,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 args = sys.argv[1:]
 if args[:1] == ["--help"]:
-    print("usage: llama-server [options]\n  -c, --ctx-size N\n  --jinja\n  --embedding\n"
+    print("usage: llama-server [options]\n  -c, --ctx-size N\n  -t, --threads N\n  --jinja\n"
+          "  --embedding\n"
           "  --reranking\n  --pooling {none,mean,cls,last,rank}")
     sys.exit(0)
 if args[:1] == ["--version"]:
@@ -127,9 +131,21 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
-        self.rfile.read(n)
+        body = self.rfile.read(n)
         if self.path == "/v1/chat/completions":
             self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+        elif self.path == "/v1/completions" and vllm:  # vLLM's usage, timed by the caller
+            asked = json.loads(body or b"{}")
+            time.sleep(BEHAVIOUR.get("slow", 0))
+            usage = {"prompt_tokens": len(str(asked.get("prompt", "")).split()),
+                     "completion_tokens": asked.get("max_tokens", 0)}
+            self.send(200, {"choices": [{"text": "x"}], "usage": usage})
+        elif self.path == "/completion" and "timings" in BEHAVIOUR:
+            time.sleep(BEHAVIOUR.get("slow", 0))
+            asked = json.loads(body or b"{}")
+            timings = {"prompt_n": len(str(asked.get("prompt", "")).split()),
+                       "predicted_n": asked.get("n_predict", 0), **BEHAVIOUR["timings"]}
+            self.send(200, {"content": "x", "timings": timings})
         elif self.path == "/v1/embeddings":
             self.send(200, {"data": [{"embedding": [0.1, 0.2]}]})
         else:
@@ -139,11 +155,16 @@ HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 """
 
 
+def server_text(**behaviour: Any) -> str:
+    """The stand-in's program text, behaving as ``behaviour`` says (for an archive, too)."""
+    head = f"#!{sys.executable}\nBEHAVIOUR = {json.dumps(behaviour)!r}\n"
+    head += "import json as _j\nBEHAVIOUR = _j.loads(BEHAVIOUR)\n"
+    return head + MEASURE_SERVER
+
+
 def write_server(path: Path, **behaviour: Any) -> Path:
     """An executable stand-in at ``path`` that behaves as ``behaviour`` says."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    head = f"#!{sys.executable}\nBEHAVIOUR = {json.dumps(behaviour)!r}\n"
-    head += "import json as _j\nBEHAVIOUR = _j.loads(BEHAVIOUR)\n"
-    path.write_text(head + MEASURE_SERVER)
+    path.write_text(server_text(**behaviour))
     path.chmod(0o755)
     return path

@@ -55,6 +55,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     a.add_argument("build", help="COMPONENT@VERSION-VARIANT")
     add_no_generate(a)
     add_dry_run(a)
+    a.add_argument(
+        "--force",
+        action="store_true",
+        help="activate even when a model's extra_args uses a flag the build does not list",
+    )
+    from .canary import add_canary_options
+
+    add_canary_options(a)
 
     li = command(sub, "list", list_builds, help="installed builds")
     li.add_argument("component", nargs="?", help="only builds of this component")
@@ -142,6 +150,10 @@ async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> in
 async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...requests import ActivateRequest
 
+    if args.canary:
+        from .canary import run_canary
+
+        return await run_canary(mgr, args, out)
     request = request_of(ActivateRequest, args)
     return report(out, await mgr.activate(request))
 

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     u.add_argument("components", nargs="*", metavar="COMPONENT", help="default: every one")
     u.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
     add_no_generate(u)
+    from .canary import add_canary_options
+
+    add_canary_options(u)
 
     p = command(sub, "prune", prune, help="remove builds neither activated nor pinned")
     p.add_argument("component", nargs="?", help="default: every component")
@@ -53,6 +56,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...requests import UpdateRequest
     from ..render import ProgressView
+
+    if args.canary:  # issue 32: the newest build, installed, then the canary decides
+        from ...manager.canary import newest_for_canary
+        from .canary import run_canary
+
+        if len(args.components) > 1:
+            return out.failure("update --canary takes at most one COMPONENT", 2)
+        component = args.components[0] if args.components else None
+        newest = await newest_for_canary(mgr, args.canary, component)
+        if newest is None:
+            out.info("the activated build is already the newest; nothing to try")
+            return 0
+        args.build = newest
+        return await run_canary(mgr, args, out)
 
     with ProgressView(out) as view:
         request = request_of(UpdateRequest, args)

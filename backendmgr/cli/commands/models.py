@@ -60,13 +60,34 @@ def _backend_cells(row: ModelInfo) -> list[str]:
     backend = row.backend
     return [
         (backend.id or backend.path or "-") if backend else "-",
-        "; ".join([backend.reason if backend else "", *row.notes, *_checked(row), *_tuned(row)]),
+        "; ".join(
+            [
+                backend.reason if backend else "",
+                *row.notes,
+                *_checked(row),
+                *_tuned(row),
+                *_benched(row),
+            ]
+        ),
     ]
 
 
 def _tuned(row: ModelInfo) -> list[str]:
     """Issue 22: ``tuned: ctx 16384, …`` or ``estimated: ctx 32768 (not tuned)``."""
     return [row.tuning] if row.tuning else []
+
+
+def _benched(row: ModelInfo) -> list[str]:
+    """Issue 32: ``bench llama-server@b1-cpu: prompt 812 t/s, generation 41.2 t/s`` per build."""
+    out = []
+    for f in row.bench or []:
+        pp = f["prompt_per_second"]
+        pp_text = "?" if pp is None else f"{pp:g}"
+        out.append(
+            f"bench {f['build']}: prompt {pp_text} t/s, "
+            f"generation {f['predicted_per_second']:g} t/s"
+        )
+    return out
 
 
 def _checked(row: ModelInfo) -> list[str]:

@@ -18,6 +18,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("row", help="a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm")
     add_no_generate(p)
     add_dry_run(p)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="pin even when the model's extra_args uses a flag the build does not list",
+    )
     u = command(sub, "unpin", unpin, help="let MODEL follow the class default again")
     u.add_argument("model", help="a model id")
     add_no_generate(u)
@@ -27,7 +32,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 async def pin(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return report(
         out,
-        await mgr.pin(args.model, args.row, generate=not args.no_generate, dry_run=args.dry_run),
+        await mgr.pin(
+            args.model,
+            args.row,
+            generate=not args.no_generate,
+            dry_run=args.dry_run,
+            force=args.force,
+        ),
     )
 
 

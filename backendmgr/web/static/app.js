@@ -385,6 +385,10 @@ function renderModels(models) {
     const last = m.verified;
     const verification = el("span", { "data-verification": m.id,
       class: !last ? "muted" : last.ok ? "ok" : "error" }, m.verification || "not verified");
+    // issue 32: the last `bench` figures per build (tokens per second, medians)
+    const benched = el("div", { class: "muted", "data-bench": m.id },
+      ...(m.bench || []).map((f) => el("div", {}, `${f.build}: prompt ${f.prompt_per_second ?? "?"} t/s, ` +
+        `generation ${f.predicted_per_second} t/s (median of ${f.runs})`)));
     const backend = m.skipped ? "-" : (m.backend && (m.backend.id || m.backend.path)) || "-";
     const why = m.skipped ? `skipped: ${m.skipped}` : [m.backend ? m.backend.reason : "", ...m.notes].filter(Boolean).join("; ");
     const size = m.size_gb !== null ? `, ${m.size_gb.toFixed(2)} GiB` : "";
@@ -395,7 +399,7 @@ function renderModels(models) {
       el("td", {}, why),
       el("td", {}, pin),
       el("td", {}, settings, el("span", { class: "inline" }, input, set), here),
-      el("td", {}, el("span", { class: "inline" }, verify, verification), checked));
+      el("td", {}, el("span", { class: "inline" }, verify, verification), checked, benched));
   });
   fill("models", table(["model", "class", "backend", "why", "pin", "settings", "verified"], rows,
     "no models found in models_dirs"));

@@ -1,0 +1,288 @@
+"""``activate BUILD --canary MODEL…``: move a few models first, measure, then promote or roll back.
+
+The canaries get a temporary pin to the new build (marked in ``canary.json`` in the data home,
+naming each canary's pin before, so that an interrupted canary can be undone by hand or by the
+next canary); ``verify`` runs them as the generated config now says, and ``bench`` measures
+each on the current build and on the new one. Every canary healthy and no slower than the
+current build beyond the tolerance: the build is activated and the temporary pins dropped
+(promoted). Otherwise the pins are put back as they were and the old build stays activated
+(rolled back). The pins are put back even when the run is cancelled. Where llama-swap runs, the
+canary first waits (bounded) until none of the canaries is starting or stopping in its
+``/running``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import Field
+
+from .._fs import atomic_write_bytes
+from ..errors import Refused, UsageError
+from ..measure.results import BenchResult
+from ..registry.rows import build_id_of
+from ..requests import VerifyRequest
+from ..results import Outcome
+from .facts import find_build
+
+if TYPE_CHECKING:
+    from . import Manager
+    from .bench import OnRun
+
+__all__ = ["CANARY_NAME", "CanaryReport", "canary", "newest_for_canary", "slower_pct"]
+
+CANARY_NAME = "canary.json"
+MARK_CAP = 1 << 20
+DEFAULT_TOLERANCE = 5.0
+IDLE_WAIT_S = 120.0
+IDLE_POLL_S = 1.0
+BUSY_STATES = ("starting", "stopping")
+
+
+class CanaryReport(Outcome):
+    promoted: bool
+    build: str  # the new build
+    previous: str  # the build the canaries ran on before
+    tolerance: float  # percent
+    models: list[str]
+    comparison: list[dict[str, Any]] = Field(default_factory=list)  # per canary: both figures
+    verified: dict[str, bool] = Field(default_factory=dict)
+
+
+def slower_pct(old: float | None, new: float | None) -> float | None:
+    """How much slower ``new`` is than ``old``, in percent (negative: faster)."""
+    if old is None or new is None or old <= 0:
+        return None
+    return round((old - new) / old * 100, 1)
+
+
+async def _wait_idle(mgr: Manager, models: list[str], bound: float) -> None:
+    """Until llama-swap (where it runs) starts or stops none of ``models``; at most ``bound``."""
+    from ..swap.status import observe, read_state
+
+    state = (await anyio.to_thread.run_sync(read_state, mgr.paths.home)).state
+    if state is None:  # no llama-swap runs on our record: nothing to wait for
+        return
+    end = time.monotonic() + bound
+    while True:
+        seen = await observe(state.url)
+        busy = [
+            r["model"] for r in seen.running if r["model"] in models and r["state"] in BUSY_STATES
+        ]
+        if seen.error or not busy:
+            return
+        if time.monotonic() > end:
+            raise Refused(
+                f"llama-swap is still switching {', '.join(busy)} after {bound:g} s; "
+                "try again when it is idle (nothing was changed)"
+            )
+        await anyio.sleep(IDLE_POLL_S)
+
+
+def _left_over(mark: Path) -> str | None:
+    """What an earlier canary that never finished (killed, power lost) left pinned, and the
+    commands that undo it; None when there is none."""
+    try:
+        record = json.loads(mark.read_bytes()[:MARK_CAP])
+        pins = dict(record["pins_before"])
+        build = str(record["build"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{mark} is unreadable; remove it after checking the pins (backendmgr models)"
+    undo = "; ".join(
+        f"backendmgr unpin {m}" if prior is None else f"backendmgr pin {m} {prior}"
+        for m, prior in pins.items()
+    )
+    return (
+        f"an earlier canary of {build} did not finish and left temporary pins; undo them "
+        f"({undo}) and remove {mark}"
+    )
+
+
+def _figures(r: BenchResult) -> dict[str, Any]:
+    keys = ("ok", "prompt_per_second", "predicted_per_second", "prompt_spread", "runs")
+    return {"build": r.build, **{k: getattr(r, k) for k in keys}, "reason": r.reason}
+
+
+async def canary(
+    mgr: Manager,
+    build_ref: str,
+    models: list[str],
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    repeat: int = 3,
+    prompt_words: int = 256,
+    tokens: int = 64,
+    timeout: float | None = None,
+    idle_wait: float = IDLE_WAIT_S,
+    on_run: OnRun | None = None,
+) -> CanaryReport:
+    """Promote ``build_ref`` if every canary passes on it and is no slower beyond ``tolerance``
+    percent (prompt and generation speed, medians); roll back otherwise."""
+    if not models:
+        raise UsageError("name at least one canary model")
+    if not 0 <= tolerance <= 100:
+        raise UsageError(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
+    new = find_build(mgr.builds, build_ref)
+    settings = await mgr.settings()
+    component = new.receipt.component
+    old = build_id_of(settings.row(component))
+    if old is None:
+        raise Refused(f"{component} has no activated build to compare with; activate {new.id}")
+    if old == new.id:
+        raise Refused(f"{new.id} is already the activated build")
+    canaries = list(dict.fromkeys(models))
+    for model_id in canaries:  # each one exists, and runs on the component's activated build
+        here = await mgr.measure._plan(settings, model_id)
+        now = mgr.bench.build_of(settings, here, None)
+        if now != old:
+            raise Refused(
+                f"{model_id} runs on {now}, not on the activated {old}: a canary must follow "
+                "the activated build (unpin it first)"
+            )
+    from .flags import check_switch, followers
+
+    plan = await mgr._s.models.plan()  # a promotion must not break a model's flags either
+    check_switch(settings, followers(plan, component), new, force=False)
+    mark = mgr.paths.home / CANARY_NAME
+    left = await anyio.to_thread.run_sync(_left_over, mark)
+    if left is not None:
+        raise Refused(left)
+    await _wait_idle(mgr, canaries, idle_wait)
+    before = {m: settings.override(m).backend for m in canaries}
+    record = {"build": new.id, "previous": old, "pins_before": before}
+    await anyio.to_thread.run_sync(atomic_write_bytes, mark, json.dumps(record, indent=1).encode())
+    promoted = False
+    try:
+        for model_id in canaries:
+            await mgr.pin(model_id, new.id)
+        checked = await mgr.verify(
+            VerifyRequest.of(models=canaries, timeout=timeout, keep_going=True)
+        )
+        verified = {r.id: r.ok for r in checked}
+        report = await mgr.bench.bench(
+            canaries,
+            [old, new.id],
+            repeat=repeat,
+            prompt_words=prompt_words,
+            tokens=tokens,
+            timeout=timeout,
+            on_run=on_run,
+        )
+        comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)
+        if good:
+            await mgr.activate(new.id)
+            promoted = True
+    finally:
+        with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
+            for model_id, prior in before.items():
+                if prior is None:
+                    await mgr.unpin(model_id, generate=False)
+                else:
+                    await mgr.pin(model_id, prior, generate=False)
+            await mgr.regenerate()
+            mark.unlink(missing_ok=True)
+    said = (
+        f"promoted {new.id}: every canary passed and is within {tolerance:g} % of {old}"
+        if promoted
+        else f"rolled back: {old} stays activated ({_why(comparison)})"
+    )
+    return CanaryReport(
+        message=said,
+        changed=promoted,
+        promoted=promoted,
+        build=new.id,
+        previous=old,
+        tolerance=tolerance,
+        models=canaries,
+        comparison=comparison,
+        verified=verified,
+    )
+
+
+def _compare(
+    canaries: list[str],
+    results: list[BenchResult],
+    verified: dict[str, bool],
+    old: str,
+    new: str,
+    tolerance: float,
+) -> tuple[list[dict[str, Any]], bool]:
+    """Per canary: both builds' figures, how much slower the new one is, and the verdict."""
+    out = []
+    good = True
+    for model_id in canaries:
+        by = {r.build: r for r in results if r.model == model_id}
+        was, now = by.get(old), by.get(new)
+        slower = {
+            key: slower_pct(getattr(was, key, None), getattr(now, key, None))
+            for key in ("prompt_per_second", "predicted_per_second")
+        }
+        problems = []
+        if not verified.get(model_id, False):
+            problems.append(f"verify failed on {new}")
+        if now is None or not now.ok:
+            problems.append(f"bench failed on {new}: {now.reason if now else 'not run'}")
+        if was is None or not was.ok:
+            problems.append(f"bench failed on {old}: {was.reason if was else 'not run'}")
+        for key, pct in slower.items():
+            if pct is not None and pct > tolerance:
+                what = "prompt" if key.startswith("prompt") else "generation"
+                problems.append(f"{what} {pct:g} % slower")
+        good = good and not problems
+        out.append(
+            {
+                "model": model_id,
+                "old": _figures(was) if was else None,
+                "new": _figures(now) if now else None,
+                "slower_pct": slower,
+                "ok": not problems,
+                "problems": problems,
+            }
+        )
+    return out, good
+
+
+def _why(comparison: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"{c['model']}: {', '.join(c['problems'])}" for c in comparison if c["problems"]
+    )
+
+
+async def newest_for_canary(mgr: Manager, models: list[str], component: str | None) -> str | None:
+    """``update --canary``: the newest release of the component the canaries run on (or the
+    one named), in its activated variant, installed without activating it; its build id, or
+    None when the activated build is already the newest."""
+    from ..requests import InstallRequest
+
+    if not models:
+        raise UsageError("name at least one canary model")
+    settings = await mgr.settings()
+    if component is None:
+        here = await mgr.measure._plan(settings, models[0])
+        row = getattr(here.planned, "resolution", None)
+        row = row.row if row is not None else None
+        component = row.component if row is not None and row.managed else None
+        if component is None:
+            raise Refused(f"{models[0]} does not run on an installed build; name the component")
+    activated = settings.row(component)
+    if activated is None or not activated.variant:
+        raise Refused(f"{component} has no activated build; install one first")
+    probe = await mgr.install(
+        InstallRequest.of(
+            component=component, variant=activated.variant, dry_run=True, refresh=True
+        )
+    )
+    if probe.id == build_id_of(activated):
+        return None
+    await mgr.install(
+        InstallRequest.of(
+            component=component, version=probe.version, variant=activated.variant, generate=False
+        )
+    )
+    return probe.id

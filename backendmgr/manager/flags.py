@@ -1,0 +1,50 @@
+"""A switch never breaks a model's flags (issue 32): before ``activate``, ``pin`` or a canary's
+promotion changes the build a model runs, each flag of the model's ``extra_args`` is checked
+against the new build's capability probe (its receipt). A flag the build does not list refuses
+the switch (exit 1: the build refuses it), one line per model and flag; ``--force`` switches
+anyway and says which flags were kept. ``set extra_args=…`` warns the same way at once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..catalog.capabilities import unlisted_flags
+from ..errors import Refused
+
+if TYPE_CHECKING:
+    from ..config.models import Settings
+    from ..install.store import InstalledEntry
+    from .models import Plan
+
+__all__ = ["check_switch", "flag_lines", "followers"]
+
+
+def flag_lines(settings: Settings, models: list[str], entry: InstalledEntry) -> list[str]:
+    """``chat: --foo is not an option of llama-server@b2-cpu`` for each model and flag."""
+    caps = entry.receipt.capabilities
+    out = []
+    for model in models:
+        for flag in unlisted_flags(settings.override(model).extra_args, caps):
+            out.append(f"{model}: {flag} is not an option of {entry.id} (its extra_args)")
+    return out
+
+
+def followers(plan: Plan, component: str) -> list[str]:
+    """The models that run on ``component``'s activated build (not pinned to another)."""
+    out = []
+    for entry in plan.entries():
+        row = entry.resolution.row
+        if row is not None and row.managed and not row.build and row.component == component:
+            out.append(entry.model.id)
+    return out
+
+
+def check_switch(
+    settings: Settings, models: list[str], entry: InstalledEntry, *, force: bool
+) -> list[str]:
+    """Refuse the switch of ``models`` to ``entry`` when it would drop a flag they use; with
+    ``force``, the lines to show as warnings instead."""
+    lines = flag_lines(settings, models, entry)
+    if lines and not force:
+        raise Refused("; ".join(lines) + "; nothing was switched (--force switches anyway)")
+    return [f"kept with --force: {line}" for line in lines]

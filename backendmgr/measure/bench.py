@@ -1,0 +1,196 @@
+"""``bench``: prompt and generation speed per (model, build, device), and how it is asked for.
+
+The prompt is fixed (the same words for every build, so that two builds' figures compare), of
+a stated number of words, with the prompt cache off so that every run processes it again; the
+server generates a stated number of tokens (end-of-sequence ignored). llama-server reports its
+own ``timings`` (``prompt_per_second``, ``predicted_per_second``); vLLM reports the tokens in
+``usage``, timed here by the wall clock (no prompt figure: its share of the time is unknown).
+Figures are kept like ``tune``'s: one record per (model, build, device) in the data home.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .tuned import Place, TunedStore, device_of, model_fingerprint
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..config.paths import Paths
+    from ..discovery.models import DiscoveredModel
+
+__all__ = [
+    "BENCH_NAME",
+    "BenchRecord",
+    "BenchStore",
+    "Run",
+    "figures",
+    "matching",
+    "prompt_text",
+    "run_once",
+    "shown_figures",
+    "spread_pct",
+]
+
+BENCH_NAME = "bench.json"
+REQUEST_TIMEOUT_S = 900.0  # one run: a slow CPU generating a few hundred tokens fits
+ANSWER_CAP = 1 << 20  # bytes of an answer read
+
+# Common English words, about one token each in every vocabulary backendmgr meets.
+_SENTENCE = (
+    "the quick brown fox jumps over a lazy dog while seven small birds sing in the old garden "
+    "near river bank and children read books about distant mountains under bright summer sky"
+)
+_WORDS = _SENTENCE.split()
+
+
+def prompt_text(words: int) -> str:
+    """The fixed prompt of ``words`` words: the same text for every model and build."""
+    return " ".join(_WORDS[i % len(_WORDS)] for i in range(words))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One request's figures: tokens per second (``prompt`` None where unknown) and counts."""
+
+    prompt_per_second: float | None
+    predicted_per_second: float
+    prompt_tokens: int | None
+    predicted_tokens: int
+
+
+class BenchRecord(BaseModel):
+    """The figures of the last ``bench`` of one model on one build and device."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
+
+    model: str
+    build: str  # the row (build id) it ran on
+    device: str
+    prompt_per_second: float | None  # medians of the runs
+    predicted_per_second: float
+    prompt_spread: float | None = None  # (max - min) / median, in percent
+    predicted_spread: float = 0.0
+    runs: int
+    prompt_words: int
+    prompt_tokens: int | None = None
+    predicted_tokens: int
+    measured_by: str  # "llama-server timings" or "usage and wall clock"
+    argv: list[str] = []
+    model_fp: str
+    build_fp: str
+    benched_at: str
+
+
+class BenchStore(TunedStore):
+    """``bench.json`` beside ``tuned.json``: the same locked, atomic file of records."""
+
+    def __init__(self, paths: Paths) -> None:
+        super().__init__(paths, BENCH_NAME)
+
+
+def matching(
+    records: dict[str, list[dict[str, Any]]], model: str, model_fp: str, device: str
+) -> list[BenchRecord]:
+    """The model's records for its file as it is now and this device, one per build."""
+    out = []
+    for raw in records.get(model, []):
+        try:
+            record = BenchRecord.model_validate(raw)
+        except ValueError:
+            continue
+        if (record.model_fp, record.device) == (model_fp, device):
+            out.append(record)
+    return out
+
+
+SHOWN = (
+    "build",
+    "prompt_per_second",
+    "predicted_per_second",
+    "prompt_spread",
+    "predicted_spread",
+    "runs",
+    "benched_at",
+)
+
+
+def shown_figures(
+    place: Place, records: dict[str, list[dict[str, Any]]], model: DiscoveredModel
+) -> list[dict[str, Any]]:
+    """What ``models`` shows of a model's figures: the last of each build, on this device."""
+    found = matching(records, model.id, model_fingerprint(model), device_of(place))
+    return [{k: getattr(r, k) for k in SHOWN} for r in found]
+
+
+def spread_pct(values: list[float]) -> float:
+    """(max - min) / median in percent: how far apart the runs were."""
+    middle = statistics.median(values)
+    return round((max(values) - min(values)) / middle * 100, 1) if middle > 0 else 0.0
+
+
+def figures(runs: list[Run]) -> dict[str, Any]:
+    """Medians and spreads of ``runs`` (at least one), as :class:`BenchRecord` fields."""
+    gen = [r.predicted_per_second for r in runs]
+    pp = [r.prompt_per_second for r in runs if r.prompt_per_second is not None]
+    return {
+        "prompt_per_second": round(statistics.median(pp), 2) if pp else None,
+        "predicted_per_second": round(statistics.median(gen), 2),
+        "prompt_spread": spread_pct(pp) if pp else None,
+        "predicted_spread": spread_pct(gen),
+        "runs": len(runs),
+        "prompt_tokens": runs[-1].prompt_tokens,
+        "predicted_tokens": runs[-1].predicted_tokens,
+    }
+
+
+def _number(data: Any, key: str) -> float | None:
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return float(value)
+
+
+async def run_once(
+    client: httpx.AsyncClient, kind: str, model_id: str, words: int, tokens: int
+) -> Run | str:
+    """One request of the fixed prompt for ``tokens`` tokens; its figures, or why none."""
+    import httpx
+
+    prompt = prompt_text(words)
+    vllm = kind == "vllm"
+    if vllm:
+        path = "/v1/completions"
+        body: dict[str, Any] = {"model": model_id, "prompt": prompt, "max_tokens": tokens}
+    else:
+        path = "/completion"
+        body = {"prompt": prompt, "n_predict": tokens, "cache_prompt": False}
+    body.update(ignore_eos=True, temperature=0)
+    started = time.monotonic()
+    try:
+        answer = await client.post(path, json=body, timeout=REQUEST_TIMEOUT_S)
+        wall = time.monotonic() - started
+        data = answer.json() if len(answer.content) <= ANSWER_CAP else None
+    except (httpx.HTTPError, ValueError) as exc:
+        return f"{path}: {type(exc).__name__} {exc}".strip()
+    if answer.status_code >= 400 or not isinstance(data, dict):
+        return f"HTTP {answer.status_code} from {path}: no figures in the answer"
+    if vllm:
+        done = _number(data.get("usage"), "completion_tokens")
+        given = _number(data.get("usage"), "prompt_tokens")
+        if not done or wall <= 0:
+            return f"{path} answered without usage.completion_tokens"
+        return Run(None, done / wall, int(given) if given else None, int(done))
+    timings = data.get("timings")
+    gen = _number(timings, "predicted_per_second")
+    if gen is None:
+        return f"{path} answered without timings.predicted_per_second"
+    pp = _number(timings, "prompt_per_second")
+    given, done = _number(timings, "prompt_n"), _number(timings, "predicted_n")
+    return Run(pp, gen, int(given) if given is not None else None, int(done or 0))

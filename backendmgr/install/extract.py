@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import tarfile
+import time
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import UnsafeArchive
+from . import stages
 from .inflate import DATA_ERRORS, Served, Source, Unpacked, zip_member
 from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
 
@@ -149,19 +151,26 @@ def _write_file(
     """Write ``data`` into a new file at ``dest`` with ``mode``, each piece counted against the
     budget before it is written; the bytes written (never more than ``declared``)."""
     written = 0
+    clock = time.perf_counter
+    started = clock()
     fd = os.open(dest, _CREATE, 0o600)
+    spent = clock() - started  # in the file system, not in making the data
     try:
         for piece in data:
             written += len(piece)
             budget.add(len(piece))
             if written > declared:
                 raise UnsafeArchive(f"{budget.archive}: {name!r} is larger than it claims")
+            started = clock()
             view = memoryview(piece)
             while view:
                 view = view[os.write(fd, view) :]
+            spent += clock() - started
+        started = clock()
         _set_mode(fd, dest, mode)
     finally:
         os.close(fd)
+        stages.add("write", spent + clock() - started)
     return written
 
 
@@ -300,7 +309,12 @@ def _extract_members(
     # known, so that an archive of 100 001 of them is refused before it touches the disk.
     empty: dict[str, int] = {}
     for tf, source in stream:
-        while (member := tf.next()) is not None:
+        while True:
+            started = time.perf_counter()
+            member = tf.next()
+            stages.add("tar_headers", time.perf_counter() - started)
+            if member is None:
+                break
             # tarfile keeps every header it read (not in its stubs); nothing here looks back
             tf.members.clear()  # type: ignore[attr-defined]
             budget.entry()

@@ -13,11 +13,14 @@ import bz2
 import io
 import lzma
 import struct
+import time
 import zipfile
 import zlib
 from collections.abc import Iterator
 from types import ModuleType
 from typing import IO, BinaryIO, Protocol, cast
+
+from . import stages
 
 
 def _fastest_zlib() -> ModuleType:
@@ -184,7 +187,10 @@ class Unpacked(Served):
                     data = self._take()
                     if not data:
                         raise EOFError("the compressed stream ends before its end marker")
-                if out := decoder.decompress(data, OUT_CHUNK):
+                started = time.perf_counter()
+                out = decoder.decompress(data, OUT_CHUNK)
+                stages.add("inflate", time.perf_counter() - started)
+                if out:
                     yield out
                 data = b""
             # Concatenated streams are one stream (gzip -c a b); anything else after is ignored.
@@ -200,7 +206,11 @@ class Unpacked(Served):
         reader = zstandard.ZstdDecompressor().stream_reader(
             cast(IO[bytes], _Prefixed(head, self)), read_size=IN_CHUNK, read_across_frames=True
         )
-        while piece := reader.read(OUT_CHUNK):
+        while True:
+            with stages.timed("inflate"):
+                piece = reader.read(OUT_CHUNK)
+            if not piece:
+                return
             yield piece
 
 
@@ -244,8 +254,10 @@ def _inflated(fh: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
             if not data:
                 raise EOFError(f"{info.filename!r} ends before its end marker")
             left -= len(data)
-        if out := decoder.decompress(data, OUT_CHUNK):
+        with stages.timed("inflate"):
+            out = decoder.decompress(data, OUT_CHUNK)
             crc = fast_zlib.crc32(out, crc)
+        if out:
             size += len(out)
             yield out
     if crc != info.CRC or size != info.file_size:

@@ -11,7 +11,11 @@ References are programs that are not ours: ``curl | tee | openssl dgst -sha256``
 ``tar -xzf`` or ``unzip``, served by the same mirror process that serves our install; gguf-py's
 GGUFReader; the interpreter's own start-up. The archive cases (``--only bound,zeros,entries``):
 a decompression-bound ``.tar.gz`` (a few library-like files) against the same pipeline; 1 GiB
-of zeros against the realistic install, with its peak memory; 100 001 empty files, refused.
+of zeros against the realistic install, with its peak memory; 100 001 empty files and a split
+bomb, refused.
+Each install case also prints its stage split (install/stages.py: start-up, download,
+hashing, inflating, tar headers, file writes, smoke check, commit), so that a slower install
+names the stage that got slower.
 """
 
 from __future__ import annotations
@@ -373,6 +377,17 @@ def as_installed() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
+def make_bomb_asset(mirror_root: Path) -> Path:
+    """A split bomb: 8 members of 1.25 GB of zeros in one 10 MB gzip stream, each under 200:1
+    of the whole, refused as it unfolds (the ratio so far)."""
+    from tests.support import zeros_bomb_tar_gz
+
+    dest = mirror_root / "bench" / "bomb" / "v1" / "bigtool-v1-linux-x64.tar.gz"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(zeros_bomb_tar_gz(8, 1250 << 20, top="bigtool-v1"))
+    return dest
+
+
 def install_once(
     tmp: Path,
     mirror: MirrorProcess,
@@ -466,6 +481,7 @@ def bench_install(
         assets["zeros"] = make_zeros_asset(mirror_root, min(size, 1 << 30))
     if "entries" in cases:
         assets["entries"] = make_entries_asset(mirror_root)
+        assets["bomb"] = make_bomb_asset(mirror_root)
     print(f"bench: assets built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     repos = {"tar.gz": "bench/tgz", "zip": "bench/zip"}
     mirror = MirrorProcess(mirror_root)
@@ -548,6 +564,19 @@ def bench_install(
             mine = [refusal() for _ in range(1 if quick else runs)]  # 100 001 even when quick
             name = "100 001-entry .tar.gz (0.7 MB) refused, seconds"
             rows.append(row(name, mine, None, "<= 5 s", lambda v: v <= 5))
+            bomb = lambda: install_once(  # noqa: E731
+                tmp,
+                mirror,
+                "bench/bomb",
+                r"bigtool-.*\.tar\.gz",
+                expect=1,
+                says="together expand more than 200:1",
+            )
+            mine = [bomb() for _ in range(1 if quick else runs)]
+            size_mb = assets["bomb"].stat().st_size / 1e6
+            name = f"split bomb .tar.gz ({size_mb:.0f} MB, 8 x 1.25 GB of zeros) refused, seconds"
+            rows.append(row(name, mine, None, "<= 2 s", lambda v: v <= 2))
+            rows[-1]["peak_rss_mib"] = max(p for _, p in mine) / 1024
     finally:
         mirror.stop()
     if peaks:

@@ -415,9 +415,13 @@ def install_once(
         env["BACKENDMGR_STAGE_TIMES"] = str(work / "stages.json")
     argv = [PY, "-m", "backendmgr", "-q", "install", "bigtool", "--no-generate"]
     try:
+        started = time.time()
         sample = run_measured(argv, env, expect=expect, says=says)
         if stages is not None:
-            stages.append({"wall": sample[0], **json.loads((work / "stages.json").read_text())})
+            split = json.loads((work / "stages.json").read_text())
+            split["start"] = split.pop("began_at") - started
+            split["after"] = sample[0] - (split.pop("saved_at") - started)
+            stages.append({"wall": sample[0], **split})
         return sample
     finally:
         shutil.rmtree(work)
@@ -425,7 +429,7 @@ def install_once(
 
 # What each stage of an install is called in the table, in the order an install runs them
 STAGE_NAMES = {
-    "start": "start-up and release listing",
+    "start": "start-up, imports, manifests, release listing",
     "download": "download",
     "hash": "of which hashing",
     "unpack": "unpack (overlapping the download)",
@@ -436,15 +440,14 @@ STAGE_NAMES = {
     "unpack_after_download": "unpack after the download ended",
     "extract": "unpack after the download (zip)",
     "smoke": "smoke check and probe",
-    "commit": "receipt and commit",
+    "commit": "syncfs, receipt and commit",
+    "after": "after the commit (registry, config, exit)",
 }
 
 
 def stage_split(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     """Each stage's median seconds and its share of the install's wall time; what precedes
     the archive install (the interpreter, imports, the release listing) is "start"."""
-    for s in samples:
-        s["start"] = s["wall"] - s.get("install", 0.0)
     wall = statistics.median(s["wall"] for s in samples)
     out = {}
     for key in STAGE_NAMES:

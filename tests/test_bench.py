@@ -47,6 +47,10 @@ def test_bench_quick_run_interleaves_and_computes_goals() -> None:
             assert r["ratio"] == pytest.approx(r["ours"]["median"] / r["ref"]["median"])
         if r["goal"] == "<= 1.0":
             assert r["met"] == (r["ratio"] <= 1.0)  # computed, not written down
+    for r in doc["rows"]:
+        if r["name"].startswith("install 7 MiB"):  # each stage's share names a regression
+            assert {"start", "download", "hash", "smoke", "commit", "after"} <= set(r["stages"]), r
+            assert all(0 <= s["share"] <= 1 for s in r["stages"].values()), r["stages"]
     peak = rows["install peak RSS, MiB"]
     assert peak["met"] == (peak["ours"]["median"] < 100)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +23,7 @@ from ..errors import InstallFailed, NetworkError, UnsafeArchive, first_error
 from ..events import EventSink, ProgressEvent
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
+from . import stages
 from .commit import check_staged, commit_staged
 from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
 from .extract import (
@@ -158,8 +160,10 @@ class _Follower:
     def _read_some(self, n: int) -> bytes:
         while True:
             with self._cond:
-                while not (self.broken or self._done or self._available > self._pos):
-                    self._cond.wait()
+                if not (self.broken or self._done or self._available > self._pos):
+                    with stages.timed("unpack_wait"):
+                        while not (self.broken or self._done or self._available > self._pos):
+                            self._cond.wait()
                 if self.broken:
                     raise _Aborted("the download started over")
                 want = self._available - self._pos
@@ -200,19 +204,22 @@ async def _download_streaming(
     part = part_path(downloads, asset)
     follower = _Follower(part, size_on_disk(part))
     outcome: list[ExtractReport | UnsafeArchive | None] = [None]
+    ended = [0.0, 0.0]  # when the download, and the unpack, ended
 
     def unpack() -> None:
         try:
             assert asset.size is not None
-            outcome[0] = extract_stream(
-                follower, asset.name, staging, compressed=asset.size, max_total=max_unpacked
-            )
+            with stages.timed("unpack"):
+                outcome[0] = extract_stream(
+                    follower, asset.name, staging, compressed=asset.size, max_total=max_unpacked
+                )
         except UnsafeArchive as exc:
             outcome[0] = exc
         except Exception:  # redone after verification, where it is reported (or not needed)
             outcome[0] = None
         finally:
             follower.close()
+            ended[1] = time.perf_counter()
 
     async def download_then_finish() -> None:
         ok = False
@@ -220,11 +227,13 @@ async def _download_streaming(
             await fetch(asset, follower.on_data)
             ok = True
         finally:
+            ended[0] = time.perf_counter()
             follower.finish(ok)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(download_then_finish)
         tg.start_soon(partial(anyio.to_thread.run_sync, unpack))
+    stages.add("unpack_after_download", max(ended[1] - ended[0], 0.0))
     return None if follower.broken else outcome[0]
 
 
@@ -248,6 +257,8 @@ async def install_archive(
 
     A refused or failed install leaves no part file behind; only a download that the network
     cut (or a cancel) keeps its part files, so that the next attempt resumes them."""
+    began = time.perf_counter()
+    stages.reset()
     downloads = store.paths.downloads
     sums = checksum_assets(plan.manifest, plan.choice.release, plan.choice.assets)
     parts = [part_path(downloads, a) for a in (*plan.choice.assets, *(s for s, _ in sums))]
@@ -327,6 +338,7 @@ async def install_archive(
                 staging = store.new_staging(plan.target)
             used = streamed.bytes if streamed is not None else 0
             for asset in plan.choice.assets if streamed is None else ():
+                started = time.perf_counter()
                 report = await anyio.to_thread.run_sync(
                     partial(
                         extract,
@@ -338,11 +350,14 @@ async def install_archive(
                     )
                 )
                 used += report.bytes
+                stages.add("extract", time.perf_counter() - started)
             exe = find_executable(staging, plan.exe_name)
             if exe is None:
                 raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
             exe.chmod(exe.stat().st_mode | 0o111)
+            started = time.perf_counter()
             capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
+            stages.add("smoke", time.perf_counter() - started)
             _emit(emit, ProgressEvent("committing"))
             records = [
                 AssetRecord(
@@ -354,7 +369,10 @@ async def install_archive(
                 )
                 for a in plan.choice.assets
             ]
-            receipt = await commit_staged(store, plan, staging, exe, capabilities, assets=records)
+            with stages.timed("commit"):
+                receipt = await commit_staged(
+                    store, plan, staging, exe, capabilities, assets=records
+                )
         except BaseException as exc:
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -362,4 +380,6 @@ async def install_archive(
                 _discard_all(parts)  # refused or failed: the verified archive goes too
             raise
         _discard_all(parts)
+        stages.add("install", time.perf_counter() - began)
+        stages.save()
         return receipt

@@ -26,6 +26,7 @@ from ..events import EventSink, ProgressEvent
 from ..net import NetSettings, describe_network_failure, open_following
 from ..sources.models import ReleaseAsset
 from ..units import format_size
+from . import stages
 
 __all__ = ["DataSink", "Downloaded", "download", "part_path"]
 
@@ -143,6 +144,10 @@ class _Transfer:
     on_data: DataSink | None
 
     async def attempt(self) -> Downloaded:
+        with stages.timed("download"):
+            return await self._attempt()
+
+    async def _attempt(self) -> Downloaded:
         have, digest = _hash_existing(self.part, self.algorithms)
         total = self.asset.size
         if total is not None and have == total and have > 0:
@@ -214,7 +219,9 @@ class _Transfer:
                     # no re-chunking: every piece is written as it arrives, so a cut loses nothing
                     async for chunk in response.aiter_raw():
                         _write_all(fh, chunk)
+                        hashed = time.perf_counter()
                         digest.update(chunk)
+                        stages.add("hash", time.perf_counter() - hashed)
                         if self.on_data is not None:
                             self.on_data(have, len(chunk))
                         have += len(chunk)

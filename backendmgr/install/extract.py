@@ -12,14 +12,16 @@ import os
 import shutil
 import stat
 import tarfile
+import time
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..errors import UnsafeArchive
-from .inflate import DATA_ERRORS, Source, Unpacked, zip_member
+from . import stages
+from .inflate import DATA_ERRORS, Served, Source, Unpacked, zip_member
 from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
 
 __all__ = [
@@ -135,17 +137,52 @@ class _Budget:
             )
 
 
-def _copy_limited(
-    src: Source | None, dest: Path, declared: int, budget: _Budget, name: str
-) -> None:
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC
+
+
+def _write_file(
+    data: Iterable[bytes | memoryview],
+    dest: Path,
+    declared: int,
+    budget: _Budget,
+    name: str,
+    mode: int,
+) -> int:
+    """Write ``data`` into a new file at ``dest`` with ``mode``, each piece counted against the
+    budget before it is written; the bytes written (never more than ``declared``)."""
     written = 0
-    with open(dest, "wb") as out:
-        while src is not None and (chunk := src.read(COPY_CHUNK)):
-            written += len(chunk)
-            budget.add(len(chunk))
+    clock = time.perf_counter
+    started = clock()
+    fd = os.open(dest, _CREATE, 0o600)
+    spent = clock() - started  # in the file system, not in making the data
+    try:
+        for piece in data:
+            written += len(piece)
+            budget.add(len(piece))
             if written > declared:
                 raise UnsafeArchive(f"{budget.archive}: {name!r} is larger than it claims")
-            out.write(chunk)
+            started = clock()
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view) :]
+            spent += clock() - started
+        started = clock()
+        _set_mode(fd, dest, mode)
+    finally:
+        os.close(fd)
+        stages.add("write", spent + clock() - started)
+    return written
+
+
+def _set_mode(fd: int, dest: Path, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # pragma: no cover - Windows
+        os.chmod(dest, mode)
+
+
+def _chunks(src: Source) -> Iterator[bytes]:
+    return iter(lambda: src.read(COPY_CHUNK), b"")
 
 
 def _mode(mode: int) -> int:
@@ -195,11 +232,14 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
                     "not supported"
                 )
             if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
-                _copy_limited(zip_member(fh, info), dest, info.file_size, budget, info.filename)
+                # one byte past the size: a member larger than it claims is caught
+                data = zip_member(fh, info).views(info.file_size + 1)
+                _write_file(data, dest, info.file_size, budget, info.filename, _mode(unix_mode))
             else:
                 with zf.open(info) as src:
-                    _copy_limited(src, dest, info.file_size, budget, info.filename)
-            os.chmod(dest, _mode(unix_mode))
+                    _write_file(
+                        _chunks(src), dest, info.file_size, budget, info.filename, _mode(unix_mode)
+                    )
             report.files += 1
     report.bytes += budget.total
     report.links += make_links(root, links, name)
@@ -226,8 +266,13 @@ def _copy_range(src_fd: int, offset: int, size: int, dest: Path, budget: _Budget
             done += n
 
 
-def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, int | None]]:
-    """The archive's members in order, and a file descriptor when data can be copied by range."""
+# How a regular member's data is copied: by range in the kernel (an uncompressed tar on disk),
+# from the decompressed pieces (a compressed one), or through tarfile (sparse members).
+_Data = int | Served | None
+
+
+def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, _Data]]:
+    """The archive's members in order, and where their data comes from."""
     if hasattr(os, "copy_file_range") and _is_plain_tar(path):
         # An uncompressed tar can be read at random: members are copied in the kernel.
         with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tf:
@@ -237,12 +282,13 @@ def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, 
         yield from _unpacked_stream(fh, budget)
 
 
-def _unpacked_stream(src: Source, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, None]]:
-    """A compressed tar decompressed in bounded pieces (inflate.py), read by tarfile as a plain
-    stream with its small default buffer: linear in the archive whatever its ratio."""
+def _unpacked_stream(src: Source, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, _Data]]:
+    """A compressed tar decompressed in bounded pieces (inflate.py), which tarfile reads as a
+    plain tar (``r:``: headers only) while the data goes from the pieces to the files:
+    linear in the archive whatever its ratio, and no copy of the data in Python."""
     budget.source = Unpacked(src)
-    with tarfile.open(fileobj=budget.source, mode="r|") as tf:  # type: ignore[call-overload]
-        yield tf, None
+    with tarfile.open(fileobj=budget.source, mode="r:") as tf:  # type: ignore[call-overload]
+        yield tf, budget.source
 
 
 def _extract_tar(path: Path, root: Path, name: str, report: ExtractReport, limit: int) -> None:
@@ -251,7 +297,7 @@ def _extract_tar(path: Path, root: Path, name: str, report: ExtractReport, limit
 
 
 def _extract_members(
-    stream: Iterator[tuple[tarfile.TarFile, int | None]],
+    stream: Iterator[tuple[tarfile.TarFile, _Data]],
     root: Path,
     name: str,
     report: ExtractReport,
@@ -262,8 +308,13 @@ def _extract_members(
     # Empty files have no data to wait for: they are made at the end, once the entry count is
     # known, so that an archive of 100 001 of them is refused before it touches the disk.
     empty: dict[str, int] = {}
-    for tf, fd in stream:
-        while (member := tf.next()) is not None:
+    for tf, source in stream:
+        while True:
+            started = time.perf_counter()
+            member = tf.next()
+            stages.add("tar_headers", time.perf_counter() - started)
+            if member is None:
+                break
             # tarfile keeps every header it read (not in its stubs); nothing here looks back
             tf.members.clear()  # type: ignore[attr-defined]
             budget.entry()
@@ -288,18 +339,25 @@ def _extract_members(
             elif member.isreg():
                 budget.declare(member.name, member.size, None)
                 dest = places.file(rel)
-                if fd is not None and not member.sparse:
-                    _copy_range(fd, member.offset_data, member.size, dest, budget)
+                if isinstance(source, int) and not member.sparse:
+                    _copy_range(source, member.offset_data, member.size, dest, budget)
+                    os.chmod(dest, _mode(member.mode))
                 else:
-                    _copy_limited(tf.extractfile(member), dest, member.size, budget, member.name)
-                os.chmod(dest, _mode(member.mode))
+                    if isinstance(source, Served) and not member.sparse:
+                        data: Iterable[bytes | memoryview] = source.views(member.size)
+                    else:
+                        extracted = tf.extractfile(member)
+                        assert extracted is not None  # a regular member
+                        data = _chunks(extracted)
+                    size, mode = member.size, _mode(member.mode)
+                    if _write_file(data, dest, size, budget, member.name, mode) < size:
+                        raise tarfile.ReadError("unexpected end of data")
                 report.files += 1
             else:
                 report.skipped.append(member.name)  # devices, FIFOs: never created
     for clean, mode in empty.items():
         dest = places.file(PurePosixPath(clean))
-        _copy_limited(None, dest, 0, budget, clean)
-        os.chmod(dest, mode)
+        _write_file((), dest, 0, budget, clean, mode)
         report.files += 1
     report.bytes += budget.total
     report.links += make_links(root, links, name)

@@ -13,11 +13,14 @@ import bz2
 import io
 import lzma
 import struct
+import time
 import zipfile
 import zlib
 from collections.abc import Iterator
 from types import ModuleType
 from typing import IO, BinaryIO, Protocol, cast
+
+from . import stages
 
 
 def _fastest_zlib() -> ModuleType:
@@ -32,10 +35,11 @@ def _fastest_zlib() -> ModuleType:
 
 fast_zlib = _fastest_zlib()
 
-__all__ = ["DATA_ERRORS", "Source", "Unpacked", "fast_zlib", "zip_member"]
+__all__ = ["DATA_ERRORS", "Served", "Source", "Unpacked", "fast_zlib", "zip_member"]
 
-IN_CHUNK = 128 << 10
-OUT_CHUNK = 256 << 10
+IN_CHUNK = 256 << 10
+OUT_CHUNK = 1 << 20
+MAX_READ = 16 << 20  # a pax header of this size is no release's
 
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -90,29 +94,67 @@ def _decoder(head: bytes) -> _Decoder | None:
     return None
 
 
-class _Served:
-    """A read-only file over bounded pieces: ``read(n)`` returns at most ``n`` bytes."""
+class Served:
+    """A read-only file over bounded pieces, read front to back without copying them whole.
+
+    ``read(n)`` returns exactly ``n`` bytes (fewer only at the end), as a buffered file does:
+    tarfile reads headers through it. ``views(n)`` hands out the next ``n`` bytes as slices of
+    the pieces themselves, for the data to go to a file with no copy in Python. ``tell`` and a
+    forward ``seek`` (which skips) let tarfile read it as an uncompressed tar in ``r:`` mode,
+    without its stream layer, which copies every byte through a 10 KiB buffer."""
 
     def __init__(self, pieces: Iterator[bytes]) -> None:
         self._piece = memoryview(b"")
-        self._pos = 0
+        self._at = 0  # position in the current piece
+        self._pos = 0  # position in the whole stream
         self._pieces = pieces
 
-    def read(self, n: int = -1, /) -> bytes:
-        if n < 0:
-            return b"".join(iter(lambda: self.read(OUT_CHUNK), b""))
-        if self._pos >= len(self._piece):
+    def _fill(self) -> bool:
+        """Make the current piece non-empty; False at the end."""
+        while self._at >= len(self._piece):
             piece = next(self._pieces, b"")
             if not piece:
-                return b""
-            self._piece, self._pos = memoryview(piece), 0
-        end = min(self._pos + n, len(self._piece))
-        out = self._piece[self._pos : end].tobytes()
-        self._pos = end
-        return out
+                return False
+            self._piece, self._at = memoryview(piece), 0
+        return True
+
+    def views(self, n: int) -> Iterator[memoryview]:
+        """The next ``n`` bytes (fewer only at the end) as slices of the pieces."""
+        while n > 0 and self._fill():
+            end = min(self._at + n, len(self._piece))
+            view = self._piece[self._at : end]
+            n -= end - self._at
+            self._pos += end - self._at
+            self._at = end
+            yield view
+
+    def read(self, n: int = -1, /) -> bytes:
+        if n < 0 or n > MAX_READ:  # tarfile reads a pax or GNU header whole, at its stated size
+            raise ValueError(f"a header of {n} bytes: no archive needs more than {MAX_READ}")
+        if self._fill() and self._at + n <= len(self._piece):  # a header: within one piece
+            out = self._piece[self._at : self._at + n].tobytes()
+            self._at += n
+            self._pos += n
+            return out
+        return b"".join(self.views(n))
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET, /) -> int:
+        """Forward only: what lies between is decompressed and dropped."""
+        if whence == io.SEEK_CUR:
+            pos += self._pos
+        elif whence != io.SEEK_SET:
+            raise io.UnsupportedOperation("a stream seeks only from its start")
+        if pos < self._pos:
+            raise io.UnsupportedOperation("a stream cannot seek backwards")
+        for _ in self.views(pos - self._pos):
+            pass
+        return self._pos
 
 
-class Unpacked(_Served):
+class Unpacked(Served):
     """A gzip, xz, bzip2 or zstd stream (or an uncompressed one), decompressed for tarfile's
     stream mode."""
 
@@ -145,7 +187,10 @@ class Unpacked(_Served):
                     data = self._take()
                     if not data:
                         raise EOFError("the compressed stream ends before its end marker")
-                if out := decoder.decompress(data, OUT_CHUNK):
+                started = time.perf_counter()
+                out = decoder.decompress(data, OUT_CHUNK)
+                stages.add("inflate", time.perf_counter() - started)
+                if out:
                     yield out
                 data = b""
             # Concatenated streams are one stream (gzip -c a b); anything else after is ignored.
@@ -161,7 +206,11 @@ class Unpacked(_Served):
         reader = zstandard.ZstdDecompressor().stream_reader(
             cast(IO[bytes], _Prefixed(head, self)), read_size=IN_CHUNK, read_across_frames=True
         )
-        while piece := reader.read(OUT_CHUNK):
+        while True:
+            with stages.timed("inflate"):
+                piece = reader.read(OUT_CHUNK)
+            if not piece:
+                return
             yield piece
 
 
@@ -179,7 +228,7 @@ class _Prefixed:
         return self._owner._take(n if n > 0 else IN_CHUNK)
 
 
-def zip_member(fh: BinaryIO, info: zipfile.ZipInfo) -> _Served:
+def zip_member(fh: BinaryIO, info: zipfile.ZipInfo) -> Served:
     """A deflated zip member's data, inflated in bounded pieces and checked against its CRC-32
     and size as zipfile checks them (zipfile inflates and sums with the standard zlib)."""
     fh.seek(info.header_offset)
@@ -191,7 +240,7 @@ def zip_member(fh: BinaryIO, info: zipfile.ZipInfo) -> _Served:
     if name != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
         raise zipfile.BadZipFile(f"{info.filename!r}: its local header names another file")
     fh.seek(extra_len, io.SEEK_CUR)
-    return _Served(_inflated(fh, info))
+    return Served(_inflated(fh, info))
 
 
 def _inflated(fh: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
@@ -205,8 +254,10 @@ def _inflated(fh: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
             if not data:
                 raise EOFError(f"{info.filename!r} ends before its end marker")
             left -= len(data)
-        if out := decoder.decompress(data, OUT_CHUNK):
+        with stages.timed("inflate"):
+            out = decoder.decompress(data, OUT_CHUNK)
             crc = fast_zlib.crc32(out, crc)
+        if out:
             size += len(out)
             yield out
     if crc != info.CRC or size != info.file_size:

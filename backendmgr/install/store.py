@@ -26,7 +26,7 @@ from pydantic import (
     field_validator,
 )
 
-from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment
+from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment, sync_filesystem
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
@@ -218,7 +218,10 @@ class BuildStore:
         """Receipt into staging, then one rename; an old build is swapped aside, then deleted.
 
         The old build waits in ``<final>.swap-*/old`` (not ``.trash-``) so that after a kill
-        between the two renames ``doctor --fix`` can tell a swap to finish from a removal."""
+        between the two renames ``doctor --fix`` can tell a swap to finish from a removal.
+        The staged files reach the disk first, with one call for them all (no fsync per
+        file): the receipt, fsynced, and the rename then only ever name a complete build."""
+        sync_filesystem(staging)
         self.write_receipt(staging, receipt)
         trash: Path | None = None
         if final.exists():

@@ -120,3 +120,38 @@ def test_doctor_fix_finishes_a_swap_killed_midway(
     listed = json.loads(cli("--json", "list").out)
     assert [(b["id"], b["activated"]) for b in listed] == [("llama-server@b100-vulkan", True)]
     assert cli("doctor").code == 0
+
+
+def test_commit_puts_the_staged_files_on_disk_before_the_receipt(
+    cli: Cli,
+    mirror: MirrorServer,
+    mirror_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One file-system sync per install (no fsync per file), before the receipt exists: a
+    crash then never leaves a receipt beside files the disk did not get (SPEC §7.4)."""
+    import backendmgr.install.store as store_module
+
+    seen: list[tuple[str, bool, bool]] = []
+    real = store_module.sync_filesystem
+
+    def recording(path: Path) -> None:
+        exe = path / "build" / "bin" / "llama-server"
+        seen.append((path.name, (path / RECEIPT).exists(), exe.is_file()))
+        real(path)  # the real call, on the real staging folder
+
+    monkeypatch.setattr(store_module, "sync_filesystem", recording)
+    build = installed_build(cli, mirror_root, tmp_path / "home")
+    assert [(".staging-" in name, receipt, exe) for name, receipt, exe in seen] == [
+        (True, False, True)
+    ]
+    assert (build / RECEIPT).is_file()
+
+
+def test_sync_filesystem_reports_a_missing_folder(tmp_path: Path) -> None:
+    from backendmgr._fs import sync_filesystem
+
+    sync_filesystem(tmp_path)
+    with pytest.raises(OSError):
+        sync_filesystem(tmp_path / "gone")

@@ -144,11 +144,19 @@ def prepare(cached: Path, tmp_path: Path, extra_args: str = "-t 2") -> RealLlama
 
 
 @pytest.fixture(scope="session")
-def real_llama_cached(request: pytest.FixtureRequest) -> Path:
-    """The cached home with the real build (pytest's cache folder, one per archive)."""
+def real_llama_cached(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The cached home with the real build (pytest's cache folder, one per archive; this
+    run's temporary root, shared by its workers, when the cache is turned off)."""
     if not (REAL_ARCHIVE.is_file() and REAL_GGUF.is_file()):
         pytest.skip(f"the real llama.cpp archive and tiny GGUF are not in {REAL_DIR}")
-    return real_llama_home(request.config.cache.mkdir("real-llama"))
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        return real_llama_home(cache.mkdir("real-llama"))
+    shared = tmp_path_factory.getbasetemp().parent / "real-llama"
+    shared.mkdir(parents=True, exist_ok=True)
+    return real_llama_home(shared)
 
 
 @pytest.fixture

@@ -8,27 +8,17 @@ command's did-you-mean see them all while only the command being run is built in
 from __future__ import annotations
 
 import argparse
-import functools
-import gettext
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeAlias
 
 from .._version import __version__
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any, NoReturn, TypeAlias
-
-    # A check of a command's arguments together (``--platform`` needs ``--dry-run``): the
-    # usage error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
-    Check: TypeAlias = Callable[[argparse.Namespace], str | None]
+# A check of a command's arguments together (``--platform`` needs ``--dry-run``): the usage
+# error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
+Check: TypeAlias = Callable[[argparse.Namespace], str | None]
 
 __all__ = ["UsageError", "build_parser", "command_of", "usage_check", "wants_json"]
-
-# argparse looks its own strings up through gettext for every parser it builds, and each lookup
-# searches the locale folders on disk again: with ~35 subcommands that was 40 % of building the
-# parser. The answer cannot change within one run, so it is looked up once per string.
-argparse._ = functools.cache(gettext.gettext)  # type: ignore[attr-defined]
 
 
 class UsageError(SystemExit):

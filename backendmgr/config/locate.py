@@ -1,17 +1,17 @@
 """Where the config file and the data home are: the argument, else ``BACKENDMGR_*``, else
-platformdirs. Kept apart from :class:`~backendmgr.config.paths.Paths` (a dataclass) so the
-CLI's read snapshot finds them without loading ``dataclasses``."""
+platformdirs. Kept apart from :class:`~backendmgr.config.paths.Paths` (a dataclass): the
+read path and <TAB> find them with the standard library and platformdirs alone."""
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-__all__ = ["APP", "builtin_manifest_dir", "builtin_manifests", "locate", "where"]
+__all__ = ["APP", "builtin_manifest_dir", "builtin_manifests", "locate"]
 
 APP = "backendmgr"
 
@@ -37,24 +37,6 @@ def locate(
     return (
         Path(config_value).expanduser().absolute(),
         Path(home_value).expanduser().absolute(),
-    )
-
-
-def where(
-    config: str | os.PathLike[str] | None = None,
-    home: str | os.PathLike[str] | None = None,
-) -> tuple[str, str]:
-    """:func:`locate` as strings, for the CLI's read memo (its own key: consistent with
-    itself, not necessarily spelt as ``locate`` spells a path with ``..`` in it)."""
-    env = os.environ
-    config_value = config or env.get("BACKENDMGR_CONFIG") or None
-    home_value = home or env.get("BACKENDMGR_HOME") or None
-    if config_value is None or home_value is None:
-        config_path, home_path = locate(config, home)
-        return str(config_path), str(home_path)
-    return (
-        os.path.abspath(os.path.expanduser(os.fspath(config_value))),
-        os.path.abspath(os.path.expanduser(os.fspath(home_value))),
     )
 
 

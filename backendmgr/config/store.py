@@ -23,6 +23,7 @@ from .._fs import atomic_write_bytes
 from .._yaml import check_yaml, read_limited
 from ..errors import ConfigError, Refused, did_you_mean, escaped, validation_problem
 from .models import BackendRow, ModelOverride, Settings
+from .snapshot import load_snapshot, save_snapshot
 
 __all__ = ["ConfigStore", "LoadedConfig"]
 
@@ -47,16 +48,37 @@ class ConfigStore:
         self.lock_path = lock_path or path.with_name(path.name + ".lock")
 
     def read(self) -> Settings:
-        return self.load().settings
+        """The settings, from the parsed snapshot beside the file while it matches the file's
+        bytes (:mod:`.snapshot`), else parsed from the YAML (and the snapshot rewritten)."""
+        raw = self._raw()
+        if raw is None:
+            return Settings()
+        document = load_snapshot(self.path, raw)
+        if document is not None:
+            try:
+                return Settings.model_validate(document)
+            except (ValidationError, RecursionError):
+                pass  # a snapshot this version cannot read: parse the YAML
+        loaded = _parse(self.path, raw)
+        if loaded.doc is not None:
+            save_snapshot(self.path, raw, _plain(loaded.doc))
+        return loaded.settings
 
     def load(self) -> LoadedConfig:
-        try:
-            raw = read_limited(self.path)
-        except FileNotFoundError:
+        """The settings and the YAML document they came from, for an edit or a dry run's
+        diff (which writes nothing, not even the snapshot)."""
+        raw = self._raw()
+        if raw is None:
             return LoadedConfig(Settings(), None, b"", (2, 4, 2))
+        return _parse(self.path, raw)
+
+    def _raw(self) -> bytes | None:
+        try:
+            return read_limited(self.path)
+        except FileNotFoundError:
+            return None
         except OSError as exc:
             raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from exc
-        return _parse(self.path, raw)
 
     def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` under the file lock; write only when the file's text changes."""
@@ -65,9 +87,10 @@ class ConfigStore:
             with FileLock(self.lock_path, timeout=LOCK_TIMEOUT_S):
                 loaded = self.load()
                 new_settings, result = change(loaded.settings)
-                data = render(loaded, new_settings)
+                doc, data = _render(loaded, new_settings)
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
+                    save_snapshot(self.path, data, _plain(doc))
                 return result
         except Timeout as exc:
             raise Refused(
@@ -254,14 +277,19 @@ def desired_document(loaded: LoadedConfig, settings: Settings) -> dict[str, Any]
 
 def render(loaded: LoadedConfig, settings: Settings) -> bytes:
     """The new file bytes: the user's document with only the changed values edited."""
+    return _render(loaded, settings)[1]
+
+
+def _render(loaded: LoadedConfig, settings: Settings) -> tuple[CommentedMap, bytes]:
+    """:func:`render`, and the document those bytes hold (for the parsed snapshot)."""
     desired = desired_document(loaded, settings)
     doc = loaded.doc if loaded.doc is not None else CommentedMap()
     if loaded.doc is None and not desired:
-        return loaded.raw
+        return doc, loaded.raw
     _merge_map(doc, desired)
     buf = io.StringIO()
     _yaml(loaded.indent).dump(doc, buf)
-    return _leading_comments(loaded) + buf.getvalue().encode("utf-8")
+    return doc, _leading_comments(loaded) + buf.getvalue().encode("utf-8")
 
 
 def _leading_comments(loaded: LoadedConfig) -> bytes:

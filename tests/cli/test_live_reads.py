@@ -128,7 +128,7 @@ def test_a_models_folder_that_becomes_a_file_is_said_at_the_next_read(
     models.unlink()
     models.mkdir()
     write_gguf(models / "small.gguf", "llama", layers=2, ctx=4096, size_bytes=MIB)
-    assert [m["id"] for m in read("models")["models"]] == ["small"]
+    assert [m["id"] for m in read("models")] == ["small"]
 
 
 def test_verify_and_tune_results_show_at_the_next_read(

@@ -55,7 +55,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
 
 class _Only:
     """What a module's ``register`` adds parsers to when one command is being run: that
-    command's parser is real, its siblings' are thrown away (the table's stand-ins list them)."""
+    command's parser is real, its siblings' are thrown away (the table lists them)."""
 
     def __init__(self, sub: argparse._SubParsersAction[Any], only: str) -> None:
         self._sub = sub
@@ -69,9 +69,12 @@ class _Only:
 
 
 def register(sub: argparse._SubParsersAction[Any], only: str | None = None) -> None:
-    """Every command's parser (``only`` is ``None``), or ``only``'s and a stand-in for each of
-    the others (``only`` is ``""`` for none: ``--help``, an unknown command)."""
+    """Every command's parser (``only`` is ``None``), or ``only``'s and the others listed
+    with their help (``only`` is ``""`` for none: ``--help``, an unknown command). The listed
+    ones share one stand-in parser: building one per command costs more than the rest of
+    ``--help``, and a stand-in is only reached by words that run no command."""
     done: set[str] = set()
+    stand_in: argparse.ArgumentParser | None = None
     for name, (module_name, help_text) in COMMANDS.items():
         if only is None or name == only:
             if module_name not in done:
@@ -79,7 +82,8 @@ def register(sub: argparse._SubParsersAction[Any], only: str | None = None) -> N
                 module = importlib.import_module(f".{module_name}", __name__)
                 module.register(sub if only is None else _Only(sub, name))
             continue
-        extra: dict[str, Any] = {"add_help": False, "stub": True}
+        if stand_in is None:
+            stand_in = sub._parser_class(add_help=False, stub=True)
         if help_text is not None:  # a choice without help is hidden from --help
-            extra["help"] = help_text
-        sub.add_parser(name, **extra)
+            sub._choices_actions.append(sub._ChoicesPseudoAction(name, (), help_text))
+        sub._name_parser_map[name] = stand_in

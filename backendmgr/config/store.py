@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml import __version__ as _ruamel_version
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -30,6 +31,8 @@ __all__ = ["ConfigStore", "LoadedConfig"]
 T = TypeVar("T")
 
 LOCK_TIMEOUT_S = 60.0
+
+PARSER = f"ruamel.yaml {_ruamel_version}"  # in the snapshot's stamp: another may parse otherwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ class ConfigStore:
         raw = self._raw()
         if raw is None:
             return Settings()
-        document = load_snapshot(self.path, raw)
+        document = load_snapshot(self.path, raw, PARSER)
         if document is not None:
             try:
                 return Settings.model_validate(document)
@@ -61,7 +64,7 @@ class ConfigStore:
                 pass  # a snapshot this version cannot read: parse the YAML
         loaded = _parse(self.path, raw)
         if loaded.doc is not None:
-            save_snapshot(self.path, raw, _plain(loaded.doc))
+            save_snapshot(self.path, raw, PARSER, _plain(loaded.doc))
         return loaded.settings
 
     def load(self) -> LoadedConfig:
@@ -90,7 +93,7 @@ class ConfigStore:
                 doc, data = _render(loaded, new_settings)
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
-                    save_snapshot(self.path, data, _plain(doc))
+                    save_snapshot(self.path, data, PARSER, _plain(doc))
                 return result
         except Timeout as exc:
             raise Refused(

@@ -192,3 +192,17 @@ def test_the_package_version_is_read_live(tmp_path: Path) -> None:
         check=False,
     )
     assert done.stdout.strip() == "backendmgr 99.0.0", done.stderr
+
+
+def test_a_hand_edit_of_the_config_shows_at_the_next_read(config_path: Path, cli: Cli) -> None:
+    """The parsed snapshot is a cache of the config's bytes: an edit that keeps the size and
+    the mtime is still read, and a write through backendmgr leaves a snapshot of what it wrote."""
+    rows = [{"id": "a", "kind": "custom", "path": "/opt/a"}]
+    write_config(config_path, {"backends": rows})
+    assert [r["id"] for r in read("backends")] == ["a"]
+    stat = config_path.stat()
+    config_path.write_text(config_path.read_text().replace('"a"', '"b"'))
+    os.utime(config_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert [r["id"] for r in read("backends")] == ["b"]
+    assert cli("backends", "add", "c", "--kind", "custom", "--path", "/opt/c", "--force").code == 0
+    assert [r["id"] for r in read("backends")] == ["b", "c"]

@@ -43,6 +43,9 @@ def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | Non
     config's bytes), or ``None`` when no snapshot matches them."""
     try:
         with snapshot_path(config).open("rb") as fh:
+            wider = os.fstat(fh.fileno()).st_mode & 0o077 & ~os.stat(config).st_mode
+            if wider:  # the config was made private since: rewrite the snapshot as private
+                return None
             data = fh.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
             return None

@@ -127,6 +127,9 @@ def test_the_snapshot_is_as_private_as_the_config(config: Path) -> None:
     config.write_text(CONFIG + "ttl: 5\n")
     ConfigStore(config).read()
     assert snapshot_path(config).stat().st_mode & 0o777 == 0o640
+    config.chmod(0o600)  # made private later, the bytes unchanged: the next read follows
+    ConfigStore(config).read()
+    assert snapshot_path(config).stat().st_mode & 0o777 == 0o600
 
 
 def test_a_missing_or_empty_config_writes_no_snapshot(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeAlias
 
 from .._version import __version__
+from ..errors import close_matches, did_you_mean
+from . import commands
 
 # A check of a command's arguments together (``--platform`` needs ``--dry-run``): the usage
 # error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
@@ -74,8 +76,6 @@ class _Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         command = _command_parser(self, parsed)
         if extras:
-            from ..errors import close_matches, did_you_mean
-
             known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
             flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
             best = close_matches(flags[0], known, limit=1) if flags else []  # one, not three
@@ -96,8 +96,6 @@ class _Parser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
         if choices is not None and value not in choices:
-            from ..errors import did_you_mean
-
             names = [str(c) for c in choices if not str(c).startswith("__")]  # hidden ones
             hint = did_you_mean(str(value), names) or f"; choose from {', '.join(names)}"
             if isinstance(action, argparse._SubParsersAction):
@@ -154,8 +152,6 @@ def _add_global_options(
 
 def command_of(words: Sequence[str]) -> str:
     """The command word in ``words`` (global options may come first), or ``""``."""
-    from .commands import COMMANDS
-
     i = 0
     while i < len(words):
         word = words[i]
@@ -165,7 +161,7 @@ def command_of(words: Sequence[str]) -> str:
             i += 2
             continue
         if not word.startswith("-"):
-            return word if word in COMMANDS else ""
+            return word if word in commands.COMMANDS else ""
         i += 1
     return ""
 
@@ -173,8 +169,6 @@ def command_of(words: Sequence[str]) -> str:
 def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``words``: the top level and the named command's parser (every
     command's when ``words`` is ``None``)."""
-    from . import commands
-
     parser = _Parser(
         prog="backendmgr",
         description="Install and version local inference backends; keep llama-swap's config right.",

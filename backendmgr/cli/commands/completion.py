@@ -212,7 +212,8 @@ def _values(action: argparse.Action | None, component: str | None, prefix: str) 
 def _local_ids(
     kind: str, seen: dict[str, str], where: Callable[[], Any], mgr: Manager | None
 ) -> list[str]:
-    """Builds, rows or models, read live through the Manager (it writes nothing)."""
+    """Builds, rows or models, read live through the Manager (it writes nothing in the data
+    home; the config's parsed snapshot may be refreshed beside the config)."""
     if mgr is None or seen:
         from ...manager import Manager as _Manager
 

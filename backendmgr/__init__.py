@@ -6,9 +6,10 @@ first use so that importing the package (and starting the CLI) stays cheap.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -788,7 +788,10 @@ def bench_generate(
     files = len(list(folder.glob("*.gguf")))
     config = tmp / "gen" / "config.yaml"
     config.parent.mkdir()
-    config.write_text(f"models_dirs: [{json.dumps(str(folder))}]\n")
+    manual = {"id": "bench-llama", "kind": "llama", "path": shutil.which("true") or "/bin/true"}
+    config.write_text(
+        f"models_dirs: [{json.dumps(str(folder))}]\nbackends: [{json.dumps(manual)}]\n"
+    )
     home = tmp / "genh"
     env = {
         **os.environ,
@@ -832,42 +835,51 @@ def bench_generate(
 
 
 def bench_startup(runs: int, models_env: dict[str, str]) -> list[dict[str, Any]]:
+    """Each command as a user runs it, against ``python -c pass`` in the same run (issue 30).
+
+    Every read computes its answer live (nothing replays an output): ``list``, ``backends``,
+    ``which`` and ``models`` on the 200-model home; ``set`` and ``pin`` change the config on
+    every run (alternating values) and regenerate the 200-model file; ``generate --force``
+    writes it; ``--help`` and <TAB> build only the parser they need."""
     base = [PY, "-c", "pass"]
     me = [PY, "-m", "backendmgr"]
-    # goals from issue 25: the read commands replay their stored output (cli/fastread.py), so
-    # a warm read costs little more than the interpreter; the first sample is the full path
-    cases: list[tuple[list[str], float, dict[str, str] | None]] = [
-        (["--help"], 2.5, None),
-        (["list"], 4, models_env),  # a home in use: the memo lives in it
-        (["backends"], 4, models_env),
-        (["which", "m0001"], 4, models_env),
-        (["models"], 5, models_env),  # warm: the discovery cache and the read memo are filled
-        (["__complete", "--", "ins"], 2.5, None),  # a command name: no Manager
-        (["__complete", "--", "install", ""], 3, None),  # component ids: the manifests
-        (["__complete", "--", "pin", ""], 3, models_env),  # model ids: the read memo
-    ]
-    # as installed: byte-code is cached (as_installed)
-    installed = as_installed()
-    cases = [
-        (
-            args,
-            limit,
-            {k: v for k, v in (env or installed).items() if k != "PYTHONDONTWRITEBYTECODE"},
-        )
-        for args, limit, env in cases
+    flip = {"set": 0, "pin": 0}
+
+    def changing(kind: str) -> list[str]:
+        """A change on every run: ctx 4096/4097, pin/unpin."""
+        flip[kind] += 1
+        odd = flip[kind] % 2
+        if kind == "set":
+            return ["set", "m0001", f"ctx={4096 + odd}"]
+        return ["pin", "m0002", "bench-llama"] if odd else ["unpin", "m0002"]
+
+    cases: list[tuple[str, Callable[[], list[str]], float, dict[str, str] | None]] = [
+        ("--help", lambda: ["--help"], 2.5, None),
+        ("ins<TAB>", lambda: ["__complete", "--", "ins"], 2.5, None),  # a command name
+        ("install <TAB>", lambda: ["__complete", "--", "install", ""], 2.5, None),  # manifests
+        ("pin <TAB>", lambda: ["__complete", "--", "pin", ""], 5, models_env),  # model ids
+        ("list", lambda: ["list"], 5, models_env),
+        ("backends", lambda: ["backends"], 5, models_env),
+        ("which m0001", lambda: ["which", "m0001"], 5, models_env),
+        ("models", lambda: ["models"], 8, models_env),
+        ("set m0001 ctx=N", lambda: changing("set"), 12, models_env),
+        ("pin/unpin m0002", lambda: changing("pin"), 12, models_env),
+        ("generate --force", lambda: ["-q", "generate", "--force"], 12, models_env),
     ]
     out = []
-    for args, limit, env in cases:
+    for name, words, limit, env in cases:
+        # as installed: byte-code is cached (:func:`as_installed`)
+        environ = {
+            k: v for k, v in (env or as_installed()).items() if k != "PYTHONDONTWRITEBYTECODE"
+        }
         ours, ref = interleaved(
-            lambda args=args, env=env: run_measured([*me, *args], env),
+            lambda words=words, environ=environ: run_measured([*me, *words()], environ),
             lambda: run_measured(base),
             runs,
         )
-        shown = " ".join(a for a in args if a != "--")
-        name = f"backendmgr {shown + '<TAB>' if args[0] == '__complete' else shown}"
         out.append(
             row(
-                f"{name} (vs python -c pass)",
+                f"backendmgr {name} (vs python -c pass)",
                 ours,
                 ref,
                 f"<= {limit:g}",

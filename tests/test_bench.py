@@ -35,7 +35,10 @@ def test_bench_quick_run_interleaves_and_computes_goals() -> None:
         "GGUF header cold",
         "generate 5 models cold",
         "3 installs",
-        "backendmgr __complete",
+        "backendmgr ins<TAB>",
+        "backendmgr models",
+        "backendmgr set m0001 ctx=N",
+        "backendmgr pin/unpin m0002",
     ):
         assert any(n.startswith(prefix) for n in names), (prefix, names)
     for r in doc["rows"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,49 @@ def test_the_cli_sees_only_the_manager_and_the_contract() -> None:
                         path.name,
                         target,
                     )
+
+
+def _tricks(tree: ast.Module) -> list[str]:
+    """Start-up tricks the package must not play: a module's own ``TYPE_CHECKING`` constant
+    (typing's is the one mypy and readers know) and an assignment into a standard-library
+    module (``argparse._ = …`` changes every other user of that module)."""
+    stdlib = {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.split(".")[0] in sys.stdlib_module_names
+    }
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == "TYPE_CHECKING":
+                found.append(f"line {node.lineno}: TYPE_CHECKING = …")
+            while isinstance(target, ast.Attribute):
+                target = target.value
+                if isinstance(target, ast.Name) and target.id in stdlib:
+                    found.append(f"line {node.lineno}: assigns into {target.id}")
+    return found
+
+
+def test_no_start_up_tricks() -> None:
+    assert {
+        str(p.relative_to(PACKAGE)): t
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if (t := _tricks(_tree(p)))
+    } == {}
+
+
+def test_the_trick_check_finds_tricks() -> None:
+    bad = "import argparse\nimport os.path\nTYPE_CHECKING = False\nargparse._ = 1\nos.path.x = 2\n"
+    assert _tricks(ast.parse(bad)) == [
+        "line 3: TYPE_CHECKING = …",
+        "line 4: assigns into argparse",
+        "line 5: assigns into os",
+    ]
+    assert _tricks(ast.parse("from typing import TYPE_CHECKING\nx = 1\nself_x = object()\n")) == []

@@ -8,27 +8,19 @@ command's did-you-mean see them all while only the command being run is built in
 from __future__ import annotations
 
 import argparse
-import functools
-import gettext
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeAlias
 
 from .._version import __version__
+from ..errors import close_matches, did_you_mean
+from . import commands
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
-if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any, NoReturn, TypeAlias
-
-    # A check of a command's arguments together (``--platform`` needs ``--dry-run``): the
-    # usage error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
-    Check: TypeAlias = Callable[[argparse.Namespace], str | None]
+# A check of a command's arguments together (``--platform`` needs ``--dry-run``): the usage
+# error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
+Check: TypeAlias = Callable[[argparse.Namespace], str | None]
 
 __all__ = ["UsageError", "build_parser", "command_of", "usage_check", "wants_json"]
-
-# argparse looks its own strings up through gettext for every parser it builds, and each lookup
-# searches the locale folders on disk again: with ~35 subcommands that was 40 % of building the
-# parser. The answer cannot change within one run, so it is looked up once per string.
-argparse._ = functools.cache(gettext.gettext)  # type: ignore[attr-defined]
 
 
 class UsageError(SystemExit):
@@ -84,8 +76,6 @@ class _Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         command = _command_parser(self, parsed)
         if extras:
-            from ..errors import close_matches, did_you_mean
-
             known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
             flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
             best = close_matches(flags[0], known, limit=1) if flags else []  # one, not three
@@ -106,8 +96,6 @@ class _Parser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
         if choices is not None and value not in choices:
-            from ..errors import did_you_mean
-
             names = [str(c) for c in choices if not str(c).startswith("__")]  # hidden ones
             hint = did_you_mean(str(value), names) or f"; choose from {', '.join(names)}"
             if isinstance(action, argparse._SubParsersAction):
@@ -164,8 +152,6 @@ def _add_global_options(
 
 def command_of(words: Sequence[str]) -> str:
     """The command word in ``words`` (global options may come first), or ``""``."""
-    from .commands import COMMANDS
-
     i = 0
     while i < len(words):
         word = words[i]
@@ -175,7 +161,7 @@ def command_of(words: Sequence[str]) -> str:
             i += 2
             continue
         if not word.startswith("-"):
-            return word if word in COMMANDS else ""
+            return word if word in commands.COMMANDS else ""
         i += 1
     return ""
 
@@ -183,8 +169,6 @@ def command_of(words: Sequence[str]) -> str:
 def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser for ``words``: the top level and the named command's parser (every
     command's when ``words`` is ``None``)."""
-    from . import commands
-
     parser = _Parser(
         prog="backendmgr",
         description="Install and version local inference backends; keep llama-swap's config right.",

@@ -1,17 +1,14 @@
 """Where the config file and the data home are: the argument, else ``BACKENDMGR_*``, else
-platformdirs. Kept apart from :class:`~backendmgr.config.paths.Paths` (a dataclass) so the
-CLI's read snapshot finds them without loading ``dataclasses``."""
+platformdirs. Kept apart from :class:`~backendmgr.config.paths.Paths` (a dataclass): <TAB>
+finds them with the standard library and platformdirs alone."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from pathlib import Path
-
-__all__ = ["APP", "builtin_manifest_dir", "builtin_manifests", "locate", "where"]
+__all__ = ["APP", "builtin_manifest_dir", "locate"]
 
 APP = "backendmgr"
 
@@ -25,8 +22,6 @@ def locate(
     env = os.environ if environ is None else environ
     config_value = config or env.get("BACKENDMGR_CONFIG") or None
     home_value = home or env.get("BACKENDMGR_HOME") or None
-    from pathlib import Path
-
     if config_value is None or home_value is None:
         import platformdirs
 
@@ -40,35 +35,8 @@ def locate(
     )
 
 
-def where(
-    config: str | os.PathLike[str] | None = None,
-    home: str | os.PathLike[str] | None = None,
-) -> tuple[str, str]:
-    """:func:`locate` as strings, for the CLI's read memo (its own key: consistent with
-    itself, not necessarily spelt as ``locate`` spells a path with ``..`` in it)."""
-    env = os.environ
-    config_value = config or env.get("BACKENDMGR_CONFIG") or None
-    home_value = home or env.get("BACKENDMGR_HOME") or None
-    if config_value is None or home_value is None:
-        config_path, home_path = locate(config, home)
-        return str(config_path), str(home_path)
-    return (
-        os.path.abspath(os.path.expanduser(os.fspath(config_value))),
-        os.path.abspath(os.path.expanduser(os.fspath(home_value))),
-    )
-
-
-def builtin_manifests() -> str:
-    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
-    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    bundled = os.path.join(package, "_manifests")
-    return (
-        bundled if os.path.isdir(bundled) else os.path.join(os.path.dirname(package), "manifests")
-    )
-
-
 def builtin_manifest_dir() -> Path:
-    """:func:`builtin_manifests` as a path."""
-    from pathlib import Path
-
-    return Path(builtin_manifests())
+    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    bundled = package / "_manifests"
+    return bundled if bundled.is_dir() else package.parent / "manifests"

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml import __version__ as _ruamel_version
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -23,12 +24,15 @@ from .._fs import atomic_write_bytes
 from .._yaml import check_yaml, read_limited
 from ..errors import ConfigError, Refused, did_you_mean, escaped, validation_problem
 from .models import BackendRow, ModelOverride, Settings
+from .snapshot import load_snapshot, save_snapshot
 
 __all__ = ["ConfigStore", "LoadedConfig"]
 
 T = TypeVar("T")
 
 LOCK_TIMEOUT_S = 60.0
+
+PARSER = f"ruamel.yaml {_ruamel_version}"  # in the snapshot's stamp: another may parse otherwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +51,37 @@ class ConfigStore:
         self.lock_path = lock_path or path.with_name(path.name + ".lock")
 
     def read(self) -> Settings:
-        return self.load().settings
+        """The settings, from the parsed snapshot beside the file while it matches the file's
+        bytes (:mod:`.snapshot`), else parsed from the YAML (and the snapshot rewritten)."""
+        raw = self._raw()
+        if raw is None:
+            return Settings()
+        document = load_snapshot(self.path, raw, PARSER)
+        if document is not None:
+            try:
+                return Settings.model_validate(document)
+            except (ValidationError, RecursionError):
+                pass  # a snapshot this version cannot read: parse the YAML
+        loaded = _parse(self.path, raw)
+        if loaded.doc is not None:
+            save_snapshot(self.path, raw, PARSER, _plain(loaded.doc))
+        return loaded.settings
 
     def load(self) -> LoadedConfig:
-        try:
-            raw = read_limited(self.path)
-        except FileNotFoundError:
+        """The settings and the YAML document they came from, for an edit or a dry run's
+        diff (which writes nothing, not even the snapshot)."""
+        raw = self._raw()
+        if raw is None:
             return LoadedConfig(Settings(), None, b"", (2, 4, 2))
+        return _parse(self.path, raw)
+
+    def _raw(self) -> bytes | None:
+        try:
+            return read_limited(self.path)
+        except FileNotFoundError:
+            return None
         except OSError as exc:
             raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from exc
-        return _parse(self.path, raw)
 
     def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` under the file lock; write only when the file's text changes."""
@@ -65,9 +90,10 @@ class ConfigStore:
             with FileLock(self.lock_path, timeout=LOCK_TIMEOUT_S):
                 loaded = self.load()
                 new_settings, result = change(loaded.settings)
-                data = render(loaded, new_settings)
+                doc, data = _render(loaded, new_settings)
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
+                    save_snapshot(self.path, data, PARSER, _plain(doc))
                 return result
         except Timeout as exc:
             raise Refused(
@@ -254,14 +280,19 @@ def desired_document(loaded: LoadedConfig, settings: Settings) -> dict[str, Any]
 
 def render(loaded: LoadedConfig, settings: Settings) -> bytes:
     """The new file bytes: the user's document with only the changed values edited."""
+    return _render(loaded, settings)[1]
+
+
+def _render(loaded: LoadedConfig, settings: Settings) -> tuple[CommentedMap, bytes]:
+    """:func:`render`, and the document those bytes hold (for the parsed snapshot)."""
     desired = desired_document(loaded, settings)
     doc = loaded.doc if loaded.doc is not None else CommentedMap()
     if loaded.doc is None and not desired:
-        return loaded.raw
+        return doc, loaded.raw
     _merge_map(doc, desired)
     buf = io.StringIO()
     _yaml(loaded.indent).dump(doc, buf)
-    return _leading_comments(loaded) + buf.getvalue().encode("utf-8")
+    return doc, _leading_comments(loaded) + buf.getvalue().encode("utf-8")
 
 
 def _leading_comments(loaded: LoadedConfig) -> bytes:

@@ -1,14 +1,14 @@
 """Which files in the model folders are model inputs, with nothing but the standard library.
 
-Discovery builds models from these files, the regeneration hash covers them, and the CLI's
-read snapshot compares them: one walk, so the three can never disagree about what changed.
+Discovery builds models from these files and the regeneration hash covers them: one walk, so
+the two can never disagree about what changed.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
     from collections.abc import Iterator
 

@@ -106,7 +106,8 @@ class MetaCache:
             atomic_write_bytes(self.path, json.dumps(payload, separators=(",", ":")).encode())
 
 
-def discover(scan: Scan, cache_file: Path | None) -> Discovery:
+def discover(scan: Scan, cache_file: Path | None, *, save: bool = True) -> Discovery:
+    """The models of ``scan``; ``save=False`` reads the cache but never writes it (<TAB>)."""
     cache = MetaCache(cache_file)
     stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
     metas: dict[str, dict[str, Any] | str] = {}
@@ -125,5 +126,6 @@ def discover(scan: Scan, cache_file: Path | None) -> Discovery:
                     cached = str(exc)
                 cache.put(path, size, mtime, cached)
             metas[path] = cached
-    cache.save(set(metas))
+    if save:
+        cache.save(set(metas))
     return build_models(scan.folders, metas)

@@ -44,12 +44,13 @@ def pinned_by(settings: Settings, row_id: str) -> list[str]:
 
 
 def executable_exists(path: str | None, *, on_path: bool = True) -> bool:
-    """Whether ``path`` is there; a bare name (``on_path``) counts when PATH has it."""
+    """Whether ``path`` is there; a bare name counts only when PATH has it (``on_path``), as
+    that is where a shell and llama-swap look for it: never a file in the current folder."""
     if not path:
         return False
-    if Path(path).exists():
-        return True
-    return on_path and os.sep not in path and "/" not in path and shutil.which(path) is not None
+    if os.sep not in path and "/" not in path:
+        return on_path and shutil.which(path) is not None
+    return Path(path).exists()
 
 
 def build_identity(
@@ -101,11 +102,11 @@ def find_build(builds: BuildStore, ref: str) -> InstalledEntry:
     )
 
 
-def discover(settings: Settings, cache_dir: Path) -> tuple[Scan, Discovery]:
-    """Scan ``models_dirs`` and read each model's header (cached by path, size and mtime);
-    blocking, for a worker thread."""
+def discover(settings: Settings, cache_dir: Path, *, save: bool = True) -> tuple[Scan, Discovery]:
+    """Scan ``models_dirs`` and read each model's header (cached by path, size and mtime;
+    ``save=False`` leaves the cache file alone); blocking, for a worker thread."""
     from ..discovery.walk import discover as walk_discover
     from ..discovery.walk import scan_folders
 
     scan = scan_folders(settings.models_dirs)
-    return scan, walk_discover(scan, cache_dir / GGUF_CACHE)
+    return scan, walk_discover(scan, cache_dir / GGUF_CACHE, save=save)

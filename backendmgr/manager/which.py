@@ -64,7 +64,7 @@ class Which:
         if kind == "rows":
             return [r.id for r in settings.backends]
         if kind == "models":
-            _, found = discover(settings, ctx.paths.cache)
+            _, found = discover(settings, ctx.paths.cache, save=False)  # <TAB> writes nothing
             ids = {m.id for m in found.models} | {s.id for s in found.skipped}
             return sorted(ids | set(settings.models))
         raise InvalidInput(f'unknown kind of name "{kind}"')

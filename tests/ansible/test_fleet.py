@@ -608,6 +608,7 @@ def test_module_values_that_look_like_options_are_values_and_check_mode_asks(
     assert changed <= {
         "host1/cfg/config.yaml",
         "host1/cfg/config.yaml.lock",
+        "host1/cfg/.config.yaml.parsed.json",  # the parsed snapshot, an input cache
         "host1/cfg/llama-swap.yaml",
     }
     assert "host1/cfg/config.yaml" in changed

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +48,74 @@ def test_completing_a_build_still_reads_local_state() -> None:
     out, loaded = loaded_after("__complete", "--", "activate", "")
     assert out.split() == []  # nothing installed in this fresh home
     assert "pydantic" in loaded  # receipts are validated through the Manager
+
+
+def test_the_command_table_is_what_the_modules_build() -> None:
+    """``--help`` and unknown commands read the table; a run builds one command's parser."""
+    from backendmgr.cli.commands import COMMANDS
+    from backendmgr.cli.parser import build_parser
+
+    full = build_parser()
+    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help for choice in sub._choices_actions}
+    assert list(sub.choices) == list(COMMANDS)
+    assert {name: helps.get(name) for name in sub.choices} == {
+        name: help_text for name, (_, help_text) in COMMANDS.items()
+    }
+    lazy = build_parser(["--help"])
+    assert lazy.format_help() == full.format_help()
+    one = build_parser(["--json", "install", "llama-server"])
+    lazy_sub = next(a for a in one._actions if isinstance(a, argparse._SubParsersAction))
+    assert lazy_sub.choices["install"].format_help() == sub.choices["install"].format_help()
+    assert lazy_sub.choices["list"].format_help() != sub.choices["list"].format_help()  # a stand-in
+
+
+def test_help_and_tab_never_create_the_data_home(tmp_path: Path) -> None:
+    """On a fresh account (no config, no data home, platformdirs' defaults under ``HOME``),
+    ``--help`` and every kind of <TAB> print their answer and leave ``HOME`` as it was."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BACKENDMGR_", "XDG_"))}
+    env |= {"HOME": str(fresh), "BACKENDMGR_GPU": "none", "BACKENDMGR_OFFLINE": "1"}
+    for words in (
+        ["--help"],
+        ["list", "--help"],
+        ["__complete", "--", "ins"],
+        ["__complete", "--", "install", "l"],
+        ["__complete", "--", "install", "llama-server", "--variant=c"],
+        ["__complete", "--", "activate", ""],
+        ["__complete", "--", "pin", ""],
+        ["__complete", "--", "default", ""],
+        ["__complete", "--", "which", "ll"],
+        ["__complete", "--", "set", "m", "c"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "backendmgr", *words],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, (words, done.stderr)
+        assert bool(done.stdout) == (words[-1] != ""), words  # nothing local yet to offer
+        assert list(fresh.rglob("*")) == [], words
+
+
+def test_tab_on_model_ids_leaves_the_discovery_cache_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pin <TAB>`` reads the models live (a model added since shows at once) and writes
+    nothing into the data home, not even the header cache a read command fills."""
+    from tests.support.ggufs import write_gguf
+
+    models = tmp_path / "models"
+    write_gguf(models / "alpha.gguf", "llama", layers=2, ctx=4096, size_bytes=1 << 20)
+    config = tmp_path / "cfg" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text(f"models_dirs: [{json.dumps(str(models))}]\n")
+    home = tmp_path / "home"
+    assert loaded_after("__complete", "--", "pin", "")[0].split() == ["alpha"]
+    write_gguf(models / "beta.gguf", "llama", layers=2, ctx=4096, size_bytes=1 << 20)
+    assert loaded_after("__complete", "--", "pin", "")[0].split() == ["alpha", "beta"]
+    assert not home.exists()

@@ -111,7 +111,12 @@ def test_file_mode_survives_atomic_write(tmp_path: Path) -> None:
     ConfigStore(path).update(lambda s: (s.model_copy(update={"ttl": 7}), None))
     assert path.read_text() == "ttl: 7\n"
     assert path.stat().st_mode & 0o777 == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "c.yaml.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".c.yaml.parsed.json",
+        "c.yaml",
+        "c.yaml.lock",
+    ]
+    assert (tmp_path / ".c.yaml.parsed.json").stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.parametrize(

@@ -9,14 +9,12 @@ to the reply array verbatim, so nothing a model file is called is ever evaluated
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..parser import usage_check
+from ..parser import build_parser, usage_check
 
-TYPE_CHECKING = False  # typing's own constant costs the import of typing (mypy: always_true)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any, TextIO
-
     from ...manager import Manager
     from ..render import Renderer
 
@@ -212,30 +210,15 @@ def _values(action: argparse.Action | None, component: str | None, prefix: str) 
 
 
 def _local_ids(
-    kind: str,
-    args: argparse.Namespace,
-    seen: dict[str, str],
-    where: Callable[[], Any],
-    mgr: Manager | None,
+    kind: str, seen: dict[str, str], where: Callable[[], Any], mgr: Manager | None
 ) -> list[str]:
-    """Builds, rows or models: from the read memo while nothing changed, else the Manager."""
-    from ..fastread import inputs_of, local_ids
+    """Builds, rows or models, read live through the Manager (it writes nothing in the data
+    home; the config's parsed snapshot may be refreshed beside the config)."""
+    if mgr is None or seen:
+        from ...manager import Manager as _Manager
 
-    def manager() -> Manager:
-        nonlocal mgr
-        if mgr is None or seen:
-            from ...manager import Manager as _Manager
-
-            mgr = _Manager(where())
-        return mgr
-
-    return local_ids(
-        seen.get("config") or args.config,
-        seen.get("home") or args.home,
-        kind,
-        lambda: inputs_of(manager().store.read()),
-        lambda: manager().local_names(kind),
-    )
+        mgr = _Manager(where())
+    return mgr.local_names(kind)
 
 
 def _clean(name: str) -> bool:
@@ -251,15 +234,13 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
     """The candidates for the last word, one per line. Called straight from ``main`` (no event
     loop, no renderer); it builds the top level and the one command being completed (the
     :mod:`..parser` is lazy), so that completing a command or an option costs about what
-    ``--help`` does; ids come from the read memo, else the Manager."""
+    ``--help`` does; ids are read live from local state."""
     words = list(args.words)
     if words and words[0] == "--":
         words = words[1:]
     if not words:
         words = [""]
     try:
-        from ..parser import build_parser
-
         found, seen = analyse(build_parser(words), words)
         names = [item for item in found if not item.startswith("kind:")]
         kinds = [item for item in found if item.startswith("kind:")]
@@ -272,16 +253,9 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
 
         for item in kinds:
             if item == "kind:components":  # the commonest <TAB>: the manifests' ids, no pydantic
-                from ..fastread import local_ids
+                from ...catalog.files import component_ids
 
-                def components() -> list[str]:
-                    from ...catalog.files import component_ids
-
-                    return component_ids(where().user_manifests)
-
-                names += local_ids(  # and no YAML parser either while the manifests hold still
-                    config, home, "components", None, components
-                )
+                names += component_ids(where().user_manifests)
             elif item.startswith("kind:variants:"):
                 from ...catalog.files import variant_ids
 
@@ -292,7 +266,7 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
 
                 names += [key + item[12:] for key in KEY_HELP]  # "ctx=" for set, "ctx" for unset
             else:
-                names += _local_ids(item[5:], args, seen, where, mgr)
+                names += _local_ids(item[5:], seen, where, mgr)
     except Exception:  # completion must never print a traceback into a prompt
         return 0
     cur = words[-1]

@@ -1,0 +1,73 @@
+"""The parsed config beside the config file: an *input* cache for reads (issue 30).
+
+Parsing the YAML round-trip (ruamel, the safety checks, line numbers for errors) costs more
+than everything a read does with the result. So each time the config is parsed or written, the
+plain document it parsed to is kept as JSON in ``.<config name>.parsed.json`` beside it, stamped
+with a format version, backendmgr's and the YAML parser's versions and the SHA-256 of the config
+file's own bytes. A
+read whose config bytes hash the same validates that document instead of parsing the YAML; any
+other file (edited by hand, by another version, half written) is parsed again and the snapshot
+rewritten. Only the config's parse is cached: the GPU, ``PATH``, folders and clock stay live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .._fs import atomic_write_bytes
+from .._version import __version__
+
+__all__ = ["FORMAT", "load_snapshot", "save_snapshot", "snapshot_path"]
+
+FORMAT = 1
+
+MAX_BYTES = 32 << 20  # a bigger snapshot is ignored: the YAML is parsed instead
+
+
+def snapshot_path(config: Path) -> Path:
+    return config.with_name(f".{config.name}.parsed.json")
+
+
+def _stamp(raw: bytes, parser: str) -> dict[str, Any]:
+    digest = hashlib.sha256(raw).hexdigest()
+    return {"format": FORMAT, "backendmgr": __version__, "parser": parser, "sha256": digest}
+
+
+def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
+    """The plain document ``parser`` (its name and version) made of exactly ``raw`` (the
+    config's bytes), or ``None`` when no snapshot matches them."""
+    try:
+        with snapshot_path(config).open("rb") as fh:
+            wider = os.fstat(fh.fileno()).st_mode & 0o077 & ~os.stat(config).st_mode
+            if wider:  # the config was made private since: rewrite the snapshot as private
+                return None
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            return None
+        found = json.loads(data)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(found, dict) or found.get("stamp") != _stamp(raw, parser):
+        return None
+    document = found.get("document")
+    return document if isinstance(document, dict) else None
+
+
+def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any]) -> None:
+    """Keep ``document`` (what ``raw`` parsed to) for the next read; replaced atomically, and a
+    snapshot that cannot be written only costs the next read a parse. It holds what the config
+    holds, so nobody may read it who cannot read the config: it gets the config's mode."""
+    target = snapshot_path(config)
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        body = json.dumps({"stamp": _stamp(raw, parser), "document": document}, ensure_ascii=False)
+        mode = (os.stat(config).st_mode & 0o666) | 0o200  # the owner rewrites it
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+        except FileExistsError:
+            os.chmod(target, mode)
+        atomic_write_bytes(target, body.encode("utf-8"))

@@ -1,0 +1,140 @@
+"""The parsed snapshot beside the config (issue 30): an input cache that a read uses only
+while it was made from the config file's very bytes, by this backendmgr."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from backendmgr.config.models import ModelOverride, Settings
+from backendmgr.config.snapshot import snapshot_path
+from backendmgr.config.store import ConfigStore
+
+CONFIG = """# mine
+models_dirs: [/srv/models]   # the big disk
+backends:
+  - {id: my-llama, kind: custom, path: /opt/llama/llama-server, default: true}
+models:
+  qwen:
+    ctx: 8192
+    extra_args: "--jinja"
+"""
+
+
+def fresh(path: Path) -> Settings:
+    """The settings parsed from the YAML alone, no snapshot."""
+    return ConfigStore(path).load().settings
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "cfg" / "config.yaml"
+    path.parent.mkdir()
+    path.write_text(CONFIG)
+    return path
+
+
+def forge(config: Path, **document: object) -> None:
+    """Put another document into the snapshot, keeping its stamp."""
+    data = json.loads(snapshot_path(config).read_text())
+    data["document"] = document
+    snapshot_path(config).write_text(json.dumps(data))
+
+
+def test_a_read_writes_the_snapshot_and_the_next_read_uses_it(config: Path) -> None:
+    store = ConfigStore(config)
+    assert not snapshot_path(config).exists()
+    first = store.read()
+    assert snapshot_path(config).exists() and first == fresh(config)
+    assert store.read() == first
+    forge(config, models_dirs=["/forged"])  # proves the next read takes the snapshot
+    assert store.read().models_dirs == ["/forged"]
+
+
+def test_any_change_to_the_config_bytes_is_parsed_again(config: Path) -> None:
+    store = ConfigStore(config)
+    store.read()
+    forge(config, models_dirs=["/forged"])
+    config.write_text(CONFIG.replace("8192", "8193"))  # a hand edit, same size
+    assert store.read().models["qwen"].ctx == 8193
+    assert store.read() == fresh(config)
+    forge(config, models_dirs=["/forged"])
+    stat = config.stat()
+    config.write_text(CONFIG.replace("8192", "4096"))
+    os.utime(config, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size and mtime
+    assert store.read().models["qwen"].ctx == 4096  # the bytes' hash, not the stat, decides
+
+
+def test_a_write_leaves_a_snapshot_of_what_it_wrote(config: Path) -> None:
+    store = ConfigStore(config)
+
+    def change(s: Settings) -> tuple[Settings, None]:
+        models = dict(s.models) | {"new": ModelOverride(ctx=2048)}
+        return s.model_copy(update={"models": models}), None
+
+    store.update(change)
+    raw = config.read_bytes()
+    assert b"# the big disk" in raw  # the store's own edit, comments kept
+    via_snapshot = store.read()
+    assert via_snapshot.models["new"].ctx == 2048 and via_snapshot == fresh(config)
+    forge(config, models_dirs=["/forged"])
+    assert store.read().models_dirs == ["/forged"]  # written by the update, not a read
+
+
+@pytest.mark.parametrize(
+    "stale",
+    [
+        lambda d: d["stamp"].update(format=0),
+        lambda d: d["stamp"].update(backendmgr="0.0.0-other"),
+        lambda d: d["stamp"].update(parser="ruamel.yaml 0.0.1"),
+        lambda d: d["stamp"].update(sha256="0" * 64),
+        lambda d: d.update(document=[1, 2]),
+        lambda d: d.update(document={"models_dirs": 7}),  # not valid settings
+    ],
+)
+def test_a_stale_or_broken_snapshot_is_never_used(config: Path, stale: object) -> None:
+    store = ConfigStore(config)
+    store.read()
+    data = json.loads(snapshot_path(config).read_text())
+    data["document"]["models_dirs"] = ["/forged"]
+    stale(data)  # type: ignore[operator]
+    snapshot_path(config).write_text(json.dumps(data))
+    assert store.read() == fresh(config)
+    for junk in (b"", b"{", b"[]", b"\xff" * 10):
+        snapshot_path(config).write_bytes(junk)
+        assert store.read() == fresh(config)
+
+
+def test_a_folder_that_cannot_hold_a_snapshot_still_reads(config: Path) -> None:
+    config.parent.chmod(0o555)
+    try:
+        if os.access(config.parent, os.W_OK):
+            pytest.skip("running as a user who writes anywhere")
+        assert ConfigStore(config).read() == fresh(config)
+        assert not snapshot_path(config).exists()
+    finally:
+        config.parent.chmod(0o755)
+
+
+def test_the_snapshot_is_as_private_as_the_config(config: Path) -> None:
+    config.chmod(0o600)
+    ConfigStore(config).read()
+    assert snapshot_path(config).stat().st_mode & 0o777 == 0o600
+    config.chmod(0o640)
+    config.write_text(CONFIG + "ttl: 5\n")
+    ConfigStore(config).read()
+    assert snapshot_path(config).stat().st_mode & 0o777 == 0o640
+    config.chmod(0o600)  # made private later, the bytes unchanged: the next read follows
+    ConfigStore(config).read()
+    assert snapshot_path(config).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_missing_or_empty_config_writes_no_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    assert ConfigStore(path).read() == Settings()
+    path.write_text("# nothing yet\n")
+    assert ConfigStore(path).read() == Settings()
+    assert not snapshot_path(path).exists()

@@ -25,9 +25,11 @@ __all__ = [
     "AssetInfo",
     "BackendRowInfo",
     "BackendRowResult",
+    "BisectReport",
     "BuildInfo",
     "BuildOutcome",
     "CacheCleanResult",
+    "CanaryReport",
     "CatalogEntry",
     "CmdResult",
     "ConfigInfo",
@@ -450,3 +452,31 @@ class VerifyReport(_Result):
     failed: int
     # issue 20: the models a run that stops at its first failure did not reach
     unchecked: list[str] = Field(default_factory=list)
+
+
+class BisectReport(Outcome):
+    """What ``bisect`` found: the first bad and last good release, every release measured,
+    the builds it installed and removed, and the Markdown report."""
+
+    model: str
+    metric: str
+    threshold: float
+    first_bad: dict[str, Any]
+    last_good: dict[str, Any]
+    figures: list[dict[str, Any]] = Field(default_factory=list)  # every release measured
+    installs: list[str] = Field(default_factory=list)  # builds installed for the search
+    removed: list[str] = Field(default_factory=list)
+    releases: int  # how many releases the range holds
+    report: str  # the Markdown
+
+
+class CanaryReport(Outcome):
+    """A canary switch: promoted or rolled back, with both builds' figures per canary."""
+
+    promoted: bool
+    build: str  # the new build
+    previous: str  # the build the canaries ran on before
+    tolerance: float  # percent
+    models: list[str]
+    comparison: list[dict[str, Any]] = Field(default_factory=list)  # per canary: both figures
+    verified: dict[str, bool] = Field(default_factory=dict)

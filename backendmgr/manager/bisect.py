@@ -18,14 +18,13 @@ import platform
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from pydantic import Field
 
 from .._version import __version__
+from ..api_models import BisectReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..measure.tuned import device_of
 from ..requests import InstallRequest, ReleasesQuery
-from ..results import Outcome
 
 if TYPE_CHECKING:
     from . import Manager
@@ -35,19 +34,6 @@ __all__ = ["BisectReport", "bisect"]
 Metric = Literal["speed", "starts"]
 DEFAULT_THRESHOLD = 10.0
 LISTING_LIMIT = 100
-
-
-class BisectReport(Outcome):
-    model: str
-    metric: str
-    threshold: float
-    first_bad: dict[str, Any]
-    last_good: dict[str, Any]
-    figures: list[dict[str, Any]] = Field(default_factory=list)  # every release measured
-    installs: list[str] = Field(default_factory=list)  # builds installed for the search
-    removed: list[str] = Field(default_factory=list)
-    releases: int  # how many releases the range holds
-    report: str  # the Markdown
 
 
 def _shown(tag: str, r: BenchResult) -> dict[str, Any]:

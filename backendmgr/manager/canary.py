@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import Field
 
 from .._fs import atomic_write_bytes
+from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
 from ..requests import VerifyRequest
-from ..results import Outcome
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -41,16 +40,6 @@ DEFAULT_TOLERANCE = 5.0
 IDLE_WAIT_S = 120.0
 IDLE_POLL_S = 1.0
 BUSY_STATES = ("starting", "stopping")
-
-
-class CanaryReport(Outcome):
-    promoted: bool
-    build: str  # the new build
-    previous: str  # the build the canaries ran on before
-    tolerance: float  # percent
-    models: list[str]
-    comparison: list[dict[str, Any]] = Field(default_factory=list)  # per canary: both figures
-    verified: dict[str, bool] = Field(default_factory=dict)
 
 
 def slower_pct(old: float | None, new: float | None) -> float | None:

@@ -111,7 +111,7 @@ def test_ctrl_c_during_the_smoke_check_exits_130_and_leaves_no_process(
 def test_a_cancelled_venv_step_stops_its_whole_group(tmp_path: Path, step: str) -> None:
     """pip (or uv) and the tool-parser probe run in their own group too: a cancel while a
     build backend's helper hangs stops both at once."""
-    from backendmgr.install import venv_job
+    from backendmgr.install import venv_job, venv_probe
 
     pids = tmp_path / "pids"
     argv = ["sh", "-c", hanging_server(pids).decode().split("\n", 1)[1]]
@@ -122,7 +122,7 @@ def test_a_cancelled_venv_step_stops_its_whole_group(tmp_path: Path, step: str) 
             if step == "installer":
                 await venv_job._run(argv, None, dict(os.environ), "pip install")
             else:
-                await venv_job._bounded_output(argv, 1 << 20)
+                await venv_probe._bounded_output(argv, 1 << 20)
         return time.monotonic() - started
 
     took = anyio.run(main)

@@ -42,6 +42,7 @@ __all__ = [
     "ModelBackend",
     "ModelInfo",
     "ModelSettingsResult",
+    "ModelsDirResult",
     "PinResult",
     "Previewed",
     "PruneResult",
@@ -305,6 +306,14 @@ class BackendRowResult(Outcome, BackendRowInfo):
 class PinResult(Previewed):
     model: str
     backend: str | None
+
+
+class ModelsDirResult(Previewed):
+    """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
+
+    path: str
+    config: str
+    models_dirs: list[str]
 
 
 class ModelSettingsResult(Previewed):

@@ -335,7 +335,8 @@ def test_models_names_the_unusable_folder(tmp_path: Path, config_path: Path) -> 
     config_path.parent.mkdir(parents=True)
     config_path.write_text("ttl: 600\n")
     assert warnings(ok(bm("models"))) == [
-        "warning: models_dirs is empty; add the folders that hold your models to the config"
+        f"warning: no models folder: models_dirs in {config_path} is empty; add yours with "
+        '"backendmgr models add-dir PATH"'
     ]
     afile = tmp_path / "a-file"
     afile.write_text("x")

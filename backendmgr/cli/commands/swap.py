@@ -159,8 +159,11 @@ def with_follow_up(handler: Handler) -> Handler:
     by the proof that llama-swap took the change, or a restart onto a new llama-swap build."""
 
     async def run(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+        mutation = getattr(args, "command", None) in MUTATIONS or getattr(
+            args, "models_action", None
+        )
         if (
-            getattr(args, "command", None) not in MUTATIONS
+            not mutation
             or getattr(args, "dry_run", False)
             or getattr(args, "no_generate", False)
             or getattr(args, "check", False)

@@ -169,10 +169,23 @@ def with_follow_up(handler: Handler) -> Handler:
             or getattr(args, "check", False)
         ):
             return await handler(mgr, args, out)
-        mark = await mgr.swap.mark()
+        unknown = ""
+        try:  # what cannot be learnt about llama-swap never blocks the change (issue 33)
+            mark = await mgr.swap.mark()
+        except Exception as exc:  # an unreadable service file or state: a warning, later
+            mark, unknown = None, _why(exc)
         code = await handler(mgr, args, out)
+        if unknown and code == 0:
+            out.warning(
+                f"cannot tell whether llama-swap runs or a service is installed ({unknown}); "
+                'if one does, "backendmgr status" shows whether it took the change'
+            )
         if mark is not None and code == 0:
-            follow = await mgr.swap.follow(mark)
+            try:
+                follow = await mgr.swap.follow(mark)
+            except Exception as exc:
+                out.warning(f"cannot tell whether llama-swap took the change ({_why(exc)})")
+                return code
             for note in follow.notes:
                 out.note(note)
             for warning in follow.warnings:
@@ -180,6 +193,16 @@ def with_follow_up(handler: Handler) -> Handler:
         return code
 
     return run
+
+
+def _why(exc: BaseException) -> str:
+    """The one line the boundary would print for ``exc``; a Ctrl-C goes on up."""
+    from ...boundary import failure_of
+    from ...errors import is_cancel
+
+    if is_cancel(exc):
+        raise exc
+    return failure_of(exc).message
 
 
 __all__ = ["register", "with_follow_up"]

@@ -187,7 +187,7 @@ class ModelInfo(_Result):
     est_vram_gb: float | None = None
     verified: VerifyResult | None = None  # the last `verify` result for this exact command
     verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
-    tuning: str | None = None  # "tuned: ctx 16384, …" / "estimated: ctx 32768 (not tuned)"
+    tuning: str | None = None  # "ctx 16384 from tuning: …" (issue 33: one sentence)
 
 
 class CmdResult(_Result):
@@ -345,6 +345,7 @@ class GenerateResult(Outcome):
     models: int
     skipped: list[SkippedModel]
     backup: str | None = None
+    models_changed: list[str] | None = None  # ids whose entries a rewrite changed (issue 33)
 
 
 class UpdateEntry(_Result):

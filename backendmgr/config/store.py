@@ -17,10 +17,11 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import YAMLError
 
 from .._fs import atomic_write_bytes
-from .._yaml import check_yaml, read_limited
+from .._yaml import check_yaml, read_limited, yaml_problem
+from ..changes import config_written
 from ..errors import ConfigError, Refused, did_you_mean, escaped, validation_problem
 from .models import BackendRow, ModelOverride, Settings
 
@@ -68,6 +69,7 @@ class ConfigStore:
                 data = render(loaded, new_settings)
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
+                    config_written(self.path)  # for the command's result (issue 33)
                 return result
         except Timeout as exc:
             raise Refused(
@@ -146,14 +148,8 @@ def _parse(path: Path, raw: bytes) -> LoadedConfig:
         doc = _yaml((2, 4, 2)).load(text)
     except RecursionError as exc:
         raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
-        raise ConfigError(f"{path}{where}: {problem}; fix the YAML and try again") from exc
     except YAMLError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
-        raise ConfigError(f"{path}: {first}") from exc
+        raise ConfigError(yaml_problem(str(path), exc)) from exc
     if doc is None:
         return LoadedConfig(Settings(), None, raw, _guess_indent(text))
     if not isinstance(doc, CommentedMap):

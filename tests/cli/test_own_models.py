@@ -94,3 +94,30 @@ def test_doctor_reports_settings_for_models_no_folder_has(
     assert 'removed the settings of "qwen3-8b" (ctx): no models folder has it' in fixed["fixed"]
     assert "qwen3-8b:" not in config_path.read_text()
     assert "qwen3-8b-q4_k_m:" in config_path.read_text()
+
+
+def test_every_change_says_what_it_changed(tmp_path: Path, config_path: Path) -> None:
+    """Issue 33 (3): the config file written, the generated file rewritten and the models whose
+    entries changed in it, in the text and in ``--json``; nothing when nothing changed."""
+    root = tmp_path / "mine"
+    write_gguf(root / "qwen3-8b-q4_k_m.gguf", "qwen3", layers=36, ctx=40960, size_bytes=GIB)
+    write_gguf(root / "llama-3.2-3b-q8_0.gguf", "llama", layers=28, ctx=8192, size_bytes=GIB)
+    config_path.parent.mkdir(parents=True)
+    config_path.write_text(
+        f"models_dirs: [{json.dumps(str(root))}]\n"
+        "backends:\n  - {id: llama-src, kind: llama, path: /bin/true}\n"
+    )
+    output = Path(json.loads(ok(bm("--json", "generate")).out)["output"])
+
+    said = ok(bm("set", "qwen3-8b-q4_k_m", "ctx=4096")).out.splitlines()
+    assert said[1:] == [f"  updated {config_path}", f"  rewrote {output} (qwen3-8b-q4_k_m)"]
+    done = json.loads(ok(bm("--json", "pin", "llama-3.2-3b-q8_0", "llama-src")).out)
+    assert done["changes"]["config"] == str(config_path)
+    # the pin names the row every model already resolves to: the entry itself is the same
+    assert done["changes"]["generated"]["output"] == str(output)
+    again = json.loads(ok(bm("--json", "set", "qwen3-8b-q4_k_m", "ctx=4096")).out)
+    assert again["changed"] is False and "changes" not in again
+    dry = json.loads(ok(bm("--json", "unset", "--dry-run", "qwen3-8b-q4_k_m", "ctx")).out)
+    assert "changes" not in dry
+    gone = json.loads(ok(bm("--json", "models", "remove-dir", str(root))).out)
+    assert gone["changes"]["generated"]["models"] == ["llama-3.2-3b-q8_0", "qwen3-8b-q4_k_m"]

@@ -125,8 +125,8 @@ def test_a_stale_or_broken_memo_is_never_shown(home: Path, tmp_path: Path) -> No
             memo.write_bytes(broken)
         assert read("backends") == read("backends", full=True)
     # a failure is never stored: it is reported afresh each time
-    assert read("which", "nope").code == 1
-    assert read("which", "nope", trace=trace).code == 1
+    assert read("which", "nope").code == 2
+    assert read("which", "nope", trace=trace).code == 2
     assert trace.read_text().split()[-1] == "miss"
 
 

@@ -120,7 +120,15 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             import webbrowser
 
             opened.append(redirect_file(url))
-            webbrowser.open(opened[-1].as_uri())
+            try:
+                browsed = webbrowser.open(opened[-1].as_uri())
+            except Exception:  # webbrowser.Error, a BROWSER that cannot be run
+                browsed = False
+            if not browsed:  # one line: the page is still served at the address above
+                out.warning(
+                    "--open: no browser found to open the page (set BROWSER, or open the "
+                    "address above yourself)"
+                )
 
     try:
         await run_server(mgr, host=args.host, port=args.port, token=token, on_ready=ready)

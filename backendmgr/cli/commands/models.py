@@ -82,8 +82,8 @@ def _backend_cells(row: ModelInfo) -> list[str]:
 
 
 def _tuned(row: ModelInfo) -> list[str]:
-    """Issue 22: ``tuned: ctx 16384, …`` or ``estimated: ctx 32768 (not tuned)``."""
-    return [row.tuning] if row.tuning else []
+    """Issue 22/33: ``ctx 16384 from tuning: …``, ``ctx 2048 from the trained context …``."""
+    return [row.tuning] if row.tuning and row.tuning not in row.notes else []  # said once
 
 
 def _checked(row: ModelInfo) -> list[str]:

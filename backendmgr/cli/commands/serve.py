@@ -82,7 +82,7 @@ def _port(text: str) -> int:
 
 
 async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...errors import BackendmgrError
+    from ...errors import BackendmgrError, ConfigError, InvalidInput
 
     try:
         import starlette  # noqa: F401
@@ -94,7 +94,12 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
     token = args.token or mgr.environ.get("BACKENDMGR_TOKEN") or None
     if token is not None:
-        check_token(token)
+        try:
+            check_token(token)
+        except InvalidInput as exc:  # typed: 2; from the environment, like a config file: 1
+            if args.token:
+                raise
+            raise ConfigError(str(exc)) from None
     opened: list[Path] = []
 
     def ready(url: str) -> None:

@@ -14,7 +14,15 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "check_yaml", "load_yaml", "read_limited"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "check_yaml",
+    "load_yaml",
+    "read_limited",
+    "yaml_problem",
+]
 
 MAX_BYTES = 8 << 20
 """The largest user YAML file read; a config or manifest is a few kilobytes."""
@@ -87,6 +95,20 @@ def check_yaml(text: str, source: str) -> None:
             )
 
 
+def yaml_problem(source: str, exc: Exception) -> str:
+    """A YAML syntax error as one line naming the file, line and column (issue 33), in the
+    words every YAML file backendmgr reads uses: ``config.yaml line 3 column 7: <problem>``."""
+    from ruamel.yaml.error import MarkedYAMLError
+
+    if isinstance(exc, MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = " ".join((exc.problem or exc.context or "invalid YAML").split())
+        return f"{source}{where}: {problem}; fix the YAML and try again"
+    text = str(exc).strip()
+    return f"{source}: {text.splitlines()[0] if text else type(exc).__name__}"
+
+
 def load_yaml(text: str, source: str) -> Any:
     """Plain Python data from user YAML, checked by :func:`check_yaml` first.
 
@@ -99,7 +121,6 @@ def load_yaml(text: str, source: str) -> Any:
         check_yaml(text, source)
         return YAML(typ="safe").load(text)
     except YAMLError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{source}: {first}") from exc
+        raise ConfigError(yaml_problem(source, exc)) from exc
     except RecursionError as exc:
         raise ConfigError(f"{source}: nested too deep to read; flatten the YAML") from exc

@@ -44,6 +44,7 @@ __all__ = [
     "ModelBackend",
     "ModelInfo",
     "ModelSettingsResult",
+    "ModelsDirResult",
     "PinResult",
     "Previewed",
     "PruneResult",
@@ -188,7 +189,7 @@ class ModelInfo(_Result):
     est_vram_gb: float | None = None
     verified: VerifyResult | None = None  # the last `verify` result for this exact command
     verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
-    tuning: str | None = None  # "tuned: ctx 16384, …" / "estimated: ctx 32768 (not tuned)"
+    tuning: str | None = None  # "ctx 16384 from tuning: …" (issue 33: one sentence)
     bench: list[dict[str, Any]] | None = None  # issue 32: the last `bench` figures per build
 
 
@@ -310,6 +311,14 @@ class PinResult(Previewed):
     backend: str | None
 
 
+class ModelsDirResult(Previewed):
+    """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
+
+    path: str
+    config: str
+    models_dirs: list[str]
+
+
 class ModelSettingsResult(Previewed):
     """``set``/``unset``: the model id and its overrides as stored (only those set)."""
 
@@ -339,6 +348,7 @@ class GenerateResult(Outcome):
     models: int
     skipped: list[SkippedModel]
     backup: str | None = None
+    models_changed: list[str] | None = None  # ids whose entries a rewrite changed (issue 33)
 
 
 class UpdateEntry(_Result):

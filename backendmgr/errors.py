@@ -6,17 +6,22 @@ the one function that turns *any* exception into ``(message, exit, status)`` for
 
     class                   exit  HTTP
     BackendmgrError            1   500
-    ├── InvalidInput           1   422  a value the user typed is wrong (unknown key, bad number)
+    ├── InvalidInput           2   422  a value the user typed is wrong (unknown key, bad number)
     │   ├── ConfigError        1   422  the config, a manifest, a lock or receipt is unusable
     │   └── UsageError         2   422  a malformed request: a usage error (SPEC §13)
     │       └── MalformedId    2   422  an id whose shape is wrong (control character, ``/``)
-    ├── NotFound               1   404  an unknown component, variant, build, row or model
+    ├── NotFound               1   404  what the world lacks: no such release, nothing installed
+    │   └── Unknown            2   404  a name the user typed that is not known (``unknown()``)
     ├── Refused                1   409  valid, but would break a rule (activated build, ★ …)
     ├── NetworkError           1   502  the network, a release API or a package index failed
     ├── VerificationError      1   502  a download does not match its size or checksum
     ├── UnsafeArchive          1   502  an archive writes outside its folder, or is a bomb
     ├── InstallFailed          1   500  the build does not run, or its installer failed
     └── Cancelled            130   409  Ctrl-C or a cancelled task
+
+The exit rule (SPEC §13, issue 33): what the user typed wrong, an unknown command, option,
+key, value, component, row or address, is 2; what the world refused is 1; Ctrl-C is 130. A
+file backendmgr reads (the config, a lock) that is wrong is the world's: 1.
 
 Anything else: an ``OSError`` is its ``strerror`` and file (1, 500), a timeout says so (1, 504),
 an httpx error is the network map's line (1, 502), a pydantic error names its field (1, 500),
@@ -41,6 +46,7 @@ __all__ = [
     "NetworkError",
     "NotFound",
     "Refused",
+    "Unknown",
     "UnsafeArchive",
     "UsageError",
     "ValidationProblem",
@@ -72,16 +78,23 @@ class BackendmgrError(Exception):
             cls.http_status = http
 
 
-class InvalidInput(BackendmgrError, http=422):
-    """Raised when a value given on the command line or through the API is invalid."""
+class InvalidInput(BackendmgrError, exit=2, http=422):
+    """Raised when a value given on the command line or through the API is invalid: the user
+    typed it wrong, so exit status 2 (SPEC §13)."""
 
 
-class ConfigError(InvalidInput):
-    """Raised when the config file or a manifest cannot be read or fails validation."""
+class ConfigError(InvalidInput, exit=1):
+    """Raised when the config file or a manifest cannot be read or fails validation: a file,
+    not what was typed, so exit status 1."""
 
 
 class NotFound(BackendmgrError, http=404):
-    """Raised when a named component, variant, build, row or model does not exist."""
+    """Raised when what the world holds lacks something: a release, an asset, an install."""
+
+
+class Unknown(NotFound, exit=2):
+    """A component, variant, build, row or model name the user typed that is not known: exit
+    status 2 (SPEC §13); raised through :func:`unknown`."""
 
 
 class Refused(BackendmgrError, http=409):
@@ -131,7 +144,7 @@ def unknown(
     *,
     hint: str = "",
     always_hint: bool = False,
-    error: type[BackendmgrError] = NotFound,
+    error: type[BackendmgrError] = Unknown,
 ) -> BackendmgrError:
     """The error for a name that is not known: ``message; did you mean X?`` when one is close,
     else ``message; hint``; ``always_hint`` keeps a short list even after a suggestion

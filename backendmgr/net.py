@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ._version import __version__
-from .errors import InvalidInput, NetworkError
+from .errors import ConfigError, NetworkError
 
 if TYPE_CHECKING:
     import httpx
@@ -79,7 +79,7 @@ def _timeout_from_env(env: Mapping[str, str]) -> float:
     except ValueError:
         value = 0.0
     if not 0 < value <= 3600:
-        raise InvalidInput(f'BACKENDMGR_TIMEOUT "{raw[:40]}" is not a number of seconds (0-3600)')
+        raise ConfigError(f'BACKENDMGR_TIMEOUT "{raw[:40]}" is not a number of seconds (0-3600)')
     return value
 
 
@@ -100,9 +100,9 @@ class NetSettings:
         api = (env.get("BACKENDMGR_GITHUB_API") or DEFAULT_API).rstrip("/")
         parts = urlsplit(api)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidInput(f'BACKENDMGR_GITHUB_API "{api}" is not an http(s) URL')
+            raise ConfigError(f'BACKENDMGR_GITHUB_API "{api}" is not an http(s) URL')
         if parts.scheme == "http" and not is_loopback(parts.hostname):
-            raise InvalidInput(
+            raise ConfigError(
                 f'BACKENDMGR_GITHUB_API "{api}" uses plain http, which is allowed only on loopback'
             )
         token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or None

@@ -24,6 +24,9 @@ class Outcome(BaseModel):
     message: str
     changed: bool = True
     warnings: list[str] = Field(default_factory=list)
+    # what the command changed on disk (issue 33): ``{"config": path, "generated": {"output":
+    # path, "models": [ids]}, "reload": {"ok", "message"}}``, only what happened
+    changes: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
     def _shown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -89,7 +89,8 @@ def server_program(tag: str, variant: str, help_text: str) -> bytes:
         f'if [ "$1" = "--list-devices" ]; then cat <<\'END\'\n{devices}END\nexit 0; fi\n'
         f'if [ "$1" = "--version" ]; then echo "version: {tag[1:]} ({tag}) demo build"\n'
         "exit 0; fi\n"
-        f'exec "{sys.executable}" "$here/demo-server.py" --demo-tag {tag} "$@"\n'  # DEMO_SERVER
+        # the interpreter on PATH, not this clone's: the kept builds run wherever they go
+        f'exec "$here/demo-server.py" --demo-tag {tag} "$@"\n'  # DEMO_SERVER
     ).encode()
 
 
@@ -98,6 +99,7 @@ def server_program(tag: str, variant: str, help_text: str) -> bytes:
 # real one it holds memory in proportion to its context (1 KiB per token here), and a build
 # older than b11200 does not know the olmo3 architecture, in llama.cpp's words.
 DEMO_SERVER = b"""\
+#!/usr/bin/env python3
 import json, os, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -154,7 +156,7 @@ def tarball(tag: str, variant: str, help_text: str) -> bytes:
         add("libggml.so.0", link="libggml.so.0.9.4")  # the link comes before its target
         add("llama-server", server_program(tag, variant, help_text), mode=0o755)
         add("libggml.so.0.9.4", b"\x7fELF demo library\n")
-        add("demo-server.py", DEMO_SERVER)
+        add("demo-server.py", DEMO_SERVER, mode=0o755)
     return buf.getvalue()
 
 
@@ -240,6 +242,7 @@ class World:
     tmp: Path
     config: Path
     env: dict[str, str]
+    models: Path  # the models folder (in the --keep folder when one is given)
     llama_swap: bool = False  # a llama-swap release is on the mirror
 
     @property
@@ -260,13 +263,14 @@ def demo_world(keep: Path | None = None) -> Iterator[World]:
         binary = llama_swap_binary()
         if binary is not None:
             publish_llama_swap(mirror_root, binary)
-        gguf(tmp / "models" / "qwen3-8b-q4_k_m.gguf", "qwen3", 36, 8, 40960)
-        gguf(tmp / "models" / "llama-3.2-3b-q8_0.gguf", "llama", 28, 8, 131072)
+        models = keep / "models" if keep else tmp / "models"  # kept: the model files too
+        gguf(models / "qwen3-8b-q4_k_m.gguf", "qwen3", 36, 8, 40960)
+        gguf(models / "llama-3.2-3b-q8_0.gguf", "llama", 28, 8, 131072)
         config = tmp / "config" / "config.yaml"
         config.parent.mkdir()
         config.write_text(
             "# demo config: one models folder, a 16 GiB budget per model\n"
-            f"models_dirs: [{json.dumps(str(tmp / 'models'))}]\n"
+            f"models_dirs: [{json.dumps(str(models))}]\n"
             "vram_budget_gb: 16\n"
         )
         mirror = subprocess.Popen(
@@ -295,7 +299,7 @@ def demo_world(keep: Path | None = None) -> Iterator[World]:
                 "BACKENDMGR_VRAM_GB": "24",
             }
             env.pop("BACKENDMGR_OFFLINE", None)
-            yield World(tmp, config, env, llama_swap=binary is not None)
+            yield World(tmp, config, env, models, llama_swap=binary is not None)
         finally:
             mirror.terminate()
             mirror.wait(timeout=10)
@@ -373,7 +377,7 @@ def journey(world: World) -> None:
         "verify",
     )
     new_model = "olmo3-7b-q4_k_m"
-    gguf(world.tmp / "models" / f"{new_model}.gguf", "olmo3", 32, 8, 65536)
+    gguf(world.models / f"{new_model}.gguf", "olmo3", 32, 8, 65536)
     step(
         "A new model arrives, pinned by habit to the older build",
         "pin",
@@ -580,7 +584,9 @@ def kept(folder: Path) -> str:
         'every chat with "hello"). To install from them, serve the folder and point '
         "backendmgr at it:\n"
         f"  {mirror} {shlex.quote(str(folder))}\n"
-        f"  BACKENDMGR_GITHUB_API={api} backendmgr install llama-server"
+        f"  BACKENDMGR_GITHUB_API={api} backendmgr install llama-server\n"
+        f"The demo's model files are kept in {folder / 'models'}; to use them:\n"
+        f"  backendmgr models add-dir {shlex.quote(str(folder / 'models'))}"
     )
 
 

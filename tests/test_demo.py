@@ -5,6 +5,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -75,6 +76,19 @@ def test_demo_runs_offline_and_cleans_up(tmp_path: Path) -> None:
         "BACKENDMGR_GITHUB_API=http://127.0.0.1:8765 backendmgr install llama-server"
     )
     assert serve_it == f"{ROOT / 'scripts' / 'mirror.py'} {releases}"
+    # issue 33: the model files are kept too, with the one command that points backendmgr at them
+    assert said[4].strip() == f"backendmgr models add-dir {releases / 'models'}"
+    assert {p.name for p in (releases / "models").iterdir()} >= {"qwen3-8b-q4_k_m.gguf"}
+    # the stand-in builds name no interpreter of this clone: they run wherever the folder goes
+    archive = next((releases / "ggml-org" / "llama.cpp" / "b11211").glob("*.tar.gz"))
+    with tarfile.open(archive) as tf:
+        members = {m.name.rsplit("/", 1)[-1]: m for m in tf.getmembers()}
+        server = tf.extractfile(members["llama-server"])
+        stand_in = tf.extractfile(members["demo-server.py"])
+        assert server is not None and stand_in is not None
+        assert sys.executable.encode() not in server.read()
+        assert stand_in.read().startswith(b"#!/usr/bin/env python3\n")
+        assert members["demo-server.py"].mode & 0o111
     assert sorted(p.name for p in (releases / "ggml-org" / "llama.cpp").iterdir()) == [
         "b11100",
         "b11211",

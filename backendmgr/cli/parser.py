@@ -79,7 +79,7 @@ class _Parser(argparse.ArgumentParser):
             known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
             flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
             best = close_matches(flags[0], known, limit=1) if flags else []  # one, not three
-            close = did_you_mean(flags[0], best) if flags else ""  # a stray operand: no flag
+            close = did_you_mean(flags[0], best) if flags else ""  # an extra operand: none
             command.error(f"unrecognized arguments: {' '.join(extras)}{close}")
         for check in getattr(parsed, "usage_checks", ()):
             problem = check(parsed)

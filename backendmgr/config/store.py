@@ -18,10 +18,11 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml import __version__ as _ruamel_version
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import YAMLError
 
 from .._fs import atomic_write_bytes
-from .._yaml import check_yaml, read_limited
+from .._yaml import check_yaml, read_limited, yaml_problem
+from ..changes import config_written
 from ..errors import ConfigError, Refused, did_you_mean, escaped, validation_problem
 from .models import BackendRow, ModelOverride, Settings
 from .snapshot import load_snapshot, save_snapshot
@@ -94,6 +95,7 @@ class ConfigStore:
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
                     save_snapshot(self.path, data, PARSER, _plain(doc))
+                    config_written(self.path)  # for the command's result (issue 33)
                 return result
         except Timeout as exc:
             raise Refused(
@@ -172,14 +174,8 @@ def _parse(path: Path, raw: bytes) -> LoadedConfig:
         doc = _yaml((2, 4, 2)).load(text)
     except RecursionError as exc:
         raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
-        raise ConfigError(f"{path}{where}: {problem}; fix the YAML and try again") from exc
     except YAMLError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid YAML"
-        raise ConfigError(f"{path}: {first}") from exc
+        raise ConfigError(yaml_problem(str(path), exc)) from exc
     if doc is None:
         return LoadedConfig(Settings(), None, raw, _guess_indent(text))
     if not isinstance(doc, CommentedMap):

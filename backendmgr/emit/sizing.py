@@ -20,6 +20,7 @@ __all__ = [
     "KvModel",
     "LlamaKnobs",
     "VllmSizing",
+    "ctx_sentence",
     "devices_card_gb",
     "gpu_utilisation",
     "is_over_budget",
@@ -31,6 +32,7 @@ __all__ = [
     "max_ctx_for_budget",
     "over_budget",
     "rounded_ctx",
+    "unsized_note",
     "vllm_sizing",
 ]
 
@@ -221,6 +223,21 @@ def max_ctx_for_budget(kv: KvModel, avail_gb: float) -> int:
     return math.floor((avail_gb - kv.const) / kv.slope)
 
 
+def ctx_sentence(ctx: int, source: str, flag: str = "ctx") -> str:
+    """The one sentence that says a model's context and where it comes from (issue 33), the
+    same words in ``models``, ``tune``, the page and the generated file: ``ctx 2048 from the
+    trained context``. Sources: the trained context, the VRAM budget, tuning, your setting."""
+    return f"{flag} {ctx} from {source}"
+
+
+def unsized_note(flag: str, ctx: int, *, no_kv: bool) -> str:
+    """No budget (or no KV cost model) to size from: the default, or the trained context
+    where that is smaller; one number, the one written."""
+    why = "no KV cost model for this architecture" if no_kv else "no VRAM budget to size from"
+    source = "the default" if ctx == DEFAULT_CTX else "the trained context"
+    return ctx_sentence(ctx, f"{source} ({why})", flag)
+
+
 def _cap(ctx: int, meta: ModelMeta | None) -> int:
     trained = meta.context_length if meta else None
     return min(ctx, trained) if trained else ctx
@@ -260,8 +277,8 @@ def llama_context(
         return pinned, []
     kv = kv_model(meta)
     if kv is None or budget_gb is None:
-        why = "no KV cost model" if kv is None else "no VRAM budget"
-        return _cap(DEFAULT_CTX, meta), [f"ctx {DEFAULT_CTX}: {why}"]
+        ctx = _cap(DEFAULT_CTX, meta)
+        return ctx, [unsized_note("ctx", ctx, no_kv=kv is None)]
     knobs = llama_knobs(extra_args)
     avail = budget_gb - headroom_gb - weights_gb - LLAMA_FIXED_GB
     other = kv.const - kv.swa_cell * kv.window
@@ -347,9 +364,8 @@ def vllm_sizing(
             ctx = FLOOR_CTX
             notes.append("weights exceed the VRAM budget")
         elif kv is None or avail is None:
-            ctx = DEFAULT_CTX
-            why = "no KV cost model" if kv is None else "no VRAM budget"
-            notes.append(f"max-model-len {DEFAULT_CTX}: {why}")
+            ctx = _cap(DEFAULT_CTX, meta)
+            notes.append(unsized_note("max-model-len", ctx, no_kv=kv is None))
         else:
             ctx = rounded_ctx(max_ctx_for_budget(kv, avail))
         ctx = _cap(ctx, meta)

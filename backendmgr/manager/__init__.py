@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         InstallResult,
         LockResult,
         ModelInfo,
+        ModelsDirResult,
         ModelSettingsResult,
         PinResult,
         PruneResult,
@@ -359,6 +360,12 @@ class Manager:
         )
 
     # --- models and the generated config ---------------------------------------------------
+
+    async def models_dir(
+        self, path: str, *, add: bool, generate: bool = True, dry_run: bool = False
+    ) -> ModelsDirResult:
+        """Add a folder to ``models_dirs``, or remove one (``add=False``)."""
+        return await self._s.registry.models_dir(path, add=add, generate=generate, dry_run=dry_run)
 
     async def models_info(self) -> list[ModelInfo]:
         return await self._s.models.info()

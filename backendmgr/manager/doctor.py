@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..api_models import DoctorReport
 from ..catalog.capabilities import missing_gpu
 from ..config.models import BackendRow, Settings
-from ..errors import BackendmgrError
+from ..errors import BackendmgrError, did_you_mean
 from ..requests import DoctorRequest, GenerateRequest
 from ..units import format_size
 from .context import Context
 from .facts import executable_exists
 from .generate import Generator
+
+if TYPE_CHECKING:
+    from ..discovery.models import Discovery
 
 __all__ = ["Doctor"]
 
@@ -69,6 +73,12 @@ class Doctor:
         notes += _part_notes(builds.part_files())
         # exactly what ``generate --check`` refuses: a problem, or a note for a stale file
         plan = await anyio.to_thread.run_sync(self.generator.models.pipeline, settings)
+        # issue 33: a pin or setting saved for a model id that no models folder has
+        problems += [
+            f'settings for "{model}" ({_named(settings, model)}) match no model in models_dirs '
+            f"(doctor --fix removes them){close}"
+            for model, close in _orphans(settings, plan.found)
+        ]
         target = self.ctx.output_path(settings)
         found = await anyio.to_thread.run_sync(self.generator.inspect, plan, target)
         problems += [f.text for f in found if f.problem]
@@ -100,14 +110,61 @@ class Doctor:
         before = (await self.ctx.settings()).backends
         await self.generator.sync_registry()
         fixed += _row_repairs(before, (await self.ctx.settings()).backends)
+        removed_models, kept_why = await self._remove_orphans()
+        fixed += removed_models
         try:  # like every other change: the llama-swap config follows
             written = await self.generator.generate(GenerateRequest())
         except BackendmgrError as exc:
-            return fixed, [f"the llama-swap config could not be rewritten: {exc}"]
+            return fixed, [*kept_why, f"the llama-swap config could not be rewritten: {exc}"]
         if written.written:
             kept = f"; kept the edited copy as {written.backup}" if written.backup else ""
             fixed.append(f"rewrote {written.output}{kept}")
-        return fixed, []
+        return fixed, kept_why
+
+    async def _remove_orphans(self) -> tuple[list[str], list[str]]:
+        """Remove the settings of model ids no models folder has, a line per model; none
+        while a models folder cannot be scanned (an unmounted disk is not a deleted model)."""
+        from .facts import discover
+        from .models import _folder_problems
+
+        settings = await self.ctx.settings()
+        _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
+        gone = {model for model, _ in _orphans(settings, found)}
+        if not gone:
+            return [], []
+        unreadable = await anyio.to_thread.run_sync(
+            _folder_problems, settings.models_dirs, self.ctx.store.path
+        )
+        if unreadable:
+            return [], [f"kept the settings of undiscovered models: {unreadable[0]}"]
+
+        def change(s: Settings) -> tuple[Settings, list[str]]:
+            removed = sorted(m for m in s.models if m in gone)
+            lines = [
+                f'removed the settings of "{m}" ({_named(s, m)}): no models folder has it'
+                for m in removed
+            ]
+            kept = {m: ov for m, ov in s.models.items() if m not in gone}
+            return s.model_copy(update={"models": kept}), lines
+
+        return await self.ctx.update(change), []
+
+
+def _orphans(settings: Settings, found: Discovery) -> list[tuple[str, str]]:
+    """Model ids with settings that discovery does not know, each with its did-you-mean."""
+    ids = [m.id for m in found.models] + [s.id for s in found.skipped]
+    known = set(ids)
+    return [
+        (model, did_you_mean(model, ids)) for model in sorted(settings.models) if model not in known
+    ]
+
+
+def _named(settings: Settings, model: str) -> str:
+    """What is set for ``model``: ``pin to "row", ctx``."""
+    override = settings.models[model]
+    keys = override.to_yaml()
+    parts = [f'pin to "{keys.pop("backend")}"'] if "backend" in keys else []
+    return ", ".join([*parts, *keys])
 
 
 def _swap_exe(settings: Settings) -> Path | None:

@@ -12,6 +12,7 @@ import anyio
 
 from .._locks import hold
 from ..api_models import GeneratedText, GenerateResult, SkippedModel
+from ..changes import generated
 from ..config.models import Settings
 from ..errors import BackendmgrError, InvalidInput, Refused, VerificationError
 from ..registry import rows as registry
@@ -143,10 +144,13 @@ class Generator:
             result.backup = str(backup)
             result.warn(f"{target} was modified by hand; kept that copy as {backup}")
         body = text.encode()
+        before = await anyio.to_thread.run_sync(_old_text, target)
         await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
         await anyio.to_thread.run_sync(record_written, record, body)
         result.written = True
         result.changed = True
+        result.models_changed = _changed_models(before, text)
+        generated(target, result.models_changed)
         result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
         return result
 
@@ -241,3 +245,33 @@ class Generator:
             up_to_date=fresh,
             status=status,
         )
+
+
+def _old_text(target: Path) -> str | None:
+    """The file about to be replaced, to say which entries changed (bounded; None: none)."""
+    from .._yaml import read_limited
+
+    try:
+        return read_limited(target).decode("utf-8", "replace")
+    except (OSError, BackendmgrError):
+        return None
+
+
+def _models_of(text: str) -> dict[str, object] | None:
+    from ruamel.yaml import YAML
+
+    try:
+        data = YAML(typ="safe").load(text)
+    except Exception:  # a file edited into nonsense: every entry counts as changed
+        return None
+    models = data.get("models") if isinstance(data, dict) else None
+    return models if isinstance(models, dict) else None
+
+
+def _changed_models(before: str | None, after: str) -> list[str]:
+    """The ids whose llama-swap entries the rewrite added, removed or changed."""
+    new = _models_of(after) or {}
+    old = _models_of(before) if before is not None else {}
+    if old is None:
+        return sorted(new)
+    return sorted(str(k) for k in set(old) | set(new) if old.get(k) != new.get(k))

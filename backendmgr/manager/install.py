@@ -192,7 +192,7 @@ def _said(
     manifest: Manifest, build_id: str, done: Registered, *, already: bool, by_other: bool
 ) -> str:
     if by_other:
-        head = f"{build_id} was installed by another backendmgr while this one waited"
+        head = f"another backendmgr installed {build_id} while this one waited"
     elif already:
         head = f"{build_id} is already installed"
     else:
@@ -200,7 +200,7 @@ def _said(
     if done.activated and done.was_active:
         return f"{head}; it is the activated build" if not already else f"{head} and activated"
     if done.activated:
-        message = f"{head} and activated it"
+        message = f"{head}; this one activated it" if by_other else f"{head} and activated it"
         if not done.star and done.other_star:
             classes = ", ".join(sorted(classes_of(manifest.kind)))
             message += f", but {done.other_star} is the default for class {classes}"

@@ -411,9 +411,12 @@ class MeasureService:
             tuned_at=datetime.now(UTC).isoformat(timespec="seconds"),
             attempts=len(outcome.trials),
         )
-        said = (
+        from ..measure.tuned import tuning_text
+
+        said = (  # what it had before, in the words models and the generated file use
             f"{model_id}: ctx {best.ctx} fits ({_gib(best.gib)} GiB measured by "
-            f"{record.measured_by}, budget {budget:g} GiB; estimate was {estimate}) on {backend}"
+            f"{record.measured_by}, budget {budget:g} GiB) on {backend}; it had "
+            f"{tuning_text(settings, entry)}"
         )
         if outcome.stopped:
             said += f"; {outcome.stopped}{cause_text(ended)}, a larger one may fit"

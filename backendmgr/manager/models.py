@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -170,7 +171,8 @@ class Models:
     async def folder_problems(self) -> list[str]:
         """Which ``models_dirs`` entries cannot be scanned, and why (discovery skips them)."""
         settings = await self.ctx.settings()
-        return await anyio.to_thread.run_sync(_folder_problems, settings.models_dirs)
+        config = self.ctx.store.path
+        return await anyio.to_thread.run_sync(_folder_problems, settings.models_dirs, config)
 
     async def cmd(self, model_id: str) -> CmdResult:
         from ..emit.plan import Entry
@@ -198,9 +200,12 @@ class Models:
         )
 
 
-def _folder_problems(dirs: list[str]) -> list[str]:
+def _folder_problems(dirs: list[str], config: Path) -> list[str]:
     if not dirs:
-        return ["models_dirs is empty; add the folders that hold your models to the config"]
+        return [
+            f"no models folder: models_dirs in {config} is empty; add yours with "
+            '"backendmgr models add-dir PATH"'
+        ]
     problems = []
     for top in dirs:
         path = os.path.expanduser(top)

@@ -11,7 +11,13 @@ from typing import Any, TypeVar
 
 import anyio
 
-from ..api_models import BackendRowResult, ModelSettingsResult, PinResult, RemovedRow
+from ..api_models import (
+    BackendRowResult,
+    ModelsDirResult,
+    ModelSettingsResult,
+    PinResult,
+    RemovedRow,
+)
 from ..config.models import (
     MAX_ID_CHARS,
     BackendRow,
@@ -131,6 +137,56 @@ class Registry:
             message=f'"{row_id}" is {when} the default (★) for {classes}',
             changed=changed,
             warnings=regen,
+        )
+
+    # --- models folders ---------------------------------------------------------------------
+
+    async def models_dir(
+        self, path: str, *, add: bool, generate: bool = True, dry_run: bool = False
+    ) -> ModelsDirResult:
+        """``models add-dir`` / ``remove-dir``: the one documented way to edit ``models_dirs``
+        (a locked, atomic config edit). A folder to add must exist and be readable; it is
+        stored absolute, so the config means the same from any working directory."""
+        config = str(self.ctx.store.path)
+        if add:
+            folder = await anyio.to_thread.run_sync(_readable_folder, path)
+        else:
+            folder = path
+
+        def change(s: Settings) -> tuple[Settings, tuple[bool, list[str]]]:
+            dirs = list(s.models_dirs)
+            same = [d for d in dirs if _same_folder(d, folder)]
+            if add:
+                if same:
+                    return s, (False, dirs)
+                dirs.append(folder)
+            else:
+                if not same:
+                    raise unknown(
+                        f'"{path}" is not in models_dirs of {config}',
+                        path,
+                        dirs,
+                        hint=f"models_dirs: {', '.join(dirs)}" if dirs else "models_dirs is empty",
+                        error=UsageError,
+                    )
+                dirs = [d for d in dirs if d not in same]
+            return s.model_copy(update={"models_dirs": dirs}), (True, dirs)
+
+        (changed, dirs), regen, dry = await self._change(change, generate=generate, dry_run=dry_run)
+        if changed:
+            verb = _would(dry, "added", "add") if add else _would(dry, "removed", "remove")
+            where = "to" if add else "from"
+            message = f"{verb} {folder} {where} models_dirs in {config}"
+        else:
+            message = f"{folder} is already in models_dirs of {config}"
+        return ModelsDirResult(
+            message=message,
+            changed=changed,
+            warnings=regen,
+            path=folder,
+            config=config,
+            models_dirs=dirs,
+            **dry,
         )
 
     # --- per-model overrides --------------------------------------------------------------
@@ -325,6 +381,30 @@ class Registry:
 def _would(dry: Mapping[str, Any], done: str, verb: str) -> str:
     """The message's verb: what was done, or in a dry run what would be."""
     return f"would {verb}" if dry else done
+
+
+def _readable_folder(path: str) -> str:
+    """``path`` as ``models_dirs`` stores it (absolute, ``~`` expanded), or why it cannot be
+    scanned: a typo in the folder is refused before the config changes."""
+    if not path.strip() or "\n" in path or "\x00" in path:
+        raise UsageError(f"{path!r} is not a folder path")
+    folder = os.path.abspath(os.path.expanduser(path))
+    if not os.path.exists(folder):
+        raise UsageError(f"{folder} does not exist; give the folder that holds your models")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{folder} is not a folder; give the folder that holds the file")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise Refused(f"{folder} cannot be read by this user")
+    return folder
+
+
+def _same_folder(stored: str, given: str) -> bool:
+    """Whether a ``models_dirs`` entry names ``given`` (as written, absolute or resolved)."""
+    if stored == given:
+        return True
+    a = os.path.abspath(os.path.expanduser(stored))
+    b = os.path.abspath(os.path.expanduser(given))
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
 def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings:

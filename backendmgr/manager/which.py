@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..api_models import ConfigInfo, WhichResult
 from ..config.models import ModelOverride, Settings
-from ..errors import InvalidInput, NotFound, Refused
+from ..errors import InvalidInput, NotFound, Refused, Unknown
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from .context import Context
@@ -47,7 +47,7 @@ class Which:
                 reason=backend.reason,
                 notes=model.notes,
             )
-        raise NotFound(
+        raise Unknown(
             f'no model, component, build or row "{target}"; see "backendmgr models", '
             '"backendmgr list" and "backendmgr backends"'
         )

@@ -39,6 +39,7 @@ __all__ = [
     "build_fingerprint",
     "device_of",
     "model_fingerprint",
+    "tuned_sentence",
     "tuning_text",
 ]
 
@@ -205,9 +206,7 @@ def apply_tuned(
         )
         if not isinstance(tuned, Entry):
             continue
-        note = (
-            f"ctx {record.ctx} tuned: {record.measured_gib:.3g} GiB measured ({record.measured_by})"
-        )
+        note = tuned_sentence(record.ctx, record.measured_gib, record.measured_by)
         # what was measured to fit outweighs an estimate that says it would not
         kept = tuple(n for n in tuned.notes if not is_over_budget(n))
         out[i] = dataclasses.replace(
@@ -216,12 +215,32 @@ def apply_tuned(
     return out
 
 
+def tuned_sentence(ctx: object, gib: object, by: object) -> str:
+    """The context a tune measured, in :func:`ctx_sentence`'s words."""
+    from ..emit.sizing import ctx_sentence
+
+    measured = f"{gib:.3g} GiB" if isinstance(gib, int | float) else "the memory"
+    return ctx_sentence(int(str(ctx)), f"tuning: {measured} measured ({by})")
+
+
 def tuning_text(settings: Settings, entry: Entry) -> str:
-    """``tuned: ctx 16384, 0.11 GiB measured …``, ``pinned: ctx 8192`` or ``estimated: …``."""
-    ctx = entry.capabilities.get("context")
+    """The one sentence on the model's context and its source (issue 33): your setting,
+    tuning, the trained context or the VRAM budget; the plan's own note when it has one, so
+    ``models``, ``tune``, the page and the generated file say the same."""
+    from ..emit.sizing import ctx_sentence
+
+    ctx = int(entry.capabilities.get("context") or 0)
     if settings.override(entry.model.id).ctx is not None:
-        return f"pinned: ctx {ctx}"
+        return ctx_sentence(ctx, f'your setting ("backendmgr unset {entry.model.id} ctx" sizes it)')
     if entry.tuned:
-        gib = entry.tuned.get("measured_gib")
-        return f"tuned: ctx {ctx}, {gib:.3g} GiB measured on {entry.tuned.get('device')}"
-    return f"estimated: ctx {ctx} (not tuned)"
+        t = entry.tuned
+        return tuned_sentence(ctx, t.get("measured_gib"), t.get("measured_by"))
+    said = next(
+        (n for n in entry.notes if n.startswith(("ctx ", "max-model-len ")) and " from " in n), None
+    )
+    if said is not None:
+        return said
+    meta = getattr(entry.model, "meta", None)
+    if meta is not None and meta.context_length == ctx:
+        return ctx_sentence(ctx, "the trained context (the VRAM budget allows it; not tuned)")
+    return ctx_sentence(ctx, "the VRAM budget (estimated, not tuned)")

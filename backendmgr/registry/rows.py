@@ -105,7 +105,7 @@ def add_manual(
             f'"{row.id}" is a catalog component id; choose another id for a manual row'
         )
     if _find(rows, row.id) is not None:
-        raise InvalidInput(f'a backend row "{row.id}" already exists')
+        raise Refused(f'a backend row "{row.id}" already exists')  # state, not a typo: 1
     if normalize_kind(row.kind) not in KNOWN_KINDS:
         raise unknown(
             f'unknown kind "{row.kind}"',

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -169,9 +170,12 @@ def read_state(home: Path, *, identify_it: bool = True) -> Recorded:
         return Recorded(
             None, f"{link} is a symbolic link; backendmgr does not follow it: remove it", link=True
         )
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # non-blocking: a FIFO in its place must not hang the command that looks
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags)
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return Recorded(None, f"{path} is not a regular file; remove it", link=True)
             raw = fh.read(1 << 16)
     except FileNotFoundError:
         return Recorded(None)

@@ -24,6 +24,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import api_models as am
+from ..changes import collecting
+from ..results import Outcome
 from .http import Call, Handler, Op, answer_json, guarded, http_error, read_body
 from .jobs import Job, Jobs
 from .openapi import openapi_document
@@ -43,7 +45,10 @@ def endpoint(op: Op, manager: Manager, jobs: Jobs) -> Handler:
 
     async def handle(request: Request) -> Response:
         parsed = await read_body(request, op.body) if op.body is not None else None
-        result: Any = await op.run(Call(manager, jobs, request, parsed))
+        with collecting() as record:  # what a change wrote, as the CLI says it (issue 33)
+            result: Any = await op.run(Call(manager, jobs, request, parsed))
+        if isinstance(result, Outcome) and result.changes is None and record.document():
+            result.changes = record.document()
         if isinstance(result, Response):
             return result
         if isinstance(result, Job):

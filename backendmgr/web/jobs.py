@@ -148,8 +148,15 @@ class Jobs:
             job.add(data)
 
         async def body() -> None:
+            from ..changes import collecting
+            from ..results import Outcome
+
             try:
-                outcome = await run(on_event)
+                with collecting() as record:  # what it wrote, as the CLI says it (issue 33)
+                    outcome = await run(on_event)
+                wrote = record.document()
+                if isinstance(outcome, Outcome) and outcome.changes is None and wrote:
+                    outcome.changes = wrote
             except asyncio.CancelledError:
                 job.state = "cancelled"
                 job.error = {"error": "cancelled", "exit": 130}

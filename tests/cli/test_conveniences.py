@@ -97,7 +97,7 @@ def test_update_installs_the_newest_in_the_activated_variant_and_keeps_pins(
     again = ok(bm("update"))
     assert again.stdout.strip() == "llama-server: llama-server@b200-rocm is the newest rocm build"
     refused(bm("update", "vllm"), 'vllm is not installed; run "backendmgr install vllm"')
-    refused(bm("update", "nosuch"), 'unknown component "nosuch"')
+    refused(bm("update", "nosuch"), 'unknown component "nosuch"', code=2)
 
 
 # --- prune and cache clean ---------------------------------------------------------------
@@ -117,14 +117,18 @@ def test_prune_keeps_activated_pinned_and_the_newest(
     assert dry["removed"] == ["llama-server@b300-vulkan"] and dry["freed_bytes"] > 0
     assert len(builds()) == 4
 
-    assert ok(bm("prune", "llama-server")).stdout.strip() == "removed llama-server@b300-vulkan"
+    pruned = ok(bm("prune", "llama-server")).stdout
+    assert pruned.splitlines()[0] == "removed llama-server@b300-vulkan"
+    assert "  updated " in pruned  # issue 33: what changed on disk follows
     assert [b[0] for b in builds()] == [
         "llama-server@b400-vulkan",
         "llama-server@b200-vulkan",
         "llama-server@b100-vulkan",
     ]
     assert "llama-server@b300-vulkan" not in rows()
-    assert ok(bm("prune", "--keep", "0")).stdout.strip() == "removed llama-server@b400-vulkan"
+    assert ok(bm("prune", "--keep", "0")).stdout.splitlines()[0] == (
+        "removed llama-server@b400-vulkan"
+    )
     assert ok(bm("prune", "--keep", "0")).stdout.strip() == "nothing to prune"
     assert builds() == [
         ("llama-server@b200-vulkan", True, []),
@@ -197,9 +201,9 @@ def test_which_names_the_executable_and_the_reason(
     assert pinned["reason"] == 'pinned to "llama-server@b200-vulkan"'
     follows = json.loads(ok(bm("--json", "which", "other-model")).stdout)
     assert (follows["row"], follows["path"]) == ("llama-server", b100)
-    refused(bm("which", "nosuch-model"), 'no model, component, build or row "nosuch-model"')
+    refused(bm("which", "nosuch-model"), 'no model, component, build or row "nosuch-model"', code=2)
     refused(bm("which", "vllm"), 'vllm is not installed; run "backendmgr install vllm"')
-    refused(bm("which", "llama-server@b999"), "llama-server@b999 is not installed")
+    refused(bm("which", "llama-server@b999"), "llama-server@b999 is not installed", code=2)
 
 
 def test_releases_marks_installed_and_activated(mirror: MirrorServer, mirror_root: Path) -> None:
@@ -249,10 +253,14 @@ def test_uninstall_several_is_all_or_nothing(mirror: MirrorServer, mirror_root: 
         "llama-server@b100-vulkan is the activated build of llama-server; activate another "
         'build first (e.g. "backendmgr activate llama-server@b300-vulkan")',
     )
-    refused(bm("uninstall", "llama-server@b200", "llama-server@b999"), "b999 is not installed")
+    refused(
+        bm("uninstall", "llama-server@b200", "llama-server@b999"), "b999 is not installed", code=2
+    )
     assert builds() == before
     done = ok(bm("uninstall", "llama-server@b200", "llama-server@b300-vulkan"))
-    assert done.stdout.strip() == "uninstalled llama-server@b200-vulkan, llama-server@b300-vulkan"
+    assert done.stdout.splitlines()[0] == (
+        "uninstalled llama-server@b200-vulkan, llama-server@b300-vulkan"
+    )
     assert [b[0] for b in builds()] == ["llama-server@b100-vulkan"]
     assert rows() == ["llama-server", "llama-server@b100-vulkan"]
 
@@ -271,7 +279,7 @@ def test_the_only_build_needs_force_and_says_who_falls_back(
     assert rows() == ["llama-server", "llama-server@b100-vulkan"]
 
     forced = ok(bm("uninstall", "llama-server@b100-vulkan", "--force"))
-    assert forced.stdout.strip() == "uninstalled llama-server@b100-vulkan"
+    assert forced.stdout.splitlines()[0] == "uninstalled llama-server@b100-vulkan"
     assert forced.stderr.splitlines() == [
         "warning: stale pins now fall back: tiny",
         'warning: removed the "llama-server" row',

@@ -46,7 +46,13 @@ def models(tmp_path: Path, config_path: Path) -> Path:
 def test_the_console_entry_point_exits_with_main_s_code(models: Path) -> None:
     """What the tests below check through ``main()`` holds for ``python -m backendmgr``: its
     output and exit status (0, 1 for a refused command, 2 for a usage error)."""
-    for args, code in ((("--json", "list"), 0), (("pin", "nope", "x"), 1), (("lst",), 2)):
+    cases = (
+        (("--json", "list"), 0),
+        (("update", "llama-server"), 1),  # the world: nothing installed
+        (("pin", "nope", "x"), 2),  # what was typed: an unknown row
+        (("lst",), 2),
+    )
+    for args, code in cases:
         proc = run_backendmgr(*args)
         in_process = run_in_process(*args)
         assert proc.returncode == in_process.code == code, (args, proc.stderr)
@@ -101,7 +107,7 @@ def test_global_options_after_an_operand_are_refused_and_dash_dash_ends_options(
     assert not evil.parent.exists() and config_path.exists()
     assert f"--config={evil}" in config_path.read_text()
     # after "--" even the command's own options are operands; before it they may follow one
-    assert "--no-generate" in error_line(bm("unset", "--", "m", "ctx", "--no-generate"))
+    assert "--no-generate" in error_line(bm("unset", "--", "m", "ctx", "--no-generate"), 2)
     assert ok(bm("unset", "--no-generate", "--", f"--config={evil}", "ctx")).code == 0
     assert ok(bm("set", "m", "ctx=1", "--no-generate")).code == 0
 
@@ -169,34 +175,34 @@ def test_mistyped_command_suggests(config_path: Path) -> None:
 
 
 def test_mistyped_names_suggest(models: Path) -> None:
-    assert error_line(bm("cmd", "qwen3-8b-q4_k")) == (
+    assert error_line(bm("cmd", "qwen3-8b-q4_k"), 2) == (
         'error: no model "qwen3-8b-q4_k" was discovered; did you mean qwen3-8b-q4_k_m?'
     )
-    assert error_line(bm("pin", "qwen3-8b-q4_k_m", "llama-sr")) == (
+    assert error_line(bm("pin", "qwen3-8b-q4_k_m", "llama-sr"), 2) == (
         'error: no backend row "llama-sr"; did you mean llama-src?'
     )
-    assert error_line(bm("default", "lama-src")).endswith("did you mean llama-src?")
-    assert error_line(bm("install", "lama-server")).startswith(
+    assert error_line(bm("default", "lama-src"), 2).endswith("did you mean llama-src?")
+    assert error_line(bm("install", "lama-server"), 2).startswith(
         'error: unknown component "lama-server"; did you mean llama-server'
     )
-    assert "did you mean ctx?" in error_line(bm("set", "qwen3-8b-q4_k_m", "ctxx=1"))
-    assert "did you mean ctx?" in error_line(bm("unset", "qwen3-8b-q4_k_m", "ctz"))
-    variant = error_line(bm("install", "llama-server", "--variant", "vulcan"))
+    assert "did you mean ctx?" in error_line(bm("set", "qwen3-8b-q4_k_m", "ctxx=1"), 2)
+    assert "did you mean ctx?" in error_line(bm("unset", "qwen3-8b-q4_k_m", "ctz"), 2)
+    variant = error_line(bm("install", "llama-server", "--variant", "vulcan"), 2)
     assert "did you mean vulkan?" in variant and "known variants: cpu" in variant
     # nothing close: the known names instead
-    assert 'see "backendmgr backends"' in error_line(bm("pin", "m", "zzzzzzzz"))
+    assert 'see "backendmgr backends"' in error_line(bm("pin", "m", "zzzzzzzz"), 2)
 
 
 def test_mistyped_build_suggests(mirror: MirrorServer, mirror_root: Path) -> None:
     publish_llama(mirror_root, "b11211", ["cpu"])
     ok(bm("install", "llama-server", "b11211", "--variant", "cpu"))
-    assert error_line(bm("activate", "llama-server@b11210-cpu")) == (
+    assert error_line(bm("activate", "llama-server@b11210-cpu"), 2) == (
         "error: llama-server@b11210-cpu is not installed; did you mean llama-server@b11211-cpu?"
     )
     assert "did you mean llama-server@b11211-cpu?" in error_line(
-        bm("uninstall", "llama-server@b11211-cpux")
+        bm("uninstall", "llama-server@b11211-cpux"), 2
     )
-    assert error_line(bm("uninstall", "llama-server")) == (
+    assert error_line(bm("uninstall", "llama-server"), 2) == (
         'error: "llama-server" is not a build; did you mean llama-server@b11211-cpu? '
         '(use COMPONENT@VERSION-VARIANT; see "backendmgr list")'
     )
@@ -265,9 +271,12 @@ def test_backends_add_checks_kind_and_path(tmp_path: Path, config_path: Path) ->
 
 
 def test_json_failures_print_one_document(config_path: Path) -> None:
-    result = bm("--json", "default", "nope")
+    result = bm("--json", "update", "llama-server")  # refused: nothing is installed
     line = error_line(result, 1)
     assert json.loads(result.out) == {"error": line.removeprefix("error: "), "exit": 1}
+    typed = bm("--json", "default", "nope")  # an unknown row: what was typed
+    line = error_line(typed, 2)
+    assert json.loads(typed.out) == {"error": line.removeprefix("error: "), "exit": 2}
     usage = bm("--json", "releases", "llama-server", "--limit", "0")
     line = error_line(usage, 2)
     assert json.loads(usage.out) == {"error": line.removeprefix("error: "), "exit": 2}
@@ -335,7 +344,8 @@ def test_models_names_the_unusable_folder(tmp_path: Path, config_path: Path) -> 
     config_path.parent.mkdir(parents=True)
     config_path.write_text("ttl: 600\n")
     assert warnings(ok(bm("models"))) == [
-        "warning: models_dirs is empty; add the folders that hold your models to the config"
+        f"warning: no models folder: models_dirs in {config_path} is empty; add yours with "
+        '"backendmgr models add-dir PATH"'
     ]
     afile = tmp_path / "a-file"
     afile.write_text("x")

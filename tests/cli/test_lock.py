@@ -61,9 +61,9 @@ class Machine:
         assert "Traceback" not in result.err
         return result
 
-    def refused(self, needle: str, *args: str) -> str:
+    def refused(self, needle: str, *args: str, code: int = 1) -> str:
         result = self(*args)
-        assert result.code == 1, result
+        assert result.code == code, result
         errors = [line for line in result.err.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "Traceback" not in result.err, result.err
         assert needle in errors[0], errors[0]
@@ -574,7 +574,7 @@ def test_prune_keeps_pinned_builds_unless_forced(
     b.ok("install", "llama-server", "b101")
     b.ok("install", "llama-server", "b102")
     b.ok("pin", "qwen3-8b", "llama-server@b102-vulkan")
-    b.refused("--force only applies with --prune", "sync", "--force", str(a.lock))
+    b.refused("--force only applies with --prune", "sync", "--force", str(a.lock), code=2)
     pruned = b("sync", "--prune", str(a.lock))
     assert pruned.code == 0, pruned
     assert "kept llama-server@b102-vulkan: pinned by qwen3-8b" in pruned.err

@@ -121,39 +121,41 @@ def test_empty_registry_says_what_to_do(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("args", "fragment", "code"),
     [
+        # a row that exists is the state refusing (1); the rest were typed wrong (2)
         (("backends", "add", "llama-src", "--kind", "llama", "--path", "/x"), "already exists", 1),
-        (("backends", "add", "x@1", "--kind", "llama", "--path", "/x"), 'may not contain "@"', 1),
+        (("backends", "add", "x@1", "--kind", "llama", "--path", "/x"), 'may not contain "@"', 2),
         (
             ("backends", "add", "llama-server", "--kind", "llama", "--path", "/x"),
             "catalog component id",
-            1,
+            2,
         ),
-        (("backends", "add", "vllm", "--kind", "vllm", "--path", "/x"), "catalog component id", 1),
+        (("backends", "add", "vllm", "--kind", "vllm", "--path", "/x"), "catalog component id", 2),
         (
             ("backends", "add", "blank", "--kind", "llama", "--path", "  "),
             "path must not be blank",
-            1,
+            2,
         ),
-        (("backends", "remove", "nope"), 'no backend row "nope"', 1),
-        (("default", "nope"), 'no backend row "nope"', 1),
-        (("pin", "m", "nope"), 'no backend row "nope"', 1),
+        (("backends", "remove", "nope"), 'no backend row "nope"', 2),
+        (("default", "nope"), 'no backend row "nope"', 2),
+        (("pin", "m", "nope"), 'no backend row "nope"', 2),
         (("set", "m", "ctx=abc"), "ctx: Input should be a valid integer", 2),
         (
             ("set", "m", "vllm_gpu_util=2"),
             "vllm_gpu_util: Input should be less than or equal to 1",
             2,
         ),
-        (("set", "m", "colour=red"), 'unknown key "colour"', 1),
-        (("set", "m", "backend=vllm-venv"), "backendmgr pin", 1),
+        (("set", "m", "colour=red"), 'unknown key "colour"', 2),
+        (("set", "m", "backend=vllm-venv"), "backendmgr pin", 2),
         (("set", "m", "ctx"), '"ctx" is not KEY=VALUE', 2),
         (("set", "m", "llama_swap=[1]"), "llama_swap must be a YAML mapping", 2),
-        (("unset", "m", "colour"), 'unknown key "colour"', 1),
+        (("unset", "m", "colour"), 'unknown key "colour"', 2),
     ],
 )
 def test_refusals_are_one_line_and_change_nothing(
     cli: Cli, config_path: Path, args: tuple[str, ...], fragment: str, code: int
 ) -> None:
-    """A value its key cannot take, or no KEY=VALUE, is a usage error: exit 2 (issue 20)."""
+    """What the user typed wrong (a value its key cannot take, an unknown key or row, no
+    KEY=VALUE) is a usage error: exit 2 (issues 20, 33); a row that exists already is 1."""
     write_config(config_path, HAND_WRITTEN)
     before = config_path.read_bytes()
     assert_error_line(cli(*args), code, fragment)
@@ -186,7 +188,6 @@ def test_remove_managed_row_says_use_uninstall(cli: Cli, config_path: Path) -> N
         ("colour: blue\n", ("backends",), 'line 1: unknown key "colour"'),
         ("colour: blue\n", ("default", "x"), 'line 1: unknown key "colour"'),
         ("ttl: soon\n", ("pin", "m", "x"), "line 1: ttl: Input should be a valid integer"),
-        ("backends:\n  - {id: a, kind: llama, path: /a}\n", ("default", "b"), 'no backend row "b"'),
         (
             "backends:\n  - {id: a, kind: llama, path: /a}\n  - {id: a, kind: sd, path: /b}\n",
             ("default", "a"),
@@ -224,7 +225,9 @@ def test_pin_unpin_set_unset_round_trip(cli: Cli, config_path: Path) -> None:
         "llama_swap={aliases: [nd]}",
     )
     assert result.code == 0
-    assert json.loads(result.out) == {
+    document = json.loads(result.out)
+    assert document.pop("changes")["config"] == str(config_path)  # issue 33
+    assert document == {
         "model": "not-discovered-yet",
         "backend": "llama-src",
         "ctx": 8192,

@@ -169,7 +169,7 @@ def test_failures_are_reported_and_leave_no_child(fakes: dict[str, Path]) -> Non
 
 def test_bad_input_is_one_error_line(fakes: dict[str, Path]) -> None:
     unknown = bm(fakes, "verify", "chta")
-    assert unknown.code == 1
+    assert unknown.code == 2
     assert unknown.err.startswith('error: no model "chta" was discovered')
     assert "chat" in unknown.err
     for bad in ("0", "-3", "nan", "1e99", "soon"):

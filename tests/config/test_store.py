@@ -122,7 +122,7 @@ def test_file_mode_survives_atomic_write(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("ttl: 5\nbackends: [\n", r"c\.yaml line 3: .*fix the YAML"),
+        ("ttl: 5\nbackends: [\n", r"c\.yaml line 3 column \d+: .*fix the YAML"),
         ("ttl: 5\ncolour: blue\n", r'c\.yaml line 2: unknown key "colour"$'),
         ("ttl: five\n", r"c\.yaml line 1: ttl: Input should be a valid integer"),
         (
@@ -144,7 +144,7 @@ def test_file_mode_survives_atomic_write(tmp_path: Path) -> None:
         ("models:\n  m:\n    ctx: -1\n", r"line 3: models\.m\.ctx: Input should be greater than 0"),
         ("models:\n  m:\n    vllm_gpu_util: 1.5\n", r"line 3: models\.m\.vllm_gpu_util"),
         ("models:\n  m:\n    kontext: 1\n", r'line 3: unknown key "kontext" in models\.m'),
-        ("ttl: 1\nttl: 2\n", r"c\.yaml line 2: .*duplicate key"),
+        ("ttl: 1\nttl: 2\n", r"c\.yaml line 2 column 1: .*duplicate key"),
         ("- just\n- a list\n", r"c\.yaml line 1: the config must be a mapping"),
     ],
 )

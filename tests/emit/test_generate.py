@@ -384,7 +384,7 @@ def test_models_json_and_unknown_model(cli: Cli, tree: Path) -> None:
     assert by_id["qwen3-8b-q4_k_m"]["size_gb"] == 4.68
     assert by_id["llama-3-8b-instruct-bf16"]["skipped"].startswith("safetensors model folder")
     missing = cli("cmd", "nope")
-    assert missing.code == 1 and 'no model "nope" was discovered' in missing.err
+    assert missing.code == 2 and 'no model "nope" was discovered' in missing.err
     assert "qwen3-8b-q4_k_m" in ok(cli("models")).out
 
 

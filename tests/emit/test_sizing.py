@@ -47,7 +47,12 @@ def test_kv_slope_per_token() -> None:
         (4096, None, 262144, ()),  # capped at the trained length
         (16, 200000, 200000, ()),  # pinned: not rounded, not capped
         (4, None, 4096, ("weights exceed the VRAM budget",)),
-        (None, None, 32768, ("max-model-len 32768: no VRAM budget",)),
+        (
+            None,
+            None,
+            32768,
+            ("max-model-len 32768 from the default (no VRAM budget to size from)",),
+        ),
     ],
 )
 def test_vllm_max_model_len(
@@ -67,7 +72,10 @@ def test_trained_cap_beats_the_4096_floor() -> None:
 def test_no_kv_model_gives_32768_capped() -> None:
     sizing = vllm_sizing(ModelMeta(architecture="x", context_length=16384), 1, 16, 24)
     assert sizing.max_model_len == 16384
-    assert sizing.notes[0] == "max-model-len 32768: no KV cost model"
+    # issue 33: one number, the one written, and its source
+    assert sizing.notes[0] == (
+        "max-model-len 16384 from the trained context (no KV cost model for this architecture)"
+    )
     assert sizing.kv_cache_bytes is None
 
 
@@ -194,7 +202,15 @@ def test_llama_context() -> None:
     )
     assert llama_context(BIG, 8, 16, 12345) == (12345, [])
     assert llama_context(BIG, 20, 16, None) == (4096, ["weights exceed the VRAM budget"])
-    assert llama_context(BIG, 8, None, None) == (32768, ["ctx 32768: no VRAM budget"])
+    assert llama_context(BIG, 8, None, None) == (
+        32768,
+        ["ctx 32768 from the default (no VRAM budget to size from)"],
+    )
+    tiny = SMALL.model_copy(update={"context_length": 2048})
+    assert llama_context(tiny, 1, None, None) == (
+        2048,
+        ["ctx 2048 from the trained context (no VRAM budget to size from)"],
+    )
 
 
 # Measured on an H200 (143 771 MiB) with CUDA llama-server b11434, -ngl 999, f16 KV (issue 11).

@@ -85,7 +85,7 @@ def test_two_processes_install_the_same_build_once(
     assert out1.startswith("installed llama-server@b100-vulkan")
     assert f"waiting for another backendmgr (pid {first.pid}) installing" in err2, (out2, err2)
     assert out2.startswith(
-        "llama-server@b100-vulkan was installed by another backendmgr while this one waited"
+        "another backendmgr installed llama-server@b100-vulkan while this one waited"
     ), out2
     third = run("install", "llama-server")
     assert third.stdout.startswith("llama-server@b100-vulkan is already installed"), third

@@ -185,10 +185,14 @@ def test_tune_finds_the_largest_context_by_resident_memory(s: Setup) -> None:
     s.write_config([row(s, "cpu", k=16384)])
     before = s.json("models")
     (chat,) = before
-    assert chat["tuning"] == "estimated: ctx 16384 (not tuned)"
+    assert chat["tuning"] == "ctx 16384 from the trained context (no VRAM budget to size from)"
     result = s.bm("tune", "chat", "--budget", "0.22")
     assert result.code == 0, result
     assert "chat: ctx 12288 fits (" in result.out and "resident memory" in result.out
+    assert (
+        "; it had " + "ctx 16384 from the trained context (no VRAM budget to size from)"
+        in result.out
+    )  # the same words as models
     assert "chat: ctx 16384: no (" in result.out  # the trial lines
     ctxs = [x[2][x[2].index("-c") + 1] for x in s.starts()]
     assert ctxs[0] == "16384" and sorted(set(ctxs)) == ["12288", "16384", "8192"]
@@ -197,20 +201,21 @@ def test_tune_finds_the_largest_context_by_resident_memory(s: Setup) -> None:
     argv = s.json("cmd", "chat")["argv"]
     assert argv[argv.index("-c") + 1] == "12288"
     (chat,) = s.json("models")
-    assert chat["tuning"].startswith("tuned: ctx 12288, 0.")
-    assert "tuned: ctx 12288" in s.bm("models").out
+    assert chat["tuning"].startswith("ctx 12288 from tuning: 0.")
+    # issue 33: one sentence, said once, the same in models and the generated file
+    assert s.bm("models").out.count("ctx 12288 from tuning: 0.") == 1
     written = (s.config.parent / "llama-swap.yaml").read_text()
-    assert "-c 12288" in written and "ctx 12288 tuned" in written
+    assert "-c 12288" in written and chat["tuning"] in written
     # a hand-set ctx wins over it
     assert s.bm("set", "chat", "ctx=8192").code == 0
     (chat,) = s.json("models")
-    assert chat["tuning"] == "pinned: ctx 8192"
+    assert chat["tuning"] == 'ctx 8192 from your setting ("backendmgr unset chat ctx" sizes it)'
     assert s.bm("unset", "chat", "ctx").code == 0
     # a new build makes it "not tuned" again
     exe = s.bin / "cpu" / "llama-server"
     exe.write_text(exe.read_text() + "\n# rebuilt\n")
     (chat,) = s.json("models")
-    assert chat["tuning"] == "estimated: ctx 16384 (not tuned)"
+    assert chat["tuning"] == "ctx 16384 from the trained context (no VRAM budget to size from)"
 
 
 def test_tune_a_changed_model_is_not_tuned_again(s: Setup) -> None:
@@ -252,9 +257,9 @@ def test_tune_bad_input_is_one_line(s: Setup) -> None:
         result = s.bm("tune", "chat", *args)
         assert result.code == 2 and where in result.err, result
     nobudget = s.bm("tune", "chat")
-    assert nobudget.code == 1 and nobudget.err.startswith("error: no memory budget")
+    assert nobudget.code == 2 and nobudget.err.startswith("error: no memory budget")
     unknown = s.bm("tune", "chta", "--budget", "1")
-    assert unknown.code == 1 and 'no model "chta"' in unknown.err
+    assert unknown.code == 2 and 'no model "chta"' in unknown.err
     assert not (s.fake / "pids").exists()
     assert not (s.home / "tuned.json").exists()
 

@@ -198,11 +198,15 @@ def test_add_manual_clears_installer_fields() -> None:
 
 
 @pytest.mark.parametrize(
-    ("rid", "message"),
-    [("a", "already exists"), ("x@1", 'may not contain "@"'), ("vllm", "catalog component")],
+    ("rid", "message", "error"),
+    [
+        ("a", "already exists", Refused),  # the state: exit 1
+        ("x@1", 'may not contain "@"', InvalidInput),  # typed wrong: exit 2
+        ("vllm", "catalog component", InvalidInput),
+    ],
 )
-def test_add_manual_refusals(rid: str, message: str) -> None:
-    with pytest.raises(InvalidInput, match=message):
+def test_add_manual_refusals(rid: str, message: str, error: type[Exception]) -> None:
+    with pytest.raises(error, match=message):
         add_manual([row("a", "llama")], row(rid, "llama"), catalog_ids=CATALOG)
 
 

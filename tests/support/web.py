@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -108,6 +109,17 @@ def serving(url: str, proc: subprocess.Popen[str]) -> None:
         return True
 
     wait_until(answers, f"the server answered at {url}", timeout=60, proc=proc)
+
+
+def interrupted(proc: subprocess.Popen[str], timeout: float = 20) -> tuple[str, str]:
+    """Ctrl-C to a served process, and what it printed by the end (killed if it hangs)."""
+    try:
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def serve_process(*args: str, **env: str) -> tuple[subprocess.Popen[str], str]:

@@ -61,8 +61,13 @@ def test_up_serves_the_emitted_models_and_takes_changes(
         chat(url, "alpha-q4_k_m")
         assert running(url)["alpha-q4_k_m"].split()[0] == str(installed["two"])
 
-        changed = ok(cli("set", "alpha-q4_k_m", "ctx=2048"))
-        assert "llama-swap reloaded" in changed.err, changed.err
+        assert f"  rewrote {output} (alpha-q4_k_m)" in pinned.out.splitlines()  # issue 33
+        changed = json.loads(ok(cli("--json", "set", "alpha-q4_k_m", "ctx=2048")).out)
+        assert changed["changes"]["generated"] == {
+            "output": str(output),
+            "models": ["alpha-q4_k_m"],
+        }
+        assert any("llama-swap reloaded" in n for n in changed["changes"]["llama_swap"]["notes"])
         chat(url, "alpha-q4_k_m")
         tokens = running(url)["alpha-q4_k_m"].split()
         assert tokens[tokens.index("-c") + 1] == "2048"

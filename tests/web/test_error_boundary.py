@@ -64,11 +64,12 @@ async def job_error(client: httpx.AsyncClient, path: str, body: object) -> tuple
 def test_every_error_class_carries_its_exit_status_and_http_status() -> None:
     table = {
         e.BackendmgrError: (1, 500),
-        e.InvalidInput: (1, 422),
+        e.InvalidInput: (2, 422),
         e.ConfigError: (1, 422),
         e.UsageError: (2, 422),
         e.MalformedId: (2, 422),
         e.NotFound: (1, 404),
+        e.Unknown: (2, 404),
         e.Refused: (1, 409),
         e.NetworkError: (1, 502),
         e.VerificationError: (1, 502),

@@ -248,7 +248,7 @@ def test_beyond_loopback_without_a_token_is_refused_at_start(
         assert shown.err.startswith(f"error: binding to {host} would let other machines")
         assert "--token" in shown.err and "Traceback" not in shown.err
     short = run_in_process("serve", "--host", "0.0.0.0", "--token", "abc")
-    assert short.code == 1 and "at least 16 characters" in short.err
+    assert short.code == 2 and "at least 16 characters" in short.err  # typed wrong
     for bad in ("x" * 15, "a" * 20 + "/", "ä" * 20, "a b" * 8, "x" * 513):
         monkeypatch.setenv("BACKENDMGR_TOKEN", bad)
         shown = run_in_process("serve", "--port", "0")

@@ -69,13 +69,19 @@ def request_of(cls: type[R], args: argparse.Namespace, **given: Any) -> R:
 
 def report(out: Renderer, outcome: Outcome) -> int:
     from ...api_models import dump
+    from ...changes import current
 
     for warning in outcome.warnings:  # on stderr, and in the --json document for scripts
         out.warning(warning)
+    record = current()  # what the command changed on disk (issue 33)
+    if record is not None and outcome.changes is None and record.document():
+        outcome.changes = record.document()
     if out.json_mode:
         out.document(dump(outcome))
     else:
         out.info(outcome.message)
+        for line in record.lines() if record is not None else ():
+            out.info(f"  {line}")
         diff = getattr(outcome, "diff", None)  # a dry run's: the config file, as diff -u
         if diff:
             out.info(diff.rstrip("\n"))

@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
 
+def _path(text: str) -> str:
+    """A PATH operand or option value: an empty one is a usage error, never "here"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a path cannot be empty")
+    return text
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     lk = command(
         sub,
@@ -21,16 +28,22 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="write backendmgr.lock: the exact builds installed here and the activated ones",
     )
     lk.add_argument(
-        "--output", metavar="PATH", help="where to write it (default: beside the config file)"
+        "--output",
+        metavar="PATH",
+        type=_path,
+        help="where to write it (default: beside the config file)",
     )
     lk.add_argument(
         "--fetch",
         metavar="DIR",
+        type=_path,
         help="also download every locked asset into DIR, laid out for scripts/mirror.py",
     )
 
     s = command(sub, "sync", sync, help="install, verify and activate exactly the builds of a lock")
-    s.add_argument("lockfile", nargs="?", metavar="LOCK", help="default: beside the config file")
+    s.add_argument(
+        "lockfile", nargs="?", metavar="LOCK", type=_path, help="default: beside the config file"
+    )
     s.add_argument(
         "--locked",
         action="store_true",
@@ -46,8 +59,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         fetch,
         help="download every asset of a lock into DIR, laid out for scripts/mirror.py",
     )
-    f.add_argument("dir", metavar="DIR", help="where to lay out <owner>/<repo>/<tag>/<asset>")
-    f.add_argument("lockfile", nargs="?", metavar="LOCK", help="default: beside the config file")
+    f.add_argument(
+        "dir", metavar="DIR", type=_path, help="where to lay out <owner>/<repo>/<tag>/<asset>"
+    )
+    f.add_argument(
+        "lockfile", nargs="?", metavar="LOCK", type=_path, help="default: beside the config file"
+    )
 
 
 async def lock(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:

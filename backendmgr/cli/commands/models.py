@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import report
+from .common import add_dry_run, add_no_generate, report
 
 if TYPE_CHECKING:
     from ...api_models import ModelInfo
@@ -16,6 +16,16 @@ if TYPE_CHECKING:
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     m = sub.add_parser("models", help="discovered models, the row each resolves to, and why")
     m.set_defaults(handler=models)
+    folders = m.add_subparsers(dest="models_action", metavar="ACTION", required=False)
+    for name, add, text in (
+        ("add-dir", True, "add a folder that holds models to models_dirs"),
+        ("remove-dir", False, "remove a folder from models_dirs"),
+    ):
+        f = folders.add_parser(name, help=text, description=text)
+        f.add_argument("path", metavar="PATH", help="the folder (~ is expanded)")
+        add_no_generate(f)
+        add_dry_run(f)
+        f.set_defaults(handler=models_dir, add=add)
     c = sub.add_parser("cmd", help="print the command line a model gets")
     c.add_argument("model", help="a model id from 'backendmgr models'")
     c.set_defaults(handler=cmd)
@@ -24,6 +34,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     g.add_argument("--force", action="store_true", help="rewrite even when up to date")
     g.add_argument("--check", action="store_true", help="exit 1 when missing or stale")
     g.set_defaults(handler=generate)
+
+
+async def models_dir(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    outcome = await mgr.models_dir(
+        args.path, add=args.add, generate=not args.no_generate, dry_run=args.dry_run
+    )
+    return report(out, outcome)
 
 
 async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -73,8 +90,8 @@ def _backend_cells(row: ModelInfo) -> list[str]:
 
 
 def _tuned(row: ModelInfo) -> list[str]:
-    """Issue 22: ``tuned: ctx 16384, …`` or ``estimated: ctx 32768 (not tuned)``."""
-    return [row.tuning] if row.tuning else []
+    """Issue 22/33: ``ctx 16384 from tuning: …``, ``ctx 2048 from the trained context …``."""
+    return [row.tuning] if row.tuning and row.tuning not in row.notes else []  # said once
 
 
 def _benched(row: ModelInfo) -> list[str]:

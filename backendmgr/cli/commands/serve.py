@@ -82,7 +82,7 @@ def _port(text: str) -> int:
 
 
 async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...errors import BackendmgrError
+    from ...errors import BackendmgrError, ConfigError, InvalidInput
 
     try:
         import starlette  # noqa: F401
@@ -94,7 +94,12 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
     token = args.token or mgr.environ.get("BACKENDMGR_TOKEN") or None
     if token is not None:
-        check_token(token)
+        try:
+            check_token(token)
+        except InvalidInput as exc:  # typed: 2; from the environment, like a config file: 1
+            if args.token:
+                raise
+            raise ConfigError(str(exc)) from None
     opened: list[Path] = []
 
     def ready(url: str) -> None:
@@ -120,7 +125,15 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             import webbrowser
 
             opened.append(redirect_file(url))
-            webbrowser.open(opened[-1].as_uri())
+            try:
+                browsed = webbrowser.open(opened[-1].as_uri())
+            except Exception:  # webbrowser.Error, a BROWSER that cannot be run
+                browsed = False
+            if not browsed:  # one line: the page is still served at the address above
+                out.warning(
+                    "--open: no browser found to open the page (set BROWSER, or open the "
+                    "address above yourself)"
+                )
 
     try:
         await run_server(mgr, host=args.host, port=args.port, token=token, on_ready=ready)

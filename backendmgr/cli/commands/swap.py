@@ -159,24 +159,75 @@ def with_follow_up(handler: Handler) -> Handler:
     by the proof that llama-swap took the change, or a restart onto a new llama-swap build."""
 
     async def run(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+        from ...changes import collecting
+
+        with collecting():  # what the command changes on disk, for its result (issue 33)
+            return await followed(mgr, args, out)
+
+    async def followed(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+        mutation = getattr(args, "command", None) in MUTATIONS or getattr(
+            args, "models_action", None
+        )
         if (
-            getattr(args, "command", None) not in MUTATIONS
+            not mutation
             or getattr(args, "dry_run", False)
             or getattr(args, "no_generate", False)
             or getattr(args, "check", False)
         ):
             return await handler(mgr, args, out)
-        mark = await mgr.swap.mark()
-        code = await handler(mgr, args, out)
-        if mark is not None and code == 0:
-            follow = await mgr.swap.follow(mark)
-            for note in follow.notes:
-                out.note(note)
-            for warning in follow.warnings:
-                out.warning(warning)
+        unknown = ""
+        try:  # what cannot be learnt about llama-swap never blocks the change (issue 33)
+            mark = await mgr.swap.mark()
+        except Exception as exc:  # an unreadable service file or state: a warning, later
+            mark, unknown = None, _why(exc)
+        wait = mark is not None and out.json_mode  # the document waits for llama-swap
+        held: list[Any] = []
+        if wait:
+            out.document = held.append  # type: ignore[method-assign,assignment]
+        try:
+            code = await handler(mgr, args, out)
+        finally:
+            if wait:
+                del out.document  # the class's method again
+        if unknown and code == 0:
+            out.warning(
+                f"cannot tell whether llama-swap runs or a service is installed ({unknown}); "
+                'if one does, "backendmgr status" shows whether it took the change'
+            )
+        follow = await _follow(mgr, mark, out) if mark is not None and code == 0 else None
+        for document in held:
+            said = {"notes": follow.notes, "warnings": follow.warnings} if follow else {}
+            if any(said.values()) and isinstance(document, dict):  # reloaded, or not
+                document.setdefault("changes", {})["llama_swap"] = said
+            out.document(document)
         return code
 
     return run
+
+
+async def _follow(mgr: Manager, mark: Any, out: Renderer) -> Any:
+    """The follow-up after a change (the reload proof, a service restart), said on stderr;
+    what it cannot learn is a warning. Returns the ``FollowUp``, or None."""
+    try:
+        follow = await mgr.swap.follow(mark)
+    except Exception as exc:
+        out.warning(f"cannot tell whether llama-swap took the change ({_why(exc)})")
+        return None
+    for note in follow.notes:
+        out.note(note)
+    for warning in follow.warnings:
+        out.warning(warning)
+    return follow
+
+
+def _why(exc: BaseException) -> str:
+    """The one line the boundary would print for ``exc``; a Ctrl-C goes on up."""
+    from ...boundary import failure_of
+    from ...errors import is_cancel
+
+    if is_cancel(exc):
+        raise exc
+    return failure_of(exc).message
 
 
 __all__ = ["register", "with_follow_up"]

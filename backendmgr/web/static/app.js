@@ -390,7 +390,9 @@ function renderModels(models) {
       ...(m.bench || []).map((f) => el("div", {}, `${f.build}: prompt ${f.prompt_per_second ?? "?"} t/s, ` +
         `generation ${f.predicted_per_second} t/s (median of ${f.runs})`)));
     const backend = m.skipped ? "-" : (m.backend && (m.backend.id || m.backend.path)) || "-";
-    const why = m.skipped ? `skipped: ${m.skipped}` : [m.backend ? m.backend.reason : "", ...m.notes].filter(Boolean).join("; ");
+    // the context sentence (issue 33) once, in the words "backendmgr models" uses
+    const sized = m.tuning && !m.notes.includes(m.tuning) ? [m.tuning] : [];
+    const why = m.skipped ? `skipped: ${m.skipped}` : [m.backend ? m.backend.reason : "", ...m.notes, ...sized].filter(Boolean).join("; ");
     const size = m.size_gb !== null ? `, ${m.size_gb.toFixed(2)} GiB` : "";
     return el("tr", { "data-model": m.id },
       el("td", { class: "id" }, m.id, el("div", { class: "muted" }, `${m.format}${size}`)),

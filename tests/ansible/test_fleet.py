@@ -260,7 +260,9 @@ class Fleet:
         out = cfg / "llama-swap.yaml"
         return (
             tree(home) if home.exists() else [],
-            "\n".join(tree(cfg)) + self.config(host).read_text(),
+            # the parsed config's snapshot is an input cache that any read may (re)build
+            "\n".join(p for p in tree(cfg) if not p.endswith(".parsed.json"))
+            + self.config(host).read_text(),
             out.read_text() if out.exists() else "",
         )
 

@@ -148,7 +148,7 @@ def test_verify_and_tune_results_show_at_the_next_read(
     assert cli("verify", "--timeout", "20").code == 0  # writes <home>/verify.json
     assert "verified today: ok" in text("models")
     assert cli("tune", "chat", "--budget", "1").code == 0  # writes <home>/tuned.json
-    assert "tuned: ctx" in text("models")
+    assert "from tuning: " in text("models")
 
 
 def test_a_manual_rows_capabilities_follow_its_cache(

@@ -136,10 +136,10 @@ def test_bench_without_build_uses_the_resolved_one_and_says_what_failed(b: Build
 @pytest.mark.parametrize(
     ("args", "code", "said"),
     [  # a build that is not installed is the world's refusal, as for activate and which
-        (["--build", "b999"], 1, "llama-server@b999-cpu is not installed"),
-        (["--build", "nope@1"], 1, "nope@1 is not installed"),
+        (["--build", "b999"], 2, "llama-server@b999-cpu is not installed"),
+        (["--build", "nope@1"], 2, "nope@1 is not installed"),
         (["--repeat", "0"], 2, "--repeat"),
-        (["nomodel"], 1, 'no model "nomodel"'),
+        (["nomodel"], 2, 'no model "nomodel"'),
         (["--build", "b100", "stray"], 2, "unrecognized arguments: stray"),
     ],
 )

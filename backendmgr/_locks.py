@@ -11,9 +11,12 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
-from filelock import FileLock, Timeout
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 __all__ = ["hold", "holder_pid"]
 
@@ -39,6 +42,8 @@ async def hold(
     on_wait: Callable[[int | None], None] | None = None,
 ) -> AsyncIterator[bool]:
     """Hold ``lock``; yields whether another process held it first (we had to wait)."""
+    from filelock import Timeout  # loaded by whoever made ``lock``: a read never does
+
     waited = False
     while True:
         try:

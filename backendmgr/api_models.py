@@ -391,6 +391,13 @@ class GeneratedText(_Result):
     status: str
 
 
+class ErrorBody(_Result):
+    """Every error response: the CLI's one-line message and the exit status it would give."""
+
+    error: str
+    exit: int
+
+
 class JobInfo(_Result):
     id: str
     kind: str
@@ -399,16 +406,6 @@ class JobInfo(_Result):
     events: int
     result: dict[str, Any] | None = None
     error: ErrorBody | None = None
-
-
-class ErrorBody(_Result):
-    """Every error response: the CLI's one-line message and the exit status it would give."""
-
-    error: str
-    exit: int
-
-
-JobInfo.model_rebuild()
 
 
 def dump(value: BaseModel | Sequence[BaseModel]) -> Any:

@@ -87,7 +87,7 @@ Text = Annotated[str, Field(min_length=1, max_length=400)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class GithubLock(_Strict):

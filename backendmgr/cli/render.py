@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -12,7 +14,14 @@ from ..units import format_duration, format_size
 if TYPE_CHECKING:
     from ..api_models import InstallResult
 
-__all__ = ["ProgressView", "Renderer", "format_duration", "format_size", "json_error"]
+__all__ = [
+    "ProgressView",
+    "Renderer",
+    "format_duration",
+    "format_size",
+    "json_error",
+    "plain_table",
+]
 
 
 class Renderer:
@@ -79,15 +88,66 @@ class Renderer:
         if not rows:
             self.info(empty)
             return
+        cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+        if not self.is_terminal:
+            plain = plain_table(columns, cells, self.stdout)
+            if plain is not None:
+                self.stdout.write(plain)
+                return
         from rich import box
         from rich.table import Table
 
         table = Table(box=box.SIMPLE_HEAD if self.is_terminal else box.ASCII2)
         for column in columns:
             table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*("" if cell is None else str(cell) for cell in row))
+        for row in cells:
+            table.add_row(*row)
         self.console().print(table)
+
+
+PIPE_WIDTH = 200  # what rich is given in a pipe: a wider table folds its cells
+
+# Drawn one cell wide by rich, as by this module (tests/cli/test_render.py holds them equal)
+_NARROW = frozenset("★…→±§")
+# Where rich would read markup (``[bold]``) or an emoji code (``:smile:``): rich draws it
+_RICH_TEXT = re.compile(r"\[|:\S*?:")
+
+
+def plain_table(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], stream: TextIO
+) -> str | None:
+    """The table rich draws in a pipe (``box.ASCII2``, no colour), drawn without loading rich
+    (about a third of a read that prints 200 rows), or ``None`` where only rich knows the
+    answer: a table wider than :data:`PIPE_WIDTH`, a cell rich would read as markup, other
+    characters than printable ASCII and :data:`_NARROW`, or an environment asking for colour
+    in a pipe."""
+    if os.environ.get("FORCE_COLOR") is not None or os.environ.get("TTY_COMPATIBLE") == "1":
+        return None
+    utf8 = (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8"
+    texts = [list(columns), *rows]
+    for row in texts:
+        if len(row) != len(columns):
+            return None
+        for text in row:
+            if not (text.isascii() and text.isprintable()) and not (
+                utf8 and all(ch in _NARROW or (ch.isascii() and ch.isprintable()) for ch in text)
+            ):
+                return None
+            if _RICH_TEXT.search(text):
+                return None
+    widths = [max(len(row[i]) for row in texts) for i in range(len(columns))]
+    if sum(widths) + 3 * len(widths) + 1 > PIPE_WIDTH:
+        return None
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
+
+    def line(row: Sequence[str]) -> str:
+        return (
+            "|"
+            + "|".join(f" {text.ljust(w)} " for text, w in zip(row, widths, strict=True))
+            + "|\n"
+        )
+
+    return rule + line(columns) + rule + "".join(line(row) for row in rows) + rule
 
 
 def printable(message: str) -> str:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml import __version__ as _ruamel_version
@@ -86,6 +85,8 @@ class ConfigStore:
 
     def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` under the file lock; write only when the file's text changes."""
+        from filelock import FileLock, Timeout  # an edit's: a read takes no lock
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with FileLock(self.lock_path, timeout=LOCK_TIMEOUT_S):

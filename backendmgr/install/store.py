@@ -15,9 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from filelock import FileLock, Timeout
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -30,6 +29,9 @@ from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment, 
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 __all__ = ["RECEIPT", "AssetRecord", "BuildStore", "InstalledEntry", "Receipt"]
 
@@ -154,6 +156,8 @@ class BuildStore:
         )
 
     def lock(self, component: str, version: str, variant: str) -> FileLock:
+        from filelock import FileLock  # installs and removals lock; a read lists unlocked
+
         self.paths.locks.mkdir(parents=True, exist_ok=True)
         return FileLock(
             self._lock_path(
@@ -293,6 +297,8 @@ class BuildStore:
         for folder in self.leftovers():
             groups.setdefault((folder.parent, _base_name(folder.name)), []).append(folder)
         self.paths.locks.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock, Timeout
+
         for (comp_dir, base), folders in groups.items():
             try:
                 with FileLock(self._lock_path(comp_dir.name, base)).acquire(timeout=0):
@@ -313,11 +319,15 @@ class BuildStore:
 
     def part_lock(self, part: Path) -> FileLock:
         """Held by an install for each of its part files while it may still read them."""
+        from filelock import FileLock
+
         self.paths.locks.mkdir(parents=True, exist_ok=True)
         return FileLock(self.paths.locks / f"download@{part.name}.lock")
 
     def remove_part_files(self) -> list[Path]:
         """Delete part files (and their ETag notes) that no running install holds."""
+        from filelock import Timeout
+
         removed: list[Path] = []
         for part in self.part_files():
             try:

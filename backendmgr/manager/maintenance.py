@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from filelock import FileLock, Timeout
 
 from ..api_models import CacheCleanResult, PruneResult, UpdateEntry, UpdateResult
 from ..errors import NotFound
@@ -147,6 +146,8 @@ class Maintenance:
     def _hold_build_locks(self, stack: contextlib.ExitStack) -> bool:
         """Take every build lock that exists, for as long as ``stack`` lives; False when one
         is held elsewhere (an install may be writing its ``.part`` file, so keep them all)."""
+        from filelock import FileLock, Timeout  # prune's and cache clean's: reads never lock
+
         locks = self.ctx.paths.locks
         if not locks.is_dir():
             return True

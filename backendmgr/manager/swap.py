@@ -419,14 +419,16 @@ class SwapService:
     async def mark(self) -> SwapMark | None:
         """Note what a mutation may change; None (and no cost beyond a file read) when no
         llama-swap runs and no service is installed."""
-        from ..emit.regen import file_digest
-        from ..swap.reload import Mark, last_line, log_text
-        from ..swap.status import Unanswered, read_state, same_file
+        from ..swap.status import read_state
         from ..swap.unit import service_file
 
         state = (await anyio.to_thread.run_sync(read_state, self.paths.home)).state
         if state is None and not service_file(dict(self.environ)).exists():
             return None
+        from ..emit.regen import file_digest
+        from ..swap.reload import Mark, last_line, log_text
+        from ..swap.status import Unanswered, same_file
+
         settings = await self.settings()
         output = self.output_path(settings)
         found = await self.activated(settings)

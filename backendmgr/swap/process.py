@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-import httpx
 from anyio.abc import ByteReceiveStream, Process
 
 from .._proc import cannot_start, open_group
@@ -266,6 +265,8 @@ def _reason(process: Process, err: _Lines, out: _Lines) -> str:
 async def _ready(process: Process, url: str, timeout: float, stop: anyio.Event) -> bool:
     """Poll llama-swap's /health until it answers; False when it exited (or we were told to
     stop) first."""
+    import httpx  # ``up``'s: the status checks that import this module start nothing
+
     async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
         with anyio.fail_after(timeout):
             while process.returncode is None and not stop.is_set():

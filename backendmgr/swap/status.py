@@ -23,14 +23,16 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
 
 from .._fs import LinkRefused, atomic_write_bytes, link_refused, unlink_no_follow
 from ..errors import first_error, shown
 from .process import alive
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "READ_DEADLINE_S",
@@ -324,6 +326,8 @@ async def answers(
     total (a holder of the port that drips a byte a second is cut off there), each at most
     MAX_ANSWER bytes (``keep_tail``: its last MAX_ANSWER bytes). :class:`Unanswered` otherwise.
     The one way backendmgr reads llama-swap's API."""
+    import httpx  # only once llama-swap is known to run: a mutation without it asks nothing
+
     try:
         with anyio.fail_after(deadline):
             async with httpx.AsyncClient(timeout=TIMEOUT_S, trust_env=False) as client:

@@ -16,7 +16,8 @@ Handler = Callable[["Manager", argparse.Namespace, "Renderer"], Awaitable[int]]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"  # as backendmgr.manager.swap.DEFAULT_LISTEN (no import: start-up)
 SERVICE_ACTIONS = ("install", "start", "stop", "restart", "status", "uninstall")
-# Commands that may rewrite the generated file or change the activated llama-swap.
+# Commands that may rewrite the generated file or change the activated llama-swap
+# (``backends`` alone only lists: its ``add`` and ``remove`` change).
 MUTATIONS = frozenset(
     {"install", "uninstall", "activate", "default", "pin", "unpin", "set", "unset", "backends"}
     | {"update", "prune", "sync", "generate"}
@@ -170,6 +171,7 @@ def with_follow_up(handler: Handler) -> Handler:
         )
         if (
             not mutation
+            or (args.command == "backends" and not getattr(args, "backends_action", None))
             or getattr(args, "dry_run", False)
             or getattr(args, "no_generate", False)
             or getattr(args, "check", False)

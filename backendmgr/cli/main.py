@@ -8,19 +8,45 @@ the interpreter and never touch the data home.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 __all__ = ["main"]
 
+CLOSED_STDOUT = 128 + 13
+"""The status a shell gives a program that SIGPIPE stopped: ``backendmgr status | head -1``
+ends as ``cat`` would there, quietly."""
+
+
+def _closed_stdout(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every exception in its group) says the reader of stdout is gone."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_closed_stdout(e) for e in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)
+
+
+def _quiet_after_closed_stdout() -> int:
+    """Point stdout at the null device, so the interpreter's last flush has nowhere to fail."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return CLOSED_STDOUT
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command (``argv``: the words after the program name; default ``sys.argv``)."""
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
     except KeyboardInterrupt:  # before the renderer exists (start-up, parsing): one line too
         sys.stderr.write("error: cancelled\n")
         return 130
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        return _quiet_after_closed_stdout()
 
 
 def _main(words: list[str]) -> int:
@@ -73,6 +99,8 @@ def run(args: argparse.Namespace, out: object) -> int:
     except (SystemExit, GeneratorExit):
         raise
     except BaseException as exc:  # the one boundary: every error is one line (SPEC §13)
+        if _closed_stdout(exc):
+            return _quiet_after_closed_stdout()
         if args.debug:
             raise
         failure = failure_of(exc)

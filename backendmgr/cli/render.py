@@ -47,8 +47,15 @@ class Renderer:
     def console(self) -> Any:
         from rich.console import Console
 
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:
+                """rich would exit 1 here; the command's boundary ends a closed stdout as
+                every command does (main.CLOSED_STDOUT)."""
+                self.quiet = True
+                raise BrokenPipeError
+
         width = None if self.is_terminal else 200
-        return Console(file=self.stdout, highlight=False, soft_wrap=False, width=width)
+        return _Console(file=self.stdout, highlight=False, soft_wrap=False, width=width)
 
     def document(self, data: Any) -> None:
         self.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")

@@ -10,6 +10,7 @@ from ..config.models import ModelOverride, Settings
 from ..errors import InvalidInput, NotFound, Refused, Unknown
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
+from ..registry.rows import default_problem, pin_problem
 from .context import Context
 from .facts import activated_id, discover, executable_exists, find_build, pinned_by
 from .models import Models
@@ -54,7 +55,8 @@ class Which:
 
     def local_names(self, kind: str) -> list[str]:
         """Ids from local state only (no network), for shell completion: ``components``,
-        ``builds``, ``rows`` or ``models``."""
+        ``builds``, ``rows`` (or only those ``pin``, ``default``, ``backends remove`` take) or
+        ``models``."""
         ctx = self.ctx
         if kind == "components":
             return list(ctx.catalog.ids())
@@ -63,6 +65,12 @@ class Which:
         settings = ctx.store.read()
         if kind == "rows":
             return [r.id for r in settings.backends]
+        if kind == "pin_rows":  # what pin accepts
+            return [r.id for r in settings.backends if pin_problem(r) is None]
+        if kind == "default_rows":  # what default accepts
+            return [r.id for r in settings.backends if default_problem(r) is None]
+        if kind == "manual_rows":  # what backends remove accepts
+            return [r.id for r in settings.backends if not (r.managed or r.build)]
         if kind == "models":
             _, found = discover(settings, ctx.paths.cache, save=False)  # <TAB> writes nothing
             ids = {m.id for m in found.models} | {s.id for s in found.skipped}

@@ -23,7 +23,9 @@ __all__ = [
     "build_age_key",
     "build_id_of",
     "build_row_id",
+    "default_problem",
     "newest_first",
+    "pin_problem",
     "pin_target",
     "remove_manual",
     "set_default",
@@ -129,14 +131,35 @@ def add_manual(
     return set_default(out, manual.id) if make_default else out
 
 
+def pin_problem(row: BackendRow) -> str | None:
+    """Why a model cannot be pinned to ``row`` (llama-swap's kindless row records an activated
+    build, nothing more), or None: one rule for ``pin`` and its completion."""
+    if not normalize_kind(row.kind):
+        return f'"{row.id}" serves no model; pin the model to a backend row instead'
+    return None
+
+
+def default_problem(row: BackendRow) -> str | None:
+    """Why ``row`` cannot take ★, or None: one rule for ``default`` and its completion."""
+    if row.build:
+        return (
+            f'"{row.id}" is a build row and cannot be the default; activate it or pin a model to it'
+        )
+    if not normalize_kind(row.kind):
+        return f'"{row.id}" serves no model; it is not a backend a model can use'
+    if not classes_of(row.kind):
+        return f'"{row.id}" has kind "{row.kind}", which serves no class; pin models to it instead'
+    return None
+
+
 def pin_target(rows: Sequence[BackendRow], row_id: str) -> BackendRow:
-    """The row a model may be pinned to: in the registry, and serving models (llama-swap's
-    kindless row records an activated build, nothing more)."""
+    """The row a model may be pinned to: in the registry, and serving models."""
     index = _find(rows, row_id)
     if index is None:
         raise unknown_row(rows, row_id)
-    if not normalize_kind(rows[index].kind):
-        raise Refused(f'"{row_id}" serves no model; pin the model to a backend row instead')
+    problem = pin_problem(rows[index])
+    if problem is not None:
+        raise Refused(problem)
     return rows[index]
 
 
@@ -156,17 +179,10 @@ def set_default(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
     if index is None:
         raise unknown_row(rows, row_id)
     target = rows[index]
-    if target.build:
-        raise Refused(
-            f'"{row_id}" is a build row and cannot be the default; activate it or pin a model to it'
-        )
+    problem = default_problem(target)
+    if problem is not None:
+        raise Refused(problem)
     classes = classes_of(target.kind)
-    if not normalize_kind(target.kind):
-        raise Refused(f'"{row_id}" serves no model; it is not a backend a model can use')
-    if not classes:
-        raise Refused(
-            f'"{row_id}" has kind "{target.kind}", which serves no class; pin models to it instead'
-        )
     out: list[BackendRow] = []
     for i, row in enumerate(rows):
         if i == index:

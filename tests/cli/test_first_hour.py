@@ -478,3 +478,33 @@ def test_a_mistyped_version_names_the_nearest_tags(
     result = cli("install", "llama-server", "b11210", "--variant", "vulkan")
     assert result.code == 1
     assert "has no release b11210; did you mean b11211?" in result.err, result.err
+
+
+def test_completion_offers_only_rows_the_command_takes(cli: Cli, config_path: Path) -> None:
+    """``pin MODEL <TAB>`` never offers llama-swap's kindless row (pin refuses it), ``default
+    <TAB>`` no build row nor a classless one, ``backends remove <TAB>`` only manual rows: the
+    same rule each command applies (issue 33)."""
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(
+        "backends:\n"
+        "  - {id: llama-swap, kind: '', path: /bin/true, managed: true, component: llama-swap,"
+        " version: v1, variant: any}\n"
+        "  - {id: srv, kind: llama, path: /bin/true}\n"
+        "  - {id: srv@b1-cpu, kind: llama, path: /bin/true, managed: true, build: true,"
+        " component: srv, version: b1, variant: cpu}\n"
+        "  - {id: mine, kind: custom, path: /bin/true}\n"
+    )
+
+    def complete(*words: str) -> list[str]:
+        result = cli("__complete", "--", *words)
+        assert result.code == 0 and result.err == "", result
+        return result.out.splitlines()
+
+    pinnable = complete("pin", "m", "")
+    assert pinnable == ["srv", "srv@b1-cpu", "mine"]
+    assert complete("default", "") == ["srv"]
+    assert complete("backends", "remove", "") == ["srv", "mine"]
+    for row in ("llama-swap",):  # what completion leaves out, the command refuses
+        assert cli("pin", "m", row).code != 0
+    for row in ("llama-swap", "srv@b1-cpu", "mine"):
+        assert cli("default", row).code != 0

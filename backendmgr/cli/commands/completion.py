@@ -34,6 +34,13 @@ KINDS: dict[str, tuple[str, ...]] = {
     "pairs": ("setting=",),  # set MODEL KEY=VALUE…
     "keys": ("setting",),  # unset MODEL KEY…
 }
+# Where one command takes only some of a kind (the same rule the command applies), by the
+# command's name and the argument's dest: completion offers only what the command accepts.
+COMMAND_KINDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("pin", "row"): ("pin_rows",),
+    ("default", "row"): ("default_rows",),
+    ("remove", "id"): ("manual_rows",),  # backends remove
+}
 # Options whose values are named in local files: ``--variant`` from the component's manifest.
 OPTION_KINDS: dict[str, str] = {"variant": "variants"}
 # Positional slots nothing local can fill (a release tag needs the network): <TAB> there offers
@@ -187,7 +194,9 @@ def analyse(
         return _all_options(chain), seen
     if slot.dest == "pairs" and "=" in cur:
         return [], seen  # a value: free text
-    return [f"kind:{k}" for k in KINDS.get(slot.dest, ())], seen
+    command = parser.prog.split()[-1]
+    kinds = COMMAND_KINDS.get((command, slot.dest), KINDS.get(slot.dest, ()))
+    return [f"kind:{k}" for k in kinds], seen
 
 
 def _all_options(chain: Sequence[argparse.ArgumentParser]) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..catalog.capabilities import unlisted_flags
-from ..errors import Refused
+from ..errors import Refused, did_you_mean
 
 if TYPE_CHECKING:
     from ..config.models import Settings
@@ -20,12 +20,15 @@ __all__ = ["check_switch", "flag_lines", "followers"]
 
 
 def flag_lines(settings: Settings, models: list[str], entry: InstalledEntry) -> list[str]:
-    """``chat: --foo is not an option of llama-server@b2-cpu`` for each model and flag."""
+    """``chat: --foo is not an option of llama-server@b2-cpu (its extra_args); did you mean
+    --foo-bar?`` for each model and flag, with the build's nearest options."""
     caps = entry.receipt.capabilities
+    known = (caps.options or []) if caps is not None else []
     out = []
     for model in models:
         for flag in unlisted_flags(settings.override(model).extra_args, caps):
-            out.append(f"{model}: {flag} is not an option of {entry.id} (its extra_args)")
+            near = did_you_mean(flag, known)
+            out.append(f"{model}: {flag} is not an option of {entry.id} (its extra_args){near}")
     return out
 
 

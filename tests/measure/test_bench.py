@@ -348,6 +348,9 @@ def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
     assert "warning: kept with --force: chat: -dio is not an option of" in forced.err
     assert activated() == ["llama-server@b200-cpu"]
 
+    near = b.cli("set", "chat", "extra_args=-t 2 --threadz")  # the nearest option is named
+    assert near.code == 0 and "--threadz is not an option of" in near.err, near
+    assert "did you mean --threads?" in near.err, near.err
     said = b.cli("set", "chat", "extra_args=-t 2 --no-such-flag")
     assert said.code == 0, said
     assert (

@@ -341,8 +341,6 @@ class Registry:
             return ()
         build = build_id_of(planned.resolution.row)
         entry = next((e for e in self.ctx.builds.installed() if e.id == build), None)
-        from ..errors import did_you_mean
-
         caps = entry.receipt.capabilities if entry is not None else None
         known = (caps.options or []) if caps is not None else []
         return tuple(

@@ -83,10 +83,14 @@ class Backendmgr(object):
             self.env["BACKENDMGR_GITHUB_API"] = params["github_api"]
         self.commands = []  # every command line run, for the result
 
-    def call(self, args, ok_codes=(0,)):
-        """Run ``backendmgr --json ARGS``; return ``(rc, document)`` or raise BackendmgrError
-        with the CLI's one-line error. ARGS put task values after ``--``."""
-        argv = [self.exe, "--json"] + self.globals + list(args)
+    def call(self, command, options=(), operands=(), ok_codes=(0,)):
+        """Run ``backendmgr --json COMMAND OPTIONS -- OPERANDS``; return ``(rc, document)`` or
+        raise BackendmgrError with the CLI's one-line error. Task values are OPERANDS (or
+        ``--option=VALUE`` words in OPTIONS): the ``--`` written here, once for every module,
+        means none of them is ever read as an option."""
+        argv = [self.exe, "--json"] + self.globals + list(command) + list(options)
+        if operands:  # a command without operands refuses a bare "--"
+            argv += ["--"] + list(operands)
         self.commands.append(argv)
         rc, out, err = self.module.run_command(
             argv, environ_update=self.env, check_rc=False, errors="surrogate_or_replace"
@@ -106,16 +110,16 @@ class Backendmgr(object):
         if not msg:
             tail = (err.strip() or out.strip()).splitlines()[-1:] or ["no output"]
             what = "printed no JSON" if rc in ok_codes else "exited with status %s" % rc
-            msg = "backendmgr %s %s: %s" % (args[0] if args else "", what, tail[0])
+            msg = "backendmgr %s %s: %s" % (" ".join(command), what, tail[0])
         raise BackendmgrError(one_line(msg), rc=rc, doc=doc)
 
-    def run(self, *args):
-        return self.call(args)[1]
+    def run(self, command, options=(), operands=()):
+        return self.call(command, options, operands)[1]
 
     def builds(self):
         """``list --json``: the installed builds, each a dict with at least id, component and
         activated."""
-        rows = self.run("list")
+        rows = self.run(["list"])
         if not isinstance(rows, list):
             raise BackendmgrError("backendmgr list --json did not print a list")
         return rows

@@ -171,22 +171,21 @@ def build(module, cli):
         after = dict((b, a) for b, a in before.items() if b not in ids)
         # the same command in check mode, with --dry-run: backendmgr's refusals either way
         flags = (["--force"] if params["force"] else []) + _dry(module)
-        doc = cli.run(*(["uninstall"] + flags + ["--"] + ids))
+        doc = cli.run(["uninstall"], flags, ids)
         gone = doc.get("ids") or ids
         return _finish(module, result, before, dict((b, a) for b, a in before.items() if b not in gone), doc)
 
     target = _chosen(matching, state)
     if target is None:  # not installed: install it (and activate when asked)
-        spec = ["install"]
+        options = []
         if params["variant"]:
-            spec.append("--variant=%s" % params["variant"])
+            options.append("--variant=%s" % params["variant"])
         if state == "activated":
-            spec.append("--activate")
-        spec += _dry(module) + ["--", params["component"]]
-        if params["version"]:
-            spec.append(params["version"])
+            options.append("--activate")
+        options += _dry(module)
+        operands = [params["component"]] + ([params["version"]] if params["version"] else [])
         if module.check_mode:
-            plan = cli.run(*spec)
+            plan = cli.run(["install"], options, operands)
             result["build"] = plan["id"]
             after = dict(before)
             after.setdefault(plan["id"], False)
@@ -197,7 +196,7 @@ def build(module, cli):
             if state == "activated" or not component_active:
                 after = with_activated(after, plan["id"])
             return _finish(module, result, before, after)
-        doc = cli.run(*spec)
+        doc = cli.run(["install"], options, operands)
         result["build"] = doc["id"]
         after = dict(before)
         after.setdefault(doc["id"], False)
@@ -208,7 +207,7 @@ def build(module, cli):
     result["build"] = target["id"]
     if state == "present" or target.get("activated"):
         return _finish(module, result, before, before)
-    doc = cli.run(*(["activate"] + _dry(module) + ["--", target["id"]]))
+    doc = cli.run(["activate"], _dry(module), [target["id"]])
     after = with_activated(before, target["id"]) if doc.get("changed") else before
     return _finish(module, result, before, after, doc)
 

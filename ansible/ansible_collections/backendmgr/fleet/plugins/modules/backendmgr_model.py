@@ -151,7 +151,7 @@ def _text(key, value):
 
 
 def _overrides(cli, name):
-    doc = cli.run("config", "show")
+    doc = cli.run(["config", "show"])
     models = ((doc.get("settings") or {}).get("models")) or {}
     stored = models.get(name) or {}
     return dict((k, v) for k, v in stored.items() if v is not None)
@@ -164,7 +164,7 @@ def model(module, cli):
     for key, value in settings.items():
         if value is None:
             raise BackendmgrError("settings.%s has no value; use unset: [%s] to clear it" % (key, key))
-    steps = []  # (command, operands after "--", the override keys it touches)
+    steps = []  # (command, its operands, the override keys it touches)
     if params["backend"]:
         steps.append(("pin", [name, params["backend"]], ["backend"]))
     if params["unpin"]:
@@ -180,10 +180,10 @@ def model(module, cli):
     changed = False
     messages = []
     # Check mode asks backendmgr the same question with --dry-run: its own validation and
-    # comparison decide "changed", never a guess made here. Task values follow "--".
+    # comparison decide "changed", never a guess made here.
     dry = ["--dry-run"] if module.check_mode else []
     for command, operands, keys in steps:
-        doc = cli.run(*([command] + dry + ["--"] + operands))
+        doc = cli.run([command], dry, operands)
         changed = changed or bool(doc.get("changed"))
         messages.append(doc.get("message", ""))
         for warning in doc.get("warnings") or []:

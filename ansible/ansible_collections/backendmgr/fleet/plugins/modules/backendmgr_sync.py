@@ -261,23 +261,22 @@ def sync(module, cli):
             source = os.path.join(module.tmpdir, "backendmgr.lock")
             with open(source, "wb") as fh:
                 fh.write(data)
-        args = ["sync"] + ["--" + f for f in flags] + ["--dry-run", "--"] + ([source] if source else [])
-        plan = cli.run(*args)
+        options = ["--" + f for f in flags] + ["--dry-run"]
+        plan = cli.run(["sync"], options, [source] if source else [])
         after = _predict(before, plan)
         changed = any(plan.get(k) for k in PLAN_KEYS) or result["lock_written"]
         return _finish(module, result, plan, before, after, changed, lock)
 
     if params["save_previous"]:  # like a backup file: written, but not a change of the host
-        saved = cli.run("lock", "--output=%s" % params["save_previous"])
+        saved = cli.run(["lock"], ["--output=%s" % params["save_previous"]])
         result["previous_lock"] = params["save_previous"]
         before = _locked_state(saved)
     else:
         before = build_state(cli.builds())
     if result["lock_written"]:
         _write_lock(module, lock, data)
-    args = ["sync"] + ["--" + f for f in flags] + ["--"] + ([lock] if lock else [])
     try:
-        outcome = cli.run(*args)
+        outcome = cli.run(["sync"], ["--" + f for f in flags], [lock] if lock else [])
     except BackendmgrError as exc:
         if result["lock_written"]:  # the lock on the host keeps saying what the host has
             _restore(module, lock, old)

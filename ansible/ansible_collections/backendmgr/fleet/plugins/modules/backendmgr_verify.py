@@ -103,14 +103,13 @@ def main():
 
 def verify(module, cli):
     params = module.params
-    args = ["verify"]
+    options = []
     if params["timeout"] is not None:
-        args.append("--timeout=%r" % float(params["timeout"]))
+        options.append("--timeout=%r" % float(params["timeout"]))
     if params["keep_going"]:
-        args.append("--keep-going")
-    args += ["--"] + list(params["models"])  # a model id is never read as an option
+        options.append("--keep-going")
     # exit 1 with a report is "some model failed", not a broken command
-    rc, doc = cli.call(args, ok_codes=(0, 1))
+    rc, doc = cli.call(["verify"], options, params["models"], ok_codes=(0, 1))
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ValueError("backendmgr verify --json printed no results")
     results = doc["results"]

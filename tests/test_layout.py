@@ -200,3 +200,87 @@ def test_the_trick_check_finds_tricks() -> None:
         "line 5: assigns into os",
     ]
     assert _tricks(ast.parse("from typing import TYPE_CHECKING\nx = 1\nself_x = object()\n")) == []
+
+
+def _service_names() -> set[str]:
+    """What ``Services`` makes: the attributes ``services.py`` assigns on ``self``."""
+    tree = _tree(PACKAGE / "manager" / "services.py")
+    return {
+        t.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+
+
+def _reaches_services(tree: ast.Module, module: str, services: set[str]) -> list[str]:
+    """Where a front end goes past the façade: the Manager's services (``_s``) or context
+    (``ctx``), a service through the Manager (``mgr.swap.status()``), or a module of
+    ``backendmgr.manager`` other than the package (its services, ``services`` itself)."""
+
+    def named(node: ast.expr) -> str | None:
+        return node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("_s", "ctx") and named(node.value) in ("mgr", "manager"):
+                found.append(f"line {node.lineno}: .{node.attr}")
+            inner = node.value
+            if (
+                isinstance(inner, ast.Attribute)
+                and inner.attr in services
+                and named(inner.value) in ("mgr", "manager")
+            ):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ImportFrom):
+            for target in _resolve(module, False, node):
+                if (
+                    target.startswith("backendmgr.manager.")
+                    and target != "backendmgr.manager.Manager"
+                ):
+                    found.append(f"line {node.lineno}: imports {target}")
+    return found
+
+
+def test_front_ends_reach_services_only_through_the_facade() -> None:
+    """The CLI and the web call the Manager's operations, never a service behind it (issue 30)."""
+    services = _service_names()
+    assert {"measure", "bench", "swap", "canary", "bisect", "up", "probe"} <= services
+    found = {}
+    for face in ("cli", "web"):
+        for path in sorted((PACKAGE / face).rglob("*.py")):
+            name = _module_name(path)
+            if path.name == "__init__.py":
+                name += ".__init__"  # _resolve reads the level from the module's own name
+            if hits := _reaches_services(_tree(path), name, services):
+                found[str(path.relative_to(PACKAGE))] = hits
+    assert found == {}
+
+
+def test_the_facade_check_finds_a_service() -> None:
+    bad = (
+        "from ...manager.canary import canary\n"
+        "from ...manager import services\n"
+        "from ...manager import Manager\n"
+        "async def f(mgr, c):\n"
+        "    await mgr.measure.tune([])\n"
+        "    await c.manager.swap.status()\n"
+        "    mgr._s.models\n"
+        "    mgr.ctx.paths\n"
+        "    await mgr.bench([])\n"
+        "    trial.ctx\n"
+    )
+    found = _reaches_services(
+        ast.parse(bad), "backendmgr.cli.commands.x", {"measure", "swap", "bench", "models"}
+    )
+    assert sorted(found) == [
+        "line 1: imports backendmgr.manager.canary",
+        "line 1: imports backendmgr.manager.canary.canary",
+        "line 2: imports backendmgr.manager.services",
+        "line 5: mgr.measure.tune",
+        "line 6: c.manager.swap.status",
+        "line 7: ._s",
+        "line 8: .ctx",
+    ]

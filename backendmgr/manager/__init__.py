@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..requests import (
     ActivateRequest,
@@ -69,10 +69,12 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..events import EventSink
     from ..lockfile import LockFile
-    from .bench import BenchService
-    from .measure import MeasureService
+    from ..measure.results import BenchReport, RepairReport, TuneReport
+    from ..swap.models import ServiceResult, SwapStatus
+    from .bisect import BisectReport
+    from .canary import CanaryReport
     from .services import Services
-    from .swap import SwapService
+    from .swap import FollowUp, Prepared, ServiceAction, SwapMark
     from .verify import OnJobEvent, OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager"]
@@ -89,6 +91,7 @@ class Manager:
 
     def __init__(self, paths: Paths | None = None, **options: Unpack[Options]) -> None:
         self.ctx = Context(paths, **options)
+        self._probe_given = (options.get("host"), options.get("vram_probe"))
         self.paths = self.ctx.paths
         self.environ = self.ctx.environ
         self.store = self.ctx.store
@@ -99,34 +102,8 @@ class Manager:
         """The services, made on the first operation (``--help`` and <TAB> make none)."""
         from .services import Services
 
-        return Services(self.ctx)
-
-    @cached_property
-    def measure(self) -> MeasureService:
-        """``verify --repair`` and ``tune``: pins and contexts chosen by evidence (issue 22)."""
-        from .measure import MeasureService
-
-        return MeasureService.of(self.ctx, self._s)
-
-    @cached_property
-    def bench(self) -> BenchService:
-        """``bench``: prompt and generation speed per model and build (issue 32)."""
-        from .bench import BenchService
-
-        return BenchService(self.measure)
-
-    @cached_property
-    def swap(self) -> SwapService:
-        """llama-swap itself: ``up``, the service, ``status``, the reload proof (issue 21)."""
-        from .swap import SwapService
-
-        return SwapService(
-            self.paths,
-            settings=self.ctx.settings,
-            output_path=self.ctx.output_path,
-            generate=self.generate,
-            environ=self.environ,
-        )
+        host, vram_probe = self._probe_given
+        return Services(self.ctx, host=host, vram_probe=vram_probe)
 
     # --- what the services share ---------------------------------------------------------
 
@@ -136,11 +113,11 @@ class Manager:
 
     @property
     def host(self) -> Host:
-        return self.ctx.host
+        return self._s.probe.host
 
     @property
     def card_gb(self) -> float | None:
-        return self.ctx.card_gb
+        return self._s.probe.card_gb
 
     def manifest(self, component: str) -> Manifest:
         return self.ctx.manifest(component)
@@ -205,17 +182,9 @@ class Manager:
     ) -> ActivateResult:
         """Switch the activated build; refused when a model following it uses a flag the build
         does not list (issue 32), unless ``force``."""
-        from .facts import find_build
-        from .flags import check_switch, followers
-
         if isinstance(ref, str):
             ref = ActivateRequest.of(build=ref, generate=generate, dry_run=dry_run, force=force)
-        entry = find_build(self.builds, ref.build)
-        plan = await self._s.models.plan()
-        models = followers(plan, entry.receipt.component)
-        kept = check_switch(plan.settings, models, entry, force=ref.force)
-        result = await self._s.activation.activate(ref)
-        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+        return await self._s.switches.activate(ref)
 
     async def uninstall(
         self,
@@ -325,17 +294,9 @@ class Manager:
     ) -> PinResult:
         """Pin ``model`` to ``row_id``; a build that does not list a flag of the model's
         ``extra_args`` refuses it (issue 32), unless ``force``."""
-        from .flags import check_switch
-
-        settings = await self.settings()
-        row = settings.row(row_id)
-        kept: list[str] = []
-        if row is not None and row.build:
-            entry = next((e for e in self.builds.installed() if e.id == row_id), None)
-            if entry is not None:
-                kept = check_switch(settings, [model], entry, force=force)
-        result = await self._s.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
-        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+        return await self._s.switches.pin(
+            model, row_id, generate=generate, dry_run=dry_run, force=force
+        )
 
     async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
         return await self._s.registry.unpin(model, generate=generate, dry_run=dry_run)
@@ -457,3 +418,51 @@ class Manager:
                 dry_run=dry_run,
             )
         return await self._s.syncer.sync(request, on_event)
+
+    # --- measured starts: tune, repair, bench, canary, bisect (issues 22 and 32) -----------
+
+    async def tune(self, models: list[str], **options: Any) -> TuneReport:
+        """The largest context that starts and fits the budget, recorded per model and build."""
+        return await self._s.measure.tune(models, **options)
+
+    async def repair(
+        self, models: list[str] | None = None, **options: Any
+    ) -> tuple[list[VerifyResult], RepairReport]:
+        """``verify --repair``: each failing model pinned to the first other build serving it."""
+        return await self._s.measure.repair(models, **options)
+
+    async def bench(
+        self, models: list[str], builds: list[str] | None = None, **options: Any
+    ) -> BenchReport:
+        return await self._s.bench.bench(models, builds, **options)
+
+    async def canary(self, build: str, models: list[str], **options: Any) -> CanaryReport:
+        """Move ``models`` to ``build`` first, measure; promote it or roll back."""
+        return await self._s.canary.run(build, models, **options)
+
+    async def canary_build(self, models: list[str], component: str | None) -> str | None:
+        """``update --canary``: the newest build installed (not activated); None: it is already."""
+        return await self._s.canary.newest(models, component)
+
+    async def bisect(self, model: str, good: str, bad: str, **options: Any) -> BisectReport:
+        return await self._s.bisect.run(model, good, bad, **options)
+
+    # --- llama-swap itself: up, the service, status, the reload proof (issue 21) ---------------
+
+    async def up(self, listen: str, **options: Any) -> Prepared:
+        """Serve the generated config in the foreground until ``watch`` says stop."""
+        return await self._s.up.run(listen, **options)
+
+    async def service(self, action: ServiceAction, **options: Any) -> ServiceResult:
+        return await self._s.swap.service(action, **options)  # type: ignore[no-any-return]
+
+    async def swap_status(self) -> SwapStatus:
+        return await self._s.swap.status()  # type: ignore[no-any-return]
+
+    async def swap_mark(self) -> SwapMark | None:
+        """Before a mutation: what it may change in a running llama-swap or its service."""
+        return await self._s.swap.mark()
+
+    async def swap_follow(self, mark: SwapMark | None) -> FollowUp:
+        """After it: the reload proof, or the service restarted on a new llama-swap build."""
+        return await self._s.swap.follow(mark)

@@ -47,9 +47,9 @@ DEFAULT_TOKENS = 64
 class BenchService:
     """``bench`` over the measuring service's planning and starts."""
 
-    def __init__(self, measure: MeasureService) -> None:
+    def __init__(self, measure: MeasureService, store: BenchStore) -> None:
         self.m = measure
-        self.store = BenchStore(measure.place.paths)
+        self.store = store
 
     def build_of(self, settings: Settings, here: _Planned, ref: str | None) -> str:
         """The build id ``ref`` names for this model: a build id, or a release tag of the
@@ -62,7 +62,7 @@ class BenchService:
                 raise Refused(f"{here.model.id}: no row serves it; see backendmgr models")
             return now
         if "@" in ref:
-            return find_build(self.m.place.builds, ref).id
+            return find_build(self.m.site.builds, ref).id
         component = row.component if row is not None and row.managed else None
         activated = settings.row(component) if component else None
         if component is None or activated is None:
@@ -70,7 +70,7 @@ class BenchService:
                 f"--build {ref}: {here.model.id} does not run on an installed build; "
                 "name the build as COMPONENT@VERSION-VARIANT"
             )
-        return find_build(self.m.place.builds, f"{component}@{ref}-{activated.variant}").id
+        return find_build(self.m.site.builds, f"{component}@{ref}-{activated.variant}").id
 
     async def bench(
         self,
@@ -144,7 +144,7 @@ class BenchService:
         ov = settings.override(model_id).model_copy(update={"backend": build})
         trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
         planned = (await self.m._plan(trial, model_id)).planned
-        device = device_of(self.m.place)
+        device = device_of(self.m.site)
         base = {"model": model_id, "build": build, "device": device, "prompt_words": words}
         if not isinstance(planned, Entry):
             reason = f"skipped: {planned.reason}"
@@ -166,7 +166,7 @@ class BenchService:
         check = await self.m._check(
             planned,
             limit,
-            self.m.place.environ,
+            self.m.site.environ,
             (lambda pid: on_start(model_id, pid)) if on_start else None,
             macros=trial.llama_swap.get("macros"),
             then=work,
@@ -186,7 +186,7 @@ class BenchService:
             ), None
         shown = figures(check.then)
         by = "usage and wall clock" if kind == "vllm" else "llama-server timings"
-        model_fp, build_fp, _ = key_of(self.m.place, planned)
+        model_fp, build_fp, _ = key_of(self.m.site, planned)
         done = BenchRecord(
             **base,
             **shown,

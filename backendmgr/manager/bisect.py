@@ -15,6 +15,8 @@ and the host.
 from __future__ import annotations
 
 import platform
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -24,12 +26,19 @@ from ..api_models import BisectReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..measure.tuned import device_of
-from ..requests import InstallRequest, ReleasesQuery
+from ..requests import InstallRequest, ReleasesQuery, UninstallRequest
 
 if TYPE_CHECKING:
-    from . import Manager
+    from ..config.models import Settings
+    from ..install.store import BuildStore
+    from .bench import BenchService
+    from .install import Installer
+    from .measure import MeasureService
+    from .probe import Site
+    from .releases import Releases
+    from .uninstall import Uninstaller
 
-__all__ = ["BisectReport", "bisect"]
+__all__ = ["Bisect", "BisectReport"]
 
 Metric = Literal["speed", "starts"]
 DEFAULT_THRESHOLD = 10.0
@@ -41,119 +50,141 @@ def _shown(tag: str, r: BenchResult) -> dict[str, Any]:
     return {"tag": tag, **{k: getattr(r, k) for k in keys}, "reason": r.reason, "argv": r.argv}
 
 
-async def bisect(
-    mgr: Manager,
-    model_id: str,
-    good: str,
-    bad: str,
-    *,
-    metric: Metric = "speed",
-    threshold: float = DEFAULT_THRESHOLD,
-    keep: bool = False,
-    repeat: int = 3,
-    prompt_words: int = 256,
-    tokens: int = 64,
-    timeout: float | None = None,
-    on_step: Any = None,
-) -> BisectReport:
-    """The first bad release between ``good`` and ``bad`` for ``model_id``."""
-    if metric not in ("speed", "starts"):
-        raise UsageError(f'--metric must be "speed" or "starts", not "{metric}"')
-    if not 0 < threshold < 100:
-        raise UsageError(f"--threshold must be above 0 and below 100 percent, not {threshold:g}")
-    settings = await mgr.settings()
-    here = await mgr.measure._plan(settings, model_id)
-    res = getattr(here.planned, "resolution", None)
-    row = res.row if res is not None else None
-    component = row.component if row is not None and row.managed else None
-    activated = settings.row(component) if component else None
-    if component is None or activated is None or not activated.variant:
-        raise Refused(f"{model_id} does not run on an installed build's component; cannot bisect")
-    variant = activated.variant
-    listing = await mgr.releases(
-        ReleasesQuery.of(component=component, variant=variant, limit=LISTING_LIMIT, refresh=True)
-    )
-    tags = [r.tag for r in reversed(listing) if variant in r.variants]  # oldest first
-    for tag, flag in ((good, "--good"), (bad, "--bad")):
-        if tag not in tags:
+@dataclass(frozen=True, eq=False)
+class Bisect:
+    """``bisect`` over the services it drives (releases, install, bench, uninstall)."""
+
+    site: Site
+    builds: BuildStore
+    settings: Callable[[], Awaitable[Settings]]
+    measure: MeasureService
+    bench: BenchService
+    releases: Releases
+    installer: Installer
+    uninstaller: Uninstaller
+
+    async def run(
+        self,
+        model_id: str,
+        good: str,
+        bad: str,
+        *,
+        metric: Metric = "speed",
+        threshold: float = DEFAULT_THRESHOLD,
+        keep: bool = False,
+        repeat: int = 3,
+        prompt_words: int = 256,
+        tokens: int = 64,
+        timeout: float | None = None,
+        on_step: Any = None,
+    ) -> BisectReport:
+        """The first bad release between ``good`` and ``bad`` for ``model_id``."""
+        if metric not in ("speed", "starts"):
+            raise UsageError(f'--metric must be "speed" or "starts", not "{metric}"')
+        if not 0 < threshold < 100:
             raise UsageError(
-                f"{flag} {tag}: no {component} release of that tag ships {variant} "
-                f"(among the newest {LISTING_LIMIT}; see backendmgr releases {component})"
+                f"--threshold must be above 0 and below 100 percent, not {threshold:g}"
             )
-    lo, hi = tags.index(good), tags.index(bad)
-    span = hi - lo + 1
-    if lo >= hi:
-        raise UsageError(f"--good {good} must be an older release than --bad {bad}")
-    installed_here: list[str] = []
-    measured: dict[str, BenchResult] = {}
-    removed: list[str] = []
-
-    async def measure(tag: str) -> BenchResult:
-        build = f"{component}@{tag}-{variant}"
-        if not any(e.id == build for e in mgr.builds.installed(component)):
-            await mgr.install(
-                InstallRequest.of(component=component, version=tag, variant=variant, generate=False)
-            )
-            installed_here.append(build)
-        starts = metric == "starts"
-        report = await mgr.bench.bench(
-            [model_id],
-            [build],
-            repeat=1 if starts else repeat,
-            prompt_words=prompt_words,
-            tokens=1 if starts else tokens,
-            timeout=timeout,
-            record=False,
-        )
-        measured[tag] = report.results[0]
-        if on_step is not None:
-            on_step(tag, report.results[0])
-        return report.results[0]
-
-    try:
-        base = await measure(good)
-        if not base.ok or base.predicted_per_second is None:
-            raise Refused(f"--good {good} does not serve {model_id}: {base.reason}")
-        speed = base.predicted_per_second
-
-        def is_bad(r: BenchResult) -> bool:
-            if not r.ok or r.predicted_per_second is None:
-                return True
-            return metric == "speed" and r.predicted_per_second < speed * (1 - threshold / 100)
-
-        if not is_bad(await measure(bad)):
+        settings = await self.settings()
+        here = await self.measure._plan(settings, model_id)
+        res = getattr(here.planned, "resolution", None)
+        row = res.row if res is not None else None
+        component = row.component if row is not None and row.managed else None
+        activated = settings.row(component) if component else None
+        if component is None or activated is None or not activated.variant:
             raise Refused(
-                f"--bad {bad} is not bad: {measured[bad].predicted_per_second:g} t/s against "
-                f"{speed:g} t/s on {good} (threshold {threshold:g} %)"
+                f"{model_id} does not run on an installed build's component; cannot bisect"
             )
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if is_bad(await measure(tags[mid])):
-                hi = mid
-            else:
-                lo = mid
-    finally:
-        if installed_here and not keep:
-            with anyio.CancelScope(shield=True):
-                done = await mgr.uninstall(list(installed_here), generate=True)
-                removed = list(done.ids)
-    first_bad, last_good = tags[hi], tags[lo]
-    figures = [_shown(t, measured[t]) for t in tags if t in measured]
-    report = BisectReport(
-        message=f"{model_id}: first bad release {first_bad} (last good {last_good})",
-        changed=bool(installed_here) and keep,
-        model=model_id,
-        metric=metric,
-        threshold=threshold,
-        first_bad=_shown(first_bad, measured[first_bad]),
-        last_good=_shown(last_good, measured[last_good]),
-        figures=figures,
-        installs=installed_here,
-        removed=removed,
-        releases=span,
-        report="",
-    )
-    return report.model_copy(update={"report": markdown(report, device_of(mgr.ctx))})
+        variant = activated.variant
+        listing = await self.releases.recent(
+            ReleasesQuery.of(
+                component=component, variant=variant, limit=LISTING_LIMIT, refresh=True
+            )
+        )
+        tags = [r.tag for r in reversed(listing) if variant in r.variants]  # oldest first
+        for tag, flag in ((good, "--good"), (bad, "--bad")):
+            if tag not in tags:
+                raise UsageError(
+                    f"{flag} {tag}: no {component} release of that tag ships {variant} "
+                    f"(among the newest {LISTING_LIMIT}; see backendmgr releases {component})"
+                )
+        lo, hi = tags.index(good), tags.index(bad)
+        span = hi - lo + 1
+        if lo >= hi:
+            raise UsageError(f"--good {good} must be an older release than --bad {bad}")
+        installed_here: list[str] = []
+        measured: dict[str, BenchResult] = {}
+        removed: list[str] = []
+
+        async def measure(tag: str) -> BenchResult:
+            build = f"{component}@{tag}-{variant}"
+            if not any(e.id == build for e in self.builds.installed(component)):
+                await self.installer.install(
+                    InstallRequest.of(
+                        component=component, version=tag, variant=variant, generate=False
+                    )
+                )
+                installed_here.append(build)
+            starts = metric == "starts"
+            report = await self.bench.bench(
+                [model_id],
+                [build],
+                repeat=1 if starts else repeat,
+                prompt_words=prompt_words,
+                tokens=1 if starts else tokens,
+                timeout=timeout,
+                record=False,
+            )
+            measured[tag] = report.results[0]
+            if on_step is not None:
+                on_step(tag, report.results[0])
+            return report.results[0]
+
+        try:
+            base = await measure(good)
+            if not base.ok or base.predicted_per_second is None:
+                raise Refused(f"--good {good} does not serve {model_id}: {base.reason}")
+            speed = base.predicted_per_second
+
+            def is_bad(r: BenchResult) -> bool:
+                if not r.ok or r.predicted_per_second is None:
+                    return True
+                return metric == "speed" and r.predicted_per_second < speed * (1 - threshold / 100)
+
+            if not is_bad(await measure(bad)):
+                raise Refused(
+                    f"--bad {bad} is not bad: {measured[bad].predicted_per_second:g} t/s against "
+                    f"{speed:g} t/s on {good} (threshold {threshold:g} %)"
+                )
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if is_bad(await measure(tags[mid])):
+                    hi = mid
+                else:
+                    lo = mid
+        finally:
+            if installed_here and not keep:
+                with anyio.CancelScope(shield=True):
+                    request = UninstallRequest.of(builds=list(installed_here), generate=True)
+                    done = await self.uninstaller.uninstall(request)
+                    removed = list(done.ids)
+        first_bad, last_good = tags[hi], tags[lo]
+        figures = [_shown(t, measured[t]) for t in tags if t in measured]
+        report = BisectReport(
+            message=f"{model_id}: first bad release {first_bad} (last good {last_good})",
+            changed=bool(installed_here) and keep,
+            model=model_id,
+            metric=metric,
+            threshold=threshold,
+            first_bad=_shown(first_bad, measured[first_bad]),
+            last_good=_shown(last_good, measured[last_good]),
+            figures=figures,
+            installs=installed_here,
+            removed=removed,
+            releases=span,
+            report="",
+        )
+        return report.model_copy(update={"report": markdown(report, device_of(self.site))})
 
 
 def _cell(value: Any) -> str:

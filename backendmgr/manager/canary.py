@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,14 +26,24 @@ from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
-from ..requests import VerifyRequest
+from ..requests import ActivateRequest, InstallRequest, VerifyRequest
 from .facts import find_build
 
 if TYPE_CHECKING:
-    from . import Manager
-    from .bench import OnRun
+    from collections.abc import Awaitable, Callable
 
-__all__ = ["CANARY_NAME", "CanaryReport", "canary", "newest_for_canary", "slower_pct"]
+    from ..config.models import Settings
+    from ..install.store import BuildStore
+    from .bench import BenchService, OnRun
+    from .generate import Generator
+    from .install import Installer
+    from .measure import MeasureService
+    from .models import Models
+    from .registry import Registry
+    from .switch import Switches
+    from .verify import Verifier
+
+__all__ = ["CANARY_NAME", "Canary", "CanaryReport", "slower_pct"]
 
 CANARY_NAME = "canary.json"
 MARK_CAP = 1 << 20
@@ -49,11 +60,11 @@ def slower_pct(old: float | None, new: float | None) -> float | None:
     return round((old - new) / old * 100, 1)
 
 
-async def _wait_idle(mgr: Manager, models: list[str], bound: float) -> None:
+async def _wait_idle(home: Path, models: list[str], bound: float) -> None:
     """Until llama-swap (where it runs) starts or stops none of ``models``; at most ``bound``."""
     from ..swap.status import observe, read_state
 
-    state = (await anyio.to_thread.run_sync(read_state, mgr.paths.home)).state
+    state = (await anyio.to_thread.run_sync(read_state, home)).state
     if state is None:  # no llama-swap runs on our record: nothing to wait for
         return
     end = time.monotonic() + bound
@@ -98,100 +109,150 @@ def _figures(r: BenchResult) -> dict[str, Any]:
     return {"build": r.build, **{k: getattr(r, k) for k in keys}, "reason": r.reason}
 
 
-async def canary(
-    mgr: Manager,
-    build_ref: str,
-    models: list[str],
-    *,
-    tolerance: float = DEFAULT_TOLERANCE,
-    repeat: int = 3,
-    prompt_words: int = 256,
-    tokens: int = 64,
-    timeout: float | None = None,
-    idle_wait: float = IDLE_WAIT_S,
-    on_run: OnRun | None = None,
-) -> CanaryReport:
-    """Promote ``build_ref`` if every canary passes on it and is no slower beyond ``tolerance``
-    percent (prompt and generation speed, medians); roll back otherwise."""
-    if not models:
-        raise UsageError("name at least one canary model")
-    if not 0 <= tolerance <= 100:
-        raise UsageError(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
-    new = find_build(mgr.builds, build_ref)
-    settings = await mgr.settings()
-    component = new.receipt.component
-    old = build_id_of(settings.row(component))
-    if old is None:
-        raise Refused(f"{component} has no activated build to compare with; activate {new.id}")
-    if old == new.id:
-        raise Refused(f"{new.id} is already the activated build")
-    canaries = list(dict.fromkeys(models))
-    for model_id in canaries:  # each one exists, and runs on the component's activated build
-        here = await mgr.measure._plan(settings, model_id)
-        now = mgr.bench.build_of(settings, here, None)
-        if now != old:
-            raise Refused(
-                f"{model_id} runs on {now}, not on the activated {old}: a canary must follow "
-                "the activated build (unpin it first)"
-            )
-    from .flags import check_switch, followers
+@dataclass(frozen=True, eq=False)
+class Canary:
+    """``activate BUILD --canary`` and ``update --canary`` over the services they drive."""
 
-    plan = await mgr._s.models.plan()  # a promotion must not break a model's flags either
-    check_switch(settings, followers(plan, component), new, force=False)
-    mark = mgr.paths.home / CANARY_NAME
-    left = await anyio.to_thread.run_sync(_left_over, mark)
-    if left is not None:
-        raise Refused(left)
-    await _wait_idle(mgr, canaries, idle_wait)
-    before = {m: settings.override(m).backend for m in canaries}
-    record = {"build": new.id, "previous": old, "pins_before": before}
-    await anyio.to_thread.run_sync(atomic_write_bytes, mark, json.dumps(record, indent=1).encode())
-    promoted = False
-    try:
-        for model_id in canaries:
-            await mgr.pin(model_id, new.id)
-        checked = await mgr.verify(
-            VerifyRequest.of(models=canaries, timeout=timeout, keep_going=True)
+    home: Path
+    builds: BuildStore
+    settings: Callable[[], Awaitable[Settings]]
+    models: Models
+    measure: MeasureService
+    bench: BenchService
+    verifier: Verifier
+    switches: Switches
+    registry: Registry
+    generator: Generator
+    installer: Installer
+
+    async def run(
+        self,
+        build_ref: str,
+        models: list[str],
+        *,
+        tolerance: float = DEFAULT_TOLERANCE,
+        repeat: int = 3,
+        prompt_words: int = 256,
+        tokens: int = 64,
+        timeout: float | None = None,
+        idle_wait: float = IDLE_WAIT_S,
+        on_run: OnRun | None = None,
+    ) -> CanaryReport:
+        """Promote ``build_ref`` if every canary passes on it and is no slower beyond
+        ``tolerance`` percent (prompt and generation speed, medians); roll back otherwise."""
+        if not models:
+            raise UsageError("name at least one canary model")
+        if not 0 <= tolerance <= 100:
+            raise UsageError(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
+        new = find_build(self.builds, build_ref)
+        settings = await self.settings()
+        component = new.receipt.component
+        old = build_id_of(settings.row(component))
+        if old is None:
+            raise Refused(f"{component} has no activated build to compare with; activate {new.id}")
+        if old == new.id:
+            raise Refused(f"{new.id} is already the activated build")
+        canaries = list(dict.fromkeys(models))
+        for model_id in canaries:  # each one exists, and runs on the component's activated build
+            here = await self.measure._plan(settings, model_id)
+            now = self.bench.build_of(settings, here, None)
+            if now != old:
+                raise Refused(
+                    f"{model_id} runs on {now}, not on the activated {old}: a canary must "
+                    "follow the activated build (unpin it first)"
+                )
+        from .flags import check_switch, followers
+
+        plan = await self.models.plan()  # a promotion must not break a model's flags either
+        check_switch(settings, followers(plan, component), new, force=False)
+        mark = self.home / CANARY_NAME
+        left = await anyio.to_thread.run_sync(_left_over, mark)
+        if left is not None:
+            raise Refused(left)
+        await _wait_idle(self.home, canaries, idle_wait)
+        before = {m: settings.override(m).backend for m in canaries}
+        record = {"build": new.id, "previous": old, "pins_before": before}
+        body = json.dumps(record, indent=1).encode()
+        await anyio.to_thread.run_sync(atomic_write_bytes, mark, body)
+        promoted = False
+        try:
+            for model_id in canaries:
+                await self.switches.pin(model_id, new.id)
+            request = VerifyRequest.of(models=canaries, timeout=timeout, keep_going=True)
+            checked = (await self.verifier.report(request, None, None, None)).results
+            verified = {r.id: r.ok for r in checked}
+            report = await self.bench.bench(
+                canaries,
+                [old, new.id],
+                repeat=repeat,
+                prompt_words=prompt_words,
+                tokens=tokens,
+                timeout=timeout,
+                on_run=on_run,
+            )
+            comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)
+            if good:
+                await self.switches.activate(ActivateRequest.of(build=new.id))
+                promoted = True
+        finally:
+            with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
+                for model_id, prior in before.items():
+                    if prior is None:
+                        await self.registry.unpin(model_id, generate=False)
+                    else:
+                        await self.switches.pin(model_id, prior, generate=False)
+                await self.generator.regenerate()
+                mark.unlink(missing_ok=True)
+        said = (
+            f"promoted {new.id}: every canary passed and is within {tolerance:g} % of {old}"
+            if promoted
+            else f"rolled back: {old} stays activated ({_why(comparison)})"
         )
-        verified = {r.id: r.ok for r in checked}
-        report = await mgr.bench.bench(
-            canaries,
-            [old, new.id],
-            repeat=repeat,
-            prompt_words=prompt_words,
-            tokens=tokens,
-            timeout=timeout,
-            on_run=on_run,
+        return CanaryReport(
+            message=said,
+            changed=promoted,
+            promoted=promoted,
+            build=new.id,
+            previous=old,
+            tolerance=tolerance,
+            models=canaries,
+            comparison=comparison,
+            verified=verified,
         )
-        comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)
-        if good:
-            await mgr.activate(new.id)
-            promoted = True
-    finally:
-        with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
-            for model_id, prior in before.items():
-                if prior is None:
-                    await mgr.unpin(model_id, generate=False)
-                else:
-                    await mgr.pin(model_id, prior, generate=False)
-            await mgr.regenerate()
-            mark.unlink(missing_ok=True)
-    said = (
-        f"promoted {new.id}: every canary passed and is within {tolerance:g} % of {old}"
-        if promoted
-        else f"rolled back: {old} stays activated ({_why(comparison)})"
-    )
-    return CanaryReport(
-        message=said,
-        changed=promoted,
-        promoted=promoted,
-        build=new.id,
-        previous=old,
-        tolerance=tolerance,
-        models=canaries,
-        comparison=comparison,
-        verified=verified,
-    )
+
+    async def newest(self, models: list[str], component: str | None) -> str | None:
+        """``update --canary``: the newest release of the component the canaries run on (or
+        the one named), in its activated variant, installed without activating it; its build
+        id, or None when the activated build is already the newest."""
+        if not models:
+            raise UsageError("name at least one canary model")
+        settings = await self.settings()
+        if component is None:
+            here = await self.measure._plan(settings, models[0])
+            row = getattr(here.planned, "resolution", None)
+            row = row.row if row is not None else None
+            component = row.component if row is not None and row.managed else None
+            if component is None:
+                raise Refused(f"{models[0]} does not run on an installed build; name the component")
+        activated = settings.row(component)
+        if activated is None or not activated.variant:
+            raise Refused(f"{component} has no activated build; install one first")
+        probe = await self.installer.install(
+            InstallRequest.of(
+                component=component, variant=activated.variant, dry_run=True, refresh=True
+            )
+        )
+        if probe.id == build_id_of(activated):
+            return None
+        await self.installer.install(
+            InstallRequest.of(
+                component=component,
+                version=probe.version,
+                variant=activated.variant,
+                generate=False,
+            )
+        )
+        return probe.id
 
 
 def _compare(
@@ -241,37 +302,3 @@ def _why(comparison: list[dict[str, Any]]) -> str:
     return "; ".join(
         f"{c['model']}: {', '.join(c['problems'])}" for c in comparison if c["problems"]
     )
-
-
-async def newest_for_canary(mgr: Manager, models: list[str], component: str | None) -> str | None:
-    """``update --canary``: the newest release of the component the canaries run on (or the
-    one named), in its activated variant, installed without activating it; its build id, or
-    None when the activated build is already the newest."""
-    from ..requests import InstallRequest
-
-    if not models:
-        raise UsageError("name at least one canary model")
-    settings = await mgr.settings()
-    if component is None:
-        here = await mgr.measure._plan(settings, models[0])
-        row = getattr(here.planned, "resolution", None)
-        row = row.row if row is not None else None
-        component = row.component if row is not None and row.managed else None
-        if component is None:
-            raise Refused(f"{models[0]} does not run on an installed build; name the component")
-    activated = settings.row(component)
-    if activated is None or not activated.variant:
-        raise Refused(f"{component} has no activated build; install one first")
-    probe = await mgr.install(
-        InstallRequest.of(
-            component=component, variant=activated.variant, dry_run=True, refresh=True
-        )
-    )
-    if probe.id == build_id_of(activated):
-        return None
-    await mgr.install(
-        InstallRequest.of(
-            component=component, version=probe.version, variant=activated.variant, generate=False
-        )
-    )
-    return probe.id

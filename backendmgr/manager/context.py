@@ -1,5 +1,7 @@
-"""What every service shares: paths, the config and build stores, the catalog, host facts and
-network settings, the HTTP client, and the locked read-modify-write of the config file."""
+"""What every service shares: paths, the config and build stores, the catalog, network
+settings, the HTTP client, and the locked read-modify-write of the config file. The machine's
+GPUs are not here: :class:`.probe.GpuProbe`, made in :mod:`.services`, is given to the services
+that plan or measure for them."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 import anyio
 
 from .._locks import hold
-from ..catalog.host import Host, detect_host, parse_platform
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
@@ -24,6 +25,7 @@ from ..net import NetSettings
 if TYPE_CHECKING:
     import httpx
 
+    from ..catalog.host import Host
     from ..catalog.manifest import Catalog, Manifest
     from ..sources.github import GithubReleases
 
@@ -36,17 +38,17 @@ class Options(TypedDict, total=False):
     """What a Manager can be given besides its paths (tests and embedders set them)."""
 
     environ: Mapping[str, str] | None  # default: this process's environment
-    host: Host | None  # default: detected on first use
+    host: Host | None  # default: detected on first use (the GPU probe's)
     client_factory: Callable[[], httpx.AsyncClient] | None  # default: net.make_client
     retry_backoff: float  # seconds before the first download retry (default 0.5)
-    vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb
+    vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb (the probe's)
     # hears what a step that can take seconds (a probe) waits for, before it waits (issue 20);
     # it may be called from a worker thread
     on_wait: Callable[[str], None] | None
 
 
 class Context:
-    """One config file and one data home, and what is known about this machine."""
+    """One config file and one data home, and how to reach the network."""
 
     def __init__(self, paths: Paths | None = None, **options: Unpack[Options]) -> None:
         environ = options.get("environ")
@@ -54,12 +56,9 @@ class Context:
         self.environ = dict(os.environ if environ is None else environ)
         self.store = ConfigStore(self.paths.config_file, self.paths.config_lock)
         self.builds = BuildStore(self.paths)
-        self._host = options.get("host")
         self._client_factory = options.get("client_factory")
         self.retry_backoff = options.get("retry_backoff", 0.5)
-        self._vram_probe = options.get("vram_probe")
         self.on_wait = options.get("on_wait")
-        self._card: tuple[float | None] | None = None
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -68,25 +67,9 @@ class Context:
 
         return load_catalog(self.paths.user_manifests)
 
-    @property
-    def host(self) -> Host:
-        if self._host is None:
-            self._host = detect_host(self.environ)
-        return self._host
-
     @cached_property
     def net(self) -> NetSettings:
         return NetSettings.from_env(self.environ)
-
-    @property
-    def card_gb(self) -> float | None:
-        """The GPU's total memory, probed once per Manager (one per CLI process)."""
-        if self._card is None:
-            from ..vram import probe_card_gb
-
-            probe = self._vram_probe or (lambda: probe_card_gb(self.environ))
-            self._card = (probe(),)
-        return self._card[0]
 
     def manifest(self, component: str) -> Manifest:
         manifest = self.catalog.get(component)
@@ -123,12 +106,6 @@ class Context:
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output
         return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
-
-    def platform(self, platform: str | None) -> tuple[str, str]:
-        """(os, arch): ``platform`` parsed, else this machine's."""
-        if platform:
-            return parse_platform(platform)
-        return self.host.os, self.host.arch
 
     def build_lock(
         self,

@@ -18,6 +18,7 @@ from ..units import format_size
 from .context import Context
 from .facts import executable_exists
 from .generate import Generator
+from .probe import GpuProbe
 
 if TYPE_CHECKING:
     from ..discovery.models import Discovery
@@ -26,8 +27,9 @@ __all__ = ["Doctor"]
 
 
 class Doctor:
-    def __init__(self, ctx: Context, generator: Generator) -> None:
+    def __init__(self, ctx: Context, probe: GpuProbe, generator: Generator) -> None:
         self.ctx = ctx
+        self.probe = probe
         self.generator = generator
 
     async def check(self, req: DoctorRequest) -> DoctorReport:
@@ -88,7 +90,7 @@ class Doctor:
         output_notes += loaded
         from ..emit.devices import pin_notes
 
-        host = self.ctx.host
+        host = self.probe.host
         return DoctorReport(
             ok=not problems,
             problems=problems,

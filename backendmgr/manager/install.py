@@ -23,6 +23,7 @@ from .context import Context
 from .facts import executable_exists
 from .generate import Generator
 from .install_source import BuildSource, How, Locked, open_source
+from .probe import GpuProbe
 from .releases import Releases
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = ["Installer", "Locked"]
 @dataclass(frozen=True, eq=False)
 class Installer:
     ctx: Context
+    probe: GpuProbe
     releases: Releases
     activation: Activation
     generator: Generator
@@ -72,9 +74,9 @@ class Installer:
         manifest = ctx.manifest(req.component)
         if req.platform is not None and not req.dry_run:
             raise InvalidInput("--platform describes another machine; use it with --dry-run")
-        os_name, arch = ctx.platform(req.platform)
+        os_name, arch = self.probe.platform(req.platform)
         plat = f"{os_name}-{arch}"
-        variant = req.variant or suggest_variant(manifest, ctx.host, plat)[0]
+        variant = req.variant or suggest_variant(manifest, self.probe.host, plat)[0]
         if not variant:
             raise NotFound(f"{req.component} publishes nothing for {plat}")
         how = _how(req, locked)
@@ -86,7 +88,7 @@ class Installer:
             ProgressEvent("resolving", message=f"{manifest.id} {req.version or 'latest'} {variant}")
         )
         async with open_source(
-            ctx, self.releases, manifest, req.version, variant, os_name, plat, how
+            ctx, self.probe, self.releases, manifest, req.version, variant, os_name, plat, how
         ) as source:
             version = source.plan.version
             build_id = registry.build_row_id(manifest.id, version, variant)

@@ -15,6 +15,7 @@ from ..events import EventSink
 from ..install.store import InstalledEntry
 from ..units import format_size
 from .context import Context
+from .probe import GpuProbe
 from .releases import Releases
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ class How:
 @contextlib.asynccontextmanager
 async def open_source(
     ctx: Context,
+    probe: GpuProbe,
     releases: Releases,
     manifest: Manifest,
     version: str | None,
@@ -187,12 +189,13 @@ async def open_source(
             target = ctx.builds.build_dir(manifest.id, choice.release.tag, variant)
             yield ArchiveSource(ctx, ArchivePlan(manifest, choice, os_name, target), gh, how)
         return
-    plan = await _venv_plan(ctx, releases, manifest, version, variant, plat, how.locked)
+    plan = await _venv_plan(ctx, probe, releases, manifest, version, variant, plat, how.locked)
     yield VenvSource(ctx, plan, how)
 
 
 async def _venv_plan(
     ctx: Context,
+    probe: GpuProbe,
     releases: Releases,
     manifest: Manifest,
     version: str | None,
@@ -256,7 +259,7 @@ async def _venv_plan(
         index_only=next(
             (v.id for v in manifest.variants_on(plat) if v.torch_backend is None), None
         ),
-        cannot_run=ctx.host.why_not(variant) if plat == ctx.host.platform else None,
+        cannot_run=probe.host.why_not(variant) if plat == probe.host.platform else None,
     )
 
 

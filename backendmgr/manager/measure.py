@@ -1,7 +1,7 @@
 """``verify --repair`` and ``tune``: evidence from real starts, turned into pins and contexts.
 
-A plain service over its collaborators (the models' planning, verify, pin and regenerate):
-:meth:`MeasureService.of` wires it to the shared context and the services. Nothing changes
+A plain service over its collaborators (the models' planning, verify, pin and regenerate, the
+GPU probe's site and the one store of measured contexts), wired in :mod:`.services`. Nothing changes
 until a search is over: a repair is one pin (the existing atomic pin path, which regenerates),
 a tune is one record in the data home and a regeneration. Each start goes through
 :func:`.verify.start_entry`, which stops the server's whole process group even when cancelled,
@@ -39,7 +39,7 @@ from ..measure.results import (
     TuneTrial,
 )
 from ..measure.tune import Trial, candidates, find_context
-from ..measure.tuned import Place, TunedRecord, TunedStore, device_of, key_of
+from ..measure.tuned import TunedRecord, TunedStore, device_of, key_of
 from ..requests import VerifyRequest
 
 if TYPE_CHECKING:
@@ -48,9 +48,8 @@ if TYPE_CHECKING:
     from ..discovery.models import DiscoveredModel
     from ..emit.plan import Entry
     from ..serve_check import CheckResult
-    from .context import Context
     from .models import Plan
-    from .services import Services
+    from .probe import Site
 
 __all__ = ["MAX_ATTEMPTS", "MeasureService"]
 
@@ -71,7 +70,8 @@ class MeasureService:
     def __init__(
         self,
         *,
-        place: Place,
+        site: Site,
+        tuned: TunedStore,
         settings: Callable[[], Awaitable[Settings]],
         pipeline: Callable[[Settings], Plan],
         verify: Callable[..., Awaitable[VerifyReport]],
@@ -81,25 +81,14 @@ class MeasureService:
     ) -> None:
         from .verify import start_entry
 
-        self.place = place
+        self.site = site
         self._settings = settings
         self._pipeline = pipeline
         self._verify = verify
         self._pin = pin
         self._regenerate = regenerate
         self._check = check or start_entry
-        self.tuned = TunedStore(place.paths)
-
-    @classmethod
-    def of(cls, ctx: Context, services: Services) -> MeasureService:
-        return cls(
-            place=ctx,
-            settings=ctx.settings,
-            pipeline=services.models.pipeline,
-            verify=services.verifier.report,
-            pin=lambda model, row: services.registry.pin(model, row),
-            regenerate=services.generator.regenerate,
-        )
+        self.tuned = tuned
 
     # --- planning ------------------------------------------------------------------------
 
@@ -126,7 +115,7 @@ class MeasureService:
         return await self._check(
             entry,
             timeout,
-            self.place.environ,
+            self.site.environ,
             (lambda pid: on_start(model_id, pid)) if on_start else None,
             measure=group_memory,
             macros=settings.llama_swap.get("macros"),  # issue 28: as llama-swap expands it
@@ -200,7 +189,7 @@ class MeasureService:
         tried = [first]
         if res is None:
             return RepairResult(id=model_id, ok=False, tried=tried, message="no row serves it")
-        for row, why in repair_order(settings, here.model, res.row, self.place.host, res.cls):
+        for row, why in repair_order(settings, here.model, res.row, self.site.host, res.cls):
             ov = settings.override(model_id).model_copy(update={"backend": row.id})
             trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
             planned = (await self._plan(trial, model_id)).planned
@@ -297,7 +286,7 @@ class MeasureService:
 
     def _budget(self, settings: Settings, model_id: str, given: float | None) -> float:
         ov = settings.override(model_id)
-        budget = given or ov.vram_target_gb or settings.vram_budget_gb or self.place.card_gb
+        budget = given or ov.vram_target_gb or settings.vram_budget_gb or self.site.card_gb
         if budget is None:
             raise InvalidInput(
                 "no memory budget: give --budget GiB (no GPU reading and no vram_budget_gb)"
@@ -324,7 +313,7 @@ class MeasureService:
         budget = self._budget(settings, model_id, given)
         trained = here.model.meta.context_length if here.model.meta else None
         estimate = int(entry.capabilities.get("context") or 0) or None
-        key = key_of(self.place, entry)
+        key = key_of(self.site, entry)
         end, total = deadline
         out_of_time = f"stopped at the --deadline of {total:g} s"
         causes: dict[int, FailureCause | None] = {}
@@ -378,7 +367,7 @@ class MeasureService:
         ended = causes.get(last.ctx) if last is not None and not last.memory else None
         best = outcome.best
         backend = entry.resolution.row.id if entry.resolution.row else entry.argv[0]
-        device = device_of(self.place)
+        device = device_of(self.site)
         trials = [_shown(t, budget) for t in outcome.trials]
         if best is None or best.gib is None:
             why = outcome.stopped or f"no context from {candidates(trained)[0]} fits {budget:g} GiB"

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ..catalog.host import Adapter
     from ..discovery.models import DiscoveredModel, Discovery
     from ..emit.plan import Entry, Skip, ToolParsers
+    from ..measure.bench import BenchStore
+    from ..measure.tuned import TunedStore
+    from .probe import Site
 
 __all__ = ["Models", "Plan"]
 
@@ -75,18 +78,32 @@ def _plan_one(
 
 
 class Models:
-    def __init__(self, ctx: Context, verified: VerifyCache) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        site: Site,
+        tuned: TunedStore,
+        benched: BenchStore,
+        verified: VerifyCache,
+    ) -> None:
         self.ctx = ctx
+        self.site = site  # the GPU probe, and what the measured figures are keyed by
+        self.tuned = tuned
+        self.benched = benched
         self.verified = verified
+
+    def adapters(self) -> tuple[Adapter, ...]:
+        """This machine's GPUs (probed once), for a model pinned to a ``device`` (issue 24)."""
+        return self.site.probe.host.adapters
 
     def pipeline(self, settings: Settings) -> Plan:
         """Discover, plan every model and hash the inputs (blocking, for a worker thread)."""
         from ..emit.devices import uses_devices
         from ..emit.regen import inputs_hash
-        from ..measure.tuned import TunedStore, apply_tuned
+        from ..measure.tuned import apply_tuned
         from .capabilities import capability_index
 
-        ctx = self.ctx
+        ctx, probe = self.ctx, self.site.probe
         scan, found = discover(settings, ctx.paths.cache)
         installed = ctx.builds.installed()
         # a kindless tool (llama-swap) serves no model: it changes nothing in the config
@@ -94,17 +111,17 @@ class Models:
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
         receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
-        gpus = ctx.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
+        gpus = probe.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
         receipts += [f"gpu {g!r}" for g in gpus]
-        receipts.append(TunedStore(ctx.paths).inputs_text())  # issue 22: measured contexts
-        digest = inputs_hash(settings, receipts, scan.inputs, ctx.card_gb)
+        receipts.append(self.tuned.inputs_text())  # issue 22: measured contexts
+        digest = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
 
         def plan_one(s: Settings, m: DiscoveredModel) -> Entry | Skip:
-            return _plan_one(s, m, ctx.card_gb, parsers, caps, gpus)
+            return _plan_one(s, m, probe.card_gb, parsers, caps, gpus)
 
         plans = [plan_one(settings, m) for m in found.models]
         # issue 22: a tuned context in place of the estimate
-        plans = apply_tuned(ctx, settings, found.models, plans, plan_one)
+        plans = apply_tuned(self.site, self.tuned, settings, found.models, plans, plan_one)
         return Plan(settings, found, plans, digest)
 
     async def plan(self) -> Plan:
@@ -112,12 +129,12 @@ class Models:
 
     async def info(self) -> list[ModelInfo]:
         from ..emit.plan import Entry
-        from ..measure.bench import BenchStore, shown_figures
+        from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
 
         plan = await self.plan()
         cache = await anyio.to_thread.run_sync(self.verified.read)
-        benched = await anyio.to_thread.run_sync(BenchStore(self.ctx.paths).records)
+        benched = await anyio.to_thread.run_sync(self.benched.records)
         out = []
         for model, planned in zip(plan.found.models, plan.plans, strict=True):
             res = planned.resolution
@@ -146,7 +163,7 @@ class Models:
                     verified=checked,
                     verification=verified_text(checked) if entry is not None else None,
                     tuning=tuning_text(plan.settings, entry) if entry is not None else None,
-                    bench=shown_figures(self.ctx, benched, model) if entry is not None else None,
+                    bench=shown_figures(self.site, benched, model) if entry is not None else None,
                 )
             )
         for skip in plan.found.skipped:

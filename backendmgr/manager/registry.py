@@ -262,7 +262,7 @@ class Registry:
         warnings += _unset_env(values.values())
         from ..emit.devices import device_warning  # issue 24: a device the host lacks
 
-        warnings += device_warning(override.device, self.ctx.host.adapters)
+        warnings += device_warning(override.device, self.models.adapters())
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)

@@ -13,12 +13,15 @@ from ..errors import NotFound
 from ..requests import ReleasesQuery
 from .context import Context
 from .facts import activated_id
+from .probe import GpuProbe
 
 if TYPE_CHECKING:
     from packaging.version import Version
 
+    from ..catalog.host import Host
     from ..catalog.manifest import Manifest
     from ..catalog.matching import AssetChoice
+    from ..install.store import BuildStore
     from ..sources.github import GithubReleases
     from ..sources.models import Release
     from ..sources.pypi import IndexRelease
@@ -29,12 +32,13 @@ __all__ = ["Releases"]
 @dataclass(frozen=True, eq=False)
 class Releases:
     ctx: Context
+    probe: GpuProbe
 
     async def catalog(self) -> list[CatalogEntry]:
         from ..catalog.manifest import source_label
         from ..catalog.matching import suggest_variant
 
-        ctx = self.ctx
+        ctx, host = self.ctx, self.probe.host
         settings = await ctx.settings()
         installed = ctx.builds.installed()
         return [
@@ -46,13 +50,13 @@ class Releases:
                 variants=[
                     VariantHere(
                         id=v.id,
-                        available=v.available_on(ctx.host.platform),
-                        runs_here=ctx.host.why_not(v.id) is None,
-                        why_not=ctx.host.why_not(v.id),
+                        available=v.available_on(host.platform),
+                        runs_here=host.why_not(v.id) is None,
+                        why_not=host.why_not(v.id),
                     )
                     for v in m.variants
                 ],
-                suggested=(suggested := suggest_variant(m, ctx.host))[0],
+                suggested=(suggested := suggest_variant(m, host))[0],
                 why=suggested[1],
                 installed=[e.id for e in installed if e.receipt.component == m.id],
                 activated=activated_id(settings, m.id),
@@ -65,12 +69,12 @@ class Releases:
         from ..catalog.matching import unknown_variant, variants_in_release
 
         manifest = self.ctx.manifest(query.component)
-        os_name, arch = self.ctx.platform(query.platform)
+        os_name, arch = self.probe.platform(query.platform)
         plat = f"{os_name}-{arch}"
         variant = query.variant
         if variant is not None and manifest.variant(variant) is None:
             raise unknown_variant(manifest, variant)
-        marks = _Marks(await self.ctx.settings(), self.ctx, query.component)
+        marks = _Marks(await self.ctx.settings(), self.ctx.builds, self.probe.host, query.component)
         source = manifest.source
         if not isinstance(source, GithubSource):
             indexed = await self.index_releases(manifest, prereleases=manifest.allow_prerelease)
@@ -134,7 +138,7 @@ class Releases:
             raise unknown_variant(manifest, variant)
         if not known.assets.get(plat):
             raise NotFound(f"no {variant} build of {manifest.id} is published for {plat}")
-        driver = self.ctx.host.nvidia_driver
+        driver = self.probe.host.nvidia_driver
         listed = await gh.releases(source.repo, refresh=refresh)
         if version is not None:
             release = next((r for r in listed if r.tag == version), None)
@@ -175,11 +179,11 @@ class _Marks:
     """For a version of one component: which of its variants are installed, and which one
     is activated."""
 
-    def __init__(self, settings: Settings, ctx: Context, component: str) -> None:
+    def __init__(self, settings: Settings, builds: BuildStore, host: Host, component: str) -> None:
         self.settings = settings
         self.component = component
-        self.entries = ctx.builds.installed(component)
-        self.host = ctx.host
+        self.entries = builds.installed(component)
+        self.host = host
 
     def info(self, tag: str, published: str | None, pre: bool, variants: list[str]) -> ReleaseInfo:
         row = self.settings.row(self.component)

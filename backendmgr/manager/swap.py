@@ -2,8 +2,9 @@
 the reload proof after a mutation (issue 21).
 
 One service object with its collaborators passed in (paths, the settings reader, the
-generator, the build store), so it depends on no other part of the Manager; the Manager holds
-one and forwards to it. The I/O lives in :mod:`backendmgr.swap`.
+generator, the environment), so it depends on no other part of the Manager; :mod:`.services`
+makes it and :mod:`.up` drives a foreground ``up`` with it. The I/O lives in
+:mod:`backendmgr.swap`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import anyio
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
+from ..requests import GenerateRequest
 from ..swap.listen import DEFAULT_LISTEN, parse_listen, reach_url, split_host_port
 
 if TYPE_CHECKING:
+    from ..api_models import GenerateResult
     from ..swap.reload import Mark
 
 __all__ = [
@@ -81,7 +84,7 @@ class SwapService:
     _: KW_ONLY
     settings: Callable[[], Awaitable[Settings]]
     output_path: Callable[[Settings], Path]
-    generate: Callable[..., Awaitable[Any]]
+    generate: Callable[[GenerateRequest], Awaitable[GenerateResult]]
     environ: Mapping[str, str]
 
     # --- the build and the config -----------------------------------------------------------
@@ -114,9 +117,10 @@ class SwapService:
         found = await self.activated(settings)
         if found is None:
             raise NotFound('llama-swap is not installed; run "backendmgr install llama-swap"')
-        written = await self.generate()
+        written = await self.generate(GenerateRequest.of())
         warnings += written.warnings
-        await self.generate(check=True)  # refused with the reason, as "generate --check"
+        # refused with the reason, as "generate --check"
+        await self.generate(GenerateRequest.of(check=True))
         return Prepared(
             exe=found[0],
             build=found[1],

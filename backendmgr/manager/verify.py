@@ -14,7 +14,6 @@ from ..api_models import VerifyReport, VerifyResult
 from ..errors import unknown
 from ..events import JobEvent, ProgressEvent, VerifiedEvent
 from ..requests import VerifyRequest
-from .context import Context
 from .models import Models
 from .verify_cache import VerifyCache
 
@@ -111,7 +110,8 @@ async def start_entry(
 
 @dataclass(frozen=True, eq=False)
 class Verifier:
-    ctx: Context
+    environ: Mapping[str, str]
+    on_wait: Callable[[str], None] | None  # hears a start's wait before it waits (issue 20)
     models: Models
     cache: VerifyCache
 
@@ -200,10 +200,10 @@ class Verifier:
                     ProgressEvent("verifying", asset=model_id, message=f"{model_id}: starting")
                 )
 
-        if self.ctx.on_wait is not None:  # issue 20: a start can take the whole limit
-            self.ctx.on_wait(f"starting {model_id} until it answers (at most {limit:g} s)…")
+        if self.on_wait is not None:  # issue 20: a start can take the whole limit
+            self.on_wait(f"starting {model_id} until it answers (at most {limit:g} s)…")
         macros = settings.llama_swap.get("macros")
-        check = await start_entry(entry, limit, self.ctx.environ, started, macros=macros)
+        check = await start_entry(entry, limit, self.environ, started, macros=macros)
         budget, used = entry.budget, check.gpu_gib
         over = budget is not None and used is not None and used > budget.gb
         result = VerifyResult(

@@ -49,11 +49,13 @@ TUNED_CAP = 4 << 20  # bytes read; a larger file is ignored
 
 
 class Place(Protocol):
-    """What the fingerprints need to know about where we run (the Manager has all of it)."""
+    """What the fingerprints need to know about where we run (:class:`..manager.probe.Site`)."""
 
-    paths: Paths
-    builds: BuildStore
-    environ: dict[str, str]
+    @property
+    def builds(self) -> BuildStore: ...
+
+    @property
+    def environ(self) -> dict[str, str]: ...
 
     @property
     def host(self) -> Host: ...
@@ -177,6 +179,7 @@ def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:
 
 def apply_tuned(
     place: Place,
+    store: TunedStore,
     settings: Settings,
     models: Sequence[DiscoveredModel],
     plans: list[Any],
@@ -186,7 +189,6 @@ def apply_tuned(
     from ..emit.plan import Entry
     from ..emit.sizing import is_over_budget
 
-    store = TunedStore(place.paths)
     records = store.records()
     if not records:
         return plans

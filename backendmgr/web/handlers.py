@@ -232,7 +232,7 @@ async def generated(c: Call) -> Any:
 
 async def swap_status(c: Call) -> Any:
     """whether llama-swap runs, what it has loaded, and whether it holds backendmgr's file"""
-    return await c.manager.swap.status()
+    return await c.manager.swap_status()
 
 
 async def generate(c: Call) -> Any:

@@ -72,7 +72,7 @@ async def bench(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             f"generation {run.predicted_per_second:.1f} t/s"
         )
 
-    report = await mgr.bench.bench(
+    report = await mgr.bench(
         args.models,
         args.build,
         repeat=int(args.repeat),

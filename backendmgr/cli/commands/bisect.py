@@ -41,14 +41,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 async def bisect(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...manager.bisect import bisect as run
 
     def step(tag: str, r: Any) -> None:
         said = f"{r.predicted_per_second:g} t/s" if r.ok else f"failed: {r.reason}"
         out.waiting(f"{args.model} on {tag}: {said}")
 
-    report = await run(
-        mgr,
+    report = await mgr.bisect(
         args.model,
         args.good,
         args.bad,

@@ -46,7 +46,6 @@ def _side(f: dict[str, Any] | None) -> str:
 
 async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...manager.canary import canary
 
     if args.dry_run:
         return out.failure("--canary measures real starts; it has no --dry-run", 2)
@@ -56,8 +55,7 @@ async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer) -> i
             f"{model} on {build}: run {n}/{args.repeat}: {run.predicted_per_second:.1f} t/s"
         )
 
-    report = await canary(
-        mgr,
+    report = await mgr.canary(
         args.build,
         args.canary,
         tolerance=args.tolerance,

@@ -58,13 +58,12 @@ async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ..render import ProgressView
 
     if args.canary:  # issue 32: the newest build, installed, then the canary decides
-        from ...manager.canary import newest_for_canary
         from .canary import run_canary
 
         if len(args.components) > 1:
             return out.failure("update --canary takes at most one COMPONENT", 2)
         component = args.components[0] if args.components else None
-        newest = await newest_for_canary(mgr, args.canary, component)
+        newest = await mgr.canary_build(args.canary, component)
         if newest is None:
             out.info("the activated build is already the newest; nothing to try")
             return 0

@@ -57,16 +57,6 @@ def _listen_flags(p: argparse.ArgumentParser) -> None:
 
 
 async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    notes, release = await mgr.swap.claim(replace=args.replace)
-    try:  # the lock is held until llama-swap and its servers are stopped
-        for note in notes:
-            out.note(note)
-        return await _serve(mgr, args, out)
-    finally:
-        release()
-
-
-async def _serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import contextlib
 
     import anyio
@@ -74,9 +64,6 @@ async def _serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
     from ...errors import shown
 
-    prepared = await mgr.swap.prepare(args.listen, public=args.public)
-    for warning in prepared.warnings:
-        out.warning(warning)
     log = out.stderr if out.json_mode else out.stdout
 
     def forward(line: str) -> None:
@@ -85,28 +72,29 @@ async def _serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
             log.write(shown(line, 4096) + "\n")
             log.flush()
 
-    stop = anyio.Event()
-    async with anyio.create_task_group() as tg:
+    async def on_signal(stop: anyio.Event, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        # held until the end: a second Ctrl-C must not interrupt the stopping; a closed
+        # terminal or a dropped SSH session (SIGHUP) stops it like SIGTERM
+        hup = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, *hup) as received:
+            task_status.started()
+            async for _ in received:
+                if stop.is_set():
+                    with contextlib.suppress(OSError, ValueError):
+                        out.note("still stopping llama-swap and its model servers…")
+                stop.set()
 
-        async def on_signal(*, task_status: anyio.abc.TaskStatus[None]) -> None:
-            # held until the end: a second Ctrl-C must not interrupt the stopping; a closed
-            # terminal or a dropped SSH session (SIGHUP) stops it like SIGTERM
-            hup = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, *hup) as received:
-                task_status.started()
-                async for _ in received:
-                    if stop.is_set():
-                        with contextlib.suppress(OSError, ValueError):
-                            out.note("still stopping llama-swap and its model servers…")
-                    stop.set()
-
-        await tg.start(on_signal)
-        try:
-            await mgr.swap.up(
-                prepared, on_line=forward, on_ready=out.note, stop=stop, adopt_orphans=True
-            )
-        finally:
-            tg.cancel_scope.cancel()
+    prepared = await mgr.up(
+        args.listen,
+        public=args.public,
+        replace=args.replace,
+        on_note=out.note,
+        on_warning=out.warning,
+        on_line=forward,
+        on_ready=out.note,
+        watch=on_signal,
+        adopt_orphans=True,
+    )
     with contextlib.suppress(OSError, ValueError):
         out.note("stopped llama-swap and every model server it started")
     if out.json_mode:
@@ -117,7 +105,7 @@ async def _serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 async def service(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from .common import report
 
-    result = await mgr.swap.service(args.action, listen=args.listen, public=args.public)
+    result = await mgr.service(args.action, listen=args.listen, public=args.public)
     if args.action == "status" and not out.json_mode:
         for warning in result.warnings:
             out.warning(warning)
@@ -130,7 +118,7 @@ async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
     from ...errors import shown
 
-    result = await mgr.swap.status()
+    result = await mgr.swap_status()
     if out.json_mode:
         out.document(dump(result))
         return 0
@@ -179,7 +167,7 @@ def with_follow_up(handler: Handler) -> Handler:
             return await handler(mgr, args, out)
         unknown = ""
         try:  # what cannot be learnt about llama-swap never blocks the change (issue 33)
-            mark = await mgr.swap.mark()
+            mark = await mgr.swap_mark()
         except Exception as exc:  # an unreadable service file or state: a warning, later
             mark, unknown = None, _why(exc)
         wait = mark is not None and out.json_mode  # the document waits for llama-swap
@@ -211,7 +199,7 @@ async def _follow(mgr: Manager, mark: Any, out: Renderer) -> Any:
     """The follow-up after a change (the reload proof, a service restart), said on stderr;
     what it cannot learn is a warning. Returns the ``FollowUp``, or None."""
     try:
-        follow = await mgr.swap.follow(mark)
+        follow = await mgr.swap_follow(mark)
     except Exception as exc:
         out.warning(f"cannot tell whether llama-swap took the change ({_why(exc)})")
         return None

@@ -78,7 +78,7 @@ async def tune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         what = f"{t.gib:.3f} GiB" if t.gib is not None else (t.cause or t.reason or "failed")
         out.info(f"{model_id}: ctx {t.ctx}: {'fits' if t.ok else 'no'} ({what})")
 
-    report = await mgr.measure.tune(
+    report = await mgr.tune(
         args.models,
         budget_gb=args.budget,
         max_attempts=args.max_attempts,
@@ -104,7 +104,7 @@ async def repair(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
     if args.dry_run and not args.repair:
         args.repair = True  # --dry-run alone reads as "what would --repair do"
-    results, report = await mgr.measure.repair(
+    results, report = await mgr.repair(
         args.models,
         dry_run=args.dry_run,
         timeout=args.timeout,

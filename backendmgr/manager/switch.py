@@ -1,0 +1,62 @@
+"""``activate`` and ``pin`` as every caller makes them (the façade, the canary): a switch of
+the build a model runs, refused when it would drop a flag the model uses (issue 32)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..requests import ActivateRequest
+from .facts import find_build
+from .flags import check_switch, followers
+
+if TYPE_CHECKING:
+    from ..api_models import ActivateResult, PinResult
+    from ..config.models import Settings
+    from ..install.store import BuildStore
+    from .activate import Activation
+    from .models import Models
+    from .registry import Registry
+
+__all__ = ["Switches"]
+
+
+@dataclass(frozen=True, eq=False)
+class Switches:
+    builds: BuildStore
+    settings: Callable[[], Awaitable[Settings]]
+    models: Models
+    registry: Registry
+    activation: Activation
+
+    async def activate(self, req: ActivateRequest) -> ActivateResult:
+        """Switch the activated build; refused when a model following it uses a flag the build
+        does not list, unless ``force``."""
+        entry = find_build(self.builds, req.build)
+        plan = await self.models.plan()
+        models = followers(plan, entry.receipt.component)
+        kept = check_switch(plan.settings, models, entry, force=req.force)
+        result = await self.activation.activate(req)
+        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+
+    async def pin(
+        self,
+        model: str,
+        row_id: str,
+        *,
+        generate: bool = True,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> PinResult:
+        """Pin ``model`` to ``row_id``; a build that does not list a flag of the model's
+        ``extra_args`` refuses it, unless ``force``."""
+        settings = await self.settings()
+        row = settings.row(row_id)
+        kept: list[str] = []
+        if row is not None and row.build:
+            entry = next((e for e in self.builds.installed() if e.id == row_id), None)
+            if entry is not None:
+                kept = check_switch(settings, [model], entry, force=force)
+        result = await self.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
+        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result

@@ -1,0 +1,66 @@
+"""``up`` as one operation: claim this home's ``up`` lock, prepare the build and a current
+config, run llama-swap until stopped, let go of the lock (issue 21).
+
+The front end says what it hears (notes, warnings, llama-swap's lines) and when to stop:
+``watch`` is started once everything is prepared and sets the event it is given (the CLI's
+signal handler); it is cancelled when llama-swap has stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from .swap import Prepared, SwapService
+
+__all__ = ["Up", "Watch"]
+
+Watch = Callable[..., Coroutine[Any, Any, Any]]
+"""``watch(stop, *, task_status)``: started in a task group once ``up`` is prepared."""
+
+
+@dataclass(frozen=True, eq=False)
+class Up:
+    swap: SwapService
+
+    async def run(
+        self,
+        listen: str,
+        *,
+        public: bool = False,
+        replace: bool = False,
+        on_note: Callable[[str], None],
+        on_warning: Callable[[str], None],
+        on_line: Callable[[str], None],
+        on_ready: Callable[[str], None],
+        watch: Watch,
+        adopt_orphans: bool = False,
+    ) -> Prepared:
+        """Serve until ``watch`` sets its event; the prepared run (its config) when stopped."""
+        notes, release = await self.swap.claim(replace=replace)
+        try:  # the lock is held until llama-swap and its servers are stopped
+            for note in notes:
+                on_note(note)
+            prepared = await self.swap.prepare(listen, public=public)
+            for warning in prepared.warnings:
+                on_warning(warning)
+            stop = anyio.Event()
+            async with anyio.create_task_group() as tg:
+                await tg.start(watch, stop)
+                try:
+                    await self.swap.up(
+                        prepared,
+                        on_line=on_line,
+                        on_ready=on_ready,
+                        stop=stop,
+                        adopt_orphans=adopt_orphans,
+                    )
+                finally:
+                    tg.cancel_scope.cancel()
+            return prepared
+        finally:
+            release()

@@ -97,9 +97,7 @@ class Bisect:
             )
         variant = activated.variant
         listing = await self.releases.recent(
-            ReleasesQuery.of(
-                component=component, variant=variant, limit=LISTING_LIMIT, refresh=True
-            )
+            ReleasesQuery(component=component, variant=variant, limit=LISTING_LIMIT, refresh=True)
         )
         tags = [r.tag for r in reversed(listing) if variant in r.variants]  # oldest first
         for tag, flag in ((good, "--good"), (bad, "--bad")):
@@ -120,7 +118,7 @@ class Bisect:
             build = f"{component}@{tag}-{variant}"
             if not any(e.id == build for e in self.builds.installed(component)):
                 await self.installer.install(
-                    InstallRequest.of(
+                    InstallRequest(
                         component=component, version=tag, variant=variant, generate=False
                     )
                 )
@@ -165,7 +163,7 @@ class Bisect:
         finally:
             if installed_here and not keep:
                 with anyio.CancelScope(shield=True):
-                    request = UninstallRequest.of(builds=list(installed_here), generate=True)
+                    request = UninstallRequest(builds=list(installed_here))
                     done = await self.uninstaller.uninstall(request)
                     removed = list(done.ids)
         first_bad, last_good = tags[hi], tags[lo]

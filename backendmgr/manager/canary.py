@@ -26,7 +26,7 @@ from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
-from ..requests import ActivateRequest, InstallRequest, VerifyRequest
+from ..requests import ActivateRequest, InstallRequest, PinRequest, VerifyRequest
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -177,8 +177,8 @@ class Canary:
         promoted = False
         try:
             for model_id in canaries:
-                await self.switches.pin(model_id, new.id)
-            request = VerifyRequest.of(models=canaries, timeout=timeout, keep_going=True)
+                await self.switches.pin(PinRequest(model=model_id, row=new.id))
+            request = VerifyRequest(models=canaries, timeout=timeout, keep_going=True)
             checked = (await self.verifier.report(request, None, None, None)).results
             verified = {r.id: r.ok for r in checked}
             report = await self.bench.bench(
@@ -192,7 +192,7 @@ class Canary:
             )
             comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)
             if good:
-                await self.switches.activate(ActivateRequest.of(build=new.id))
+                await self.switches.activate(ActivateRequest(build=new.id))
                 promoted = True
         finally:
             with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
@@ -200,7 +200,9 @@ class Canary:
                     if prior is None:
                         await self.registry.unpin(model_id, generate=False)
                     else:
-                        await self.switches.pin(model_id, prior, generate=False)
+                        await self.switches.pin(
+                            PinRequest(model=model_id, row=prior, generate=False)
+                        )
                 await self.generator.regenerate()
                 mark.unlink(missing_ok=True)
         said = (
@@ -238,14 +240,14 @@ class Canary:
         if activated is None or not activated.variant:
             raise Refused(f"{component} has no activated build; install one first")
         probe = await self.installer.install(
-            InstallRequest.of(
+            InstallRequest(
                 component=component, variant=activated.variant, dry_run=True, refresh=True
             )
         )
         if probe.id == build_id_of(activated):
             return None
         await self.installer.install(
-            InstallRequest.of(
+            InstallRequest(
                 component=component,
                 version=probe.version,
                 variant=activated.variant,

@@ -136,7 +136,7 @@ class MeasureService:
         """Verify; for each model that fails, try the other builds whose kind serves it (the
         activated build, then those this host can use, newest first: :func:`repair_order`)
         and pin it to the first that passes. A model that passes is never touched."""
-        request = VerifyRequest.of(models=list(model_ids or []), timeout=timeout, keep_going=True)
+        request = VerifyRequest(models=list(model_ids or []), timeout=timeout, keep_going=True)
         results = (await self._verify(request, on_result, on_start)).results
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)

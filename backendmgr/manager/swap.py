@@ -117,10 +117,10 @@ class SwapService:
         found = await self.activated(settings)
         if found is None:
             raise NotFound('llama-swap is not installed; run "backendmgr install llama-swap"')
-        written = await self.generate(GenerateRequest.of())
+        written = await self.generate(GenerateRequest())
         warnings += written.warnings
         # refused with the reason, as "generate --check"
-        await self.generate(GenerateRequest.of(check=True))
+        await self.generate(GenerateRequest(check=True))
         return Prepared(
             exe=found[0],
             build=found[1],

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..requests import ActivateRequest
+from ..requests import ActivateRequest, PinRequest
 from .facts import find_build
 from .flags import check_switch, followers
 
@@ -40,23 +40,16 @@ class Switches:
         result = await self.activation.activate(req)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
-    async def pin(
-        self,
-        model: str,
-        row_id: str,
-        *,
-        generate: bool = True,
-        dry_run: bool = False,
-        force: bool = False,
-    ) -> PinResult:
-        """Pin ``model`` to ``row_id``; a build that does not list a flag of the model's
+    async def pin(self, req: PinRequest) -> PinResult:
+        """Pin the model to the row; a build that does not list a flag of the model's
         ``extra_args`` refuses it, unless ``force``."""
+        model, row_id = req.model, req.row
         settings = await self.settings()
         row = settings.row(row_id)
         kept: list[str] = []
         if row is not None and row.build:
             entry = next((e for e in self.builds.installed() if e.id == row_id), None)
             if entry is not None:
-                kept = check_switch(settings, [model], entry, force=force)
-        result = await self.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
+                kept = check_switch(settings, [model], entry, force=req.force)
+        result = await self.registry.pin(model, row_id, generate=req.generate, dry_run=req.dry_run)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backendmgr.requests import DoctorRequest, GenerateRequest
 from tests.support.archives import tree
 from tests.support.user import Setup
 
@@ -35,7 +36,7 @@ def manager() -> Manager:
 async def generated(setup: Setup) -> Manager:
     """A Manager whose llama-swap config was generated (so ``setup.snapshot()`` works)."""
     mgr = manager()
-    outcome = await mgr.generate()
+    outcome = await mgr.generate(GenerateRequest())
     setup.output = Path(outcome.output)
     assert setup.output.is_file()
     return mgr
@@ -77,5 +78,5 @@ async def assert_old_state(mgr: Manager, setup: Setup, before: tuple[bytes, byte
     assert all(n.endswith((".part", ".part.json")) for n in downloads_left(setup.home))
     assert mgr.builds.leftovers() == []
     assert setup.snapshot() == before
-    report = await mgr.doctor()
+    report = await mgr.doctor(DoctorRequest())
     assert report.ok, report

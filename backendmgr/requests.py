@@ -71,7 +71,8 @@ class Arg:
     ``flag`` is the option's spelling when it is not ``--field-name`` (``--no-smoke`` for
     ``smoke``); a boolean whose default is true is given by such a ``--no-…`` flag.
     ``positional`` makes it an operand. ``low``/``high`` bound a text's length (characters)
-    or a list's or mapping's number of items; ``blank=False`` refuses a blank text.
+    or a list's or mapping's number of items; ``blank=False`` refuses a blank text;
+    ``choices`` are the only texts it takes.
     ``api=False`` keeps a field off the HTTP API (a file named on the server: the API reads and
     writes only the configured ones)."""
 
@@ -84,6 +85,7 @@ class Arg:
     high: int | None = None
     blank: bool = True
     api: bool = True
+    choices: tuple[str, ...] | None = None
 
     def text(self) -> str:
         """The help as ``--help`` shows it: ``{high}`` is the bound's top (argparse fills in
@@ -96,6 +98,8 @@ class Arg:
             return None
         if self.bounds is not None and isinstance(value, int | float):
             return self.bounds.problem(value)
+        if self.choices is not None and value not in self.choices:
+            return f"must be one of {', '.join(self.choices)}, not {value!r}"
         if isinstance(value, Sized):
             size = len(value)
             unit = "characters" if isinstance(value, str) else "items"
@@ -120,6 +124,8 @@ class Arg:
             target = next((s for s in top["anyOf"] if s.get("type") != "null"), top)
         if self.bounds is not None:
             target.update(self.bounds.json_schema())
+        if self.choices is not None:
+            target["enum"] = list(self.choices)
         kind = target.get("type")
         low, high = ("minLength", "maxLength") if kind == "string" else ("minItems", "maxItems")
         if kind == "object":

@@ -4,25 +4,25 @@ Each field of the request becomes one argument: its help, spelling, default and 
 from the field's declaration, never restated here. A boolean is a ``store_true`` flag (or, when
 its default is true, the ``--no-…`` flag its :class:`~backendmgr.requests.Arg` names); a number
 with :class:`~backendmgr.limits.Bounds` is checked by the bounds' argparse type; a list or a
-mapping is an operand of several words (a mapping's as ``KEY=VALUE``); every other limit is
-checked at parse time in the request's own words. Once the command is parsed, the request is
-made (its cross-field rule included) and left in ``args.request``: a value it refuses is the
-command's usage error (exit 2), before anything is opened.
-"""
+mapping is an operand of several words (a mapping's as ``KEY=VALUE``), a list option is
+given once per value (``--build A --build B``), a field with ``choices`` takes only those;
+every other limit is checked at parse time in the request's own words. Once the command is
+parsed, the request is made (its cross-field rule included) and left in ``args.request``: a
+value it refuses is the command's usage error (exit 2), before anything is opened."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..errors import InvalidInput
 from ..requests import Arg, Request, args_of
 from .parser import usage_check
 
-__all__ = ["add_request", "kind_of", "request_in"]
+__all__ = ["add_fields", "add_request", "kind_of", "made", "request_in"]
 
 R = TypeVar("R", bound=Request)
 
@@ -88,9 +88,24 @@ def add_request(
     ``types`` replaces a field's argparse type where the CLI says more than the request
     (``--kind``'s nearest known kinds)."""
     given = dict(given or {})
+    add_fields(parser, cls, skip=given, types=types)
+    parser.set_defaults(request_type=cls, **given)  # request_type: for the tests' walk
+    usage_check(parser, _maker(cls))
+
+
+def add_fields(
+    parser: argparse.ArgumentParser,
+    cls: type[Request],
+    *,
+    skip: Collection[str] = (),
+    types: Mapping[str, Callable[[str], Any]] | None = None,
+) -> None:
+    """The arguments of ``cls``'s fields but ``skip``, without making the request: for one a
+    command makes besides its own (``verify --repair``, ``activate --canary``: see
+    :func:`made`)."""
     types = types or {}
     for name, arg in args_of(cls):
-        if name in given:
+        if name in skip:
             continue
         kind = kind_of(cls, name)
         default = default_of(cls, name)
@@ -105,10 +120,15 @@ def add_request(
         if kind in (list, dict):
             options["nargs"] = "+" if (arg.low or 0) >= 1 else "*"
             options["type"] = _pair if kind is dict else str
+            if not arg.positional:  # an option given once per value: --build A --build B
+                options["action"] = "append"
+                del options["nargs"]
         elif arg.bounds is not None:
             options["type"] = arg.bounds.argument()
         else:
             options["type"] = _checked(name, arg)
+        if arg.choices is not None:
+            options["choices"] = arg.choices
         if name in types:  # the field's limits first, then what the command's type says
             options["type"] = _then(_checked(name, arg), types[name])
         if arg.positional:
@@ -121,16 +141,25 @@ def add_request(
         else:
             options["default"] = default
         parser.add_argument(arg.flag or f"--{name.replace('_', '-')}", dest=name, **options)
-    parser.set_defaults(request_type=cls, **given)  # request_type: for the tests' walk
-    usage_check(parser, _maker(cls))
+
+
+def made(args: argparse.Namespace, cls: type[R], **given: Any) -> R:
+    """The ``cls`` request of the parsed ``args`` (its fields the :func:`add_fields` made, or
+    ``given``); a value it refuses is a usage error (exit 2)."""
+    values = {name: getattr(args, name) for name, _ in args_of(cls) if name not in given}
+    return cls(**_plain(cls, values), **given)
+
+
+def _plain(cls: type[Request], values: dict[str, Any]) -> dict[str, Any]:
+    for name, value in values.items():
+        if isinstance(value, list) and kind_of(cls, name) is dict:
+            values[name] = dict(value)
+    return values
 
 
 def _maker(cls: type[Request]) -> Callable[[argparse.Namespace], str | None]:
     def make(args: argparse.Namespace) -> str | None:
-        values = {name: getattr(args, name) for name, _ in args_of(cls)}
-        for name, value in values.items():
-            if isinstance(value, list) and kind_of(cls, name) is dict:
-                values[name] = dict(value)
+        values = _plain(cls, {name: getattr(args, name) for name, _ in args_of(cls)})
         try:
             args.request = cls(**values)
         except InvalidInput as exc:

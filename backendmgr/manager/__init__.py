@@ -77,11 +77,23 @@ if TYPE_CHECKING:
         VerifyRequest,
         WhichRequest,
     )
+    from ..run_requests import (
+        BenchRequest,
+        BisectRequest,
+        CanaryRequest,
+        RepairRequest,
+        ServiceRequest,
+        StatusRequest,
+        TuneRequest,
+        UpRequest,
+    )
     from ..swap.models import ServiceResult, SwapStatus
-    from .bisect import BisectReport
+    from .bench import OnRun
+    from .bisect import BisectReport, OnStep
     from .canary import CanaryReport
+    from .measure import OnAttempt, OnTrial
     from .services import Services
-    from .swap import FollowUp, Prepared, ServiceAction, SwapMark
+    from .swap import FollowUp, Prepared, SwapMark
     from .verify import OnJobEvent, OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager"]
@@ -285,42 +297,47 @@ class Manager:
 
     # --- measured starts: tune, repair, bench, canary, bisect (issues 22 and 32) -----------
 
-    async def tune(self, models: list[str], **options: Any) -> TuneReport:
+    async def tune(self, request: TuneRequest, *, on_trial: OnTrial | None = None) -> TuneReport:
         """The largest context that starts and fits the budget, recorded per model and build."""
-        return await self._s.measure.tune(models, **options)
+        return await self._s.measure.tune(request, on_trial=on_trial)
 
     async def repair(
-        self, models: list[str] | None = None, **options: Any
+        self,
+        request: RepairRequest,
+        *,
+        on_result: OnResult | None = None,
+        on_attempt: OnAttempt | None = None,
     ) -> tuple[list[VerifyResult], RepairReport]:
         """``verify --repair``: each failing model pinned to the first other build serving it."""
-        return await self._s.measure.repair(models, **options)
+        return await self._s.measure.repair(request, on_result=on_result, on_attempt=on_attempt)
 
-    async def bench(
-        self, models: list[str], builds: list[str] | None = None, **options: Any
-    ) -> BenchReport:
-        return await self._s.bench.bench(models, builds, **options)
+    async def bench(self, request: BenchRequest, *, on_run: OnRun | None = None) -> BenchReport:
+        return await self._s.bench.bench(request, on_run=on_run)
 
-    async def canary(self, build: str, models: list[str], **options: Any) -> CanaryReport:
-        """Move ``models`` to ``build`` first, measure; promote it or roll back."""
-        return await self._s.canary.run(build, models, **options)
+    async def canary(self, request: CanaryRequest, *, on_run: OnRun | None = None) -> CanaryReport:
+        """Move the canaries to the build first, measure; promote it or roll back."""
+        return await self._s.canary.run(request, on_run=on_run)
 
     async def canary_build(self, models: list[str], component: str | None) -> str | None:
         """``update --canary``: the newest build installed (not activated); None: it is already."""
         return await self._s.canary.newest(models, component)
 
-    async def bisect(self, model: str, good: str, bad: str, **options: Any) -> BisectReport:
-        return await self._s.bisect.run(model, good, bad, **options)
+    async def bisect(
+        self, request: BisectRequest, *, on_step: OnStep | None = None
+    ) -> BisectReport:
+        return await self._s.bisect.run(request, on_step=on_step)
 
     # --- llama-swap itself: up, the service, status, the reload proof (issue 21) ---------------
 
-    async def up(self, listen: str, **options: Any) -> Prepared:
-        """Serve the generated config in the foreground until ``watch`` says stop."""
-        return await self._s.up.run(listen, **options)
+    async def up(self, request: UpRequest, **heard: Any) -> Prepared:
+        """Serve the generated config in the foreground until ``watch`` says stop; ``heard``:
+        :meth:`.up.Up.run`'s listeners."""
+        return await self._s.up.run(request, **heard)
 
-    async def service(self, action: ServiceAction, **options: Any) -> ServiceResult:
-        return await self._s.swap.service(action, **options)  # type: ignore[no-any-return]
+    async def service(self, request: ServiceRequest) -> ServiceResult:
+        return await self._s.swap.service(request)  # type: ignore[no-any-return]
 
-    async def swap_status(self) -> SwapStatus:
+    async def swap_status(self, request: StatusRequest) -> SwapStatus:
         return await self._s.swap.status()  # type: ignore[no-any-return]
 
     async def swap_mark(self) -> SwapMark | None:

@@ -19,12 +19,12 @@ import anyio
 
 from .._commit import committing
 from ..errors import Refused, UsageError
-from ..limits import BENCH_PROMPT, BENCH_REPEAT, BENCH_TOKENS, first_problem
 from ..measure.bench import BenchRecord, BenchStore, Run, figures, run_once
 from ..measure.diagnose import failure_cause
 from ..measure.results import BenchReport, BenchResult
 from ..measure.tuned import device_of, key_of
 from ..registry.rows import build_id_of
+from ..run_requests import BenchRequest
 from .facts import find_build
 from .measure import HELD_CTRL_C
 
@@ -38,10 +38,6 @@ __all__ = ["BenchService", "OnRun"]
 
 OnRun = Callable[[str, str, int, Run], None]
 """Hears each run: model, build, its number (from 1), its figures."""
-
-DEFAULT_REPEAT = 3
-DEFAULT_PROMPT_WORDS = 256
-DEFAULT_TOKENS = 64
 
 
 class BenchService:
@@ -74,28 +70,17 @@ class BenchService:
 
     async def bench(
         self,
-        model_ids: list[str],
-        builds: list[str] | None = None,
+        req: BenchRequest,
         *,
-        repeat: int = DEFAULT_REPEAT,
-        prompt_words: int = DEFAULT_PROMPT_WORDS,
-        tokens: int = DEFAULT_TOKENS,
-        timeout: float | None = None,
         record: bool = True,
         on_run: OnRun | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> BenchReport:
         """Each model on each build (the one it resolves to when ``builds`` is empty): the
-        median and spread of ``repeat`` runs; recorded per (model, build, device) at the end."""
-        if not model_ids:
-            raise UsageError("name at least one model to bench")
-        problem = first_problem(
-            ("--repeat", repeat, BENCH_REPEAT),
-            ("--prompt", prompt_words, BENCH_PROMPT),
-            ("--tokens", tokens, BENCH_TOKENS),
-        )
-        if problem is not None:
-            raise UsageError(problem)
+        median and spread of ``repeat`` runs; recorded per (model, build, device) at the end
+        (``record``: a bisect's builds are transient)."""
+        model_ids, builds, timeout = req.models, req.builds, req.timeout
+        shape = (req.repeat, req.prompt_words, req.tokens)
         settings = await self.m._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
         pairs = []
@@ -108,7 +93,7 @@ class BenchService:
         records: list[BenchRecord] = []
         for model_id, build in pairs:
             result, done = await self._one(
-                settings, model_id, build, limit, (repeat, prompt_words, tokens), on_run, on_start
+                settings, model_id, build, limit, shape, on_run, on_start
             )
             out.append(result)
             if done is not None:

@@ -27,6 +27,7 @@ from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..measure.tuned import device_of
 from ..requests import InstallRequest, ReleasesQuery, UninstallRequest
+from ..run_requests import BenchRequest, BisectRequest
 
 if TYPE_CHECKING:
     from ..config.models import Settings
@@ -38,10 +39,12 @@ if TYPE_CHECKING:
     from .releases import Releases
     from .uninstall import Uninstaller
 
-__all__ = ["Bisect", "BisectReport"]
+__all__ = ["Bisect", "BisectReport", "OnStep"]
+
+OnStep = Callable[[str, BenchResult], None]
+"""Hears each release measured: its tag, the figures."""
 
 Metric = Literal["speed", "starts"]
-DEFAULT_THRESHOLD = 10.0
 LISTING_LIMIT = 100
 
 
@@ -63,28 +66,10 @@ class Bisect:
     installer: Installer
     uninstaller: Uninstaller
 
-    async def run(
-        self,
-        model_id: str,
-        good: str,
-        bad: str,
-        *,
-        metric: Metric = "speed",
-        threshold: float = DEFAULT_THRESHOLD,
-        keep: bool = False,
-        repeat: int = 3,
-        prompt_words: int = 256,
-        tokens: int = 64,
-        timeout: float | None = None,
-        on_step: Any = None,
-    ) -> BisectReport:
-        """The first bad release between ``good`` and ``bad`` for ``model_id``."""
-        if metric not in ("speed", "starts"):
-            raise UsageError(f'--metric must be "speed" or "starts", not "{metric}"')
-        if not 0 < threshold < 100:
-            raise UsageError(
-                f"--threshold must be above 0 and below 100 percent, not {threshold:g}"
-            )
+    async def run(self, req: BisectRequest, *, on_step: OnStep | None = None) -> BisectReport:
+        """The first bad release between ``good`` and ``bad`` for the model."""
+        model_id, good, bad, metric = req.model, req.good, req.bad, req.metric
+        threshold = req.threshold
         settings = await self.settings()
         here = await self.measure._plan(settings, model_id)
         res = getattr(here.planned, "resolution", None)
@@ -124,15 +109,15 @@ class Bisect:
                 )
                 installed_here.append(build)
             starts = metric == "starts"
-            report = await self.bench.bench(
-                [model_id],
-                [build],
-                repeat=1 if starts else repeat,
-                prompt_words=prompt_words,
-                tokens=1 if starts else tokens,
-                timeout=timeout,
-                record=False,
+            once = BenchRequest(
+                models=[model_id],
+                builds=[build],
+                repeat=1 if starts else req.repeat,
+                prompt_words=req.prompt_words,
+                tokens=1 if starts else req.tokens,
+                timeout=req.timeout,
             )
+            report = await self.bench.bench(once, record=False)
             measured[tag] = report.results[0]
             if on_step is not None:
                 on_step(tag, report.results[0])
@@ -161,7 +146,7 @@ class Bisect:
                 else:
                     lo = mid
         finally:
-            if installed_here and not keep:
+            if installed_here and not req.keep:
                 with anyio.CancelScope(shield=True):
                     request = UninstallRequest(builds=list(installed_here))
                     done = await self.uninstaller.uninstall(request)
@@ -170,7 +155,7 @@ class Bisect:
         figures = [_shown(t, measured[t]) for t in tags if t in measured]
         report = BisectReport(
             message=f"{model_id}: first bad release {first_bad} (last good {last_good})",
-            changed=bool(installed_here) and keep,
+            changed=bool(installed_here) and req.keep,
             model=model_id,
             metric=metric,
             threshold=threshold,

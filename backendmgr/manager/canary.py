@@ -27,6 +27,7 @@ from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
 from ..requests import ActivateRequest, InstallRequest, PinRequest, VerifyRequest
+from ..run_requests import BenchRequest, CanaryRequest
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ __all__ = ["CANARY_NAME", "Canary", "CanaryReport", "slower_pct"]
 
 CANARY_NAME = "canary.json"
 MARK_CAP = 1 << 20
-DEFAULT_TOLERANCE = 5.0
 IDLE_WAIT_S = 120.0
 IDLE_POLL_S = 1.0
 BUSY_STATES = ("starting", "stopping")
@@ -127,24 +127,15 @@ class Canary:
 
     async def run(
         self,
-        build_ref: str,
-        models: list[str],
+        req: CanaryRequest,
         *,
-        tolerance: float = DEFAULT_TOLERANCE,
-        repeat: int = 3,
-        prompt_words: int = 256,
-        tokens: int = 64,
-        timeout: float | None = None,
         idle_wait: float = IDLE_WAIT_S,
         on_run: OnRun | None = None,
     ) -> CanaryReport:
-        """Promote ``build_ref`` if every canary passes on it and is no slower beyond
-        ``tolerance`` percent (prompt and generation speed, medians); roll back otherwise."""
-        if not models:
-            raise UsageError("name at least one canary model")
-        if not 0 <= tolerance <= 100:
-            raise UsageError(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
-        new = find_build(self.builds, build_ref)
+        """Promote the build if every canary passes on it and is no slower beyond the
+        tolerance (percent; prompt and generation speed, medians); roll back otherwise."""
+        models, tolerance, timeout = req.models, req.tolerance, req.timeout
+        new = find_build(self.builds, req.build)
         settings = await self.settings()
         component = new.receipt.component
         old = build_id_of(settings.row(component))
@@ -181,15 +172,9 @@ class Canary:
             request = VerifyRequest(models=canaries, timeout=timeout, keep_going=True)
             checked = (await self.verifier.report(request, None, None, None)).results
             verified = {r.id: r.ok for r in checked}
-            report = await self.bench.bench(
-                canaries,
-                [old, new.id],
-                repeat=repeat,
-                prompt_words=prompt_words,
-                tokens=tokens,
-                timeout=timeout,
-                on_run=on_run,
-            )
+            shape = {"repeat": req.repeat, "prompt_words": req.prompt_words, "tokens": req.tokens}
+            pairs = BenchRequest(models=canaries, builds=[old, new.id], timeout=timeout, **shape)
+            report = await self.bench.bench(pairs, on_run=on_run)
             comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)
             if good:
                 await self.switches.activate(ActivateRequest(build=new.id))

@@ -20,13 +20,6 @@ import anyio
 
 from .._commit import committing
 from ..errors import InvalidInput, Refused, unknown
-from ..limits import (
-    TUNE_ATTEMPTS,
-    TUNE_BUDGET_GB,
-    TUNE_DEADLINE_DEFAULT_S,
-    TUNE_DEADLINE_S,
-    first_problem,
-)
 from ..measure.diagnose import failure_cause, repair_order
 from ..measure.memory import group_memory
 from ..measure.reasons import FailureCause, cause_text, classify
@@ -41,6 +34,7 @@ from ..measure.results import (
 from ..measure.tune import Trial, candidates, find_context
 from ..measure.tuned import TunedRecord, TunedStore, device_of, key_of
 from ..requests import VerifyRequest
+from ..run_requests import RepairRequest, TuneRequest
 
 if TYPE_CHECKING:
     from ..api_models import PinResult, VerifyReport, VerifyResult
@@ -51,9 +45,13 @@ if TYPE_CHECKING:
     from .models import Plan
     from .probe import Site
 
-__all__ = ["MAX_ATTEMPTS", "MeasureService"]
+__all__ = ["MeasureService", "OnAttempt", "OnTrial"]
 
-MAX_ATTEMPTS = 8  # 4096 … 1M tokens is 256 contexts: 8 halvings settle any of them
+OnAttempt = Callable[[str, Attempt], None]
+"""Hears each build a repair tries: model, attempt."""
+OnTrial = Callable[[str, TuneTrial], None]
+"""Hears each context a tune tries: model, trial."""
+
 HELD_CTRL_C = "Ctrl-C came while the result was being recorded: it was recorded whole"
 
 
@@ -125,18 +123,17 @@ class MeasureService:
 
     async def repair(
         self,
-        model_ids: list[str] | None = None,
+        req: RepairRequest,
         *,
-        dry_run: bool = False,
-        timeout: float | None = None,
         on_result: Callable[[VerifyResult], None] | None = None,
-        on_attempt: Callable[[str, Attempt], None] | None = None,
+        on_attempt: OnAttempt | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> tuple[list[VerifyResult], RepairReport]:
         """Verify; for each model that fails, try the other builds whose kind serves it (the
         activated build, then those this host can use, newest first: :func:`repair_order`)
         and pin it to the first that passes. A model that passes is never touched."""
-        request = VerifyRequest(models=list(model_ids or []), timeout=timeout, keep_going=True)
+        dry_run, timeout = req.dry_run, req.timeout
+        request = VerifyRequest(models=req.models, timeout=timeout, keep_going=True)
         results = (await self._verify(request, on_result, on_start)).results
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
@@ -179,7 +176,7 @@ class MeasureService:
         first: Attempt,
         dry_run: bool,
         limit: float,
-        on_attempt: Callable[[str, Attempt], None] | None,
+        on_attempt: OnAttempt | None,
         on_start: Callable[[str, int], None] | None,
     ) -> RepairResult:
         from ..emit.plan import Entry
@@ -230,14 +227,9 @@ class MeasureService:
 
     async def tune(
         self,
-        model_ids: list[str],
+        req: TuneRequest,
         *,
-        budget_gb: float | None = None,
-        max_attempts: int = MAX_ATTEMPTS,
-        timeout: float | None = None,
-        deadline: float = TUNE_DEADLINE_DEFAULT_S,
-        generate: bool = True,
-        on_trial: Callable[[str, TuneTrial], None] | None = None,
+        on_trial: OnTrial | None = None,
         on_start: Callable[[str, int], None] | None = None,
     ) -> TuneReport:
         """The largest context (as the emitter rounds it, capped at the trained length) that
@@ -246,19 +238,12 @@ class MeasureService:
         whole run, starts included. The record is the last step, after a last check for a
         cancellation, and a Ctrl-C during it waits for it (:func:`.._commit.committing`): a
         cancelled tune records nothing, a reported one recorded everything."""
-        if not model_ids:
-            raise InvalidInput("name at least one model to tune")
-        problem = first_problem(
-            ("--budget", budget_gb, TUNE_BUDGET_GB),
-            ("--max-attempts", max_attempts, TUNE_ATTEMPTS),
-            ("--deadline", deadline, TUNE_DEADLINE_S),
-        )
-        if problem is not None:
-            raise InvalidInput(problem)
+        budget_gb, max_attempts, timeout = req.budget_gb, req.max_attempts, req.timeout
+        deadline = req.deadline
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)
         end = time.monotonic() + deadline
-        chosen = [await self._plan(settings, m) for m in dict.fromkeys(model_ids)]
+        chosen = [await self._plan(settings, m) for m in dict.fromkeys(req.models)]
         out: list[TuneResult] = []
         records: list[TunedRecord] = []
         for here in chosen:
@@ -272,7 +257,7 @@ class MeasureService:
         async with committing() as held:  # nothing is written until every search is over
             if records:
                 await anyio.to_thread.run_sync(self.tuned.put_many, records)
-                warnings = await self._regenerate() if generate else []
+                warnings = await self._regenerate() if req.generate else []
         if held.interrupts:
             warnings.append(HELD_CTRL_C)
         failed = sum(1 for r in out if not r.ok)
@@ -300,7 +285,7 @@ class MeasureService:
         max_attempts: int,
         limit: float,
         deadline: tuple[float, float],
-        on_trial: Callable[[str, TuneTrial], None] | None,
+        on_trial: OnTrial | None,
         on_start: Callable[[str, int], None] | None,
     ) -> tuple[TuneResult, TunedRecord | None]:
         from ..emit.plan import Entry

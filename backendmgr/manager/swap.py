@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -22,6 +22,7 @@ from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
 from ..requests import GenerateRequest
+from ..run_requests import ServiceRequest
 from ..swap.listen import DEFAULT_LISTEN, parse_listen, reach_url, split_host_port
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ NO_AUTH = (
 MAX_CRASHES = 5  # restarts of a llama-swap that died after serving, per window
 CRASH_WINDOW_S = 300.0
 RESTART_DELAY_S = 1.0  # times the crashes in the window
-ServiceAction = Literal["install", "start", "stop", "restart", "status", "uninstall"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,9 +348,7 @@ class SwapService:
 
     # --- the background service -----------------------------------------------------------
 
-    async def service(
-        self, action: ServiceAction, *, listen: str = DEFAULT_LISTEN, public: bool = False
-    ) -> Any:
+    async def service(self, req: ServiceRequest) -> Any:
         from ..swap.models import ServiceResult
         from ..swap.unit import (
             UNIT_NAME,
@@ -362,6 +360,7 @@ class SwapService:
             write_service,
         )
 
+        action, listen, public = req.action, req.listen, req.public
         target = service_file(dict(self.environ))
         kind = service_kind()
         warnings: list[str] = []

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
+    from ..run_requests import UpRequest
     from .swap import Prepared, SwapService
 
 __all__ = ["Up", "Watch"]
@@ -29,10 +30,8 @@ class Up:
 
     async def run(
         self,
-        listen: str,
+        req: UpRequest,
         *,
-        public: bool = False,
-        replace: bool = False,
         on_note: Callable[[str], None],
         on_warning: Callable[[str], None],
         on_line: Callable[[str], None],
@@ -41,11 +40,11 @@ class Up:
         adopt_orphans: bool = False,
     ) -> Prepared:
         """Serve until ``watch`` sets its event; the prepared run (its config) when stopped."""
-        notes, release = await self.swap.claim(replace=replace)
+        notes, release = await self.swap.claim(replace=req.replace)
         try:  # the lock is held until llama-swap and its servers are stopped
             for note in notes:
                 on_note(note)
-            prepared = await self.swap.prepare(listen, public=public)
+            prepared = await self.swap.prepare(req.listen, public=req.public)
             for warning in prepared.warnings:
                 on_warning(warning)
             stop = anyio.Event()

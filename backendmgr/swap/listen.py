@@ -7,10 +7,9 @@ import ipaddress
 import socket
 
 from ..errors import UsageError, escaped
+from ..run_requests import DEFAULT_LISTEN  # llama-swap's own port, on loopback
 
 __all__ = ["DEFAULT_LISTEN", "parse_listen", "reach_url", "split_host_port"]
-
-DEFAULT_LISTEN = "127.0.0.1:8080"  # llama-swap's own port, on loopback
 
 
 def split_host_port(text: str) -> tuple[str, str]:

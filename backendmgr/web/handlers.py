@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from .. import api_models as am
 from .. import requests as rq
 from ..errors import NotFound, Refused, UsageError
+from ..run_requests import StatusRequest
 from .http import Call
 from .jobs import Job, OnEvent
 
@@ -226,7 +227,7 @@ async def generated(c: Call) -> Any:
 
 async def swap_status(c: Call) -> Any:
     """whether llama-swap runs, what it has loaded, and whether it holds backendmgr's file"""
-    return await c.manager.swap_status()
+    return await c.manager.swap_status(StatusRequest())
 
 
 async def generate(c: Call) -> Any:

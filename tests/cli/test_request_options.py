@@ -13,18 +13,24 @@ from typing import Any
 import pytest
 
 from backendmgr import requests as rq
+from backendmgr import run_requests as rrq
 from backendmgr.cli.options import default_of, kind_of
 from backendmgr.cli.parser import UsageError, build_parser
 from backendmgr.errors import InvalidInput
 from backendmgr.web.http import adapter
 
-# Options a command has beyond its request, each owned by a feature not (yet) built from a
-# request: the canary (issue 32) on activate and update, verify's --repair (issue 22).
-CANARY = {"canary", "tolerance", "repeat", "prompt", "tokens", "timeout"}
+# Options a command has beyond its request: those of a second request it makes when a flag
+# says so (``--canary`` on activate and update, issue 32; verify's ``--repair``, issue 22).
+CANARY = {"canary", "tolerance", "repeat", "prompt_words", "tokens", "timeout"}
 EXTRAS: dict[str, set[str]] = {
     "activate": CANARY,
     "update": CANARY,
     "verify": {"repair", "dry_run"},
+}
+# that second request, the commands that make it, and its fields each command gives otherwise
+BESIDE: dict[type[rq.Request], tuple[tuple[str, ...], set[str]]] = {
+    rrq.CanaryRequest: (("activate", "update"), {"build"}),
+    rrq.RepairRequest: (("verify",), set()),
 }
 GLOBAL = {"help", "config", "home", "json", "quiet", "debug"}
 
@@ -46,16 +52,18 @@ BUILT = [
 
 
 def test_every_request_is_some_command() -> None:
-    made = {p.get_default("request_type") for _, p in BUILT}
+    made = {p.get_default("request_type") for _, p in BUILT} | set(BESIDE)
     declared = {
         c
-        for c in vars(rq).values()
+        for module in (rq, rrq)
+        for c in vars(module).values()
         if inspect.isclass(c) and issubclass(c, rq.Request) and c is not rq.Request
     }
     assert declared == made, declared ^ made
 
 
-SAMPLE = {"kind": "llama"}  # a value the command's own type takes (--kind knows the kinds)
+# a value the command's own type takes (--kind knows the kinds), or one of the choices
+SAMPLE = {"kind": "llama", "action": "status"}
 
 
 def line(
@@ -149,3 +157,22 @@ def test_the_options_are_the_request(
             shown = flag[0] if flag else (arg.metavar or name)
             assert said.startswith(f"argument {shown}: {problem}"), said
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("cls", list(BESIDE), ids=[c.__name__ for c in BESIDE])
+def test_a_second_request_has_its_options_too(cls: type[rq.Request]) -> None:
+    """Each field of a request a flag makes (``--canary``, ``--repair``) is an option of the
+    commands that make it, with the field's default and help (the request checks the rest)."""
+    names, given = BESIDE[cls]
+    parsers = {path[0]: p for path, p in commands(build_parser()) if len(path) == 1}
+    for name in names:
+        actions = {a.dest: a for a in parsers[name]._actions}
+        for field_name, arg in rq.args_of(cls):
+            if field_name in given:
+                continue
+            dest = "canary" if (cls, field_name) == (rrq.CanaryRequest, "models") else field_name
+            action = actions[dest]
+            default = default_of(cls, field_name)
+            if default is not dataclasses.MISSING and action.option_strings and dest == field_name:
+                assert action.default == default, (name, field_name)
+            assert action.help is not None and action.help.startswith(arg.text()[:20])

@@ -113,7 +113,7 @@ async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
     if args.canary:
         from .canary import run_canary
 
-        return await run_canary(mgr, args, out)
+        return await run_canary(mgr, args, out, args.build)
     return report(out, await mgr.activate(request_in(args, ActivateRequest)))
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .bench import add_run_options
+from ...requests import args_of
+from ...run_requests import CanaryRequest
+from ..options import add_fields, made
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -15,21 +17,17 @@ __all__ = ["add_canary_options", "run_canary"]
 
 
 def add_canary_options(parser: argparse.ArgumentParser) -> None:
+    """The canary's fields on ``activate`` and ``update``; ``--canary`` itself is optional
+    there (without it, the command is a plain activate or update)."""
+    canary = dict(args_of(CanaryRequest))["models"]
     parser.add_argument(
-        "--canary",
+        canary.flag or "--canary",
+        dest="canary",
         nargs="+",
-        metavar="MODEL",
-        help="move only these models first, verify and bench them on both builds, then "
-        "promote (activate) or roll back",
+        metavar=canary.metavar,
+        help=canary.text(),
     )
-    parser.add_argument(
-        "--tolerance",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="with --canary: how much slower (percent) the new build may be (5)",
-    )
-    add_run_options(parser)
+    add_fields(parser, CanaryRequest, skip=("build", "models"))
 
 
 def _side(f: dict[str, Any] | None) -> str:
@@ -44,27 +42,21 @@ def _side(f: dict[str, Any] | None) -> str:
     )
 
 
-async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer, build: str) -> int:
+    """Canary ``build`` (``activate``'s operand, or the build ``update`` installed)."""
     from ...api_models import dump
 
     if args.dry_run:
         return out.failure("--canary measures real starts; it has no --dry-run", 2)
 
+    request = made(args, CanaryRequest, build=build, models=args.canary)
+
     def shown(model: str, build: str, n: int, run: Any) -> None:
         out.waiting(
-            f"{model} on {build}: run {n}/{args.repeat}: {run.predicted_per_second:.1f} t/s"
+            f"{model} on {build}: run {n}/{request.repeat}: {run.predicted_per_second:.1f} t/s"
         )
 
-    report = await mgr.canary(
-        args.build,
-        args.canary,
-        tolerance=args.tolerance,
-        repeat=int(args.repeat),
-        prompt_words=int(args.prompt),
-        tokens=int(args.tokens),
-        timeout=args.timeout,
-        on_run=shown,
-    )
+    report = await mgr.canary(request, on_run=shown)
     if out.json_mode:
         out.document(dump(report))
     else:

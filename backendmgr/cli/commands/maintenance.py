@@ -61,8 +61,7 @@ async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         if newest is None:
             out.info("the activated build is already the newest; nothing to try")
             return 0
-        args.build = newest
-        return await run_canary(mgr, args, out)
+        return await run_canary(mgr, args, out, newest)
 
     with ProgressView(out) as view:
         outcome = await mgr.update(request_in(args, UpdateRequest), on_event=view)

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Manager", argparse.Namespace, "Renderer"], Awaitable[int]]
 
-DEFAULT_LISTEN = "127.0.0.1:8080"  # as backendmgr.manager.swap.DEFAULT_LISTEN (no import: start-up)
-SERVICE_ACTIONS = ("install", "start", "stop", "restart", "status", "uninstall")
 # Commands that may rewrite the generated file or change the activated llama-swap
 # (``backends`` alone only lists: its ``add`` and ``remove`` change).
 MUTATIONS = frozenset(
@@ -25,35 +23,18 @@ MUTATIONS = frozenset(
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
+    from ...run_requests import ServiceRequest, StatusRequest, UpRequest
+    from ..options import add_request
+
     u = sub.add_parser("up", help="run llama-swap on the generated config, in the foreground")
-    _listen_flags(u)
-    u.add_argument(
-        "--replace",
-        action="store_true",
-        help="stop the llama-swap another up runs on this config first (else up refuses)",
-    )
+    add_request(u, UpRequest)
     u.set_defaults(handler=up)
     s = sub.add_parser("service", help="run llama-swap as a background service (systemd/launchd)")
-    s.add_argument("action", choices=SERVICE_ACTIONS, help="what to do with the service")
-    _listen_flags(s)
+    add_request(s, ServiceRequest)
     s.set_defaults(handler=service)
     st = sub.add_parser("status", help="whether llama-swap runs, and what it serves")
+    add_request(st, StatusRequest)
     st.set_defaults(handler=status)
-
-
-def _listen_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--listen",
-        default=DEFAULT_LISTEN,
-        metavar="ADDR",
-        help=f"HOST:PORT llama-swap listens on ({DEFAULT_LISTEN})",
-    )
-    p.add_argument(
-        "--public",
-        action="store_true",
-        help="allow an address beyond loopback (llama-swap has no authentication unless its "
-        "config sets apiKeys)",
-    )
 
 
 async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -84,10 +65,12 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
                         out.note("still stopping llama-swap and its model servers…")
                 stop.set()
 
+    from ...run_requests import UpRequest
+    from ..options import request_in
+
+    request = request_in(args, UpRequest)
     prepared = await mgr.up(
-        args.listen,
-        public=args.public,
-        replace=args.replace,
+        request,
         on_note=out.note,
         on_warning=out.warning,
         on_line=forward,
@@ -98,15 +81,18 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     with contextlib.suppress(OSError, ValueError):
         out.note("stopped llama-swap and every model server it started")
     if out.json_mode:
-        out.document({"stopped": True, "config": str(prepared.config), "listen": args.listen})
+        out.document({"stopped": True, "config": str(prepared.config), "listen": request.listen})
     return 0
 
 
 async def service(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ...run_requests import ServiceRequest
+    from ..options import request_in
     from .common import report
 
-    result = await mgr.service(args.action, listen=args.listen, public=args.public)
-    if args.action == "status" and not out.json_mode:
+    request = request_in(args, ServiceRequest)
+    result = await mgr.service(request)
+    if request.action == "status" and not out.json_mode:
         for warning in result.warnings:
             out.warning(warning)
         out.info(result.output or result.message)
@@ -117,8 +103,10 @@ async def service(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
     from ...errors import shown
+    from ...run_requests import StatusRequest
+    from ..options import request_in
 
-    result = await mgr.swap_status()
+    result = await mgr.swap_status(request_in(args, StatusRequest))
     if out.json_mode:
         out.document(dump(result))
         return 0

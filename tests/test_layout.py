@@ -214,6 +214,14 @@ def _service_names() -> set[str]:
     }
 
 
+def _facade_names() -> set[str]:
+    """What ``backendmgr.manager`` exports (its ``__all__``): the façade and its types."""
+    for node in _tree(PACKAGE / "manager" / "__init__.py").body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
 def _reaches_services(tree: ast.Module, module: str, services: set[str]) -> list[str]:
     """Where a front end goes past the façade: the Manager's services (``_s``) or context
     (``ctx``), a service through the Manager (``mgr.swap.status()``), or a module of
@@ -238,7 +246,7 @@ def _reaches_services(tree: ast.Module, module: str, services: set[str]) -> list
             for target in _resolve(module, False, node):
                 if (
                     target.startswith("backendmgr.manager.")
-                    and target != "backendmgr.manager.Manager"
+                    and target.removeprefix("backendmgr.manager.") not in _facade_names()
                 ):
                     found.append(f"line {node.lineno}: imports {target}")
     return found

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from .context import Context, Options
 from .registry import SETTABLE_KEYS
+from .up import UpListeners
 
 if TYPE_CHECKING:
     from ..api_models import (
@@ -96,7 +97,7 @@ if TYPE_CHECKING:
     from .swap import FollowUp, Prepared, SwapMark
     from .verify import OnJobEvent, OnResult, OnStart
 
-__all__ = ["SETTABLE_KEYS", "Manager"]
+__all__ = ["SETTABLE_KEYS", "Manager", "UpListeners"]
 
 
 class Manager:
@@ -329,10 +330,9 @@ class Manager:
 
     # --- llama-swap itself: up, the service, status, the reload proof (issue 21) ---------------
 
-    async def up(self, request: UpRequest, **heard: Any) -> Prepared:
-        """Serve the generated config in the foreground until ``watch`` says stop; ``heard``:
-        :meth:`.up.Up.run`'s listeners."""
-        return await self._s.up.run(request, **heard)
+    async def up(self, request: UpRequest, heard: UpListeners) -> Prepared:
+        """Serve the generated config in the foreground until ``heard.watch`` says stop."""
+        return await self._s.up.run(request, heard)
 
     async def service(self, request: ServiceRequest) -> ServiceResult:
         return await self._s.swap.service(request)  # type: ignore[no-any-return]

@@ -18,45 +18,50 @@ if TYPE_CHECKING:
     from ..run_requests import UpRequest
     from .swap import Prepared, SwapService
 
-__all__ = ["Up", "Watch"]
+__all__ = ["Up", "UpListeners", "Watch"]
 
 Watch = Callable[..., Coroutine[Any, Any, Any]]
 """``watch(stop, *, task_status)``: started in a task group once ``up`` is prepared."""
+
+
+@dataclass(frozen=True)
+class UpListeners:
+    """What the front end hears while ``up`` runs, and what tells it to stop.
+    ``adopt_orphans``: this process runs nothing else (the CLI's ``up``), so the servers of a
+    llama-swap that dies are handed to it and stopped."""
+
+    on_note: Callable[[str], None]
+    on_warning: Callable[[str], None]
+    on_line: Callable[[str], None]
+    on_ready: Callable[[str], None]
+    watch: Watch
+    adopt_orphans: bool = False
 
 
 @dataclass(frozen=True, eq=False)
 class Up:
     swap: SwapService
 
-    async def run(
-        self,
-        req: UpRequest,
-        *,
-        on_note: Callable[[str], None],
-        on_warning: Callable[[str], None],
-        on_line: Callable[[str], None],
-        on_ready: Callable[[str], None],
-        watch: Watch,
-        adopt_orphans: bool = False,
-    ) -> Prepared:
-        """Serve until ``watch`` sets its event; the prepared run (its config) when stopped."""
+    async def run(self, req: UpRequest, heard: UpListeners) -> Prepared:
+        """Serve until ``heard.watch`` sets its event; the prepared run (its config) when
+        stopped."""
         notes, release = await self.swap.claim(replace=req.replace)
         try:  # the lock is held until llama-swap and its servers are stopped
             for note in notes:
-                on_note(note)
+                heard.on_note(note)
             prepared = await self.swap.prepare(req.listen, public=req.public)
             for warning in prepared.warnings:
-                on_warning(warning)
+                heard.on_warning(warning)
             stop = anyio.Event()
             async with anyio.create_task_group() as tg:
-                await tg.start(watch, stop)
+                await tg.start(heard.watch, stop)
                 try:
                     await self.swap.up(
                         prepared,
-                        on_line=on_line,
-                        on_ready=on_ready,
+                        on_line=heard.on_line,
+                        on_ready=heard.on_ready,
                         stop=stop,
-                        adopt_orphans=adopt_orphans,
+                        adopt_orphans=heard.adopt_orphans,
                     )
                 finally:
                     tg.cancel_scope.cancel()

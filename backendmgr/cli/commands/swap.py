@@ -65,12 +65,12 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
                         out.note("still stopping llama-swap and its model servers…")
                 stop.set()
 
+    from ...manager import UpListeners
     from ...run_requests import UpRequest
     from ..options import request_in
 
     request = request_in(args, UpRequest)
-    prepared = await mgr.up(
-        request,
+    heard = UpListeners(
         on_note=out.note,
         on_warning=out.warning,
         on_line=forward,
@@ -78,6 +78,7 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         watch=on_signal,
         adopt_orphans=True,
     )
+    prepared = await mgr.up(request, heard)
     with contextlib.suppress(OSError, ValueError):
         out.note("stopped llama-swap and every model server it started")
     if out.json_mode:

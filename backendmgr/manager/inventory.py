@@ -3,28 +3,39 @@ capabilities; a manual llama row is probed on first use)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..api_models import BackendRowInfo, BuildInfo
 from ..catalog.capabilities import Capabilities
-from .context import Context
 from .facts import activated_id, pinned_by
+
+if TYPE_CHECKING:
+    from ..catalog.manifest import Manifest
+    from ..config.models import Settings
+    from ..config.paths import Paths
+    from ..install.store import BuildStore
 
 __all__ = ["Inventory"]
 
 
 @dataclass(frozen=True, eq=False)
 class Inventory:
-    ctx: Context
+    paths: Paths
+    build_store: BuildStore
+    settings: Callable[[], Awaitable[Settings]]
+    manifest: Callable[[str], Manifest]  # a known component's, else the unknown error
+    on_wait: Callable[[str], None] | None  # hears a probe's wait before it waits
 
     async def builds(self, component: str | None = None) -> list[BuildInfo]:
         if component is not None:
-            self.ctx.manifest(component)
-        settings = await self.ctx.settings()
+            self.manifest(component)
+        settings = await self.settings()
         out = []
-        for e in self.ctx.builds.installed(component):
+        for e in self.build_store.installed(component):
             r = e.receipt
             primary = r.assets[0] if r.assets else None
             out.append(
@@ -49,7 +60,7 @@ class Inventory:
     async def backends(self, *, probe: bool = True) -> list[BackendRowInfo]:
         """The registry in order as ``backends --json`` and the HTTP API show it; without
         ``probe`` (the CLI's table), no capabilities and nothing run."""
-        settings = await self.ctx.settings()
+        settings = await self.settings()
         if not probe:
             return [BackendRowInfo.of(r) for r in settings.backends]
         caps = await self.capabilities()
@@ -60,9 +71,9 @@ class Inventory:
         (run on first use, then cached by path, size and mtime)."""
         from .capabilities import capability_index
 
-        ctx = self.ctx
-        settings = await ctx.settings()
+        settings = await self.settings()
+        cache, on_wait = self.paths.cache, self.on_wait
         index = await anyio.to_thread.run_sync(
-            lambda: capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
+            lambda: capability_index(settings, self.build_store, cache, on_wait=on_wait)
         )
         return {row.id: index.of(row.path) for row in settings.backends}

@@ -4,15 +4,17 @@ component), ``prune`` (builds neither activated nor pinned) and ``cache clean``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..api_models import CacheCleanResult, PruneResult, UpdateEntry, UpdateResult
 from ..errors import NotFound
 from ..events import EventSink
-from ..install.store import InstalledEntry, folder_size
+from ..install.store import BuildStore, InstalledEntry, folder_size
 from ..requests import (
     CacheCleanRequest,
     InstallRequest,
@@ -21,11 +23,15 @@ from ..requests import (
     UpdateRequest,
 )
 from ..units import format_size
-from .context import Context
 from .facts import activated_id
 from .generate import Generator
 from .install import Installer
 from .uninstall import Uninstaller
+
+if TYPE_CHECKING:
+    from ..catalog.manifest import Manifest
+    from ..config.models import Settings
+    from ..config.paths import Paths
 
 __all__ = ["Maintenance"]
 
@@ -40,7 +46,10 @@ def _size_of(path: Path) -> int:
 
 @dataclass(frozen=True, eq=False)
 class Maintenance:
-    ctx: Context
+    paths: Paths
+    builds: BuildStore
+    settings: Callable[[], Awaitable[Settings]]
+    manifest: Callable[[str], Manifest]  # a known component's, else the unknown error
     installer: Installer
     uninstaller: Uninstaller
     generator: Generator
@@ -50,14 +59,14 @@ class Maintenance:
 
         The release listing is always revalidated (an ETag request), as ``rustup update`` does.
         """
-        settings = await self.ctx.settings()
-        installed = self.ctx.builds.installed()
+        settings = await self.settings()
+        installed = self.builds.installed()
         wanted = list(dict.fromkeys(req.components)) or sorted(
             {e.receipt.component for e in installed}
         )
         plan: list[tuple[str, str, str | None]] = []
         for component in wanted:
-            self.ctx.manifest(component)
+            self.manifest(component)
             own = [e for e in installed if e.receipt.component == component]
             if not own:
                 raise NotFound(
@@ -115,12 +124,12 @@ class Maintenance:
         """Remove builds that are neither activated nor pinned, beyond the ``keep`` newest."""
         component, keep, dry_run = req.component, req.keep, req.dry_run
         if component is not None:
-            self.ctx.manifest(component)
-        settings = await self.ctx.settings()
+            self.manifest(component)
+        settings = await self.settings()
         pinned = {ov.backend for ov in settings.models.values() if ov.backend}
         doomed: list[InstalledEntry] = []
         seen: dict[str, int] = {}
-        for entry in self.ctx.builds.installed(component):  # newest first within a component
+        for entry in self.builds.installed(component):  # newest first within a component
             c = entry.receipt.component
             seen[c] = seen.get(c, 0) + 1
             if seen[c] <= keep or entry.id in pinned or activated_id(settings, c) == entry.id:
@@ -148,7 +157,7 @@ class Maintenance:
         is held elsewhere (an install may be writing its ``.part`` file, so keep them all)."""
         from filelock import FileLock, Timeout  # prune's and cache clean's: reads never lock
 
-        locks = self.ctx.paths.locks
+        locks = self.paths.locks
         if not locks.is_dir():
             return True
         for path in sorted(locks.glob("*.lock")):
@@ -159,16 +168,16 @@ class Maintenance:
         return True
 
     def _cache_targets(self, stack: contextlib.ExitStack) -> tuple[list[Path], list[Path], bool]:
-        listings = self.ctx.paths.cache / "github"
+        listings = self.paths.cache / "github"
         listing_files = (
             sorted(p for p in listings.rglob("*") if p.is_file()) if listings.is_dir() else []
         )
         free = self._hold_build_locks(stack)
         parts: list[Path] = []
-        if free and self.ctx.paths.downloads.is_dir():
+        if free and self.paths.downloads.is_dir():
             parts = sorted(
                 p
-                for p in self.ctx.paths.downloads.iterdir()
+                for p in self.paths.downloads.iterdir()
                 if p.name.endswith((".part", ".part.json"))
             )
         return listing_files, parts, not free
@@ -176,7 +185,7 @@ class Maintenance:
     async def cache_clean(self, req: CacheCleanRequest) -> CacheCleanResult:
         """Release listings, partial downloads and leftover folders; says what it freed."""
         dry_run = req.dry_run
-        builds = self.ctx.builds
+        builds = self.builds
 
         def work() -> CacheCleanResult:
             with contextlib.ExitStack() as stack:  # the build locks, while parts are removed

@@ -64,13 +64,28 @@ class Services:
         )
         self.installer = Installer(ctx, self.probe, self.releases, self.activation, self.generator)
         self.uninstaller = Uninstaller(ctx, self.models, self.generator)
-        self.inventory = Inventory(ctx)
+        self.inventory = Inventory(paths, ctx.builds, ctx.settings, ctx.manifest, ctx.on_wait)
         self.doctor = Doctor(ctx, self.probe, self.generator)
-        self.maintenance = Maintenance(ctx, self.installer, self.uninstaller, self.generator)
+        self.maintenance = Maintenance(
+            paths,
+            ctx.builds,
+            ctx.settings,
+            ctx.manifest,
+            self.installer,
+            self.uninstaller,
+            self.generator,
+        )
         self.which = Which(ctx, self.models)
         self.locks = Locks(ctx)
         self.syncer = Syncer(
-            ctx, self.locks, self.installer, self.activation, self.uninstaller, self.generator
+            ctx.builds,
+            ctx.settings,
+            ctx.manifest,
+            self.locks,
+            self.installer,
+            self.activation,
+            self.uninstaller,
+            self.generator,
         )
         self.verifier = Verifier(ctx.environ, ctx.on_wait, self.models, self.verified)
         registry = self.registry

@@ -4,8 +4,9 @@ locked builds and optionally removes the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -17,19 +18,24 @@ from ..install.store import InstalledEntry
 from ..lockfile import GithubLock, LockedBuild, LockFile, PypiLock, read_lock, same_build
 from ..requests import ActivateRequest, InstallRequest, SyncRequest, UninstallRequest
 from .activate import Activation
-from .context import Context
 from .facts import activated_id, pinned_by
 from .generate import Generator
 from .install import Installer, Locked
 from .lock import Locks
 from .uninstall import Uninstaller
 
+if TYPE_CHECKING:
+    from ..catalog.manifest import Manifest
+    from ..install.store import BuildStore
+
 __all__ = ["Syncer"]
 
 
 @dataclass(frozen=True, eq=False)
 class Syncer:
-    ctx: Context
+    builds: BuildStore
+    settings: Callable[[], Awaitable[Settings]]
+    manifest: Callable[[str], Manifest]  # a known component's, else the unknown error
     locks: Locks
     installer: Installer
     activation: Activation
@@ -41,7 +47,7 @@ class Syncer:
         from ..catalog.manifest import GithubSource, source_label
 
         for build in lock.builds:
-            manifest = self.ctx.manifest(build.component)
+            manifest = self.manifest(build.component)
             source = manifest.source
             if isinstance(build.source, GithubLock):
                 ok = isinstance(source, GithubSource) and source.repo == build.source.repo
@@ -86,13 +92,12 @@ class Syncer:
 
     async def sync(self, req: SyncRequest, on_event: EventSink | None = None) -> SyncResult:
         """Make this machine's builds the lock's (see the module docstring)."""
-        ctx = self.ctx
         prune, force, dry_run = req.prune, req.force, req.dry_run
         path = self.locks.lock_path(req.lock)
         parsed = await anyio.to_thread.run_sync(read_lock, path)
         self._check_sources(parsed)
-        entries = await anyio.to_thread.run_sync(ctx.builds.installed)
-        settings = await ctx.settings()
+        entries = await anyio.to_thread.run_sync(self.builds.installed)
+        settings = await self.settings()
         if req.locked:
             drift = self._drift(parsed, entries, extras_allowed=prune)
             if drift:
@@ -162,9 +167,9 @@ class Syncer:
                 failures[build.id] = exc
 
         async def activate_locked() -> None:
-            settings = await ctx.settings()
+            settings = await self.settings()
             for build_id in sorted(self._to_activate(parsed, settings).values()):
-                if ctx.builds.get(*_split(parsed, build_id)) is not None:
+                if self.builds.get(*_split(parsed, build_id)) is not None:
                     await self.activation.activate(ActivateRequest(build=build_id, generate=False))
 
         jobs = [(b, False) for b in install] + [(b, True) for b in replace]

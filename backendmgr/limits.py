@@ -13,6 +13,7 @@ __all__ = [
     "BENCH_REPEAT",
     "BENCH_TOKENS",
     "CANARY_TOLERANCE",
+    "PORT",
     "PRUNE_KEEP",
     "RELEASES_LIMIT",
     "TUNE_ATTEMPTS",
@@ -101,5 +102,7 @@ BENCH_PROMPT = Bounds(1, 32768)
 """``bench --prompt``: words of the fixed prompt (about one token each)."""
 BENCH_TOKENS = Bounds(1, 8192)
 """``bench --tokens``: tokens generated per run."""
+PORT = Bounds(0, 65535)
+"""``serve --port``: a TCP port; 0 picks a free one."""
 CANARY_TOLERANCE = Bounds(0, 100, unit=" %", whole=False)
 """``--canary --tolerance``: how much slower (percent) the new build may be and still promote."""

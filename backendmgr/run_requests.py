@@ -1,5 +1,5 @@
 """The requests of the operations that start servers: ``tune``, ``verify --repair``, ``bench``,
-the canary, ``bisect``, and llama-swap's ``up``, ``service`` and ``status``.
+the canary, ``bisect``, llama-swap's ``up``, ``service`` and ``status``, and ``serve``.
 
 Declared as every request is (:mod:`backendmgr.requests`): each field once, with its help,
 spelling, default and limits; the CLI's options are generated from them. A module of its own
@@ -14,6 +14,7 @@ from .limits import (
     BENCH_REPEAT,
     BENCH_TOKENS,
     CANARY_TOLERANCE,
+    PORT,
     TUNE_ATTEMPTS,
     TUNE_BUDGET_GB,
     TUNE_DEADLINE_DEFAULT_S,
@@ -33,11 +34,14 @@ from .requests import (
 
 __all__ = [
     "DEFAULT_LISTEN",
+    "SERVE_HOST",
+    "SERVE_PORT",
     "SERVICE_ACTIONS",
     "BenchRequest",
     "BisectRequest",
     "CanaryRequest",
     "RepairRequest",
+    "ServeRequest",
     "ServiceRequest",
     "StatusRequest",
     "TuneRequest",
@@ -45,6 +49,7 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"  # llama-swap's own port, on loopback
+SERVE_HOST, SERVE_PORT = "127.0.0.1", 8577  # backendmgr serve's page and API
 SERVICE_ACTIONS = ("install", "start", "stop", "restart", "status", "uninstall")
 
 MODELS = Arg("model ids", positional=True, metavar="MODEL", low=1, high=MAX_MODELS)
@@ -215,3 +220,23 @@ class ServiceRequest(Request):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatusRequest(Request):
     """``status`` takes nothing: whether llama-swap runs, and what it serves."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeRequest(Request):
+    """``serve``: the page and HTTP API over the same operations."""
+
+    host: Annotated[str, Arg("address to listen on (%(default)s)", high=300, blank=False)] = (
+        SERVE_HOST
+    )
+    port: Annotated[int, Arg("port (%(default)s; 0 picks a free one)", bounds=PORT)] = SERVE_PORT
+    open: Annotated[bool, Arg("open the page in a browser")] = False
+    token: Annotated[
+        str | None,
+        Arg(
+            "use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
+            "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command "
+            "line is visible to other users",
+            high=4096,
+        ),
+    ] = None

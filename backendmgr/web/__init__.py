@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Refused
+from ..run_requests import SERVE_HOST, SERVE_PORT
 from .security import (
     ASGIApp,
     Guard,
@@ -77,7 +78,7 @@ class Prepared:
 
 
 def prepare(
-    manager: Manager, *, host: str = "127.0.0.1", port: int = 8577, token: str | None = None
+    manager: Manager, *, host: str = SERVE_HOST, port: int = SERVE_PORT, token: str | None = None
 ) -> Prepared:
     """Check the rules, bind, and build the app and the uvicorn server around it."""
     import uvicorn
@@ -105,8 +106,8 @@ def prepare(
 async def serve(
     manager: Manager,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8577,
+    host: str = SERVE_HOST,
+    port: int = SERVE_PORT,
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:

@@ -36,6 +36,7 @@ class UpListeners:
     on_ready: Callable[[str], None]
     watch: Watch
     adopt_orphans: bool = False
+    on_stopped: Callable[[Prepared], None] | None = None  # said while the lock is still held
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +66,8 @@ class Up:
                     )
                 finally:
                     tg.cancel_scope.cancel()
+            if heard.on_stopped is not None:
+                heard.on_stopped(prepared)
             return prepared
         finally:
             release()

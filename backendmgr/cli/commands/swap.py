@@ -70,6 +70,15 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ..options import request_in
 
     request = request_in(args, UpRequest)
+
+    def stopped(prepared: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            out.note("stopped llama-swap and every model server it started")
+        if out.json_mode:
+            out.document(
+                {"stopped": True, "config": str(prepared.config), "listen": request.listen}
+            )
+
     heard = UpListeners(
         on_note=out.note,
         on_warning=out.warning,
@@ -77,12 +86,9 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         on_ready=out.note,
         watch=on_signal,
         adopt_orphans=True,
+        on_stopped=stopped,
     )
-    prepared = await mgr.up(request, heard)
-    with contextlib.suppress(OSError, ValueError):
-        out.note("stopped llama-swap and every model server it started")
-    if out.json_mode:
-        out.document({"stopped": True, "config": str(prepared.config), "listen": request.listen})
+    await mgr.up(request, heard)
     return 0
 
 

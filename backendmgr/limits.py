@@ -12,6 +12,7 @@ __all__ = [
     "BENCH_PROMPT",
     "BENCH_REPEAT",
     "BENCH_TOKENS",
+    "CANARY_TOLERANCE",
     "PRUNE_KEEP",
     "RELEASES_LIMIT",
     "TUNE_ATTEMPTS",
@@ -100,3 +101,5 @@ BENCH_PROMPT = Bounds(1, 32768)
 """``bench --prompt``: words of the fixed prompt (about one token each)."""
 BENCH_TOKENS = Bounds(1, 8192)
 """``bench --tokens``: tokens generated per run."""
+CANARY_TOLERANCE = Bounds(0, 100, unit=" %", whole=False)
+"""``--canary --tolerance``: how much slower (percent) the new build may be and still promote."""

@@ -13,7 +13,16 @@ from typing import Annotated, Any, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from .limits import PRUNE_KEEP, RELEASES_LIMIT, VERIFY_TIMEOUT_S, Bounds
+from .limits import (
+    BENCH_PROMPT,
+    BENCH_REPEAT,
+    BENCH_TOKENS,
+    CANARY_TOLERANCE,
+    PRUNE_KEEP,
+    RELEASES_LIMIT,
+    VERIFY_TIMEOUT_S,
+    Bounds,
+)
 
 __all__ = [
     "MAX_BUILDS",
@@ -25,6 +34,7 @@ __all__ = [
     "ActivateRequest",
     "AddBackendRequest",
     "CacheCleanRequest",
+    "CanaryRequest",
     "DoctorRequest",
     "GenerateRequest",
     "InstallRequest",
@@ -142,6 +152,7 @@ class UpdateRequest(Request):
     components: list[str] = Field(default_factory=list, max_length=MAX_COMPONENTS)
     dry_run: bool = False
     generate: bool = True
+    force: bool = False  # activate even when a model's extra_args uses a flag the build lacks
 
 
 class PruneRequest(Request):
@@ -214,3 +225,28 @@ class SyncRequest(Request):
     prune: bool = False
     force: bool = False
     dry_run: bool = False
+
+
+# --- canary (issue 32): its bounds are bench's and the tolerance's ----------------------
+
+Tolerance = Annotated[
+    float, _within(CANARY_TOLERANCE), Field(json_schema_extra=CANARY_TOLERANCE.json_schema())
+]
+Repeat = Annotated[int, _within(BENCH_REPEAT), Field(json_schema_extra=BENCH_REPEAT.json_schema())]
+Words = Annotated[int, _within(BENCH_PROMPT), Field(json_schema_extra=BENCH_PROMPT.json_schema())]
+Tokens = Annotated[int, _within(BENCH_TOKENS), Field(json_schema_extra=BENCH_TOKENS.json_schema())]
+
+
+class CanaryRequest(Request):
+    """``activate BUILD --canary MODEL…``: the build to try, its canary models, how much
+    slower it may be (percent), and how each (model, build) is measured."""
+
+    build: str = Field(min_length=1, max_length=300)
+    models: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        min_length=1, max_length=MAX_MODELS
+    )
+    tolerance: Tolerance = 5.0
+    repeat: Repeat = 3
+    prompt_words: Words = 256
+    tokens: Tokens = 64
+    timeout: Seconds | None = None

@@ -19,6 +19,7 @@ from ..requests import (
     ActivateRequest,
     AddBackendRequest,
     CacheCleanRequest,
+    CanaryRequest,
     DoctorRequest,
     GenerateRequest,
     InstallRequest,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         BackendRowResult,
         BuildInfo,
         CacheCleanResult,
+        CanaryReport,
         CatalogEntry,
         CmdResult,
         ConfigInfo,
@@ -69,7 +71,7 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..events import EventSink
     from ..lockfile import LockFile
-    from .bench import BenchService
+    from .bench import BenchService, OnRun
     from .measure import MeasureService
     from .services import Services
     from .swap import SwapService
@@ -216,6 +218,13 @@ class Manager:
         kept = check_switch(plan.settings, models, entry, force=ref.force)
         result = await self._s.activation.activate(ref)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+
+    async def canary(self, request: CanaryRequest, *, on_run: OnRun | None = None) -> CanaryReport:
+        """``activate BUILD --canary MODEL…`` (issue 32): only the canaries move first; every
+        one healthy and within the tolerance promotes the build, anything else rolls back."""
+        from .canary import canary
+
+        return await canary(self, request, on_run=on_run)
 
     async def uninstall(
         self,

@@ -29,17 +29,30 @@ from ..requests import VerifyRequest
 from .facts import find_build
 
 if TYPE_CHECKING:
+    from ..measure.bench import Run
+    from ..requests import CanaryRequest
     from . import Manager
     from .bench import OnRun
 
-__all__ = ["CANARY_NAME", "CanaryReport", "canary", "newest_for_canary", "slower_pct"]
+__all__ = [
+    "CANARY_NAME",
+    "CanaryReport",
+    "canary",
+    "newest_for_canary",
+    "run_line",
+    "slower_pct",
+]
 
 CANARY_NAME = "canary.json"
 MARK_CAP = 1 << 20
-DEFAULT_TOLERANCE = 5.0
 IDLE_WAIT_S = 120.0
 IDLE_POLL_S = 1.0
 BUSY_STATES = ("starting", "stopping")
+
+
+def run_line(model: str, build: str, n: int, repeat: int, run: Run) -> str:
+    """One bench run of a canary as its progress says it (the terminal's and the page's)."""
+    return f"{model} on {build}: run {n}/{repeat}: {run.predicted_per_second:.1f} t/s"
 
 
 def slower_pct(old: float | None, new: float | None) -> float | None:
@@ -100,24 +113,15 @@ def _figures(r: BenchResult) -> dict[str, Any]:
 
 async def canary(
     mgr: Manager,
-    build_ref: str,
-    models: list[str],
+    req: CanaryRequest,
     *,
-    tolerance: float = DEFAULT_TOLERANCE,
-    repeat: int = 3,
-    prompt_words: int = 256,
-    tokens: int = 64,
-    timeout: float | None = None,
     idle_wait: float = IDLE_WAIT_S,
     on_run: OnRun | None = None,
 ) -> CanaryReport:
-    """Promote ``build_ref`` if every canary passes on it and is no slower beyond ``tolerance``
-    percent (prompt and generation speed, medians); roll back otherwise."""
-    if not models:
-        raise UsageError("name at least one canary model")
-    if not 0 <= tolerance <= 100:
-        raise UsageError(f"--tolerance must be between 0 and 100 percent, not {tolerance:g}")
-    new = find_build(mgr.builds, build_ref)
+    """Promote ``req.build`` if every canary passes on it and is no slower beyond
+    ``req.tolerance`` percent (prompt and generation speed, medians); roll back otherwise."""
+    tolerance, models = req.tolerance, req.models
+    new = find_build(mgr.builds, req.build)
     settings = await mgr.settings()
     component = new.receipt.component
     old = build_id_of(settings.row(component))
@@ -151,16 +155,16 @@ async def canary(
         for model_id in canaries:
             await mgr.pin(model_id, new.id)
         checked = await mgr.verify(
-            VerifyRequest.of(models=canaries, timeout=timeout, keep_going=True)
+            VerifyRequest.of(models=canaries, timeout=req.timeout, keep_going=True)
         )
         verified = {r.id: r.ok for r in checked}
         report = await mgr.bench.bench(
             canaries,
             [old, new.id],
-            repeat=repeat,
-            prompt_words=prompt_words,
-            tokens=tokens,
-            timeout=timeout,
+            repeat=req.repeat,
+            prompt_words=req.prompt_words,
+            tokens=req.tokens,
+            timeout=req.timeout,
             on_run=on_run,
         )
         comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)

@@ -73,6 +73,26 @@ async def activate(c: Call) -> Any:
     return await c.manager.activate(c.param("build"), generate=c.body(b.GenerateFlag).generate)
 
 
+async def canary(c: Call) -> Job:
+    """activate a build for a few models first: verify and bench them on both builds, then
+    promote (activate) or roll back; a job whose done carries the comparison (CanaryReport)"""
+    from ..events import ProgressEvent
+    from ..manager.canary import run_line
+    from ..manager.facts import find_build
+
+    req = c.body(rq.CanaryRequest)
+    find_build(c.manager.builds, req.build)  # a build that is not installed: the CLI's error
+
+    async def run(on_event: OnEvent) -> am.CanaryReport:
+        def heard(model: str, build: str, n: int, figures: Any) -> None:
+            said = run_line(model, build, n, req.repeat, figures)
+            on_event(ProgressEvent("verifying", asset=model, message=said))
+
+        return await c.manager.canary(req, on_run=heard)
+
+    return c.jobs.start("canary", req.model_dump(), run)
+
+
 async def uninstall_one(c: Call) -> Any:
     """uninstall one build (?force=true as --force)"""
     return await c.manager.uninstall([c.param("build")], force=c.flag("force"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ...limits import CANARY_TOLERANCE
 from .bench import add_run_options
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def add_canary_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=CANARY_TOLERANCE.argument(),
         default=5.0,
         metavar="PCT",
         help="with --canary: how much slower (percent) the new build may be (5)",
@@ -46,27 +47,25 @@ def _side(f: dict[str, Any] | None) -> str:
 
 async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...manager.canary import canary
+    from ...manager.canary import run_line
+    from ...requests import CanaryRequest
 
     if args.dry_run:
         return out.failure("--canary measures real starts; it has no --dry-run", 2)
 
     def shown(model: str, build: str, n: int, run: Any) -> None:
-        out.waiting(
-            f"{model} on {build}: run {n}/{args.repeat}: {run.predicted_per_second:.1f} t/s"
-        )
+        out.waiting(run_line(model, build, n, int(args.repeat), run))
 
-    report = await canary(
-        mgr,
-        args.build,
-        args.canary,
+    request = CanaryRequest.of(
+        build=args.build,
+        models=list(args.canary),
         tolerance=args.tolerance,
         repeat=int(args.repeat),
         prompt_words=int(args.prompt),
         tokens=int(args.tokens),
         timeout=args.timeout,
-        on_run=shown,
     )
+    report = await mgr.canary(request, on_run=shown)
     if out.json_mode:
         out.document(dump(report))
     else:

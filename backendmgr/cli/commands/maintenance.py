@@ -23,6 +23,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     u.add_argument("components", nargs="*", metavar="COMPONENT", help="default: every one")
     u.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
     add_no_generate(u)
+    u.add_argument(
+        "--force",
+        action="store_true",
+        help="activate even when a model's extra_args uses a flag the new build does not list",
+    )
     from .canary import add_canary_options
 
     add_canary_options(u)

@@ -327,10 +327,12 @@ async function startVerify(id, where) {
     refresh();
     return;
   }
-  watchVerify(job, id, where);
+  watchVerify(job, where);
 }
 
-function watchVerify(job, id, where) {
+// Follow a job's events where its action was taken: progress(e) and done(e) say what to
+// show there; a failure or a cancel is shown in the CLI's words.
+function followJob(job, where, progress, done) {
   const source = new EventSource(`/api/jobs/${job.id}/events`);
   state.jobs.set(job.id, source);
   const end = (said) => {
@@ -339,17 +341,18 @@ function watchVerify(job, id, where) {
     say(where, said);
     refresh();
   };
-  source.addEventListener("verifying", (ev) => {
-    const e = JSON.parse(ev.data);
-    say(where, { text: `starting ${e.asset}…`, cls: "muted", busy: true });
-  });
-  source.addEventListener("done", (ev) => {
-    const r = JSON.parse(ev.data).results[0];
-    const line = r ? verifyLine(r) : { message: "nothing to verify" };
-    end({ text: line.message, cls: line.failed ? "error" : "ok" });
-  });
+  source.addEventListener("verifying", (ev) => say(where, { ...progress(JSON.parse(ev.data)), cls: "muted", busy: true }));
+  source.addEventListener("done", (ev) => end(done(JSON.parse(ev.data))));
   source.addEventListener("failed", (ev) => end({ text: "error: " + JSON.parse(ev.data).error, cls: "error" }));
   source.addEventListener("cancelled", () => end({ text: "cancelled", cls: "warn" }));
+}
+
+function watchVerify(job, where) {
+  followJob(job, where, (e) => ({ text: `starting ${e.asset}…` }), (e) => {
+    const r = e.results[0];
+    const line = r ? verifyLine(r) : { message: "nothing to verify" };
+    return { text: line.message, cls: line.failed ? "error" : "ok" };
+  });
 }
 
 function renderModels(models) {
@@ -470,25 +473,10 @@ async function startCanary(body, where) {
 
 // Follow a canary's job where its form is; at the end, its comparison as a chart.
 function watchCanary(job, where) {
-  const source = new EventSource(`/api/jobs/${job.id}/events`);
-  state.jobs.set(job.id, source);
-  const end = (said) => {
-    source.close();
-    state.jobs.delete(job.id);
-    say(where, said);
-    refresh();
-  };
-  source.addEventListener("verifying", (ev) => {
-    const e = JSON.parse(ev.data);
-    say(where, { text: e.message || "measuring…", cls: "muted", busy: true });
-  });
-  source.addEventListener("done", (ev) => {
-    const report = JSON.parse(ev.data);
+  followJob(job, where, (e) => ({ text: e.message || "measuring…" }), (report) => {
     drawCanary(report);
-    end({ text: report.message, cls: report.promoted ? "ok" : "error", warnings: report.warnings || [] });
+    return { text: report.message, cls: report.promoted ? "ok" : "error", warnings: report.warnings || [] };
   });
-  source.addEventListener("failed", (ev) => end({ text: "error: " + JSON.parse(ev.data).error, cls: "error" }));
-  source.addEventListener("cancelled", () => end({ text: "cancelled", cls: "warn" }));
 }
 
 // Both builds' prompt and generation speed per canary model, as bars (CSS widths set from the
@@ -624,7 +612,7 @@ document.addEventListener("DOMContentLoaded", async () => {
       } else if (job.kind === "verify") {
         const id = (r.models || [])[0];
         const where = id && document.querySelector(`[data-note="verify:${CSS.escape(id)}"]`);
-        if (where) watchVerify(job, id, where);
+        if (where) watchVerify(job, where);
       } else {
         watchJob(job, `${r.component || job.kind} ${r.version || "latest"} ${r.variant || ""}`.trim());
       }

@@ -83,6 +83,12 @@ class Maintenance:
                 lines.append(f"{component}: {newest} is the newest {variant} build")
             elif req.dry_run:
                 action = "activate" if probe.already_installed else "install"
+                # an installed build's options are known: the dry run refuses as the run would
+                flags = await self._flags(component, newest) if probe.already_installed else []
+                if flags and not req.force:
+                    refused.append(self._refusal(flags, newest))
+                    continue
+                kept += [f"kept with --force: {line}" for line in flags]
                 verb = "activate" if action == "activate" else "install and activate"
                 lines.append(f"{component}: would {verb} {newest} (now {current or 'none'})")
             else:
@@ -98,10 +104,7 @@ class Maintenance:
                 flags = await self._flags(component, done.id)
                 if flags and not req.force:  # issue 32: the switch would break these models
                     action = "refused"
-                    refused.append(
-                        f"{'; '.join(flags)}; {newest} is installed, not activated "
-                        "(update --force activates it anyway)"
-                    )
+                    refused.append(self._refusal(flags, newest))
                 else:
                     kept += [f"kept with --force: {line}" for line in flags]
                     await self.installer.activation.activate(
@@ -130,6 +133,13 @@ class Maintenance:
             warnings=[*kept, *regen],
             updates=updates,
             dry_run=req.dry_run,
+        )
+
+    @staticmethod
+    def _refusal(flags: list[str], build_id: str) -> str:
+        return (
+            f"{'; '.join(flags)}; {build_id} is installed, not activated "
+            "(update --force activates it anyway)"
         )
 
     async def _flags(self, component: str, build_id: str) -> list[str]:

@@ -52,6 +52,11 @@ def test_update_refuses_to_activate_a_build_that_drops_a_flag_a_model_uses(
     )  # exit 1, as activate refuses the same switch
     assert listed() == {"llama-server@b100-cpu": True, "llama-server@b200-cpu": False}
     assert used() == before  # the new build is installed (its own row), nothing else changed
+    # installed now, its options are known: the dry run refuses as the run does
+    assert error_line(cli("update", "--dry-run")) == error_line(refused)
+    dry = ok(cli("update", "--dry-run", "--force"))
+    assert "would activate llama-server@b200-cpu" in dry.out and "kept with --force" in dry.err
+    assert used() == before
 
     # a model pinned to the old build does not move, so it does not refuse the update
     ok(cli("pin", "chat", "llama-server@b100-cpu"))

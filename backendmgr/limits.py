@@ -12,6 +12,7 @@ __all__ = [
     "BENCH_PROMPT",
     "BENCH_REPEAT",
     "BENCH_TOKENS",
+    "PORT",
     "PRUNE_KEEP",
     "RELEASES_LIMIT",
     "TUNE_ATTEMPTS",
@@ -100,3 +101,5 @@ BENCH_PROMPT = Bounds(1, 32768)
 """``bench --prompt``: words of the fixed prompt (about one token each)."""
 BENCH_TOKENS = Bounds(1, 8192)
 """``bench --tokens``: tokens generated per run."""
+PORT = Bounds(0, 65535)
+"""``serve --port``: a TCP port; 0 asks the system for a free one."""

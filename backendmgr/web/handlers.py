@@ -30,17 +30,15 @@ async def catalog(c: Call) -> Any:
 
 async def releases(c: Call) -> Any:
     """recent versions and the variants each ships"""
-    raw = c.request.query_params.get("limit", "10")
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
-    query = rq.ReleasesQuery(
-        component=c.param("component"),
-        variant=c.query("variant"),
-        refresh=c.flag("refresh"),
-        limit=limit,
-    )
+    given: dict[str, Any] = {"component": c.param("component"), "variant": c.query("variant")}
+    given["refresh"] = c.flag("refresh")
+    raw = c.request.query_params.get("limit")
+    if raw is not None:  # else the request's own default
+        try:
+            given["limit"] = int(raw)
+        except ValueError:
+            raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
+    query = rq.ReleasesQuery(**given)
     return await c.manager.releases(query)
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "FetchRequest",
     "GenerateRequest",
     "InstallRequest",
+    "ListRequest",
     "LockRequest",
     "ModelsDirRequest",
     "PinRequest",
@@ -128,6 +129,13 @@ class InstallRequest(Request):
             if problem is not None:
                 return f"version: {problem[:1].lower()}{problem[1:]}"
         return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListRequest(Request):
+    component: Annotated[
+        str | None, Arg("only builds of this component", positional=True, high=200)
+    ] = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         FetchRequest,
         GenerateRequest,
         InstallRequest,
+        ListRequest,
         LockRequest,
         ModelsDirRequest,
         PinRequest,
@@ -196,8 +197,8 @@ class Manager:
         """Remove one or more builds; every one is checked first, so none or all go (§9)."""
         return await self._s.uninstaller.uninstall(request)
 
-    async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
-        return await self._s.inventory.builds(component)
+    async def list_builds(self, request: ListRequest) -> list[BuildInfo]:
+        return await self._s.inventory.builds(request.component)
 
     async def backends_info(self, *, probe: bool = True) -> list[BackendRowInfo]:
         """Each registry row with its classes and (``probe``) capabilities."""

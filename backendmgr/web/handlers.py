@@ -44,7 +44,7 @@ async def releases(c: Call) -> Any:
 
 async def list_builds(c: Call) -> Any:
     """installed builds (?component= for one component)"""
-    return await c.manager.list_builds(c.query("component"))
+    return await c.manager.list_builds(rq.ListRequest(component=c.query("component")))
 
 
 async def install(c: Call) -> Job:

@@ -55,7 +55,7 @@ class Arg:
             if not self.blank and isinstance(value, str) and not value.strip():
                 return "cannot be empty"
             if self.low is not None and size < self.low:
-                return f"must have at least {self.low} {unit}, not {size}"
+                return f"must have at least {self.low} {unit[:-1] if self.low == 1 else unit}"
             if self.high is not None and size > self.high:
                 return f"must have at most {self.high} {unit}, not {size}"
         return None

@@ -236,10 +236,10 @@ class Manager:
         return await self._s.registry.add_backend(request)
 
     async def remove_backend(self, request: RemoveBackendRequest) -> RemovedRow:
-        return await self._s.registry.remove_backend(request.id, generate=request.generate)
+        return await self._s.registry.remove_backend(request)
 
     async def set_default(self, request: DefaultRequest) -> BackendRowResult:
-        return await self._s.registry.set_default(request.row, generate=request.generate)
+        return await self._s.registry.set_default(request)
 
     # ``dry_run``: the same path stopped before the write; ``changed`` and ``diff`` say what
     # the real run would do (issue 29)
@@ -256,33 +256,23 @@ class Manager:
             entry = next((e for e in self.builds.installed() if e.id == row_id), None)
             if entry is not None:
                 kept = check_switch(settings, [model], entry, force=request.force)
-        result = await self._s.registry.pin(
-            model, row_id, generate=request.generate, dry_run=request.dry_run
-        )
+        result = await self._s.registry.pin(request)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
     async def unpin(self, request: UnpinRequest) -> PinResult:
-        return await self._s.registry.unpin(
-            request.model, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.unpin(request)
 
     async def set_overrides(self, request: SetRequest) -> ModelSettingsResult:
-        return await self._s.registry.set_overrides(
-            request.model, request.values, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.set_overrides(request)
 
     async def unset_overrides(self, request: UnsetRequest) -> ModelSettingsResult:
-        return await self._s.registry.unset_overrides(
-            request.model, request.keys, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.unset_overrides(request)
 
     # --- models and the generated config ---------------------------------------------------
 
     async def models_dir(self, request: ModelsDirRequest) -> ModelsDirResult:
         """Add a folder to ``models_dirs``, or remove one (``add`` false)."""
-        return await self._s.registry.models_dir(
-            request.path, add=request.add, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.models_dir(request)
 
     async def models_info(self) -> list[ModelInfo]:
         return await self._s.models.info()

@@ -40,7 +40,7 @@ from ..measure.results import (
 )
 from ..measure.tune import Trial, candidates, find_context
 from ..measure.tuned import Place, TunedRecord, TunedStore, device_of, key_of
-from ..requests import VerifyRequest
+from ..requests import PinRequest, VerifyRequest
 
 if TYPE_CHECKING:
     from ..api_models import PinResult, VerifyReport, VerifyResult
@@ -97,7 +97,7 @@ class MeasureService:
             settings=ctx.settings,
             pipeline=services.models.pipeline,
             verify=services.verifier.report,
-            pin=lambda model, row: services.registry.pin(model, row),
+            pin=lambda model, row: services.registry.pin(PinRequest(model=model, row=row)),
             regenerate=services.generator.regenerate,
         )
 

@@ -246,4 +246,8 @@ def validation_problem(exc: ValidationError) -> ValidationProblem:
         field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
     kind = err["type"]
     message = escaped(err["msg"].removeprefix("Value error, "), 500)
+    if kind == "unexpected_keyword_argument":  # a request (a dataclass) given a key it lacks
+        kind, message = "extra_forbidden", "Extra inputs are not permitted"
+    elif kind == "dataclass_type":  # a request's body that is not a JSON object
+        kind, message = "dict_type", "Input should be a valid dictionary"
     return ValidationProblem(loc, escaped(field, 200), kind, message)

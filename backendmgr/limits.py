@@ -13,6 +13,7 @@ __all__ = [
     "BENCH_REPEAT",
     "BENCH_TOKENS",
     "CANARY_TOLERANCE",
+    "PORT",
     "PRUNE_KEEP",
     "RELEASES_LIMIT",
     "TUNE_ATTEMPTS",
@@ -103,3 +104,5 @@ BENCH_TOKENS = Bounds(1, 8192)
 """``bench --tokens``: tokens generated per run."""
 CANARY_TOLERANCE = Bounds(0, 100, unit=" %", whole=False)
 """``--canary --tolerance``: how much slower (percent) the new build may be and still promote."""
+PORT = Bounds(0, 65535)
+"""``serve --port``: a TCP port; 0 asks the system for a free one."""

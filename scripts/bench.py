@@ -648,6 +648,7 @@ def bench_concurrent(
 ) -> list[dict[str, Any]]:
     from backendmgr.config.paths import Paths
     from backendmgr.manager import Manager
+    from backendmgr.requests import InstallRequest
 
     mirror_root = tmp / "mirror3"
     names = ["alpha", "beta", "gamma"]
@@ -688,12 +689,14 @@ def bench_concurrent(
 
             async def parallel() -> None:
                 mgr = manager(Path(tempfile.mkdtemp(dir=tmp)))
-                await asyncio.gather(*(mgr.install(n, generate=False) for n in names))
+                await asyncio.gather(
+                    *(mgr.install(InstallRequest(component=n, generate=False)) for n in names)
+                )
 
             async def sequential() -> None:
                 mgr = manager(Path(tempfile.mkdtemp(dir=tmp)))
                 for n in names:
-                    await mgr.install(n, generate=False)
+                    await mgr.install(InstallRequest(component=n, generate=False))
 
             par, seq = interleaved(
                 lambda: timed(lambda: asyncio.run(parallel())),

@@ -3,33 +3,16 @@
 :class:`Manager` is a thin façade over plain services, each in the module named for what it
 does (``install``, ``activate``, ``uninstall``, ``verify``, ``lock`` …) and each given its
 collaborators when it is made; :mod:`.context` holds what they share and :mod:`.facts` the
-small facts several of them ask for. Operations with options take one request from
-:mod:`backendmgr.requests` (the keyword forms of before still work).
+small facts several of them ask for. Every operation with options takes exactly one request
+from :mod:`backendmgr.requests` (its defaults and rules declared there, once).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
-from ..requests import (
-    ActivateRequest,
-    AddBackendRequest,
-    CacheCleanRequest,
-    CanaryRequest,
-    DoctorRequest,
-    GenerateRequest,
-    InstallRequest,
-    PruneRequest,
-    ReleasesQuery,
-    SyncRequest,
-    UninstallRequest,
-    UpdateRequest,
-    VerifyRequest,
-)
 from .context import Context, Options
 from .registry import SETTABLE_KEYS
 
@@ -61,16 +44,40 @@ if TYPE_CHECKING:
         UninstallResult,
         UpdateResult,
         VerifyReport,
-        VerifyResult,
         WhichResult,
     )
-    from ..catalog.capabilities import Capabilities
     from ..catalog.host import Host
     from ..catalog.manifest import Catalog, Manifest
     from ..config.models import BackendRow, Settings
     from ..config.paths import Paths
     from ..events import EventSink
-    from ..lockfile import LockFile
+    from ..requests import (
+        ActivateRequest,
+        AddBackendRequest,
+        CacheCleanRequest,
+        CanaryRequest,
+        CmdRequest,
+        DefaultRequest,
+        DoctorRequest,
+        FetchRequest,
+        GenerateRequest,
+        InstallRequest,
+        ListRequest,
+        LockRequest,
+        ModelsDirRequest,
+        PinRequest,
+        PruneRequest,
+        ReleasesQuery,
+        RemoveBackendRequest,
+        SetRequest,
+        SyncRequest,
+        UninstallRequest,
+        UnpinRequest,
+        UnsetRequest,
+        UpdateRequest,
+        VerifyRequest,
+        WhichRequest,
+    )
     from .bench import BenchService, OnRun
     from .measure import MeasureService
     from .services import Services
@@ -78,8 +85,6 @@ if TYPE_CHECKING:
     from .verify import OnJobEvent, OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager"]
-
-PathArg = str | os.PathLike[str] | None
 
 
 class Manager:
@@ -140,10 +145,6 @@ class Manager:
     def host(self) -> Host:
         return self.ctx.host
 
-    @property
-    def card_gb(self) -> float | None:
-        return self.ctx.card_gb
-
     def manifest(self, component: str) -> Manifest:
         return self.ctx.manifest(component)
 
@@ -158,30 +159,16 @@ class Manager:
     async def catalog_info(self) -> list[CatalogEntry]:
         return await self._s.releases.catalog()
 
-    async def releases(
-        self,
-        query: ReleasesQuery | str,
-        *,
-        variant: str | None = None,
-        refresh: bool = False,
-        limit: int = 10,
-        platform: str | None = None,
-    ) -> list[ReleaseInfo]:
-        if isinstance(query, str):
-            query = ReleasesQuery.of(
-                component=query, variant=variant, refresh=refresh, limit=limit, platform=platform
-            )
+    async def releases(self, query: ReleasesQuery) -> list[ReleaseInfo]:
         return await self._s.releases.recent(query)
 
     async def install(
         self,
-        request: InstallRequest | str,
-        version: str | None = None,
+        request: InstallRequest,
         *,
         on_event: EventSink | None = None,
         expected_sha256: Mapping[str, str] | None = None,
         locked_packages: Mapping[str, str] | None = None,
-        **options: object,
     ) -> InstallResult:
         """Install one build (SPEC §7); the newest release with this variant when no version.
 
@@ -192,31 +179,20 @@ class Manager:
         """
         from .install import Locked
 
-        if isinstance(request, str):
-            request = InstallRequest.of(component=request, version=version, **options)
         locked = Locked(sha256=expected_sha256, packages=locked_packages)
         return await self._s.installer.install(request, on_event, locked)
 
-    async def activate(
-        self,
-        ref: str | ActivateRequest,
-        *,
-        generate: bool = True,
-        dry_run: bool = False,
-        force: bool = False,
-    ) -> ActivateResult:
+    async def activate(self, request: ActivateRequest) -> ActivateResult:
         """Switch the activated build; refused when a model following it uses a flag the build
         does not list (issue 32), unless ``force``."""
         from .facts import find_build
         from .flags import check_switch, followers
 
-        if isinstance(ref, str):
-            ref = ActivateRequest.of(build=ref, generate=generate, dry_run=dry_run, force=force)
-        entry = find_build(self.builds, ref.build)
+        entry = find_build(self.builds, request.build)
         plan = await self._s.models.plan()
         models = followers(plan, entry.receipt.component)
-        kept = check_switch(plan.settings, models, entry, force=ref.force)
-        result = await self._s.activation.activate(ref)
+        kept = check_switch(plan.settings, models, entry, force=request.force)
+        result = await self._s.activation.activate(request)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
     async def canary(self, request: CanaryRequest, *, on_run: OnRun | None = None) -> CanaryReport:
@@ -226,77 +202,35 @@ class Manager:
 
         return await canary(self, request, on_run=on_run)
 
-    async def uninstall(
-        self,
-        ref: UninstallRequest | str | Sequence[str],
-        *,
-        force: bool = False,
-        generate: bool = True,
-        dry_run: bool = False,
-    ) -> UninstallResult:
+    async def uninstall(self, request: UninstallRequest) -> UninstallResult:
         """Remove one or more builds; every one is checked first, so none or all go (§9)."""
-        if not isinstance(ref, UninstallRequest):
-            refs = [ref] if isinstance(ref, str) else list(ref)
-            if not refs:
-                from ..errors import InvalidInput
+        return await self._s.uninstaller.uninstall(request)
 
-                raise InvalidInput("name at least one build to uninstall")
-            ref = UninstallRequest.of(builds=refs, force=force, generate=generate, dry_run=dry_run)
-        return await self._s.uninstaller.uninstall(ref)
-
-    async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
-        return await self._s.inventory.builds(component)
+    async def list_builds(self, request: ListRequest) -> list[BuildInfo]:
+        return await self._s.inventory.builds(request.component)
 
     async def backends_info(self, *, probe: bool = True) -> list[BackendRowInfo]:
         """Each registry row with its classes and (``probe``) capabilities."""
         return await self._s.inventory.backends(probe=probe)
 
-    async def backend_capabilities(self) -> dict[str, Capabilities | None]:
-        return await self._s.inventory.capabilities()
-
-    async def doctor(
-        self, request: DoctorRequest | None = None, *, fix: bool = False
-    ) -> DoctorReport:
-        return await self._s.doctor.check(request or DoctorRequest(fix=fix))
-
-    async def sync_registry(self) -> bool:
-        return await self._s.generator.sync_registry()
+    async def doctor(self, request: DoctorRequest) -> DoctorReport:
+        return await self._s.doctor.check(request)
 
     # --- upkeep ----------------------------------------------------------------------------
 
     async def update(
-        self,
-        request: UpdateRequest | Sequence[str] = (),
-        *,
-        dry_run: bool = False,
-        on_event: EventSink | None = None,
-        generate: bool = True,
+        self, request: UpdateRequest, *, on_event: EventSink | None = None
     ) -> UpdateResult:
-        if not isinstance(request, UpdateRequest):
-            request = UpdateRequest.of(components=list(request), dry_run=dry_run, generate=generate)
         return await self._s.maintenance.update(request, on_event)
 
-    async def prune(
-        self,
-        request: PruneRequest | str | None = None,
-        *,
-        keep: int = 1,
-        dry_run: bool = False,
-        generate: bool = True,
-    ) -> PruneResult:
-        if not isinstance(request, PruneRequest):
-            request = PruneRequest.of(
-                component=request, keep=keep, dry_run=dry_run, generate=generate
-            )
+    async def prune(self, request: PruneRequest) -> PruneResult:
         return await self._s.maintenance.prune(request)
 
-    async def cache_clean(
-        self, request: CacheCleanRequest | None = None, *, dry_run: bool = False
-    ) -> CacheCleanResult:
-        return await self._s.maintenance.cache_clean(request or CacheCleanRequest(dry_run=dry_run))
+    async def cache_clean(self, request: CacheCleanRequest) -> CacheCleanResult:
+        return await self._s.maintenance.cache_clean(request)
 
-    async def which(self, target: str) -> WhichResult:
-        return await self._s.which.which(target)
+    async def which(self, request: WhichRequest) -> WhichResult:
+        return await self._s.which.which(request.target)
 
     def local_names(self, kind: str) -> list[str]:
         return self._s.which.local_names(kind)
@@ -306,75 +240,48 @@ class Manager:
 
     # --- registry and overrides --------------------------------------------------------------
 
-    async def add_backend(
-        self, request: AddBackendRequest | str, **options: object
-    ) -> BackendRowResult:
-        """Append a manual row (``options``: the request's fields but ``id``, when ``request``
-        is the row id); a path that is missing or not executable needs ``force``."""
-        if isinstance(request, str):
-            request = AddBackendRequest.of(id=request, **options)
+    async def add_backend(self, request: AddBackendRequest) -> BackendRowResult:
+        """Append a manual row; a path that is missing or not executable needs ``force``."""
         return await self._s.registry.add_backend(request)
 
-    async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
-        return await self._s.registry.remove_backend(row_id, generate=generate)
+    async def remove_backend(self, request: RemoveBackendRequest) -> RemovedRow:
+        return await self._s.registry.remove_backend(request)
 
-    async def set_default(self, row_id: str, *, generate: bool = True) -> BackendRowResult:
-        return await self._s.registry.set_default(row_id, generate=generate)
+    async def set_default(self, request: DefaultRequest) -> BackendRowResult:
+        return await self._s.registry.set_default(request)
 
     # ``dry_run``: the same path stopped before the write; ``changed`` and ``diff`` say what
     # the real run would do (issue 29)
-    async def pin(
-        self,
-        model: str,
-        row_id: str,
-        *,
-        generate: bool = True,
-        dry_run: bool = False,
-        force: bool = False,
-    ) -> PinResult:
-        """Pin ``model`` to ``row_id``; a build that does not list a flag of the model's
+    async def pin(self, request: PinRequest) -> PinResult:
+        """Pin the model to the row; a build that does not list a flag of the model's
         ``extra_args`` refuses it (issue 32), unless ``force``."""
         from .flags import check_switch
 
+        model, row_id = request.model, request.row
         settings = await self.settings()
         row = settings.row(row_id)
         kept: list[str] = []
         if row is not None and row.build:
             entry = next((e for e in self.builds.installed() if e.id == row_id), None)
             if entry is not None:
-                kept = check_switch(settings, [model], entry, force=force)
-        result = await self._s.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
+                kept = check_switch(settings, [model], entry, force=request.force)
+        result = await self._s.registry.pin(request)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
-    async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
-        return await self._s.registry.unpin(model, generate=generate, dry_run=dry_run)
+    async def unpin(self, request: UnpinRequest) -> PinResult:
+        return await self._s.registry.unpin(request)
 
-    async def set_overrides(
-        self,
-        model: str,
-        values: Mapping[str, str],
-        *,
-        generate: bool = True,
-        dry_run: bool = False,
-    ) -> ModelSettingsResult:
-        return await self._s.registry.set_overrides(
-            model, values, generate=generate, dry_run=dry_run
-        )
+    async def set_overrides(self, request: SetRequest) -> ModelSettingsResult:
+        return await self._s.registry.set_overrides(request)
 
-    async def unset_overrides(
-        self, model: str, keys: Sequence[str], *, generate: bool = True, dry_run: bool = False
-    ) -> ModelSettingsResult:
-        return await self._s.registry.unset_overrides(
-            model, keys, generate=generate, dry_run=dry_run
-        )
+    async def unset_overrides(self, request: UnsetRequest) -> ModelSettingsResult:
+        return await self._s.registry.unset_overrides(request)
 
     # --- models and the generated config ---------------------------------------------------
 
-    async def models_dir(
-        self, path: str, *, add: bool, generate: bool = True, dry_run: bool = False
-    ) -> ModelsDirResult:
-        """Add a folder to ``models_dirs``, or remove one (``add=False``)."""
-        return await self._s.registry.models_dir(path, add=add, generate=generate, dry_run=dry_run)
+    async def models_dir(self, request: ModelsDirRequest) -> ModelsDirResult:
+        """Add a folder to ``models_dirs``, or remove one (``add`` false)."""
+        return await self._s.registry.models_dir(request)
 
     async def models_info(self) -> list[ModelInfo]:
         return await self._s.models.info()
@@ -382,21 +289,12 @@ class Manager:
     async def folder_problems(self) -> list[str]:
         return await self._s.models.folder_problems()
 
-    async def cmd(self, model_id: str) -> CmdResult:
-        return await self._s.models.cmd(model_id)
+    async def cmd(self, request: CmdRequest) -> CmdResult:
+        return await self._s.models.cmd(request.model)
 
-    async def generate(
-        self,
-        request: GenerateRequest | None = None,
-        *,
-        output: str | None = None,
-        force: bool = False,
-        check: bool = False,
-    ) -> GenerateResult:
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
-        return await self._s.generator.generate(
-            request or GenerateRequest.of(output=output, force=force, check=check)
-        )
+        return await self._s.generator.generate(request)
 
     async def generated(self) -> GeneratedText:
         return await self._s.generator.generated()
@@ -406,63 +304,24 @@ class Manager:
 
     async def verify(
         self,
-        request: VerifyRequest | list[str] | None = None,
-        *,
-        timeout: float | None = None,
-        keep_going: bool = False,
-        on_result: OnResult | None = None,
-        on_start: OnStart | None = None,
-        on_event: OnJobEvent | None = None,
-    ) -> list[VerifyResult]:
-        """Check each named model (all emitted ones when none): one result per model run;
-        ``on_event`` hears typed job events (``verifying``, then ``verified`` with the result)."""
-        if not isinstance(request, VerifyRequest):
-            request = VerifyRequest.of(
-                models=list(request or []), timeout=timeout, keep_going=keep_going
-            )
-        return (await self._s.verifier.report(request, on_result, on_start, on_event)).results
-
-    async def verify_report(
-        self,
         request: VerifyRequest,
         *,
         on_result: OnResult | None = None,
+        on_start: OnStart | None = None,
         on_event: OnJobEvent | None = None,
     ) -> VerifyReport:
-        """:meth:`verify` as the CLI and the API report it: the results, how many failed, and
-        the models a stop at the first failure left unchecked."""
-        return await self._s.verifier.report(request, on_result, None, on_event)
+        """Check each named model (all emitted ones when none): the results, how many failed,
+        and the models a stop at the first failure left unchecked; ``on_event`` hears typed
+        job events (``verifying``, then ``verified`` with the result)."""
+        return await self._s.verifier.report(request, on_result, on_start, on_event)
 
     # --- lock files ------------------------------------------------------------------------
 
-    def lock_path(self, path: PathArg = None) -> Path:
-        return self._s.locks.lock_path(path)
+    async def lock(self, request: LockRequest) -> LockResult:
+        return await self._s.locks.lock(request.output, fetch=request.fetch)
 
-    async def current_lock(self) -> LockFile:
-        return await self._s.locks.current_lock()
+    async def fetch(self, request: FetchRequest) -> FetchResult:
+        return await self._s.locks.fetch(request.dir, request.lock)
 
-    async def lock(self, output: PathArg = None, *, fetch: str | None = None) -> LockResult:
-        return await self._s.locks.lock(output, fetch=fetch)
-
-    async def fetch(self, dest: str | os.PathLike[str], lock: PathArg = None) -> FetchResult:
-        return await self._s.locks.fetch(dest, lock)
-
-    async def sync(
-        self,
-        request: SyncRequest | PathArg = None,
-        *,
-        locked: bool = False,
-        prune: bool = False,
-        force: bool = False,
-        dry_run: bool = False,
-        on_event: EventSink | None = None,
-    ) -> SyncResult:
-        if not isinstance(request, SyncRequest):
-            request = SyncRequest.of(
-                lock=None if request is None else os.fspath(request),
-                locked=locked,
-                prune=prune,
-                force=force,
-                dry_run=dry_run,
-            )
+    async def sync(self, request: SyncRequest, *, on_event: EventSink | None = None) -> SyncResult:
         return await self._s.syncer.sync(request, on_event)

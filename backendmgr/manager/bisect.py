@@ -24,7 +24,7 @@ from ..api_models import BisectReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..measure.tuned import device_of
-from ..requests import InstallRequest, ReleasesQuery
+from ..requests import InstallRequest, ReleasesQuery, UninstallRequest
 
 if TYPE_CHECKING:
     from . import Manager
@@ -71,7 +71,7 @@ async def bisect(
         raise Refused(f"{model_id} does not run on an installed build's component; cannot bisect")
     variant = activated.variant
     listing = await mgr.releases(
-        ReleasesQuery.of(component=component, variant=variant, limit=LISTING_LIMIT, refresh=True)
+        ReleasesQuery(component=component, variant=variant, limit=LISTING_LIMIT, refresh=True)
     )
     tags = [r.tag for r in reversed(listing) if variant in r.variants]  # oldest first
     for tag, flag in ((good, "--good"), (bad, "--bad")):
@@ -92,7 +92,7 @@ async def bisect(
         build = f"{component}@{tag}-{variant}"
         if not any(e.id == build for e in mgr.builds.installed(component)):
             await mgr.install(
-                InstallRequest.of(component=component, version=tag, variant=variant, generate=False)
+                InstallRequest(component=component, version=tag, variant=variant, generate=False)
             )
             installed_here.append(build)
         starts = metric == "starts"
@@ -135,7 +135,7 @@ async def bisect(
     finally:
         if installed_here and not keep:
             with anyio.CancelScope(shield=True):
-                done = await mgr.uninstall(list(installed_here), generate=True)
+                done = await mgr.uninstall(UninstallRequest(builds=list(installed_here)))
                 removed = list(done.ids)
     first_bad, last_good = tags[hi], tags[lo]
     figures = [_shown(t, measured[t]) for t in tags if t in measured]

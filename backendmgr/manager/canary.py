@@ -25,7 +25,7 @@ from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
-from ..requests import VerifyRequest
+from ..requests import ActivateRequest, PinRequest, UnpinRequest, VerifyRequest
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -153,10 +153,10 @@ async def canary(
     promoted = False
     try:
         for model_id in canaries:
-            await mgr.pin(model_id, new.id)
-        checked = await mgr.verify(
-            VerifyRequest.of(models=canaries, timeout=req.timeout, keep_going=True)
-        )
+            await mgr.pin(PinRequest(model=model_id, row=new.id))
+        checked = (
+            await mgr.verify(VerifyRequest(models=canaries, timeout=req.timeout, keep_going=True))
+        ).results
         verified = {r.id: r.ok for r in checked}
         report = await mgr.bench.bench(
             canaries,
@@ -169,15 +169,15 @@ async def canary(
         )
         comparison, good = _compare(canaries, report.results, verified, old, new.id, tolerance)
         if good:
-            await mgr.activate(new.id)
+            await mgr.activate(ActivateRequest(build=new.id))
             promoted = True
     finally:
         with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
             for model_id, prior in before.items():
                 if prior is None:
-                    await mgr.unpin(model_id, generate=False)
+                    await mgr.unpin(UnpinRequest(model=model_id, generate=False))
                 else:
-                    await mgr.pin(model_id, prior, generate=False)
+                    await mgr.pin(PinRequest(model=model_id, row=prior, generate=False))
             await mgr.regenerate()
             mark.unlink(missing_ok=True)
     said = (
@@ -267,14 +267,12 @@ async def newest_for_canary(mgr: Manager, models: list[str], component: str | No
     if activated is None or not activated.variant:
         raise Refused(f"{component} has no activated build; install one first")
     probe = await mgr.install(
-        InstallRequest.of(
-            component=component, variant=activated.variant, dry_run=True, refresh=True
-        )
+        InstallRequest(component=component, variant=activated.variant, dry_run=True, refresh=True)
     )
     if probe.id == build_id_of(activated):
         return None
     await mgr.install(
-        InstallRequest.of(
+        InstallRequest(
             component=component, version=probe.version, variant=activated.variant, generate=False
         )
     )

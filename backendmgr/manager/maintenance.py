@@ -179,7 +179,7 @@ class Maintenance:
             result.message = "nothing to prune"
         elif not dry_run:
             # any number of builds: the request's bound is for what a user names at once
-            request = UninstallRequest.model_construct(builds=ids, generate=req.generate)
+            request = UninstallRequest.unchecked(builds=ids, generate=req.generate)
             await self.uninstaller.uninstall(request)
         return result
 

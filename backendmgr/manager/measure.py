@@ -40,7 +40,7 @@ from ..measure.results import (
 )
 from ..measure.tune import Trial, candidates, find_context
 from ..measure.tuned import Place, TunedRecord, TunedStore, device_of, key_of
-from ..requests import VerifyRequest
+from ..requests import PinRequest, VerifyRequest
 
 if TYPE_CHECKING:
     from ..api_models import PinResult, VerifyReport, VerifyResult
@@ -97,7 +97,7 @@ class MeasureService:
             settings=ctx.settings,
             pipeline=services.models.pipeline,
             verify=services.verifier.report,
-            pin=lambda model, row: services.registry.pin(model, row),
+            pin=lambda model, row: services.registry.pin(PinRequest(model=model, row=row)),
             regenerate=services.generator.regenerate,
         )
 
@@ -147,7 +147,7 @@ class MeasureService:
         """Verify; for each model that fails, try the other builds whose kind serves it (the
         activated build, then those this host can use, newest first: :func:`repair_order`)
         and pin it to the first that passes. A model that passes is never touched."""
-        request = VerifyRequest.of(models=list(model_ids or []), timeout=timeout, keep_going=True)
+        request = VerifyRequest(models=list(model_ids or []), timeout=timeout, keep_going=True)
         results = (await self._verify(request, on_result, on_start)).results
         settings = await self._settings()
         limit = float(timeout if timeout is not None else settings.health_check_timeout)

@@ -114,9 +114,13 @@ class SwapService:
         found = await self.activated(settings)
         if found is None:
             raise NotFound('llama-swap is not installed; run "backendmgr install llama-swap"')
-        written = await self.generate()
+        from ..requests import GenerateRequest
+
+        written = await self.generate(GenerateRequest())
         warnings += written.warnings
-        await self.generate(check=True)  # refused with the reason, as "generate --check"
+        await self.generate(
+            GenerateRequest(check=True)
+        )  # refused with the reason, as "generate --check"
         return Prepared(
             exe=found[0],
             build=found[1],

@@ -181,7 +181,7 @@ class Syncer:
                 ids = [e.id for e in remove if e.receipt.component == component]
                 try:
                     await self.uninstaller.uninstall(
-                        UninstallRequest.model_construct(builds=ids, force=True, generate=False)
+                        UninstallRequest.unchecked(builds=ids, force=True, generate=False)
                     )
                     removed += ids
                 except Refused as exc:

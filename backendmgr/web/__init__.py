@@ -76,9 +76,7 @@ class Prepared:
     app: Starlette
 
 
-def prepare(
-    manager: Manager, *, host: str = "127.0.0.1", port: int = 8577, token: str | None = None
-) -> Prepared:
+def prepare(manager: Manager, *, host: str, port: int, token: str | None = None) -> Prepared:
     """Check the rules, bind, and build the app and the uvicorn server around it."""
     import uvicorn
 
@@ -105,8 +103,8 @@ def prepare(
 async def serve(
     manager: Manager,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8577,
+    host: str,  # the defaults: backendmgr.requests.ServeRequest
+    port: int,
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:

@@ -5,7 +5,6 @@ as its CLI command) and answers the same keys as its ``--json`` (validated by ``
     app.py       this assembly
     routes.py    the route table: one line per operation
     handlers.py  what each operation does (its docstring is its summary)
-    bodies.py    the API's own bodies (the rest are backendmgr.requests)
     http.py      body and flag reading, the error wrapper (the CLI's error boundary)
     openapi.py   the OpenAPI document
     page.py      the page and its static files

@@ -14,7 +14,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from .. import api_models as am
 from .. import requests as rq
 from ..errors import NotFound, Refused, UsageError
-from . import bodies as b
 from .http import Call
 from .jobs import Job, OnEvent
 
@@ -31,25 +30,21 @@ async def catalog(c: Call) -> Any:
 
 async def releases(c: Call) -> Any:
     """recent versions and the variants each ships"""
-    from ..requests import ReleasesQuery
-
-    raw = c.request.query_params.get("limit", "10")
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
-    query = ReleasesQuery.of(
-        component=c.param("component"),
-        variant=c.query("variant"),
-        refresh=c.flag("refresh"),
-        limit=limit,
-    )
+    given: dict[str, Any] = {"component": c.param("component"), "variant": c.query("variant")}
+    given["refresh"] = c.flag("refresh")
+    raw = c.request.query_params.get("limit")
+    if raw is not None:  # else the request's own default
+        try:
+            given["limit"] = int(raw)
+        except ValueError:
+            raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
+    query = rq.ReleasesQuery(**given)
     return await c.manager.releases(query)
 
 
 async def list_builds(c: Call) -> Any:
     """installed builds (?component= for one component)"""
-    return await c.manager.list_builds(c.query("component"))
+    return await c.manager.list_builds(rq.ListRequest(component=c.query("component")))
 
 
 async def install(c: Call) -> Job:
@@ -65,12 +60,12 @@ async def install(c: Call) -> Job:
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
         return c.manager.install(req, on_event=on_event)
 
-    return c.jobs.start("install", req.model_dump(), run)
+    return c.jobs.start("install", req.fields(), run)
 
 
 async def activate(c: Call) -> Any:
     """switch the activated build of a component"""
-    return await c.manager.activate(c.param("build"), generate=c.body(b.GenerateFlag).generate)
+    return await c.manager.activate(c.body(rq.ActivateRequest))
 
 
 async def canary(c: Call) -> Job:
@@ -90,12 +85,13 @@ async def canary(c: Call) -> Job:
 
         return await c.manager.canary(req, on_run=heard)
 
-    return c.jobs.start("canary", req.model_dump(), run)
+    return c.jobs.start("canary", req.fields(), run)
 
 
 async def uninstall_one(c: Call) -> Any:
     """uninstall one build (?force=true as --force)"""
-    return await c.manager.uninstall([c.param("build")], force=c.flag("force"))
+    request = rq.UninstallRequest(builds=[c.param("build")], force=c.flag("force"))
+    return await c.manager.uninstall(request)
 
 
 async def uninstall(c: Call) -> Any:
@@ -112,7 +108,7 @@ async def update(c: Call) -> Job:
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
         return c.manager.update(req, on_event=on_event)
 
-    return c.jobs.start("update", req.model_dump(), run)
+    return c.jobs.start("update", req.fields(), run)
 
 
 async def prune(c: Call) -> Any:
@@ -189,18 +185,17 @@ async def backends(c: Call) -> Any:
 
 async def add_backend(c: Call) -> Any:
     """append a manual row"""
-    req = c.body(rq.AddBackendRequest)
-    return await c.manager.add_backend(req.id, **req.model_dump(exclude={"id"}))
+    return await c.manager.add_backend(c.body(rq.AddBackendRequest))
 
 
 async def remove_backend(c: Call) -> Any:
     """remove a manual row"""
-    return await c.manager.remove_backend(c.param("row"))
+    return await c.manager.remove_backend(rq.RemoveBackendRequest(id=c.param("row")))
 
 
 async def set_default(c: Call) -> Any:
     """make the row the ★ of its classes"""
-    return await c.manager.set_default(c.param("row"), generate=c.body(b.GenerateFlag).generate)
+    return await c.manager.set_default(c.body(rq.DefaultRequest))
 
 
 # --- models -----------------------------------------------------------------------------
@@ -216,30 +211,27 @@ async def models(c: Call) -> Response:
 
 async def cmd(c: Call) -> Any:
     """the command line a model gets"""
-    return await c.manager.cmd(c.param("model"))
+    return await c.manager.cmd(rq.CmdRequest(model=c.param("model")))
 
 
 async def pin(c: Call) -> Any:
     """keep the model on one registry row"""
-    req = c.body(rq.PinRequest)
-    return await c.manager.pin(c.param("model"), req.row, generate=req.generate)
+    return await c.manager.pin(c.body(rq.PinRequest))
 
 
 async def unpin(c: Call) -> Any:
     """let the model follow the class default"""
-    return await c.manager.unpin(c.param("model"), generate=c.body(b.GenerateFlag).generate)
+    return await c.manager.unpin(c.body(rq.UnpinRequest))
 
 
 async def set_overrides(c: Call) -> Any:
     """set per-model overrides (KEY: VALUE text)"""
-    req = c.body(rq.SetRequest)
-    return await c.manager.set_overrides(c.param("model"), req.values, generate=req.generate)
+    return await c.manager.set_overrides(c.body(rq.SetRequest))
 
 
 async def unset_overrides(c: Call) -> Any:
     """clear per-model overrides"""
-    req = c.body(rq.UnsetRequest)
-    return await c.manager.unset_overrides(c.param("model"), req.keys, generate=req.generate)
+    return await c.manager.unset_overrides(c.body(rq.UnsetRequest))
 
 
 # --- generated config, doctor, config ---------------------------------------------------
@@ -257,22 +249,22 @@ async def swap_status(c: Call) -> Any:
 
 async def generate(c: Call) -> Any:
     """regenerate the llama-swap config"""
-    return await c.manager.generate(c.body(b.GenerateRequest))
+    return await c.manager.generate(c.body(rq.GenerateRequest))
 
 
 async def lock(c: Call) -> Any:
     """write backendmgr.lock beside the config file: every build, asset and SHA-256"""
-    return await c.manager.lock()
+    return await c.manager.lock(rq.LockRequest())
 
 
 async def sync(c: Call) -> Job:
     """make this machine's builds the lock's: starts a job and answers its id at once"""
-    req = c.body(b.SyncRequest)
+    req = c.body(rq.SyncRequest)
 
     def run(on_event: OnEvent) -> Awaitable[Outcome]:
         return c.manager.sync(req, on_event=on_event)
 
-    return c.jobs.start("sync", req.model_dump(), run)
+    return c.jobs.start("sync", req.fields(), run)
 
 
 async def verify(c: Call) -> Job:
@@ -282,9 +274,9 @@ async def verify(c: Call) -> Job:
     req = c.body(rq.VerifyRequest)
 
     async def run(on_event: OnEvent) -> am.VerifyReport:
-        return await c.manager.verify_report(req, on_event=on_event)
+        return await c.manager.verify(req, on_event=on_event)
 
-    return c.jobs.start("verify", req.model_dump(), run, message=_verify_message)
+    return c.jobs.start("verify", req.fields(), run, message=_verify_message)
 
 
 def _verify_message(report: BaseModel) -> str:
@@ -298,7 +290,7 @@ def _verify_message(report: BaseModel) -> str:
 
 async def doctor(c: Call) -> Any:
     """registry vs disk, stale pins, leftovers"""
-    return await c.manager.doctor()
+    return await c.manager.doctor(rq.DoctorRequest())
 
 
 async def doctor_fix(c: Call) -> Any:
@@ -308,7 +300,7 @@ async def doctor_fix(c: Call) -> Any:
 
 async def which(c: Call) -> Any:
     """the executable that would run, and why"""
-    return await c.manager.which(c.param("target"))
+    return await c.manager.which(rq.WhichRequest(target=c.param("target")))
 
 
 async def config(c: Call) -> Any:

@@ -5,16 +5,18 @@ the same boundary as the CLI, :func:`backendmgr.boundary.failure_of`), and JSON 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..boundary import failure_of
 from ..errors import UsageError, validation_problem
+from ..requests import Request as OperationRequest
+from ..requests import args_of
 from .jobs import one_line
 
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Call", "Handler", "Op", "answer_json", "guarded", "http_error", "read_body"]
 
 MAX_BODY = 64 << 10  # a request body: a few ids and settings, never more
-B = TypeVar("B", bound=BaseModel)
+B = TypeVar("B", bound=OperationRequest)
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -35,7 +37,7 @@ class Call:
     manager: Manager
     jobs: Jobs
     request: Request
-    parsed: BaseModel | None = None
+    parsed: OperationRequest | None = None
 
     def body(self, model: type[B]) -> B:
         assert isinstance(self.parsed, model), "the route table names this body"
@@ -67,7 +69,7 @@ class Op:
     path: str
     run: Run
     answer: type[BaseModel] | None = None
-    body: type[BaseModel] | None = None
+    body: type[OperationRequest] | None = None
     many: bool = False
     status: int = 200
     query: tuple[tuple[str, str], ...] = ()  # (name, JSON type) of each optional query parameter
@@ -81,8 +83,28 @@ def answer_json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
-async def read_body(request: Request, model: type[BaseModel]) -> BaseModel:
-    """The JSON body as ``model``; too large, not JSON or the wrong shape is a 422 usage error."""
+_ADAPTERS: dict[type[OperationRequest], TypeAdapter[Any]] = {}
+
+
+def adapter(model: type[OperationRequest]) -> TypeAdapter[Any]:
+    """pydantic's validator of a request class (built once: building costs milliseconds)."""
+    found = _ADAPTERS.get(model)
+    if found is None:
+        found = _ADAPTERS[model] = TypeAdapter(model)
+    return found
+
+
+def not_in_body(model: type[OperationRequest], path_names: Iterable[str]) -> set[str]:
+    """The fields of ``model`` a body may not give: those the route's path names, and those
+    kept off the API (``Arg.api``)."""
+    names = set(path_names)
+    return {name for name, arg in args_of(model) if not arg.api or name in names}
+
+
+async def read_body(request: Request, model: type[OperationRequest]) -> OperationRequest:
+    """The operation's request from the JSON body and the path's parameters (``/api/models/
+    {model}/pin``: the model); too large, not JSON or the wrong shape is a 422 usage error,
+    and a value the request refuses is its usage error (422) in the CLI's words."""
     raw = b""
     async for chunk in request.stream():
         raw += chunk
@@ -92,10 +114,17 @@ async def read_body(request: Request, model: type[BaseModel]) -> BaseModel:
         data = json.loads(raw or b"{}")
     except (ValueError, RecursionError):  # RecursionError: "[[[[…" nested past the stack
         raise UsageError("the request body is not JSON") from None
+    if isinstance(data, dict):
+        fields = {name for name, _ in args_of(model)}
+        for key in not_in_body(model, request.path_params):
+            if key in data:
+                raise UsageError(f"{key}: extra inputs are not permitted")
+        data.update((k, v) for k, v in request.path_params.items() if k in fields)
     try:
-        return model.model_validate(data)
+        parsed: OperationRequest = adapter(model).validate_python(data)
     except ValidationError as exc:
         raise UsageError(validation_problem(exc).input_line()) from None
+    return parsed
 
 
 def json_only(request: Request) -> None:

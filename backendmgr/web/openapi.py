@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from .. import api_models as am
-from .http import Call, Op
+from ..requests import Request
+from .http import Call, Op, adapter, not_in_body
 
 __all__ = ["openapi_document", "serve_openapi"]
 
@@ -32,14 +33,26 @@ def openapi_document(table: Sequence[Op]) -> dict[str, Any]:
         schemas.setdefault(model.__name__, schema)
         return {"$ref": f"#/components/schemas/{model.__name__}"}
 
+    def body(request: type[Request], path_names: Sequence[str]) -> dict[str, Any]:
+        """A request's schema as a body: without the fields its path names or the API lacks."""
+        schema = adapter(request).json_schema(ref_template="#/components/schemas/{model}")
+        for name, sub in schema.pop("$defs", {}).items():
+            schemas.setdefault(name, sub)
+        for name in not_in_body(request, path_names):
+            schema["properties"].pop(name, None)
+            if name in schema.get("required", ()):
+                schema["required"].remove(name)
+        schemas.setdefault(request.__name__, schema)
+        return {"$ref": f"#/components/schemas/{request.__name__}"}
+
     error = {"content": {"application/json": {"schema": ref(am.ErrorBody)}}}
     paths: dict[str, Any] = {}
     for a in table:
         path = a.path.replace(":path}", "}")
         op: dict[str, Any] = {"summary": a.summary, "operationId": _op_id(a)}
+        names = re.findall(r"{(\w+)}", path)
         params = [
-            {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
-            for p in re.findall(r"{(\w+)}", path)
+            {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in names
         ]
         params += [
             {"name": name, "in": "query", "required": False, "schema": {"type": kind}}
@@ -50,7 +63,7 @@ def openapi_document(table: Sequence[Op]) -> dict[str, Any]:
         if a.body is not None:
             op["requestBody"] = {
                 "required": False,
-                "content": {"application/json": {"schema": ref(a.body)}},
+                "content": {"application/json": {"schema": body(a.body, names)}},
             }
         ok: dict[str, Any] = {"description": "OK"}
         if a.path.endswith("/events"):

@@ -17,6 +17,7 @@ import pytest
 
 from backendmgr.config.paths import Paths
 from backendmgr.manager import Manager
+from backendmgr.requests import SetRequest, VerifyRequest
 from backendmgr.serve_check import check_command
 from tests.support import await_until, wait_until
 from tests.support.cli import CliResult, run_in_process, spawn_backendmgr
@@ -231,13 +232,15 @@ async def test_cancel_and_sigterm_ignored_use_sigkill(
 
         (fakes["fake"] / "pids").unlink()
         mgr = Manager(Paths.resolve(config=str(fakes["config"]), home=str(tmp_path / "home")))
-        await mgr.set_overrides(
-            "chat", {"extra_args": "--fake-mode never --fake-child 1"}, generate=False
-        )
+        values = {"extra_args": "--fake-mode never --fake-child 1"}
+        await mgr.set_overrides(SetRequest(model="chat", values=values, generate=False))
         started: list[int] = []
         async with anyio.create_task_group() as tg:
             tg.start_soon(
-                lambda: mgr.verify(["chat"], timeout=60, on_start=lambda i, p: started.append(p))
+                lambda: mgr.verify(
+                    VerifyRequest(models=["chat"], timeout=60),
+                    on_start=lambda i, p: started.append(p),
+                )
             )
             await await_until(
                 lambda: len(pids(fakes["fake"])) == 2, "the server and its child started"

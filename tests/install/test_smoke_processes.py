@@ -15,6 +15,7 @@ import pytest
 from backendmgr.events import ProgressEvent
 from backendmgr.install import smoke
 from backendmgr.mirror import MirrorServer
+from backendmgr.requests import InstallRequest
 from tests.support import Setup, big_release, spawn_backendmgr, tree
 from tests.support.cli import Cli
 from tests.support.manager import assert_old_state, assert_one_terminal, generated, phases
@@ -69,7 +70,9 @@ async def test_cancel_during_the_smoke_check_is_prompt_and_stops_the_whole_group
     async with anyio.create_task_group() as tg:
 
         async def install() -> None:
-            await mgr.install("llama-server", "b100", on_event=events.append)
+            await mgr.install(
+                InstallRequest(component="llama-server", version="b100"), on_event=events.append
+            )
 
         tg.start_soon(install)
         found = await anyio.to_thread.run_sync(recorded_pids, pids, 2)

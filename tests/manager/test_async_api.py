@@ -24,6 +24,15 @@ from backendmgr.errors import InstallFailed
 from backendmgr.events import ProgressEvent
 from backendmgr.manager import Manager
 from backendmgr.mirror import MirrorHandler, MirrorServer
+from backendmgr.requests import (
+    DoctorRequest,
+    GenerateRequest,
+    InstallRequest,
+    ListRequest,
+    PinRequest,
+    SetRequest,
+    UnpinRequest,
+)
 from tests.support import VULKAN, Setup, await_until, big_release, publish_llama
 from tests.support.cli import CliResult
 from tests.support.manager import (
@@ -38,16 +47,18 @@ from tests.support.manager import (
 
 async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = True) -> None:
     """A cancelled install is no obstacle: the next one succeeds and leaves a sound state."""
-    outcome = await mgr.install("llama-server", "b100", smoke=smoke)
+    outcome = await mgr.install(
+        InstallRequest(component="llama-server", version="b100", smoke=smoke)
+    )
     assert outcome.id == "llama-server@b100-vulkan"
     assert outcome.already_installed is False
-    (build,) = await mgr.list_builds()
+    (build,) = await mgr.list_builds(ListRequest())
     assert isinstance(build, BuildInfo)  # typed, and dumped with SPEC §13's keys
     assert Path(build.path).is_file() and build.activated
     assert set(dump(build)) >= {"id", "activated", "path", "installed_at", "pinned_by"}
     assert downloads_left(setup.home) == []
     assert mgr.builds.leftovers() == []
-    report = await mgr.doctor()
+    report = await mgr.doctor(DoctorRequest())
     assert isinstance(report, DoctorReport) and report.ok, report
 
 
@@ -95,7 +106,7 @@ async def install_cancelled_when(
             if when(event):
                 scope.cancel()
 
-        await mgr.install("llama-server", "b100", on_event=sink)
+        await mgr.install(InstallRequest(component="llama-server", version="b100"), on_event=sink)
     assert scope.cancelled_caught, [e.phase for e in events]
     return events
 
@@ -116,7 +127,9 @@ async def test_cancel_while_listing_releases(
         async with anyio.create_task_group() as tg:
 
             async def run() -> None:
-                await mgr.install("llama-server", "b100", on_event=events.append)
+                await mgr.install(
+                    InstallRequest(component="llama-server", version="b100"), on_event=events.append
+                )
 
             tg.start_soon(run)
             await stall.wait_entered()
@@ -147,7 +160,9 @@ async def test_cancel_the_task_mid_download_keeps_the_part_and_resumes(
         if event.phase == "downloading" and event.bytes_done > 256 << 10:
             started.set()
 
-    task = asyncio.create_task(mgr.install("llama-server", "b100", on_event=sink))
+    task = asyncio.create_task(
+        mgr.install(InstallRequest(component="llama-server", version="b100"), on_event=sink)
+    )
     await asyncio.wait_for(started.wait(), 20)
     task.cancel()  # what a server does when its client goes away
     with pytest.raises(asyncio.CancelledError):
@@ -163,7 +178,7 @@ async def test_cancel_the_task_mid_download_keeps_the_part_and_resumes(
     await assert_installs_after(mgr, setup)
     (headers,) = [h for p, h in mirror.requests if p.startswith("/download/")]
     assert int(headers["Range"].removeprefix("bytes=").rstrip("-")) >= kept
-    (build,) = await mgr.list_builds()
+    (build,) = await mgr.list_builds(ListRequest())
     assert build.sha256 == hashlib.sha256(data).hexdigest()
 
 
@@ -197,7 +212,9 @@ async def test_cancel_during_the_smoke_check_kills_the_program(
     async with anyio.create_task_group() as tg:
 
         async def run() -> None:
-            await mgr.install("llama-server", "b100", on_event=events.append)
+            await mgr.install(
+                InstallRequest(component="llama-server", version="b100"), on_event=events.append
+            )
 
         tg.start_soon(run)
         await await_until(marker.exists, "the smoke check started the program", timeout=60)
@@ -228,7 +245,7 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
     config_before = setup.config.read_bytes()
     events = await install_cancelled_when(mgr, lambda e: e.phase == phase)
     assert_one_terminal(events, "cancelled")
-    (build,) = await mgr.list_builds()
+    (build,) = await mgr.list_builds(ListRequest())
     assert build.id == "llama-server@b100-vulkan" and build.activated
     assert Path(build.path).is_file()
     assert mgr.builds.leftovers() == []
@@ -237,10 +254,10 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
     assert set(rows) == {"llama-src", "llama-server", "llama-server@b100-vulkan"}
     assert setup.config.read_bytes() != config_before
     assert setup.config.read_text().startswith("# my setup\n")
-    await mgr.generate()
-    report = await mgr.doctor()
+    await mgr.generate(GenerateRequest())
+    report = await mgr.doctor(DoctorRequest())
     assert report.ok, report
-    again = await mgr.install("llama-server", "b100")
+    again = await mgr.install(InstallRequest(component="llama-server", version="b100"))
     assert again.already_installed is True
 
 
@@ -264,7 +281,9 @@ async def test_two_installs_of_different_builds_run_concurrently(
             events[tag].append(event)
             timeline.append((tag, event.phase))
 
-        outcomes[tag] = await mgr.install("llama-server", tag, on_event=sink)
+        outcomes[tag] = await mgr.install(
+            InstallRequest(component="llama-server", version=tag), on_event=sink
+        )
 
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
@@ -285,7 +304,7 @@ async def test_two_installs_of_different_builds_run_concurrently(
         assert phases(events[tag]) == ORDER
         assert_one_terminal(events[tag], "done")
         assert outcomes[tag].id == f"llama-server@{tag}-vulkan"
-    assert sorted(b.id for b in await mgr.list_builds()) == [
+    assert sorted(b.id for b in await mgr.list_builds(ListRequest())) == [
         "llama-server@b100-vulkan",
         "llama-server@b200-vulkan",
     ]
@@ -299,8 +318,8 @@ async def test_two_installs_of_different_builds_run_concurrently(
     # both started with nothing activated: the newest ends activated, whichever registered first
     assert outcomes["b200"].activated
     assert rows["llama-server"].version == "b200"
-    assert (await mgr.doctor()).ok
-    assert not (await mgr.generate(check=True)).changed
+    assert (await mgr.doctor(DoctorRequest())).ok
+    assert not (await mgr.generate(GenerateRequest(check=True))).changed
 
 
 @pytest.mark.asyncio
@@ -314,7 +333,11 @@ async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
     outcomes = []
 
     async def install(i: int) -> None:
-        outcomes.append(await mgr.install("llama-server", "b100", on_event=events[i].append))
+        outcomes.append(
+            await mgr.install(
+                InstallRequest(component="llama-server", version="b100"), on_event=events[i].append
+            )
+        )
 
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
@@ -326,9 +349,9 @@ async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
     assert sorted(phases(e) for e in events) == [ORDER, ["resolving", "registering", "done"]]
     for e in events:
         assert_one_terminal(e, "done")
-    assert [b.id for b in await mgr.list_builds()] == ["llama-server@b100-vulkan"]
+    assert [b.id for b in await mgr.list_builds(ListRequest())] == ["llama-server@b100-vulkan"]
     assert mgr.builds.leftovers() == [] and downloads_left(setup.home) == []
-    assert (await mgr.doctor()).ok
+    assert (await mgr.doctor(DoctorRequest())).ok
 
 
 @pytest.mark.asyncio
@@ -345,19 +368,21 @@ async def test_install_while_pin_and_generate_run(
 
     async def install() -> None:
         nonlocal during
-        await mgr.install("llama-server", "b100")
+        await mgr.install(InstallRequest(component="llama-server", version="b100"))
         during = rounds
         done.set()
 
     async def edit() -> None:
         nonlocal rounds
         while not done.is_set() or rounds < 3:
-            await mgr.pin("qwen3-8b-q4_k_m", "llama-src")
-            await mgr.set_overrides("qwen3-8b-q4_k_m", {"ctx": str(4096 + rounds)})
-            await mgr.generate()
-            await mgr.unpin("qwen3-8b-q4_k_m")
+            await mgr.pin(PinRequest(model="qwen3-8b-q4_k_m", row="llama-src"))
+            await mgr.set_overrides(
+                SetRequest(model="qwen3-8b-q4_k_m", values={"ctx": str(4096 + rounds)})
+            )
+            await mgr.generate(GenerateRequest())
+            await mgr.unpin(UnpinRequest(model="qwen3-8b-q4_k_m"))
             rounds += 1
-        await mgr.pin("qwen3-8b-q4_k_m", "llama-src")
+        await mgr.pin(PinRequest(model="qwen3-8b-q4_k_m", row="llama-src"))
 
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:
@@ -374,11 +399,13 @@ async def test_install_while_pin_and_generate_run(
     assert settings.models["qwen3-8b-q4_k_m"].backend == "llama-src"
     assert settings.models["qwen3-8b-q4_k_m"].ctx == 4096 + rounds - 1
     assert setup.config.read_text().startswith("# my setup\n")
-    assert not (await mgr.generate(check=True)).changed  # the output follows the last edit
+    assert not (
+        await mgr.generate(GenerateRequest(check=True))
+    ).changed  # the output follows the last edit
     document = YAML(typ="safe").load(setup.output.read_text())
     (entry,) = document["models"].values()
     assert str(setup.manual_exe) in entry["cmd"]
-    assert (await mgr.doctor()).ok
+    assert (await mgr.doctor(DoctorRequest())).ok
 
 
 # --- progress events -----------------------------------------------------------------------
@@ -392,7 +419,9 @@ async def test_events_arrive_in_order_and_end_with_done(
     mirror.throttle = 8 << 20
     mgr = await generated(setup)
     events: list[ProgressEvent] = []
-    await mgr.install("llama-server", "b100", on_event=events.append)
+    await mgr.install(
+        InstallRequest(component="llama-server", version="b100"), on_event=events.append
+    )
     assert phases(events) == ORDER
     assert_one_terminal(events, "done")
     download = [e for e in events if e.phase == "downloading"]
@@ -404,7 +433,9 @@ async def test_events_arrive_in_order_and_end_with_done(
     assert all(e.bytes_per_s >= 0 for e in download)
 
     again: list[ProgressEvent] = []
-    await mgr.install("llama-server", "b100", on_event=again.append)
+    await mgr.install(
+        InstallRequest(component="llama-server", version="b100"), on_event=again.append
+    )
     assert phases(again) == ["resolving", "registering", "done"]
     assert_one_terminal(again, "done")
 
@@ -418,7 +449,9 @@ async def test_a_failed_install_ends_with_one_failed_event(
     before = setup.snapshot()
     events: list[ProgressEvent] = []
     with pytest.raises(InstallFailed) as caught:
-        await mgr.install("llama-server", "b100", on_event=events.append)
+        await mgr.install(
+            InstallRequest(component="llama-server", version="b100"), on_event=events.append
+        )
     assert phases(events) == ["resolving", "downloading", "verifying", "extracting", "failed"]
     assert_one_terminal(events, "failed")
     assert events[-1].message == str(caught.value)
@@ -435,7 +468,9 @@ async def test_a_refused_request_ends_with_one_failed_event(
     before = setup.snapshot()
     events: list[ProgressEvent] = []
     with pytest.raises(Exception, match="no-such-tag") as caught:
-        await mgr.install("llama-server", "no-such-tag", on_event=events.append)
+        await mgr.install(
+            InstallRequest(component="llama-server", version="no-such-tag"), on_event=events.append
+        )
     assert phases(events) == ["resolving", "failed"]
     assert events[-1].message == str(caught.value)
     await assert_old_state(mgr, setup, before)
@@ -449,7 +484,10 @@ async def test_a_dry_run_ends_with_done(
     mgr = await generated(setup)
     before = setup.snapshot()
     events: list[ProgressEvent] = []
-    outcome = await mgr.install("llama-server", "b100", dry_run=True, on_event=events.append)
+    outcome = await mgr.install(
+        InstallRequest(component="llama-server", version="b100", dry_run=True),
+        on_event=events.append,
+    )
     assert outcome.dry_run is True
     assert phases(events) == ["resolving", "done"]
     await assert_old_state(mgr, setup, before)
@@ -476,7 +514,9 @@ async def test_the_first_rate_is_not_a_burst_from_buffers(
     mirror.throttle = 2 << 20
     events: list[ProgressEvent] = []
     mgr = await generated(setup)
-    await mgr.install("llama-server", "b100", on_event=events.append)
+    await mgr.install(
+        InstallRequest(component="llama-server", version="b100"), on_event=events.append
+    )
     rates = [e.bytes_per_s for e in events if e.phase == "downloading" and not e.message]
     assert rates and max(rates) < 4 * (2 << 20), [round(r) for r in rates]
     assert rates[-1] > 0  # the download's own average, at its end

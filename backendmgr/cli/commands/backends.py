@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_no_generate, command, report, request_of
+from ...requests import AddBackendRequest, DefaultRequest, RemoveBackendRequest
+from ..options import add_request, request_in
+from .common import command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -18,27 +20,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     actions = p.add_subparsers(dest="backends_action", metavar="ACTION", parser_class=type(p))
     add = command(actions, "add", add_backend, help="append a manual row")
-    add.add_argument("id", help="a new row id (no '@', not a catalog component id)")
-    add.add_argument(
-        "--kind",
-        required=True,
-        type=_kind,
-        help="llama, vllm, sd, tts, asr, audiocpp, …, or custom",
-    )
-    add.add_argument("--path", required=True, help="the executable")
-    add.add_argument("--name", default="", help="a display name")
-    add.add_argument(
-        "--force", action="store_true", help="accept a path that is missing or not executable"
-    )
-    add.add_argument("--default", action="store_true", help="make it the ★ of its classes")
-    add_no_generate(add)
+    add_request(add, AddBackendRequest, types={"kind": _kind})
     remove = command(actions, "remove", remove_backend, help="remove a manual row")
-    remove.add_argument("id", help="a manual row id from 'backendmgr backends'")
-    add_no_generate(remove)
+    add_request(remove, RemoveBackendRequest)
 
     d = command(sub, "default", set_default, help="make ROW the ★ of every class its kind serves")
-    d.add_argument("row", help="a row id from 'backendmgr backends'")
-    add_no_generate(d)
+    add_request(d, DefaultRequest)
 
 
 def _kind(text: str) -> str:
@@ -87,15 +74,12 @@ async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -
 
 
 async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import AddBackendRequest
-
-    request = request_of(AddBackendRequest, args)
-    return report(out, await mgr.add_backend(request))
+    return report(out, await mgr.add_backend(request_in(args, AddBackendRequest)))
 
 
 async def remove_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.remove_backend(args.id, generate=not args.no_generate))
+    return report(out, await mgr.remove_backend(request_in(args, RemoveBackendRequest)))
 
 
 async def set_default(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.set_default(args.row, generate=not args.no_generate))
+    return report(out, await mgr.set_default(request_in(args, DefaultRequest)))

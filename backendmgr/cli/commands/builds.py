@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ...limits import RELEASES_LIMIT
+from ...requests import (
+    ActivateRequest,
+    DoctorRequest,
+    InstallRequest,
+    ListRequest,
+    ReleasesQuery,
+    UninstallRequest,
+)
 from ...units import format_size
-from ..parser import usage_check
-from .common import add_count, add_dry_run, add_no_generate, command, report, request_of, table
+from ..options import add_request, request_in
+from .common import command, report, table
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -19,62 +26,25 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     command(sub, "catalog", catalog, help="components, variants here, suggested variant and why")
 
     r = command(sub, "releases", releases, help="recent versions and the variants each ships here")
-    r.add_argument("component", help="a component id from 'backendmgr catalog'")
-    r.add_argument("--variant", help="only releases that ship this variant here")
-    r.add_argument("--refresh", action="store_true", help="skip the 10-minute cache window")
-    limit = f"at most N releases (at most {RELEASES_LIMIT.high:g}, default 10)"
-    add_count(r, "--limit", RELEASES_LIMIT, default=10, help=limit)
+    add_request(r, ReleasesQuery)
 
     i = command(sub, "install", install, help="install a build (VERSION defaults to the latest)")
-    i.add_argument("component", help="a component id from 'backendmgr catalog'")
-    i.add_argument("version", nargs="?", help="a release tag or version (default: the latest)")
-    i.add_argument("--variant", help="cpu, vulkan, cuda, rocm, … (default: suggested for here)")
-    i.add_argument("--activate", action="store_true", help="activate it even if another is")
-    i.add_argument("--reinstall", action="store_true", help="install again even if installed")
-    i.add_argument(
-        "--require-checksum", action="store_true", help="refuse assets without a published digest"
-    )
-    i.add_argument("--no-smoke", action="store_true", help="skip running it with --version")
-    i.add_argument("--refresh", action="store_true", help="skip the release-list cache window")
-    i.add_argument("--dry-run", action="store_true", help="print the plan, download nothing")
-    i.add_argument("--platform", metavar="OS-ARCH", help="with --dry-run: plan for another host")
-    add_no_generate(i)
-    usage_check(i, _platform_needs_dry_run)
+    add_request(i, InstallRequest)
 
     u = command(sub, "uninstall", uninstall, help="remove installed builds (all or none)")
-    u.add_argument("builds", nargs="+", metavar="BUILD", help="COMPONENT@VERSION-VARIANT")
-    u.add_argument(
-        "--force",
-        action="store_true",
-        help="even if models are pinned to it, or it is its component's only build",
-    )
-    add_no_generate(u)
-    add_dry_run(u)
+    add_request(u, UninstallRequest)
 
     a = command(sub, "activate", activate, help="switch the activated build of a component")
-    a.add_argument("build", help="COMPONENT@VERSION-VARIANT")
-    add_no_generate(a)
-    add_dry_run(a)
-    a.add_argument(
-        "--force",
-        action="store_true",
-        help="activate even when a model's extra_args uses a flag the build does not list",
-    )
+    add_request(a, ActivateRequest)
     from .canary import add_canary_options
 
     add_canary_options(a)
 
     li = command(sub, "list", list_builds, help="installed builds")
-    li.add_argument("component", nargs="?", help="only builds of this component")
+    add_request(li, ListRequest)
 
     d = command(sub, "doctor", doctor, help="registry vs disk, stale pins, leftovers")
-    d.add_argument("--fix", action="store_true", help="repair what can be repaired")
-
-
-def _platform_needs_dry_run(args: argparse.Namespace) -> str | None:
-    if args.platform is not None and not args.dry_run:
-        return "--platform describes another machine; use it with --dry-run"
-    return None
+    add_request(d, DoctorRequest)
 
 
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -107,11 +77,9 @@ def _here(variant: str, runs: bool) -> str:
 
 
 async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import ReleasesQuery
-
     return table(
         out,
-        await mgr.releases(request_of(ReleasesQuery, args)),
+        await mgr.releases(request_in(args, ReleasesQuery)),
         ["tag", "published", "pre", "variants here", "installed"],
         lambda r: [
             r.tag,
@@ -127,13 +95,11 @@ async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
 async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import time
 
-    from ...requests import InstallRequest
     from ..render import ProgressView, install_summary
 
     started = time.monotonic()
     with ProgressView(out) as view:
-        request = request_of(InstallRequest, args, smoke=not args.no_smoke)
-        outcome = await mgr.install(request, on_event=view)
+        outcome = await mgr.install(request_in(args, InstallRequest), on_event=view)
     summary = install_summary(outcome, time.monotonic() - started, view)
     if summary:
         out.note(summary)
@@ -141,27 +107,21 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import UninstallRequest
-
-    request = request_of(UninstallRequest, args)
-    return report(out, await mgr.uninstall(request))
+    return report(out, await mgr.uninstall(request_in(args, UninstallRequest)))
 
 
 async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import ActivateRequest
-
     if args.canary:
         from .canary import run_canary
 
         return await run_canary(mgr, args, out)
-    request = request_of(ActivateRequest, args)
-    return report(out, await mgr.activate(request))
+    return report(out, await mgr.activate(request_in(args, ActivateRequest)))
 
 
 async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return table(
         out,
-        await mgr.list_builds(args.component),
+        await mgr.list_builds(request_in(args, ListRequest)),
         ["build", "version", "variant", "activated", "pinned by", "size", "path"],
         lambda r: [
             r.id,
@@ -178,9 +138,8 @@ async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
 
 async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
-    from ...requests import DoctorRequest
 
-    result = await mgr.doctor(request_of(DoctorRequest, args))
+    result = await mgr.doctor(request_in(args, DoctorRequest))
     if out.json_mode:
         out.document(dump(result))
     else:

@@ -56,7 +56,7 @@ async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer) -> i
     def shown(model: str, build: str, n: int, run: Any) -> None:
         out.waiting(run_line(model, build, n, int(args.repeat), run))
 
-    request = CanaryRequest.of(
+    request = CanaryRequest(
         build=args.build,
         models=list(args.canary),
         tolerance=args.tolerance,

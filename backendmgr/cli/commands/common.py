@@ -1,5 +1,5 @@
-"""Helpers every command uses: declaring a command and its shared options, building its
-request from the parsed arguments, and rendering an :class:`Outcome` or a list of rows."""
+"""Helpers every command uses: declaring a command, and rendering an :class:`Outcome` or a list
+of rows (a command's options come from its request: :mod:`backendmgr.cli.options`)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ...limits import Bounds
     from ...manager import Manager
-    from ...requests import Request
     from ...results import Outcome
     from ..render import Renderer
 
-    R = TypeVar("R", bound=Request)
     T = TypeVar("T", bound=BaseModel)
     Handler = Callable[[Manager, argparse.Namespace, Renderer], Awaitable[int]]
 
@@ -30,41 +27,11 @@ def command(
     return parser
 
 
-def add_count(
-    parser: argparse.ArgumentParser, flag: str, bounds: Bounds, *, default: int, help: str
-) -> None:
-    """An ``N`` option checked against its :mod:`backendmgr.limits` bounds, as the API is."""
-    parser.add_argument(flag, type=bounds.argument(), default=default, metavar="N", help=help)
-
-
 def add_no_generate(parser: argparse.ArgumentParser) -> None:
+    """``--no-generate`` of a command not yet built from its request (``tune``)."""
     parser.add_argument(
         "--no-generate", action="store_true", help="do not regenerate the llama-swap config"
     )
-
-
-def add_dry_run(parser: argparse.ArgumentParser) -> None:
-    """``--dry-run`` of a config change: the same checks, then what would change and the
-    config file's diff; nothing written (issue 29)."""
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check and say what would change (the config's diff), write nothing",
-    )
-
-
-def request_of(cls: type[R], args: argparse.Namespace, **given: Any) -> R:
-    """``cls`` from the parsed arguments: each field from the option of the same name
-    (``generate`` from ``--no-generate``), unless ``given`` names it."""
-    fields = dict(given)
-    for name in cls.model_fields:
-        if name in fields:
-            continue
-        if name == "generate" and hasattr(args, "no_generate"):
-            fields[name] = not args.no_generate
-        elif hasattr(args, name):
-            fields[name] = getattr(args, name)
-    return cls.of(**fields)
 
 
 def report(out: Renderer, outcome: Outcome) -> int:

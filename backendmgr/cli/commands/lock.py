@@ -6,18 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import command, report, request_of
+from ...requests import FetchRequest, LockRequest, SyncRequest
+from ..options import add_request, request_in
+from .common import command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
-
-
-def _path(text: str) -> str:
-    """A PATH operand or option value: an empty one is a usage error, never "here"."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("a path cannot be empty")
-    return text
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -27,63 +22,29 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         lock,
         help="write backendmgr.lock: the exact builds installed here and the activated ones",
     )
-    lk.add_argument(
-        "--output",
-        metavar="PATH",
-        type=_path,
-        help="where to write it (default: beside the config file)",
-    )
-    lk.add_argument(
-        "--fetch",
-        metavar="DIR",
-        type=_path,
-        help="also download every locked asset into DIR, laid out for scripts/mirror.py",
-    )
-
+    add_request(lk, LockRequest)
     s = command(sub, "sync", sync, help="install, verify and activate exactly the builds of a lock")
-    s.add_argument(
-        "lockfile", nargs="?", metavar="LOCK", type=_path, help="default: beside the config file"
-    )
-    s.add_argument(
-        "--locked",
-        action="store_true",
-        help="fail, changing nothing, if the lock is out of date for the builds installed here",
-    )
-    s.add_argument("--prune", action="store_true", help="remove builds the lock does not list")
-    s.add_argument("--force", action="store_true", help="with --prune: remove pinned builds too")
-    s.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
-
+    add_request(s, SyncRequest)
     f = command(
         sub,
         "fetch",
         fetch,
         help="download every asset of a lock into DIR, laid out for scripts/mirror.py",
     )
-    f.add_argument(
-        "dir", metavar="DIR", type=_path, help="where to lay out <owner>/<repo>/<tag>/<asset>"
-    )
-    f.add_argument(
-        "lockfile", nargs="?", metavar="LOCK", type=_path, help="default: beside the config file"
-    )
+    add_request(f, FetchRequest)
 
 
 async def lock(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.lock(args.output, fetch=args.fetch))
+    return report(out, await mgr.lock(request_in(args, LockRequest)))
 
 
 async def sync(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import SyncRequest
     from ..render import ProgressView
 
-    if args.force and not args.prune:
-        from ...errors import InvalidInput
-
-        raise InvalidInput("--force only applies with --prune")
     with ProgressView(out) as view:
-        request = request_of(SyncRequest, args, lock=args.lockfile)
-        outcome = await mgr.sync(request, on_event=view)
+        outcome = await mgr.sync(request_in(args, SyncRequest), on_event=view)
     return report(out, outcome)
 
 
 async def fetch(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.fetch(args.dir, args.lockfile))
+    return report(out, await mgr.fetch(request_in(args, FetchRequest)))

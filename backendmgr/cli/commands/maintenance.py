@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ...limits import PRUNE_KEEP
-from .common import add_count, add_no_generate, command, report, request_of
+from ...requests import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
+from ..options import add_request, request_in
+from .common import command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -20,24 +21,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         update,
         help="install and activate the newest release of installed components",
     )
-    u.add_argument("components", nargs="*", metavar="COMPONENT", help="default: every one")
-    u.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
-    add_no_generate(u)
-    u.add_argument(
-        "--force",
-        action="store_true",
-        help="activate even when a model's extra_args uses a flag the new build does not list",
-    )
+    add_request(u, UpdateRequest)
     from .canary import add_canary_options
 
     add_canary_options(u)
 
     p = command(sub, "prune", prune, help="remove builds neither activated nor pinned")
-    p.add_argument("component", nargs="?", help="default: every component")
-    keep = f"keep the N newest builds (1; at most {PRUNE_KEEP.high:g})"
-    add_count(p, "--keep", PRUNE_KEEP, default=1, help=keep)
-    p.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
-    add_no_generate(p)
+    add_request(p, PruneRequest)
 
     c = sub.add_parser("cache", help="the download and release-listing cache")
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
@@ -47,10 +37,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         cache_clean,
         help="remove release listings, partial downloads and leftover folders",
     )
-    clean.add_argument("--dry-run", action="store_true", help="report, remove nothing")
+    add_request(clean, CacheCleanRequest)
 
     w = command(sub, "which", which, help="the executable that would run, and why")
-    w.add_argument("target", metavar="MODEL|COMPONENT|BUILD", help="a model, component or build")
+    add_request(w, WhichRequest)
 
     g = sub.add_parser("config", help="where the files are; the effective settings")
     gsub = g.add_subparsers(dest="config_command", metavar="ACTION", required=True)
@@ -59,7 +49,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import UpdateRequest
     from ..render import ProgressView
 
     if args.canary:  # issue 32: the newest build, installed, then the canary decides
@@ -77,28 +66,22 @@ async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         return await run_canary(mgr, args, out)
 
     with ProgressView(out) as view:
-        request = request_of(UpdateRequest, args)
-        outcome = await mgr.update(request, on_event=view)
+        outcome = await mgr.update(request_in(args, UpdateRequest), on_event=view)
     return report(out, outcome)
 
 
 async def prune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import PruneRequest
-
-    request = request_of(PruneRequest, args)
-    return report(out, await mgr.prune(request))
+    return report(out, await mgr.prune(request_in(args, PruneRequest)))
 
 
 async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import CacheCleanRequest
-
-    return report(out, await mgr.cache_clean(request_of(CacheCleanRequest, args)))
+    return report(out, await mgr.cache_clean(request_in(args, CacheCleanRequest)))
 
 
 async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    found = await mgr.which(args.target)
+    found = await mgr.which(request_in(args, WhichRequest))
     if out.json_mode:
         out.document(dump(found))
         return 0

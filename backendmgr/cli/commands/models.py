@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_dry_run, add_no_generate, report
+from ...requests import CmdRequest, GenerateRequest, ModelsDirRequest
+from ..options import add_request, request_in
+from .common import report
 
 if TYPE_CHECKING:
     from ...api_models import ModelInfo
@@ -22,25 +24,18 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         ("remove-dir", False, "remove a folder from models_dirs"),
     ):
         f = folders.add_parser(name, help=text, description=text)
-        f.add_argument("path", metavar="PATH", help="the folder (~ is expanded)")
-        add_no_generate(f)
-        add_dry_run(f)
-        f.set_defaults(handler=models_dir, add=add)
+        add_request(f, ModelsDirRequest, given={"add": add})
+        f.set_defaults(handler=models_dir)
     c = sub.add_parser("cmd", help="print the command line a model gets")
-    c.add_argument("model", help="a model id from 'backendmgr models'")
+    add_request(c, CmdRequest)
     c.set_defaults(handler=cmd)
     g = sub.add_parser("generate", help="regenerate the llama-swap config")
-    g.add_argument("--output", metavar="PATH", help="write here instead of the configured output")
-    g.add_argument("--force", action="store_true", help="rewrite even when up to date")
-    g.add_argument("--check", action="store_true", help="exit 1 when missing or stale")
+    add_request(g, GenerateRequest)
     g.set_defaults(handler=generate)
 
 
 async def models_dir(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    outcome = await mgr.models_dir(
-        args.path, add=args.add, generate=not args.no_generate, dry_run=args.dry_run
-    )
-    return report(out, outcome)
+    return report(out, await mgr.models_dir(request_in(args, ModelsDirRequest)))
 
 
 async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -121,7 +116,7 @@ def _checked(row: ModelInfo) -> list[str]:
 async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    result = await mgr.cmd(args.model)
+    result = await mgr.cmd(request_in(args, CmdRequest))
     if out.json_mode:
         out.document(dump(result))
     else:
@@ -130,8 +125,4 @@ async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def generate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    from ...requests import GenerateRequest
-
-    request = GenerateRequest.of(output=args.output, force=args.force, check=args.check)
-    outcome = await mgr.generate(request)
-    return report(out, outcome)
+    return report(out, await mgr.generate(request_in(args, GenerateRequest)))

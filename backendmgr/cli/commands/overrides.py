@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import add_dry_run, add_no_generate, command, report
+from ...requests import SetRequest, UnsetRequest
+from ..options import add_request, request_in
+from .common import command, report
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -48,40 +50,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = _keyed(
         sub, "set", set_overrides, "set per-model overrides (ctx, vllm_gpu_util, extra_args, …)"
     )
-    p.add_argument("model", help="a model id from 'backendmgr models' (or one not found yet)")
-    p.add_argument("pairs", nargs="+", metavar="KEY=VALUE", help="one or more settings; see keys")
-    add_no_generate(p)
-    add_dry_run(p)
+    add_request(p, SetRequest)
     u = _keyed(sub, "unset", unset_overrides, "clear per-model overrides")
-    u.add_argument("model", help="a model id")
-    u.add_argument("keys", nargs="+", metavar="KEY", help="one or more keys; see keys")
-    add_no_generate(u)
-    add_dry_run(u)
-
-
-def _pairs(items: list[str]) -> dict[str, str]:
-    from ...errors import UsageError
-
-    values: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f'"{item}" is not KEY=VALUE')
-        values[key.strip()] = value
-    return values
+    add_request(u, UnsetRequest)
 
 
 async def set_overrides(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    outcome = await mgr.set_overrides(
-        args.model, _pairs(args.pairs), generate=not args.no_generate, dry_run=args.dry_run
-    )
-    return report(out, outcome)
+    return report(out, await mgr.set_overrides(request_in(args, SetRequest)))
 
 
 async def unset_overrides(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(
-        out,
-        await mgr.unset_overrides(
-            args.model, args.keys, generate=not args.no_generate, dry_run=args.dry_run
-        ),
-    )
+    return report(out, await mgr.unset_overrides(request_in(args, UnsetRequest)))

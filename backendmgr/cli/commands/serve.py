@@ -13,6 +13,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...requests import ServeRequest
+from ..options import add_request, request_in
+
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
@@ -59,26 +62,8 @@ def _checkout() -> tuple[Path, bool] | None:
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     s = sub.add_parser("serve", help="a local web page and HTTP API over the same operations")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    s.add_argument("--port", type=_port, default=8577, help="port (8577; 0 picks a free one)")
-    s.add_argument("--open", action="store_true", help="open the page in a browser")
-    s.add_argument(
-        "--token",
-        help="use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
-        "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command line "
-        "is visible to other users",
-    )
+    add_request(s, ServeRequest)
     s.set_defaults(handler=serve)
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{text}" is not a port number') from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0 to 65535, not {value}")
-    return value
 
 
 async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -92,12 +77,13 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...web import serve as run_server
     from ...web.security import check_token
 
-    token = args.token or mgr.environ.get("BACKENDMGR_TOKEN") or None
+    request = request_in(args, ServeRequest)
+    token = request.token or mgr.environ.get("BACKENDMGR_TOKEN") or None
     if token is not None:
         try:
             check_token(token)
         except InvalidInput as exc:  # typed: 2; from the environment, like a config file: 1
-            if args.token:
+            if request.token:
                 raise
             raise ConfigError(str(exc)) from None
     opened: list[Path] = []
@@ -107,7 +93,7 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
         where = urlsplit(url)
         remote = None
-        if args.host.strip("[]") in ("0.0.0.0", "::"):  # every address: name one that reaches it
+        if request.host.strip("[]") in ("0.0.0.0", "::"):  # every address: name one that reaches it
             import socket
 
             remote = f"http://{socket.gethostname()}:{where.port}/?{where.query}"
@@ -121,7 +107,7 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         out.info(f"backendmgr serving on {url} (Ctrl-C stops)")
         if remote:
             out.info(f"from other machines: {remote}")
-        if args.open:
+        if request.open:
             import webbrowser
 
             opened.append(redirect_file(url))
@@ -136,7 +122,7 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
                 )
 
     try:
-        await run_server(mgr, host=args.host, port=args.port, token=token, on_ready=ready)
+        await run_server(mgr, host=request.host, port=request.port, token=token, on_ready=ready)
     finally:
         for page in opened:
             shutil.rmtree(page.parent, ignore_errors=True)

@@ -173,7 +173,8 @@ def with_follow_up(handler: Handler) -> Handler:
             not mutation
             or (args.command == "backends" and not getattr(args, "backends_action", None))
             or getattr(args, "dry_run", False)
-            or getattr(args, "no_generate", False)
+            or getattr(args, "no_generate", False)  # tune's flag; a request's field below
+            or getattr(args, "generate", True) is False
             or getattr(args, "check", False)
         ):
             return await handler(mgr, args, out)

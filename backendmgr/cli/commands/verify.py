@@ -6,7 +6,8 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ...limits import VERIFY_TIMEOUT_S
+from ...requests import VerifyRequest
+from ..options import add_request, request_in
 from .tune import add_repair_options, repair
 
 if TYPE_CHECKING:
@@ -17,15 +18,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     v = sub.add_parser("verify", help="start each model's command once, send one request, stop it")
-    v.add_argument("models", nargs="*", metavar="MODEL", help="model ids (default: all)")
-    v.add_argument(
-        "--timeout",
-        type=VERIFY_TIMEOUT_S.argument(),
-        metavar="S",
-        help="seconds to become healthy, at most "
-        f"{VERIFY_TIMEOUT_S.high:g} (default: health_check_timeout)",
-    )
-    v.add_argument("--keep-going", action="store_true", help="check the others after a failure")
+    add_request(v, VerifyRequest)
     add_repair_options(v)  # issue 22
     v.set_defaults(handler=verify)
 
@@ -33,10 +26,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 async def verify(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if args.repair or args.dry_run:  # issue 22: pin failing models to a build that serves them
         return await repair(mgr, args, out)
-    from ...requests import VerifyRequest
-
-    request = VerifyRequest.of(models=args.models, timeout=args.timeout, keep_going=args.keep_going)
-    report = await mgr.verify_report(request, on_result=lambda r: out.info(r.line()))
+    request = request_in(args, VerifyRequest)
+    report = await mgr.verify(request, on_result=lambda r: out.info(r.line()))
     if out.json_mode:
         from ...api_models import dump
 

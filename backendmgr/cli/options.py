@@ -1,0 +1,147 @@
+"""A command's options and operands, generated from its request class (:mod:`backendmgr.requests`).
+
+Each field of the request becomes one argument: its help, spelling, default and limits come
+from the field's declaration, never restated here. A boolean is a ``store_true`` flag (or, when
+its default is true, the ``--no-…`` flag its :class:`~backendmgr.requests.Arg` names); a number
+with :class:`~backendmgr.limits.Bounds` is checked by the bounds' argparse type; a list or a
+mapping is an operand of several words (a mapping's as ``KEY=VALUE``); every other limit is
+checked at parse time in the request's own words. Once the command is parsed, the request is
+made (its cross-field rule included) and left in ``args.request``: a value it refuses is the
+command's usage error (exit 2), before anything is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from ..errors import InvalidInput
+from ..requests import Arg, Request, args_of
+from .parser import usage_check
+
+__all__ = ["add_request", "kind_of", "request_in"]
+
+R = TypeVar("R", bound=Request)
+
+
+def kind_of(cls: type[Request], name: str) -> type:
+    """The plain type of field ``name`` (``str`` for ``str | None``, ``list`` for a list)."""
+    hint = cls.__dataclass_fields__[name].type
+    base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+    options = [a for a in typing.get_args(base) if a is not type(None)] or [base]
+    if typing.get_origin(base) in (list, dict):
+        options = [base]
+    found = typing.get_origin(options[0]) or options[0]
+    assert isinstance(found, type), hint
+    return found
+
+
+def default_of(cls: type[Request], name: str) -> Any:
+    """Field ``name``'s default (``dataclasses.MISSING`` when it has none)."""
+    f = cls.__dataclass_fields__[name]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _checked(name: str, arg: Arg) -> Callable[[str], str]:
+    """An argparse ``type=`` for a text: the words the request would say."""
+
+    def parse(text: str) -> str:
+        problem = arg.problem(text)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return text
+
+    parse.__name__ = name  # argparse names the type in some of its messages
+    return parse
+
+
+def _then(first: Callable[[str], str], then: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        return then(first(text))
+
+    parse.__name__ = getattr(then, "__name__", "value")
+    return parse
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f'"{text}" is not KEY=VALUE')
+    return key.strip(), value
+
+
+def add_request(
+    parser: argparse.ArgumentParser,
+    cls: type[Request],
+    *,
+    given: Mapping[str, Any] | None = None,
+    types: Mapping[str, Callable[[str], Any]] | None = None,
+) -> None:
+    """Add to ``parser`` one argument per field of ``cls`` (but those ``given`` by the command
+    itself, e.g. ``add`` for ``models add-dir``), and make the request once it is parsed.
+
+    ``types`` replaces a field's argparse type where the CLI says more than the request
+    (``--kind``'s nearest known kinds)."""
+    given = dict(given or {})
+    types = types or {}
+    for name, arg in args_of(cls):
+        if name in given:
+            continue
+        kind = kind_of(cls, name)
+        default = default_of(cls, name)
+        options: dict[str, Any] = {"help": arg.text()}
+        if arg.metavar is not None:
+            options["metavar"] = arg.metavar
+        if kind is bool:
+            flag = arg.flag or f"--{name.replace('_', '-')}"
+            action = "store_false" if default is True else "store_true"
+            parser.add_argument(flag, dest=name, action=action, help=options["help"])
+            continue
+        if kind in (list, dict):
+            options["nargs"] = "+" if (arg.low or 0) >= 1 else "*"
+            options["type"] = _pair if kind is dict else str
+        elif arg.bounds is not None:
+            options["type"] = arg.bounds.argument()
+        else:
+            options["type"] = _checked(name, arg)
+        if name in types:  # the field's limits first, then what the command's type says
+            options["type"] = _then(_checked(name, arg), types[name])
+        if arg.positional:
+            if default is None:
+                options["nargs"] = "?"
+            parser.add_argument(name, **options)
+            continue
+        if default is dataclasses.MISSING:
+            options["required"] = True
+        else:
+            options["default"] = default
+        parser.add_argument(arg.flag or f"--{name.replace('_', '-')}", dest=name, **options)
+    parser.set_defaults(request_type=cls, **given)  # request_type: for the tests' walk
+    usage_check(parser, _maker(cls))
+
+
+def _maker(cls: type[Request]) -> Callable[[argparse.Namespace], str | None]:
+    def make(args: argparse.Namespace) -> str | None:
+        values = {name: getattr(args, name) for name, _ in args_of(cls)}
+        for name, value in values.items():
+            if isinstance(value, list) and kind_of(cls, name) is dict:
+                values[name] = dict(value)
+        try:
+            args.request = cls(**values)
+        except InvalidInput as exc:
+            return str(exc)
+        return None
+
+    return make
+
+
+def request_in(args: argparse.Namespace, cls: type[R]) -> R:
+    """The request the parser made for this command (see :func:`add_request`)."""
+    request = args.request
+    assert isinstance(request, cls), f"the command's parser makes a {cls.__name__}"
+    return request

@@ -1,0 +1,168 @@
+"""Every command built from a request has exactly its request's fields as options and operands,
+with the request's defaults and limits: a value out of range is refused by the CLI (exit 2) in
+the words the request (and so the HTTP API) uses. The walk covers every request class."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from backendmgr import requests as rq
+from backendmgr.cli.options import default_of, kind_of
+from backendmgr.cli.parser import UsageError, build_parser
+from backendmgr.errors import InvalidInput
+from backendmgr.web.http import adapter
+
+# Options a command has beyond its request, each owned by a feature not (yet) built from a
+# request: the canary (issue 32) on activate and update, verify's --repair (issue 22).
+CANARY = {"canary", "tolerance", "repeat", "prompt", "tokens", "timeout"}
+EXTRAS: dict[str, set[str]] = {
+    "activate": CANARY,
+    "update": CANARY,
+    "verify": {"repair", "dry_run"},
+}
+GLOBAL = {"help", "config", "home", "json", "quiet", "debug"}
+
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every (command words, parser) of the whole tree."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from commands(sub, (*path, name))
+
+
+BUILT = [
+    (path, p) for path, p in commands(build_parser()) if p.get_default("request_type") is not None
+]
+
+
+def test_every_request_is_some_command() -> None:
+    made = {p.get_default("request_type") for _, p in BUILT}
+    declared = {
+        c
+        for c in vars(rq).values()
+        if inspect.isclass(c) and issubclass(c, rq.Request) and c is not rq.Request
+    }
+    # the canary's request joins activate's and update's options (--canary MODEL…)
+    assert declared - made == {rq.CanaryRequest}, declared ^ made
+
+
+@pytest.mark.parametrize("command", ["activate", "update"])
+def test_the_canary_options_are_its_request(command: str) -> None:
+    """The canary's options (on activate and update) are its request's fields but the build,
+    with the request's defaults."""
+    parser = dict(BUILT)[(command,)]
+    actions = {a.dest: a for a in parser._actions}
+    for name, arg in rq.args_of(rq.CanaryRequest):
+        if name == "build":
+            continue
+        dest = (arg.flag or f"--{name}").removeprefix("--").replace("-", "_")
+        assert dest in CANARY, name
+        default = default_of(rq.CanaryRequest, name)
+        if default is not dataclasses.MISSING:
+            assert actions[dest].default == default, name
+
+
+SAMPLE = {"kind": "llama"}  # a value the command's own type takes (--kind knows the kinds)
+
+
+def line(
+    path: tuple[str, ...],
+    cls: type[rq.Request],
+    given: dict[str, Any],
+    values: dict[str, str] | None = None,
+) -> list[str]:
+    """The shortest command line: the required operands and options, each a plain value,
+    and ``values`` (a field's text; the operands before it are given too)."""
+    values = values or {}
+    words = list(path)
+    fields = [(n, a) for n, a in rq.args_of(cls) if n not in given]
+    last = max([i for i, (n, a) in enumerate(fields) if a.positional and n in values] or [-1])
+    for i, (name, arg) in enumerate(fields):
+        needed = default_of(cls, name) is dataclasses.MISSING
+        if name not in values and not needed and not (arg.positional and i < last):
+            continue
+        plain = "k=v" if kind_of(cls, name) is dict else SAMPLE.get(name, "x")
+        value = values.get(name, plain)
+        words += [value] if arg.positional else [arg.flag or f"--{name.replace('_', '-')}", value]
+    return words
+
+
+def refusal(argv: list[str]) -> str:
+    with pytest.raises(UsageError) as err:
+        build_parser(argv).parse_args(argv)
+    return err.value.message
+
+
+@pytest.mark.parametrize("built", BUILT, ids=[" ".join(path) for path, _ in BUILT])
+def test_the_options_are_the_request(
+    built: tuple[tuple[str, ...], argparse.ArgumentParser], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, parser = built
+    cls: type[rq.Request] = parser.get_default("request_type")
+    fields = dict(rq.args_of(cls))
+    actions = {a.dest: a for a in parser._actions if a.dest not in GLOBAL}
+    given = {n: v for n, v in parser._defaults.items() if n in fields and n not in actions}
+    extras = set(actions) - set(fields)
+    assert extras == EXTRAS.get(path[0], set()), f"options without a field: {extras}"
+    for name, arg in fields.items():
+        if name in given:
+            continue
+        action = actions[name]  # every field has its option or operand
+        assert (not action.option_strings) == arg.positional, name
+        if action.option_strings:
+            assert action.option_strings == [arg.flag or f"--{name.replace('_', '-')}"]
+        assert action.help is not None and action.help.startswith(arg.text()[:20]), name
+
+    # the defaults: a minimal command line makes the request with the class's own defaults
+    argv = line(path, cls, given)
+    request = build_parser(argv).parse_args(argv).request
+    assert isinstance(request, cls)
+    for name in fields:
+        default = default_of(cls, name)
+        if default is not dataclasses.MISSING and name not in given:
+            assert getattr(request, name) == default, (name, argv)
+
+    # the limits: the CLI refuses what the request (and so the API) refuses, in its words
+    for name, arg in fields.items():
+        if name in given or (arg.bounds is None and arg.high is None):
+            continue
+        flag = actions[name].option_strings[:1]
+        if arg.bounds is not None:
+            b = arg.bounds
+            values: list[float] = [b.low if b.above else b.low - 1, b.high + 1]
+            texts = [f"{v:g}" for v in values]
+        else:
+            assert arg.high is not None
+            texts = ["x" * (arg.high + 1)]
+            values = []
+        for i, text in enumerate(texts):
+            value: Any = values[i] if values else text
+            if kind_of(cls, name) is list:
+                value, text = [text] * (arg.high or 0) + [text], None
+            elif kind_of(cls, name) is dict:
+                value = {f"k{n}": "v" for n in range((arg.high or 0) + 1)}
+            problem = arg.problem(value)
+            assert problem is not None, (name, value)
+            others = {n: getattr(request, n) for n in fields if n != name}
+            with pytest.raises(InvalidInput) as err:
+                cls(**others, **{name: value})
+            assert str(err.value) == f"{name}: {problem}"
+            with pytest.raises(InvalidInput) as api:
+                adapter(cls).validate_python({**others, name: value})
+            assert str(api.value) == f"{name}: {problem}"
+            if text is None or kind_of(cls, name) is dict:
+                continue  # a list's size: the request's words (checked above)
+            said = refusal(line(path, cls, given, {name: text}))
+            shown = flag[0] if flag else (arg.metavar or name)
+            assert said.startswith(f"argument {shown}: {problem}"), said
+    capsys.readouterr()

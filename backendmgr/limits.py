@@ -102,7 +102,7 @@ BENCH_PROMPT = Bounds(1, 32768)
 """``bench --prompt``: words of the fixed prompt (about one token each)."""
 BENCH_TOKENS = Bounds(1, 8192)
 """``bench --tokens``: tokens generated per run."""
-PORT = Bounds(0, 65535)
-"""``serve --port``: a TCP port; 0 picks a free one."""
 CANARY_TOLERANCE = Bounds(0, 100, unit=" %", whole=False)
 """``--canary --tolerance``: how much slower (percent) the new build may be and still promote."""
+PORT = Bounds(0, 65535)
+"""``serve --port``: a TCP port; 0 asks the system for a free one."""

@@ -1,7 +1,8 @@
 """What each operation takes: one typed request per operation, every field declared once.
 
-A request is a frozen standard-library dataclass. Each field carries, in its ``Annotated``
-metadata, one :class:`Arg`: its help text, how the command line gives it (an option, a
+A request is a frozen standard-library dataclass (its base, :class:`Request`, and :class:`Arg`
+are in :mod:`backendmgr.contract`). Each field carries, in its ``Annotated`` metadata, one
+:class:`Arg`: its help text, how the command line gives it (an option, a
 positional, its metavar) and its limits (:class:`~backendmgr.limits.Bounds`, lengths). From
 that one declaration:
 
@@ -18,11 +19,20 @@ line costs the standard library's ``dataclasses`` alone.
 """
 
 import dataclasses
-from collections.abc import Sized
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated
 
-from .limits import PRUNE_KEEP, RELEASES_LIMIT, VERIFY_TIMEOUT_S, Bounds
+from .contract import Arg, Request, args_of
+from .limits import (
+    BENCH_PROMPT,
+    BENCH_REPEAT,
+    BENCH_TOKENS,
+    CANARY_TOLERANCE,
+    PORT,
+    PRUNE_KEEP,
+    RELEASES_LIMIT,
+    VERIFY_TIMEOUT_S,
+)
 
 __all__ = [
     "MAX_BUILDS",
@@ -32,12 +42,14 @@ __all__ = [
     "AddBackendRequest",
     "Arg",
     "CacheCleanRequest",
+    "CanaryRequest",
     "CmdRequest",
     "DefaultRequest",
     "DoctorRequest",
     "FetchRequest",
     "GenerateRequest",
     "InstallRequest",
+    "ListRequest",
     "LockRequest",
     "ModelsDirRequest",
     "PinRequest",
@@ -45,6 +57,7 @@ __all__ = [
     "ReleasesQuery",
     "RemoveBackendRequest",
     "Request",
+    "ServeRequest",
     "SetRequest",
     "SyncRequest",
     "UninstallRequest",
@@ -61,142 +74,6 @@ MAX_COMPONENTS = 100
 MAX_MODELS = 1000
 MAX_PATH = 4096
 MAX_ID = 300
-
-
-@dataclass(frozen=True, slots=True)
-class Arg:
-    """One field's declaration beyond its type and default: the help (the CLI's ``--help`` and
-    the API schema's description), how the command line gives it, and its limits.
-
-    ``flag`` is the option's spelling when it is not ``--field-name`` (``--no-smoke`` for
-    ``smoke``); a boolean whose default is true is given by such a ``--no-…`` flag.
-    ``positional`` makes it an operand. ``low``/``high`` bound a text's length (characters)
-    or a list's or mapping's number of items; ``blank=False`` refuses a blank text;
-    ``choices`` are the only texts it takes.
-    ``api=False`` keeps a field off the HTTP API (a file named on the server: the API reads and
-    writes only the configured ones)."""
-
-    help: str
-    flag: str | None = None
-    positional: bool = False
-    metavar: str | None = None
-    bounds: Bounds | None = None
-    low: int | None = None
-    high: int | None = None
-    blank: bool = True
-    api: bool = True
-    choices: tuple[str, ...] | None = None
-
-    def text(self) -> str:
-        """The help as ``--help`` shows it: ``{high}`` is the bound's top (argparse fills in
-        ``%(default)s``)."""
-        return self.help.replace("{high}", f"{self.bounds.high:g}") if self.bounds else self.help
-
-    def problem(self, value: object) -> str | None:
-        """Why ``value`` is outside this field's limits (the words every front end prints)."""
-        if value is None:
-            return None
-        if self.bounds is not None and isinstance(value, int | float):
-            return self.bounds.problem(value)
-        if self.choices is not None and value not in self.choices:
-            return f"must be one of {', '.join(self.choices)}, not {value!r}"
-        if isinstance(value, Sized):
-            size = len(value)
-            unit = "characters" if isinstance(value, str) else "items"
-            if not self.blank and isinstance(value, str) and not value.strip():
-                return "cannot be empty"
-            if self.low is not None and size < self.low:
-                return f"must have at least {self.low} {unit}, not {size}"
-            if self.high is not None and size > self.high:
-                return f"must have at most {self.high} {unit}, not {size}"
-        return None
-
-    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> Any:
-        """The field's help and limits in the API's JSON schema (pydantic calls this)."""
-        out = handler(schema)
-        top = handler.resolve_ref_schema(out)
-        said = self.text().replace("%(default)s", str(top.get("default")))
-        if self.flag is not None and self.flag.startswith("--no-"):
-            said = f"false: {said}"  # the field is the switch the CLI's --no-… flag turns off
-        top.setdefault("description", said)
-        target = top
-        if "anyOf" in top:  # ``X | None``: the limits belong to X
-            target = next((s for s in top["anyOf"] if s.get("type") != "null"), top)
-        if self.bounds is not None:
-            target.update(self.bounds.json_schema())
-        if self.choices is not None:
-            target["enum"] = list(self.choices)
-        kind = target.get("type")
-        low, high = ("minLength", "maxLength") if kind == "string" else ("minItems", "maxItems")
-        if kind == "object":
-            low, high = "minProperties", "maxProperties"
-        if self.low is not None:
-            target[low] = self.low
-        if self.high is not None:
-            target[high] = self.high
-        return out
-
-
-_ARGS: dict[type, tuple[tuple[str, Arg], ...]] = {}
-
-
-def args_of(cls: type) -> tuple[tuple[str, Arg], ...]:
-    """Each field of request class ``cls`` with its :class:`Arg`, in declaration order."""
-    found = _ARGS.get(cls)
-    if found is None:
-        found = tuple(
-            (f.name, next(m for m in getattr(f.type, "__metadata__", ()) if isinstance(m, Arg)))
-            for f in dataclasses.fields(cls)
-        )
-        _ARGS[cls] = found
-    return found
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Request:
-    """The base of every request: made, it checks itself (each field's limits, then
-    :meth:`rule`); a value it refuses is a usage error (exit 2, HTTP 422) in one line."""
-
-    # the API's pydantic validation refuses keys a request does not name (a misspelt option)
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
-
-    def __post_init__(self) -> None:
-        problem = self.problem()
-        if problem is not None:
-            from .errors import UsageError
-
-            raise UsageError(problem)
-
-    def problem(self) -> str | None:
-        """The first field outside its limits (``field: why``), else the cross-field rule's."""
-        for name, arg in args_of(type(self)):
-            said = arg.problem(getattr(self, name))
-            if said is not None:
-                return f"{name}: {said}"
-        return self.rule()
-
-    def rule(self) -> str | None:
-        """A rule over several fields, said as the user should read it; none by default."""
-        return None
-
-    @classmethod
-    def unchecked(cls, **values: Any) -> Self:
-        """The request made without its checks, the rest defaulted: for a service that acts on
-        more than a user may name at once (``prune`` uninstalling any number of builds)."""
-        made = object.__new__(cls)
-        for f in dataclasses.fields(cls):
-            if f.name in values:
-                value = values[f.name]
-            elif f.default_factory is not dataclasses.MISSING:
-                value = f.default_factory()
-            else:
-                value = f.default
-            object.__setattr__(made, f.name, value)
-        return made
-
-    def fields(self) -> dict[str, Any]:
-        """The request as plain data (a job's record, the API's echo)."""
-        return {name: getattr(self, name) for name, _ in args_of(type(self))}
 
 
 # the generate switch and dry run every config change shares
@@ -265,6 +142,13 @@ class InstallRequest(Request):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ListRequest(Request):
+    component: Annotated[
+        str | None, Arg("only builds of this component", positional=True, high=200)
+    ] = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UninstallRequest(Request):
     builds: Annotated[
         list[str],
@@ -295,6 +179,10 @@ class UpdateRequest(Request):
     ] = field(default_factory=list)
     dry_run: Annotated[bool, Arg("say what would change, change nothing")] = False
     generate: Annotated[bool, NO_GENERATE] = True
+    force: Annotated[
+        bool,
+        Arg("activate even when a model's extra_args uses a flag the new build does not list"),
+    ] = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -335,8 +223,8 @@ class AddBackendRequest(Request):
     kind: Annotated[str, Arg("llama, vllm, sd, tts, asr, audiocpp, …, or custom", high=100)]
     path: Annotated[str, Arg("the executable", high=MAX_PATH)]
     name: Annotated[str, Arg("a display name", high=200)] = ""
-    default: Annotated[bool, Arg("make it the ★ of its classes")] = False
     force: Annotated[bool, Arg("accept a path that is missing or not executable")] = False
+    default: Annotated[bool, Arg("make it the ★ of its classes")] = False
     generate: Annotated[bool, NO_GENERATE] = True
 
 
@@ -365,7 +253,6 @@ class PinRequest(Request):
         Arg(
             "a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm",
             positional=True,
-            high=MAX_ID,
         ),
     ]
     generate: Annotated[bool, NO_GENERATE] = True
@@ -445,20 +332,20 @@ class GenerateRequest(Request):
     check: Annotated[bool, Arg("exit 1 when missing or stale")] = False
 
 
+TIMEOUT = Arg(
+    "seconds to become healthy, at most {high} (default: health_check_timeout)",
+    metavar="S",
+    bounds=VERIFY_TIMEOUT_S,
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VerifyRequest(Request):
     models: Annotated[
         list[str],
         Arg("model ids (default: all)", positional=True, metavar="MODEL", high=MAX_MODELS),
     ] = field(default_factory=list)
-    timeout: Annotated[
-        float | None,
-        Arg(
-            "seconds to become healthy, at most {high} (default: health_check_timeout)",
-            metavar="S",
-            bounds=VERIFY_TIMEOUT_S,
-        ),
-    ] = None
+    timeout: Annotated[float | None, TIMEOUT] = None
     keep_going: Annotated[bool, Arg("check the others after a failure")] = False
 
 
@@ -536,3 +423,73 @@ class WhichRequest(Request):
             metavar="MODEL|COMPONENT|BUILD",
         ),
     ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeRequest(Request):
+    """``serve``: where the page and the API listen (beyond loopback only with a token: the
+    web server's own rule, :mod:`backendmgr.web.security`)."""
+
+    host: Annotated[str, Arg("address to listen on (%(default)s)", high=300)] = "127.0.0.1"
+    port: Annotated[
+        int, Arg("port (%(default)s; 0 picks a free one)", metavar="PORT", bounds=PORT)
+    ] = 8577
+    open: Annotated[bool, Arg("open the page in a browser")] = False
+    token: Annotated[
+        str | None,
+        Arg(
+            "use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
+            "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command "
+            "line is visible to other users",
+            high=1000,
+        ),
+    ] = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CanaryRequest(Request):
+    """``activate BUILD --canary MODEL…``: the build to try, its canary models, how much
+    slower it may be (percent), and how each (model, build) is measured (bench's options)."""
+
+    build: Annotated[str, Arg("COMPONENT@VERSION-VARIANT", positional=True, low=1, high=MAX_ID)]
+    models: Annotated[
+        list[str],
+        Arg(
+            "move only these models first, verify and bench them on both builds, then promote "
+            "(activate) or roll back",
+            flag="--canary",
+            metavar="MODEL",
+            low=1,
+            high=MAX_MODELS,
+        ),
+    ]
+    tolerance: Annotated[
+        float,
+        Arg(
+            "with --canary: how much slower (percent) the new build may be (%(default)s)",
+            metavar="PCT",
+            bounds=CANARY_TOLERANCE,
+        ),
+    ] = 5.0
+    repeat: Annotated[
+        int, Arg("runs per model and build (%(default)s)", metavar="N", bounds=BENCH_REPEAT)
+    ] = 3
+    prompt_words: Annotated[
+        int,
+        Arg(
+            "words of the fixed prompt (%(default)s)",
+            flag="--prompt",
+            metavar="N",
+            bounds=BENCH_PROMPT,
+        ),
+    ] = 256
+    tokens: Annotated[
+        int, Arg("tokens generated per run (%(default)s)", metavar="N", bounds=BENCH_TOKENS)
+    ] = 64
+    timeout: Annotated[float | None, TIMEOUT] = None
+
+    def rule(self) -> str | None:
+        for model in self.models:
+            if not 1 <= len(model) <= 500:
+                return "models: each model id must have 1 to 500 characters"
+        return None

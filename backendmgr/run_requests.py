@@ -1,47 +1,26 @@
 """The requests of the operations that start servers: ``tune``, ``verify --repair``, ``bench``,
-the canary, ``bisect``, llama-swap's ``up``, ``service`` and ``status``, and ``serve``.
+``bisect``, and llama-swap's ``up``, ``service`` and ``status`` (the canary's and ``serve``'s
+are in :mod:`backendmgr.requests`).
 
-Declared as every request is (:mod:`backendmgr.requests`): each field once, with its help,
-spelling, default and limits; the CLI's options are generated from them. A module of its own
-only to keep each module small.
+Declared as every request is (:mod:`backendmgr.contract`): each field once, with its help,
+spelling, default and limits; the CLI's options are generated from them. How each (model,
+build) is measured, and the start timeout, are the canary's and verify's own declarations.
+A module of its own only to keep each module small.
 """
 
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from .limits import (
-    BENCH_PROMPT,
-    BENCH_REPEAT,
-    BENCH_TOKENS,
-    CANARY_TOLERANCE,
-    PORT,
-    TUNE_ATTEMPTS,
-    TUNE_BUDGET_GB,
-    TUNE_DEADLINE_DEFAULT_S,
-    TUNE_DEADLINE_S,
-    VERIFY_TIMEOUT_S,
-)
-from .requests import (
-    MAX_BUILDS,
-    MAX_ID,
-    MAX_MODELS,
-    NO_GENERATE,
-    Arg,
-    Request,
-    VerifyRequest,
-    args_of,
-)
+from .contract import Arg, Request, args_of
+from .limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
+from .requests import MAX_BUILDS, MAX_ID, MAX_MODELS, NO_GENERATE, CanaryRequest, VerifyRequest
 
 __all__ = [
     "DEFAULT_LISTEN",
-    "SERVE_HOST",
-    "SERVE_PORT",
     "SERVICE_ACTIONS",
     "BenchRequest",
     "BisectRequest",
-    "CanaryRequest",
     "RepairRequest",
-    "ServeRequest",
     "ServiceRequest",
     "StatusRequest",
     "TuneRequest",
@@ -49,25 +28,22 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8080"  # llama-swap's own port, on loopback
-SERVE_HOST, SERVE_PORT = "127.0.0.1", 8577  # backendmgr serve's page and API
 SERVICE_ACTIONS = ("install", "start", "stop", "restart", "status", "uninstall")
 
 MODELS = Arg("model ids", positional=True, metavar="MODEL", low=1, high=MAX_MODELS)
-START_TIMEOUT = Arg("seconds to become healthy, per start", metavar="S", bounds=VERIFY_TIMEOUT_S)
-# how each (model, build) is measured: bench's, the canary's and bisect's
-REPEAT = Arg(
-    "runs per model and build; the median and spread are over them (%(default)s)",
-    metavar="N",
-    bounds=BENCH_REPEAT,
-)
-PROMPT = Arg(
-    "words of the fixed prompt, about a token each (%(default)s)",
-    flag="--prompt",
-    metavar="WORDS",
-    bounds=BENCH_PROMPT,
-)
-TOKENS = Arg("tokens generated per run (%(default)s)", metavar="N", bounds=BENCH_TOKENS)
-RUNS, WORDS, GENERATED = 3, 256, 64  # their defaults
+_VERIFY, _CANARY = dict(args_of(VerifyRequest)), dict(args_of(CanaryRequest))
+START_TIMEOUT = _VERIFY["timeout"]
+# how each (model, build) is measured: bench's, bisect's, the canary's (declared there)
+REPEAT, PROMPT, TOKENS = _CANARY["repeat"], _CANARY["prompt_words"], _CANARY["tokens"]
+
+
+def _canary_default(name: str) -> int:
+    value = CanaryRequest.__dataclass_fields__[name].default
+    assert isinstance(value, int), name
+    return value
+
+
+RUNS, WORDS, GENERATED = (_canary_default(n) for n in ("repeat", "prompt_words", "tokens"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,9 +75,6 @@ class TuneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-_VERIFY = dict(args_of(VerifyRequest))
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RepairRequest(Request):
     """``verify --repair``: its models and timeout are verify's."""
@@ -124,36 +97,6 @@ class BenchRequest(Request):
             high=MAX_BUILDS,
         ),
     ] = field(default_factory=list)
-    repeat: Annotated[int, REPEAT] = RUNS
-    prompt_words: Annotated[int, PROMPT] = WORDS
-    tokens: Annotated[int, TOKENS] = GENERATED
-    timeout: Annotated[float | None, START_TIMEOUT] = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CanaryRequest(Request):
-    """``activate BUILD --canary MODEL…``; ``update --canary`` names the newest build."""
-
-    build: Annotated[str, Arg("COMPONENT@VERSION-VARIANT", positional=True, low=1, high=MAX_ID)]
-    models: Annotated[
-        list[str],
-        Arg(
-            "move only these models first, verify and bench them on both builds, then "
-            "promote (activate) or roll back",
-            flag="--canary",
-            metavar="MODEL",
-            low=1,
-            high=MAX_MODELS,
-        ),
-    ]
-    tolerance: Annotated[
-        float,
-        Arg(
-            "with --canary: how much slower (percent) the new build may be (%(default)s)",
-            metavar="PCT",
-            bounds=CANARY_TOLERANCE,
-        ),
-    ] = 5.0
     repeat: Annotated[int, REPEAT] = RUNS
     prompt_words: Annotated[int, PROMPT] = WORDS
     tokens: Annotated[int, TOKENS] = GENERATED
@@ -220,23 +163,3 @@ class ServiceRequest(Request):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatusRequest(Request):
     """``status`` takes nothing: whether llama-swap runs, and what it serves."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServeRequest(Request):
-    """``serve``: the page and HTTP API over the same operations."""
-
-    host: Annotated[str, Arg("address to listen on (%(default)s)", high=300, blank=False)] = (
-        SERVE_HOST
-    )
-    port: Annotated[int, Arg("port (%(default)s; 0 picks a free one)", bounds=PORT)] = SERVE_PORT
-    open: Annotated[bool, Arg("open the page in a browser")] = False
-    token: Annotated[
-        str | None,
-        Arg(
-            "use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
-            "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command "
-            "line is visible to other users",
-            high=4096,
-        ),
-    ] = None

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         BackendRowResult,
         BuildInfo,
         CacheCleanResult,
+        CanaryReport,
         CatalogEntry,
         CmdResult,
         ConfigInfo,
@@ -57,12 +58,14 @@ if TYPE_CHECKING:
         ActivateRequest,
         AddBackendRequest,
         CacheCleanRequest,
+        CanaryRequest,
         CmdRequest,
         DefaultRequest,
         DoctorRequest,
         FetchRequest,
         GenerateRequest,
         InstallRequest,
+        ListRequest,
         LockRequest,
         ModelsDirRequest,
         PinRequest,
@@ -81,7 +84,6 @@ if TYPE_CHECKING:
     from ..run_requests import (
         BenchRequest,
         BisectRequest,
-        CanaryRequest,
         RepairRequest,
         ServiceRequest,
         StatusRequest,
@@ -91,7 +93,6 @@ if TYPE_CHECKING:
     from ..swap.models import ServiceResult, SwapStatus
     from .bench import OnRun
     from .bisect import BisectReport, OnStep
-    from .canary import CanaryReport
     from .measure import OnAttempt, OnTrial
     from .services import Services
     from .swap import FollowUp, Prepared, SwapMark
@@ -179,8 +180,8 @@ class Manager:
         """Remove one or more builds; every one is checked first, so none or all go (§9)."""
         return await self._s.uninstaller.uninstall(request)
 
-    async def list_builds(self, component: str | None = None) -> list[BuildInfo]:
-        return await self._s.inventory.builds(component)
+    async def list_builds(self, request: ListRequest) -> list[BuildInfo]:
+        return await self._s.inventory.builds(request.component)
 
     async def backends_info(self, *, probe: bool = True) -> list[BackendRowInfo]:
         """Each registry row with its classes and (``probe``) capabilities."""
@@ -218,10 +219,10 @@ class Manager:
         return await self._s.registry.add_backend(request)
 
     async def remove_backend(self, request: RemoveBackendRequest) -> RemovedRow:
-        return await self._s.registry.remove_backend(request.id, generate=request.generate)
+        return await self._s.registry.remove_backend(request)
 
     async def set_default(self, request: DefaultRequest) -> BackendRowResult:
-        return await self._s.registry.set_default(request.row, generate=request.generate)
+        return await self._s.registry.set_default(request)
 
     # ``dry_run``: the same path stopped before the write; ``changed`` and ``diff`` say what
     # the real run would do (issue 29)
@@ -231,27 +232,19 @@ class Manager:
         return await self._s.switches.pin(request)
 
     async def unpin(self, request: UnpinRequest) -> PinResult:
-        return await self._s.registry.unpin(
-            request.model, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.unpin(request)
 
     async def set_overrides(self, request: SetRequest) -> ModelSettingsResult:
-        return await self._s.registry.set_overrides(
-            request.model, request.values, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.set_overrides(request)
 
     async def unset_overrides(self, request: UnsetRequest) -> ModelSettingsResult:
-        return await self._s.registry.unset_overrides(
-            request.model, request.keys, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.unset_overrides(request)
 
     # --- models and the generated config ---------------------------------------------------
 
     async def models_dir(self, request: ModelsDirRequest) -> ModelsDirResult:
         """Add a folder to ``models_dirs``, or remove one (``add`` false)."""
-        return await self._s.registry.models_dir(
-            request.path, add=request.add, generate=request.generate, dry_run=request.dry_run
-        )
+        return await self._s.registry.models_dir(request)
 
     async def models_info(self) -> list[ModelInfo]:
         return await self._s.models.info()
@@ -318,6 +311,12 @@ class Manager:
     async def canary(self, request: CanaryRequest, *, on_run: OnRun | None = None) -> CanaryReport:
         """Move the canaries to the build first, measure; promote it or roll back."""
         return await self._s.canary.run(request, on_run=on_run)
+
+    def installed_build(self, ref: str) -> str:
+        """The id of the installed build ``ref`` names; refused (the nearest named) if none."""
+        from .facts import find_build
+
+        return find_build(self.builds, ref).id
 
     async def canary_build(self, models: list[str], component: str | None) -> str | None:
         """``update --canary``: the newest build installed (not activated); None: it is already."""

@@ -26,8 +26,15 @@ from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
-from ..requests import ActivateRequest, InstallRequest, PinRequest, VerifyRequest
-from ..run_requests import BenchRequest, CanaryRequest
+from ..requests import (
+    ActivateRequest,
+    CanaryRequest,
+    InstallRequest,
+    PinRequest,
+    UnpinRequest,
+    VerifyRequest,
+)
+from ..run_requests import BenchRequest
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -183,7 +190,7 @@ class Canary:
             with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
                 for model_id, prior in before.items():
                     if prior is None:
-                        await self.registry.unpin(model_id, generate=False)
+                        await self.registry.unpin(UnpinRequest(model=model_id, generate=False))
                     else:
                         await self.switches.pin(
                             PinRequest(model=model_id, row=prior, generate=False)

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..api_models import CacheCleanResult, PruneResult, UpdateEntry, UpdateResult
-from ..errors import NotFound
+from ..errors import NotFound, Refused
 from ..events import EventSink
 from ..install.store import BuildStore, InstalledEntry, folder_size
 from ..requests import (
+    ActivateRequest,
     CacheCleanRequest,
     InstallRequest,
     PruneRequest,
@@ -78,6 +79,9 @@ class Maintenance:
             plan.append((component, variant, current))
         updates: list[UpdateEntry] = []
         lines: list[str] = []
+        refused: list[str] = []  # a component whose models would lose a flag: not activated
+        kept: list[str] = []  # the same with --force: activated, the lines as warnings
+        moved: list[str] = []  # what did switch
         for component, variant, current in plan:
             probe = await self.installer.install(
                 InstallRequest(component=component, variant=variant, dry_run=True, refresh=True)
@@ -88,6 +92,12 @@ class Maintenance:
                 lines.append(f"{component}: {newest} is the newest {variant} build")
             elif req.dry_run:
                 action = "activate" if probe.already_installed else "install"
+                # an installed build's options are known: the dry run refuses as the run would
+                flags = await self._flags(component, newest) if probe.already_installed else []
+                if flags and not req.force:
+                    refused.append(self._refusal(flags, newest))
+                    continue
+                kept += [f"kept with --force: {line}" for line in flags]
                 verb = "activate" if action == "activate" else "install and activate"
                 lines.append(f"{component}: would {verb} {newest} (now {current or 'none'})")
             else:
@@ -96,29 +106,59 @@ class Maintenance:
                         component=component,
                         version=probe.version,
                         variant=variant,
-                        activate=True,
                         generate=False,
                     ),
                     on_event,
                 )
-                action = "activated" if done.already_installed else "installed"
-                lines.append(f"{component}: {current or 'none'} -> {newest}")
+                flags = await self._flags(component, done.id)
+                if flags and not req.force:  # issue 32: the switch would break these models
+                    action = "refused"
+                    refused.append(self._refusal(flags, newest))
+                else:
+                    kept += [f"kept with --force: {line}" for line in flags]
+                    await self.installer.activation.activate(
+                        ActivateRequest(build=done.id, generate=False)
+                    )
+                    action = "activated" if done.already_installed else "installed"
+                    moved.append(f"{component}: {current or 'none'} -> {newest}")
+                    lines.append(moved[-1])
             updates.append(
                 UpdateEntry(
                     component=component, variant=variant, from_=current, to=newest, action=action
                 )
             )
-        changed = not req.dry_run and any(u.action != "up-to-date" for u in updates)
+        changed = not req.dry_run and any(
+            u.action not in ("up-to-date", "refused") for u in updates
+        )
         regen = await self.generator.after(req.generate and changed)
+        if refused:  # as activate refuses it (exit 1), after the components that did update
+            done_too = f"; updated: {', '.join(moved)}" if moved else ""
+            raise Refused("; ".join(refused) + done_too)
         if not updates:
             lines.append('nothing is installed; try "backendmgr install llama-server"')
         return UpdateResult(
             message="\n".join(lines),
             changed=changed,
-            warnings=regen,
+            warnings=[*kept, *regen],
             updates=updates,
             dry_run=req.dry_run,
         )
+
+    @staticmethod
+    def _refusal(flags: list[str], build_id: str) -> str:
+        return (
+            f"{'; '.join(flags)}; {build_id} is installed, not activated "
+            "(update --force activates it anyway)"
+        )
+
+    async def _flags(self, component: str, build_id: str) -> list[str]:
+        """What activating ``build_id`` would break: one line per model following
+        ``component``'s activated build and flag of its ``extra_args`` the build lacks."""
+        from .flags import flag_lines, followers
+
+        plan = await self.generator.models.plan()
+        entry = next(e for e in self.builds.installed(component) if e.id == build_id)
+        return flag_lines(plan.settings, followers(plan, component), entry)
 
     async def prune(self, req: PruneRequest) -> PruneResult:
         """Remove builds that are neither activated nor pinned, beyond the ``keep`` newest."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,7 +33,16 @@ from ..config.models import (
 from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
-from ..requests import AddBackendRequest
+from ..requests import (
+    AddBackendRequest,
+    DefaultRequest,
+    ModelsDirRequest,
+    PinRequest,
+    RemoveBackendRequest,
+    SetRequest,
+    UnpinRequest,
+    UnsetRequest,
+)
 from .context import Context
 from .facts import discover, pinned_by
 from .generate import Generator
@@ -42,6 +51,7 @@ from .models import Models
 __all__ = ["SETTABLE_KEYS", "Registry"]
 
 T = TypeVar("T")
+_Change = ModelsDirRequest | PinRequest | UnpinRequest | SetRequest | UnsetRequest  # a dry run
 
 # Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
 SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
@@ -64,12 +74,12 @@ class Registry:
         return result, await self.generator.after(generate)
 
     async def _change(
-        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool, dry_run: bool
+        self, change: Callable[[Settings], tuple[Settings, T]], req: _Change
     ) -> tuple[T, list[str], dict[str, Any]]:
         """``_mutate``, or for a dry run the same ``change`` stopped before the write: its
         result, the regeneration's warnings, and the dry run's fields for the result."""
-        if not dry_run:
-            result, regen = await self._mutate(change, generate=generate)
+        if not req.dry_run:
+            result, regen = await self._mutate(change, generate=req.generate)
             return result, regen, {}
         result, diff = await self.ctx.preview(change)
         return result, [], {"dry_run": True, "diff": diff}
@@ -104,14 +114,15 @@ class Registry:
             warnings=[problem, *regen] if problem else regen,
         )
 
-    async def remove_backend(self, row_id: str, *, generate: bool = True) -> RemovedRow:
+    async def remove_backend(self, req: RemoveBackendRequest) -> RemovedRow:
+        row_id = req.id
         _refuse(row_id_problem(row_id))  # only manual rows can be removed
 
         def change(s: Settings) -> tuple[Settings, list[str]]:
             rows = registry.remove_manual(s.backends, row_id)
             return s.model_copy(update={"backends": rows}), pinned_by(s, row_id)
 
-        pinned, regen = await self._mutate(change, generate=generate)
+        pinned, regen = await self._mutate(change, generate=req.generate)
         stale = f'pins to "{row_id}" are now stale and fall back: {", ".join(pinned)}'
         return RemovedRow(
             message=f'removed backend row "{row_id}"',
@@ -120,7 +131,8 @@ class Registry:
             removed=True,
         )
 
-    async def set_default(self, row_id: str, *, generate: bool = True) -> BackendRowResult:
+    async def set_default(self, req: DefaultRequest) -> BackendRowResult:
+        row_id = req.row
         # a manual or managed row (component ids can be long); build rows are never ★
         _refuse(row_id_problem(row_id, MAX_ID_CHARS))
 
@@ -129,7 +141,7 @@ class Registry:
             row = next(r for r in rows if r.id == row_id)
             return s.model_copy(update={"backends": rows}), (row, rows != s.backends)
 
-        (row, changed), regen = await self._mutate(change, generate=generate)
+        (row, changed), regen = await self._mutate(change, generate=req.generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
         when = "now" if changed else "already"
         return BackendRowResult.of(
@@ -141,13 +153,12 @@ class Registry:
 
     # --- models folders ---------------------------------------------------------------------
 
-    async def models_dir(
-        self, path: str, *, add: bool, generate: bool = True, dry_run: bool = False
-    ) -> ModelsDirResult:
+    async def models_dir(self, req: ModelsDirRequest) -> ModelsDirResult:
         """``models add-dir`` / ``remove-dir``: the one documented way to edit ``models_dirs``
         (a locked, atomic config edit). A folder to add must exist and be readable; it is
         stored absolute, so the config means the same from any working directory."""
         config = str(self.ctx.store.path)
+        path, add = req.path, req.add
         if add:
             folder = await anyio.to_thread.run_sync(_readable_folder, path)
         else:
@@ -172,7 +183,7 @@ class Registry:
                 dirs = [d for d in dirs if d not in same]
             return s.model_copy(update={"models_dirs": dirs}), (True, dirs)
 
-        (changed, dirs), regen, dry = await self._change(change, generate=generate, dry_run=dry_run)
+        (changed, dirs), regen, dry = await self._change(change, req)
         if changed:
             verb = _would(dry, "added", "add") if add else _would(dry, "removed", "remove")
             where = "to" if add else "from"
@@ -191,10 +202,8 @@ class Registry:
 
     # --- per-model overrides --------------------------------------------------------------
 
-    async def pin(
-        self, model: str, row_id: str, *, generate: bool = True, dry_run: bool = False
-    ) -> PinResult:
-        model = _check_model_id(model)
+    async def pin(self, req: PinRequest) -> PinResult:
+        model, row_id = _check_model_id(req.model), req.row
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.ctx.settings()
         registry.pin_target(settings.backends, row_id)
@@ -206,7 +215,7 @@ class Registry:
             updated = current.model_copy(update={"backend": row_id})
             return _with_override(s, model, updated), current.backend != row_id
 
-        changed, regen, dry = await self._change(change, generate=generate, dry_run=dry_run)
+        changed, regen, dry = await self._change(change, req)
         return PinResult(
             message=f'{_would(dry, "pinned", "pin")} "{model}" to "{row_id}"'
             if changed
@@ -218,15 +227,15 @@ class Registry:
             **dry,
         )
 
-    async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
-        model = _check_model_id(model)
+    async def unpin(self, req: UnpinRequest) -> PinResult:
+        model = _check_model_id(req.model)
 
         def change(s: Settings) -> tuple[Settings, str | None]:
             current = s.override(model)
             updated = current.model_copy(update={"backend": None})
             return _with_override(s, model, updated), current.backend
 
-        previous, regen, dry = await self._change(change, generate=generate, dry_run=dry_run)
+        previous, regen, dry = await self._change(change, req)
         return PinResult(
             warnings=regen,
             message=f'{_would(dry, "unpinned", "unpin")} "{model}" (was "{previous}")'
@@ -238,18 +247,9 @@ class Registry:
             **dry,
         )
 
-    async def set_overrides(
-        self,
-        model: str,
-        values: Mapping[str, str],
-        *,
-        generate: bool = True,
-        dry_run: bool = False,
-    ) -> ModelSettingsResult:
+    async def set_overrides(self, req: SetRequest) -> ModelSettingsResult:
         """Validate ``KEY=VALUE`` strings against the override model, then store them."""
-        model = _check_model_id(model)
-        if not values:
-            raise InvalidInput("give at least one KEY=VALUE")
+        model, values = _check_model_id(req.model), req.values
         parsed = {key: _parse_value(key, text) for key, text in values.items()}
         try:  # refuse a bad value before any discovery
             override = ModelOverride.model_validate(parsed)
@@ -278,9 +278,7 @@ class Registry:
                 raise UsageError(clash)
             return result, (updated, updated != current)
 
-        (updated, changed), regen, dry = await self._change(
-            change, generate=generate, dry_run=dry_run
-        )
+        (updated, changed), regen, dry = await self._change(change, req)
         if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:
             # the plan's own notes: a parser the build lacks, a ctx that cannot fit
             warnings += await self._plan_warnings(model)
@@ -348,12 +346,8 @@ class Registry:
             for flag in unlisted_flags(extra_args, caps)
         )
 
-    async def unset_overrides(
-        self, model: str, keys: Sequence[str], *, generate: bool = True, dry_run: bool = False
-    ) -> ModelSettingsResult:
-        model = _check_model_id(model)
-        if not keys:
-            raise InvalidInput("give at least one KEY to unset")
+    async def unset_overrides(self, req: UnsetRequest) -> ModelSettingsResult:
+        model, keys = _check_model_id(req.model), req.keys
         for key in keys:
             _check_key(key)
 
@@ -363,9 +357,7 @@ class Registry:
             _refuse_macros(updated, s)  # unset llama_swap while env names its macros: refused
             return _with_override(s, model, updated), (updated, updated != current)
 
-        (updated, changed), regen, dry = await self._change(
-            change, generate=generate, dry_run=dry_run
-        )
+        (updated, changed), regen, dry = await self._change(change, req)
         named = ", ".join(keys)
         return ModelSettingsResult(
             message=f'{_would(dry, "unset", "unset")} {named} for "{model}"'

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ..catalog.host import Host
 from ..measure.bench import BenchStore
 from ..measure.tuned import TunedStore
+from ..requests import PinRequest
 from .activate import Activation
 from .bench import BenchService
 from .bisect import Bisect
@@ -95,7 +96,7 @@ class Services:
             settings=ctx.settings,
             pipeline=self.models.pipeline,
             verify=self.verifier.report,
-            pin=lambda model, row: registry.pin(model, row),
+            pin=lambda model, row: registry.pin(PinRequest(model=model, row=row)),
             regenerate=self.generator.regenerate,
         )
         self.bench = BenchService(self.measure, benched)

@@ -51,5 +51,5 @@ class Switches:
             entry = next((e for e in self.builds.installed() if e.id == row_id), None)
             if entry is not None:
                 kept = check_switch(settings, [model], entry, force=req.force)
-        result = await self.registry.pin(model, row_id, generate=req.generate, dry_run=req.dry_run)
+        result = await self.registry.pin(req)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result

@@ -33,6 +33,7 @@ __all__ = [
     "figures",
     "matching",
     "prompt_text",
+    "run_line",
     "run_once",
     "shown_figures",
     "spread_pct",
@@ -194,3 +195,8 @@ async def run_once(
     pp = _number(timings, "prompt_per_second")
     given, done = _number(timings, "prompt_n"), _number(timings, "predicted_n")
     return Run(pp, gen, int(given) if given is not None else None, int(done or 0))
+
+
+def run_line(model: str, build: str, n: int, repeat: int, run: Run) -> str:
+    """One bench run of a canary as its progress says it (the terminal's and the page's)."""
+    return f"{model} on {build}: run {n}/{repeat}: {run.predicted_per_second:.1f} t/s"

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Refused
-from ..run_requests import SERVE_HOST, SERVE_PORT
 from .security import (
     ASGIApp,
     Guard,
@@ -77,9 +76,7 @@ class Prepared:
     app: Starlette
 
 
-def prepare(
-    manager: Manager, *, host: str = SERVE_HOST, port: int = SERVE_PORT, token: str | None = None
-) -> Prepared:
+def prepare(manager: Manager, *, host: str, port: int, token: str | None = None) -> Prepared:
     """Check the rules, bind, and build the app and the uvicorn server around it."""
     import uvicorn
 
@@ -106,8 +103,8 @@ def prepare(
 async def serve(
     manager: Manager,
     *,
-    host: str = SERVE_HOST,
-    port: int = SERVE_PORT,
+    host: str,  # the defaults: backendmgr.requests.ServeRequest
+    port: int,
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:

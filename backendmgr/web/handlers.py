@@ -31,23 +31,21 @@ async def catalog(c: Call) -> Any:
 
 async def releases(c: Call) -> Any:
     """recent versions and the variants each ships"""
-    raw = c.request.query_params.get("limit", "10")
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
-    query = rq.ReleasesQuery(
-        component=c.param("component"),
-        variant=c.query("variant"),
-        refresh=c.flag("refresh"),
-        limit=limit,
-    )
+    given: dict[str, Any] = {"component": c.param("component"), "variant": c.query("variant")}
+    given["refresh"] = c.flag("refresh")
+    raw = c.request.query_params.get("limit")
+    if raw is not None:  # else the request's own default
+        try:
+            given["limit"] = int(raw)
+        except ValueError:
+            raise UsageError(f'limit: "{raw[:20]}" is not a whole number') from None
+    query = rq.ReleasesQuery(**given)
     return await c.manager.releases(query)
 
 
 async def list_builds(c: Call) -> Any:
     """installed builds (?component= for one component)"""
-    return await c.manager.list_builds(c.query("component"))
+    return await c.manager.list_builds(rq.ListRequest(component=c.query("component")))
 
 
 async def install(c: Call) -> Job:
@@ -69,6 +67,25 @@ async def install(c: Call) -> Job:
 async def activate(c: Call) -> Any:
     """switch the activated build of a component"""
     return await c.manager.activate(c.body(rq.ActivateRequest))
+
+
+async def canary(c: Call) -> Job:
+    """activate a build for a few models first: verify and bench them on both builds, then
+    promote (activate) or roll back; a job whose done carries the comparison (CanaryReport)"""
+    from ..events import ProgressEvent
+    from ..measure.bench import run_line
+
+    req = c.body(rq.CanaryRequest)
+    c.manager.installed_build(req.build)  # a build that is not installed: the CLI's error
+
+    async def run(on_event: OnEvent) -> am.CanaryReport:
+        def heard(model: str, build: str, n: int, figures: Any) -> None:
+            said = run_line(model, build, n, req.repeat, figures)
+            on_event(ProgressEvent("verifying", asset=model, message=said))
+
+        return await c.manager.canary(req, on_run=heard)
+
+    return c.jobs.start("canary", req.fields(), run)
 
 
 async def uninstall_one(c: Call) -> Any:

@@ -25,6 +25,7 @@ ROUTES: tuple[Op, ...] = (
     Op(GET, "/api/builds", h.list_builds, am.BuildInfo, many=True, query=COMPONENT),
     Op(POST, "/api/builds", h.install, am.JobInfo, rq.InstallRequest, status=202),
     Op(POST, f"{BUILD}/activate", h.activate, am.ActivateResult, rq.ActivateRequest),
+    Op(POST, "/api/canary", h.canary, am.JobInfo, rq.CanaryRequest, status=202),
     Op(DELETE, BUILD, h.uninstall_one, am.UninstallResult, query=FORCE),
     Op(POST, "/api/uninstall", h.uninstall, am.UninstallResult, rq.UninstallRequest),
     Op(POST, "/api/update", h.update, am.JobInfo, rq.UpdateRequest, status=202),

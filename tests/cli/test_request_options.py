@@ -29,7 +29,7 @@ EXTRAS: dict[str, set[str]] = {
 }
 # that second request, the commands that make it, and its fields each command gives otherwise
 BESIDE: dict[type[rq.Request], tuple[tuple[str, ...], set[str]]] = {
-    rrq.CanaryRequest: (("activate", "update"), {"build"}),
+    rq.CanaryRequest: (("activate", "update"), {"build"}),
     rrq.RepairRequest: (("verify",), set()),
 }
 GLOBAL = {"help", "config", "home", "json", "quiet", "debug"}
@@ -170,7 +170,7 @@ def test_a_second_request_has_its_options_too(cls: type[rq.Request]) -> None:
         for field_name, arg in rq.args_of(cls):
             if field_name in given:
                 continue
-            dest = "canary" if (cls, field_name) == (rrq.CanaryRequest, "models") else field_name
+            dest = "canary" if (cls, field_name) == (rq.CanaryRequest, "models") else field_name
             action = actions[dest]
             default = default_of(cls, field_name)
             if default is not dataclasses.MISSING and action.option_strings and dest == field_name:

@@ -9,6 +9,7 @@ from ...requests import (
     ActivateRequest,
     DoctorRequest,
     InstallRequest,
+    ListRequest,
     ReleasesQuery,
     UninstallRequest,
 )
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     add_canary_options(a)
 
     li = command(sub, "list", list_builds, help="installed builds")
-    li.add_argument("component", nargs="?", help="only builds of this component")
+    add_request(li, ListRequest)
 
     d = command(sub, "doctor", doctor, help="registry vs disk, stale pins, leftovers")
     add_request(d, DoctorRequest)
@@ -120,7 +121,7 @@ async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
 async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return table(
         out,
-        await mgr.list_builds(args.component),
+        await mgr.list_builds(request_in(args, ListRequest)),
         ["build", "version", "variant", "activated", "pinned by", "size", "path"],
         lambda r: [
             r.id,

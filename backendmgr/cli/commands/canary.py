@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ...requests import args_of
-from ...run_requests import CanaryRequest
+from ...contract import args_of
+from ...requests import CanaryRequest
 from ..options import add_fields, made
 
 if TYPE_CHECKING:
@@ -52,9 +52,9 @@ async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer, buil
     request = made(args, CanaryRequest, build=build, models=args.canary)
 
     def shown(model: str, build: str, n: int, run: Any) -> None:
-        out.waiting(
-            f"{model} on {build}: run {n}/{request.repeat}: {run.predicted_per_second:.1f} t/s"
-        )
+        from ...measure.bench import run_line
+
+        out.waiting(run_line(model, build, n, request.repeat, run))
 
     report = await mgr.canary(request, on_run=shown)
     if out.json_mode:

@@ -31,7 +31,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "row": ("rows",),
     "target": ("models", "components", "builds"),
     "shell": (),
-    "pairs": ("setting=",),  # set MODEL KEY=VALUE…
+    "values": ("setting=",),  # set MODEL KEY=VALUE…
     "keys": ("setting",),  # unset MODEL KEY…
 }
 # Where one command takes only some of a kind (the same rule the command applies), by the
@@ -192,7 +192,7 @@ def analyse(
         return [str(c) for c in slot.choices], seen
     if slot.dest in OPTIONS_INSTEAD:
         return _all_options(chain), seen
-    if slot.dest == "pairs" and "=" in cur:
+    if slot.dest == "values" and "=" in cur:
         return [], seen  # a value: free text
     command = parser.prog.split()[-1]
     kinds = COMMAND_KINDS.get((command, slot.dest), KINDS.get(slot.dest, ()))

@@ -13,6 +13,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...requests import ServeRequest
+from ..options import add_request, request_in
+
 if TYPE_CHECKING:
     from ...manager import Manager
     from ..render import Renderer
@@ -58,9 +61,6 @@ def _checkout() -> tuple[Path, bool] | None:
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    from ...run_requests import ServeRequest
-    from ..options import add_request
-
     s = sub.add_parser("serve", help="a local web page and HTTP API over the same operations")
     add_request(s, ServeRequest)
     s.set_defaults(handler=serve)
@@ -74,10 +74,8 @@ async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         import uvicorn  # noqa: F401
     except ImportError:
         raise BackendmgrError(needs_extra()) from None
-    from ...run_requests import ServeRequest
     from ...web import serve as run_server
     from ...web.security import check_token
-    from ..options import request_in
 
     request = request_in(args, ServeRequest)
     token = request.token or mgr.environ.get("BACKENDMGR_TOKEN") or None

@@ -220,6 +220,7 @@ function watchJob(job, label) {
 // --- builds, registry ----------------------------------------------------------------------
 
 function renderBuilds(builds) {
+  state.builds = builds;
   const rows = builds.map((b) => {
     const here = note(`build:${b.id}`);
     const path = `/api/builds/${encodeURIComponent(b.id)}`;
@@ -326,10 +327,12 @@ async function startVerify(id, where) {
     refresh();
     return;
   }
-  watchVerify(job, id, where);
+  watchVerify(job, where);
 }
 
-function watchVerify(job, id, where) {
+// Follow a job's events where its action was taken: progress(e) and done(e) say what to
+// show there; a failure or a cancel is shown in the CLI's words.
+function followJob(job, where, progress, done) {
   const source = new EventSource(`/api/jobs/${job.id}/events`);
   state.jobs.set(job.id, source);
   const end = (said) => {
@@ -338,20 +341,22 @@ function watchVerify(job, id, where) {
     say(where, said);
     refresh();
   };
-  source.addEventListener("verifying", (ev) => {
-    const e = JSON.parse(ev.data);
-    say(where, { text: `starting ${e.asset}…`, cls: "muted", busy: true });
-  });
-  source.addEventListener("done", (ev) => {
-    const r = JSON.parse(ev.data).results[0];
-    const line = r ? verifyLine(r) : { message: "nothing to verify" };
-    end({ text: line.message, cls: line.failed ? "error" : "ok" });
-  });
+  source.addEventListener("verifying", (ev) => say(where, { ...progress(JSON.parse(ev.data)), cls: "muted", busy: true }));
+  source.addEventListener("done", (ev) => end(done(JSON.parse(ev.data))));
   source.addEventListener("failed", (ev) => end({ text: "error: " + JSON.parse(ev.data).error, cls: "error" }));
   source.addEventListener("cancelled", () => end({ text: "cancelled", cls: "warn" }));
 }
 
+function watchVerify(job, where) {
+  followJob(job, where, (e) => ({ text: `starting ${e.asset}…` }), (e) => {
+    const r = e.results[0];
+    const line = r ? verifyLine(r) : { message: "nothing to verify" };
+    return { text: line.message, cls: line.failed ? "error" : "ok" };
+  });
+}
+
 function renderModels(models) {
+  state.models = models;
   const rows = models.map((m) => {
     const here = note(`model:${m.id}`);
     const checked = note(`verify:${m.id}`);
@@ -405,6 +410,103 @@ function renderModels(models) {
   });
   fill("models", table(["model", "class", "backend", "why", "pin", "settings", "verified"], rows,
     "no models found in models_dirs"));
+}
+
+// --- canary (issue 32) ------------------------------------------------------------------------
+
+// The canary form: built once (a refresh keeps what is chosen), its choices refreshed.
+function canaryForm() {
+  const build = el("select", { name: "build", "aria-label": "build to try" });
+  const models = el("span", { class: "inline", "data-canary-models": "" });
+  const tolerance = el("input", { name: "tolerance", type: "number", min: 0, max: 100, step: "any", value: 5, size: 4 });
+  const repeat = el("input", { name: "repeat", type: "number", min: 1, max: 100, value: 3, size: 3 });
+  const field = (label, input) => el("label", {}, el("span", { class: "muted" }, label), input);
+  build.addEventListener("change", () => renderCanaryChoices());
+  const form = el("form", { id: "canary-form", class: "add-row" },
+    field("build", build), el("span", { class: "label" }, "canaries"), models,
+    field("tolerance %", tolerance), field("runs", repeat),
+    el("button", { type: "submit", "data-canary-start": "" }, "Try"));
+  const said = note("canary");
+  const chart = el("div", { id: "canary-result" });
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const chosen = [...models.querySelectorAll("input:checked")].map((i) => i.value);
+    startCanary({ build: build.value, models: chosen, tolerance: Number(tolerance.value), repeat: Number(repeat.value) }, said);
+  });
+  return [form, said, chart];
+}
+
+// The builds a canary can try (installed, not activated) and, for the chosen one, the models
+// that follow its component's activated build (the ones a promotion would move).
+function renderCanaryChoices() {
+  const select = document.querySelector('#canary-form select[name="build"]');
+  const box = document.querySelector("#canary-form [data-canary-models]");
+  if (!select || !box) return;
+  const candidates = (state.builds || []).filter((b) => !b.activated);
+  const chosen = candidates.some((b) => b.id === select.value) ? select.value : (candidates[0] || {}).id;
+  select.replaceChildren(...candidates.map((b) => el("option", { value: b.id, selected: b.id === chosen }, b.id)));
+  const build = candidates.find((b) => b.id === chosen);
+  const follows = new Set((state.rows || []).filter((r) => build && r.managed && !r.build && r.component === build.component).map((r) => r.id));
+  const ticked = new Set([...box.querySelectorAll("input:checked")].map((i) => i.value));
+  const followers = (state.models || []).filter((m) => !m.skipped && m.backend && follows.has(m.backend.id));
+  box.replaceChildren(...(followers.length ? followers.map((m) => el("label", { class: "check" },
+    el("input", { type: "checkbox", value: m.id, "data-canary-model": m.id, checked: ticked.has(m.id) }), m.id))
+    : [el("span", { class: "muted" }, build ? "no model follows its component's activated build" : "install another build to try one")]));
+}
+
+async function startCanary(body, where) {
+  forgetOthers(where.dataset.note);
+  if (!body.models.length) {
+    say(where, { text: "error: choose at least one canary model", cls: "error" });
+    return;
+  }
+  say(where, { text: "…", cls: "muted", busy: true });
+  let job;
+  try {
+    job = await api("POST", "/api/canary", body);
+  } catch (err) {
+    say(where, { text: "error: " + err.message, cls: "error" });
+    return;
+  }
+  watchCanary(job, where);
+}
+
+// Follow a canary's job where its form is; at the end, its comparison as a chart.
+function watchCanary(job, where) {
+  followJob(job, where, (e) => ({ text: e.message || "measuring…" }), (report) => {
+    drawCanary(report);
+    return { text: report.message, cls: report.promoted ? "ok" : "error", warnings: report.warnings || [] };
+  });
+}
+
+// Both builds' prompt and generation speed per canary model, as bars (CSS widths set from the
+// numbers: no markup from the server, no chart library).
+function drawCanary(report) {
+  const metrics = [["prompt_per_second", "prompt"], ["predicted_per_second", "generation"]];
+  const sides = [["old", report.previous], ["new", report.build]];
+  const models = (report.comparison || []).map((c) => {
+    const groups = metrics.map(([key, label]) => {
+      const values = sides.map(([side]) => (c[side] && c[side].ok ? c[side][key] : null));
+      const top = Math.max(1e-9, ...values.filter((v) => typeof v === "number"));
+      const bars = sides.map(([side, build], i) => {
+        const v = values[i];
+        const bar = el("span", { class: `bar ${side}` });
+        bar.style.width = typeof v === "number" ? `${Math.max(1, (100 * v) / top).toFixed(1)}%` : "0";
+        return el("div", { class: "bar-row", "data-chart-model": c.model, "data-chart-metric": key, "data-chart-build": build, "data-value": v === null ? "" : String(v) },
+          el("span", { class: "bar-label" }, build), el("span", { class: "bar-track" }, bar),
+          el("span", { class: "num" }, typeof v === "number" ? `${v} t/s` : "not measured"));
+      });
+      const slower = (c.slower_pct || {})[key];
+      return el("div", { class: "bar-group" },
+        el("div", { class: "muted" }, label, slower === null || slower === undefined ? "" : ` (${slower} % slower)`), bars);
+    });
+    return el("div", { class: "chart-model", "data-chart": c.model },
+      el("div", { class: c.ok ? "ok" : "error" }, c.model, c.problems && c.problems.length ? `: ${c.problems.join(", ")}` : ": ok"), groups);
+  });
+  const verdict = el("div", { class: report.promoted ? "ok" : "error", "data-canary-verdict": report.promoted ? "promoted" : "rolled back" },
+    report.promoted ? `promoted ${report.build}` : `rolled back: ${report.previous} stays activated`,
+    el("span", { class: "muted" }, ` (tolerance ${report.tolerance} %)`));
+  document.getElementById("canary-result").replaceChildren(verdict, ...models);
 }
 
 // --- generated config, doctor ----------------------------------------------------------------
@@ -482,6 +584,7 @@ async function refresh() {
       load("doctor", "/api/doctor", renderDoctor),
     ]);
     renderKinds();
+    renderCanaryChoices();
     status.textContent = "updated " + new Date().toLocaleTimeString();
     document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
   })();
@@ -492,17 +595,24 @@ async function refresh() {
 document.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("refresh").addEventListener("click", () => refresh());
   document.getElementById("backends").append(addRowForm());
+  section("canary").append(...canaryForm());
   window.addEventListener("focus", () => refresh());
   await refresh();
-  // a reloaded page picks up the jobs still running (started here, or before the reload)
+  // a reloaded page picks up the jobs still running (started here, or before the reload),
+  // and draws the last canary's comparison
   try {
-    for (const job of await api("GET", "/api/jobs")) {
+    const jobs = await api("GET", "/api/jobs");
+    const canaries = jobs.filter((j) => j.kind === "canary" && j.state === "done" && j.result);
+    if (canaries.length) drawCanary(canaries[canaries.length - 1].result);
+    for (const job of jobs) {
       if (job.state !== "running" || state.jobs.has(job.id)) continue;
       const r = job.request;
-      if (job.kind === "verify") {
+      if (job.kind === "canary") {
+        watchCanary(job, document.querySelector('[data-note="canary"]'));
+      } else if (job.kind === "verify") {
         const id = (r.models || [])[0];
         const where = id && document.querySelector(`[data-note="verify:${CSS.escape(id)}"]`);
-        if (where) watchVerify(job, id, where);
+        if (where) watchVerify(job, where);
       } else {
         watchJob(job, `${r.component || job.kind} ${r.version || "latest"} ${r.variant || ""}`.trim());
       }

@@ -20,6 +20,7 @@ __all__ = [
     "MAX_NODES",
     "check_yaml",
     "load_yaml",
+    "parser_name",
     "read_limited",
     "yaml_problem",
 ]
@@ -30,6 +31,14 @@ MAX_DEPTH = 64
 """Nesting levels allowed; backendmgr's own files need five."""
 MAX_NODES = 200_000
 """Values a document may hold once every alias is expanded."""
+
+
+def parser_name() -> str:
+    """The YAML library and its version, in the stamp of a kept parse (another version may
+    read the same bytes otherwise)."""
+    from ruamel.yaml import __version__
+
+    return f"ruamel.yaml {__version__}"
 
 
 def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:

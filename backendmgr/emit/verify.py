@@ -16,7 +16,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from .document import entry_cmd, entry_env, single_line
+from .entries import entry_cmd, entry_env, single_line
 from .macros import load_problems
 from .plan import Entry
 from .schema import string_field_problems

@@ -13,7 +13,7 @@ import anyio
 from .._locks import hold
 from ..api_models import GeneratedText, GenerateResult, SkippedModel
 from ..changes import generated
-from ..config.models import Settings
+from ..config.models import BackendRow, Settings
 from ..errors import BackendmgrError, InvalidInput, Refused, VerificationError
 from ..registry import rows as registry
 from ..requests import GenerateRequest
@@ -45,15 +45,23 @@ class Generator:
         self.models = models
 
     async def sync_registry(self) -> bool:
-        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
+        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk. The config
+        is edited (locked, parsed round trip, rendered) only when the rows change: most
+        changes adopt nothing, and the settings read from the parsed snapshot say so."""
         builds = self.ctx.builds
 
-        def change(s: Settings) -> tuple[Settings, bool]:
-            rows = registry.adopt(
+        def adopted(s: Settings) -> list[BackendRow]:
+            return registry.adopt(
                 s.backends, builds.installed_builds(), path_exists=lambda p: Path(p).exists()
             )
+
+        def change(s: Settings) -> tuple[Settings, bool]:
+            rows = adopted(s)
             return s.model_copy(update={"backends": rows}), rows != s.backends
 
+        current = await self.ctx.settings()
+        if await anyio.to_thread.run_sync(adopted, current) == current.backends:
+            return False
         return await self.ctx.update(change)
 
     async def regenerate(self) -> list[str]:

@@ -9,6 +9,7 @@ expand to more than :data:`MAX_NODES` values, before anything else sees it.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_NODES",
     "check_yaml",
     "load_yaml",
+    "parser_name",
     "read_limited",
     "yaml_problem",
 ]
@@ -30,6 +32,21 @@ MAX_DEPTH = 64
 """Nesting levels allowed; backendmgr's own files need five."""
 MAX_NODES = 200_000
 """Values a document may hold once every alias is expanded."""
+
+
+@functools.cache
+def parser_name() -> str:
+    """The YAML library and its version, in the stamp of a kept parse (another version may
+    read the same bytes otherwise); from its installed metadata, so that a read served from
+    a kept parse never imports the library."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"ruamel.yaml {version('ruamel.yaml')}"
+    except PackageNotFoundError:  # not installed as a distribution (vendored, frozen)
+        from ruamel.yaml import __version__
+
+        return f"ruamel.yaml {__version__}"
 
 
 def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:

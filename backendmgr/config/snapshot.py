@@ -8,6 +8,10 @@ file's own bytes. A
 read whose config bytes hash the same validates that document instead of parsing the YAML; any
 other file (edited by hand, by another version, half written) is parsed again and the snapshot
 rewritten. Only the config's parse is cached: the GPU, ``PATH``, folders and clock stay live.
+
+:func:`load_parsed` and :func:`save_parsed` are the same mechanism for any YAML file whose
+parse a command needs again (the generated llama-swap config, to say which entries a rewrite
+changed), kept wherever its owner chooses.
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from typing import Any
 from .._fs import atomic_write_bytes
 from .._version import __version__
 
-__all__ = ["FORMAT", "load_snapshot", "save_snapshot", "snapshot_path"]
+__all__ = [
+    "FORMAT",
+    "load_parsed",
+    "load_snapshot",
+    "save_parsed",
+    "save_snapshot",
+    "snapshot_path",
+]
 
 FORMAT = 1
 
@@ -41,10 +52,21 @@ def _stamp(raw: bytes, parser: str) -> dict[str, Any]:
 def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
     """The plain document ``parser`` (its name and version) made of exactly ``raw`` (the
     config's bytes), or ``None`` when no snapshot matches them."""
+    return load_parsed(snapshot_path(config), config, raw, parser)
+
+
+def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any]) -> None:
+    """Keep ``document`` (what ``raw`` parsed to) beside the config for the next read."""
+    save_parsed(snapshot_path(config), config, raw, parser, document)
+
+
+def load_parsed(where: Path, source: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
+    """The plain document kept at ``where`` for exactly ``raw`` (``source``'s bytes) as
+    ``parser`` read them, or ``None`` when none matches them."""
     try:
-        with snapshot_path(config).open("rb") as fh:
-            wider = os.fstat(fh.fileno()).st_mode & 0o077 & ~os.stat(config).st_mode
-            if wider:  # the config was made private since: rewrite the snapshot as private
+        with where.open("rb") as fh:
+            wider = os.fstat(fh.fileno()).st_mode & 0o077 & ~os.stat(source).st_mode
+            if wider:  # the source was made private since: rewrite the snapshot as private
                 return None
             data = fh.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
@@ -58,16 +80,20 @@ def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | Non
     return document if isinstance(document, dict) else None
 
 
-def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any]) -> None:
-    """Keep ``document`` (what ``raw`` parsed to) for the next read; replaced atomically, and a
-    snapshot that cannot be written only costs the next read a parse. It holds what the config
-    holds, so nobody may read it who cannot read the config: it gets the config's mode."""
-    target = snapshot_path(config)
-    with contextlib.suppress(OSError, ValueError, TypeError):
+def save_parsed(
+    where: Path, source: Path, raw: bytes, parser: str, document: dict[str, Any]
+) -> None:
+    """Keep ``document`` (what ``raw`` parsed to) at ``where``; replaced atomically, and a
+    snapshot that cannot be written only costs the next read a parse. A document JSON does
+    not give back equal (a number key, NaN, a date) is not kept. It holds what ``source``
+    holds, so nobody may read it who cannot read the source: it gets the source's mode."""
+    with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
         body = json.dumps({"stamp": _stamp(raw, parser), "document": document}, ensure_ascii=False)
-        mode = (os.stat(config).st_mode & 0o666) | 0o200  # the owner rewrites it
+        if json.loads(body)["document"] != document:
+            return
+        mode = (os.stat(source).st_mode & 0o666) | 0o200  # the owner rewrites it
         try:
-            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+            os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:
-            os.chmod(target, mode)
-        atomic_write_bytes(target, body.encode("utf-8"))
+            os.chmod(where, mode)
+        atomic_write_bytes(where, body.encode("utf-8"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..config.models import Settings
 from ..registry.kinds import classes_of, normalize_kind
-from .document import HASH_PREFIX
+from .entries import HASH_PREFIX
 
 __all__ = [
     "EMITTER_VERSION",

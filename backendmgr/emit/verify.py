@@ -16,12 +16,12 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from .document import entry_cmd, entry_env, single_line
+from .entries import entry_cmd, entry_env, single_line
 from .macros import load_problems
 from .plan import Entry
 from .schema import string_field_problems
 
-__all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape"]
+__all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape", "reread_emitted"]
 
 # the schema's env item pattern, ^[A-Z_][A-Z0-9_]*=.*$, where "." matches no line break
 ENV_ITEM = re.compile("[A-Z_][A-Z0-9_]*=[^\n\r\u2028\u2029]*")
@@ -135,19 +135,26 @@ def _plain(node: Any) -> Any:
 def check_emitted(document: Any, text: str) -> list[str]:
     """Before a file is replaced: the text reads back as exactly the data meant, has the
     shape llama-swap needs and passes its macro checks. Empty when it may be written."""
+    return reread_emitted(document, text)[1]
+
+
+def reread_emitted(document: Any, text: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """:func:`check_emitted`, and the data the text read back as (``None`` when it is no
+    mapping), so that the caller needs no second parse of the same text."""
     try:
         data = YAML(typ="safe").load(text)
     except (YAMLError, ValueError, RecursionError) as exc:
-        return [f"it would not be valid YAML ({single_line(str(exc))[:200]})"]
+        return None, [f"it would not be valid YAML ({single_line(str(exc))[:200]})"]
+    mapping = data if isinstance(data, dict) else None
     meant = _plain(document)
     if data != meant:
-        read = data.get("models") if isinstance(data, dict) else None
+        read = mapping.get("models") if mapping is not None else None
         read = read if isinstance(read, dict) else {}
         models = meant.get("models", {})
         changed = [k for k in models if read.get(k) != models[k]]
         where = f"model {single_line(repr(changed[0]))}" if changed else "the document"
-        return [f"{where} would not read back as written"]
-    return check_shape(data)
+        return mapping, [f"{where} would not read back as written"]
+    return mapping, check_shape(data)
 
 
 def _summary(what: str, ids: Sequence[Any]) -> str:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from .._locks import hold
 from ..api_models import GeneratedText, GenerateResult, SkippedModel
 from ..changes import generated
-from ..config.models import Settings
+from ..config.models import BackendRow, Settings
 from ..errors import BackendmgrError, InvalidInput, Refused, VerificationError
 from ..registry import rows as registry
 from ..requests import GenerateRequest
@@ -45,15 +45,23 @@ class Generator:
         self.models = models
 
     async def sync_registry(self) -> bool:
-        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk."""
+        """Adoption (SPEC §3.2): managed and build rows follow the builds on disk. The config
+        is edited (locked, parsed round trip, rendered) only when the rows change: most
+        changes adopt nothing, and the settings read from the parsed snapshot say so."""
         builds = self.ctx.builds
 
-        def change(s: Settings) -> tuple[Settings, bool]:
-            rows = registry.adopt(
+        def adopted(s: Settings) -> list[BackendRow]:
+            return registry.adopt(
                 s.backends, builds.installed_builds(), path_exists=lambda p: Path(p).exists()
             )
+
+        def change(s: Settings) -> tuple[Settings, bool]:
+            rows = adopted(s)
             return s.model_copy(update={"backends": rows}), rows != s.backends
 
+        current = await self.ctx.settings()
+        if await anyio.to_thread.run_sync(adopted, current) == current.backends:
+            return False
         return await self.ctx.update(change)
 
     async def regenerate(self) -> list[str]:
@@ -101,7 +109,7 @@ class Generator:
             record_written,
             written_record,
         )
-        from ..emit.verify import check_emitted
+        from ..emit.verify import reread_emitted
 
         entries = plan.entries()
         skipped = [p for p in plan.plans if isinstance(p, Skip)]
@@ -134,8 +142,8 @@ class Generator:
         )
         text = dump(document)
         # what llama-swap would read: the text re-read, its shape, its macros (issue 28)
-        wrong = check_emitted(document, text)
-        if wrong:
+        data, wrong = reread_emitted(document, text)
+        if wrong or data is None:
             raise VerificationError(
                 f"the llama-swap config would be invalid: {wrong[0]}; {target} is unchanged"
             )
@@ -144,12 +152,15 @@ class Generator:
             result.backup = str(backup)
             result.warn(f"{target} was modified by hand; kept that copy as {backup}")
         body = text.encode()
-        before = await anyio.to_thread.run_sync(_old_text, target)
+        models = data.get("models")
+        new = models if isinstance(models, dict) else {}
+        before = await anyio.to_thread.run_sync(_old_models, record, target)
         await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
         await anyio.to_thread.run_sync(record_written, record, body)
+        await anyio.to_thread.run_sync(_keep_models, record, target, body, new)
         result.written = True
         result.changed = True
-        result.models_changed = _changed_models(before, text)
+        result.models_changed = _changed_models(before, new)
         generated(target, result.models_changed)
         result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
         return result
@@ -247,17 +258,38 @@ class Generator:
         )
 
 
-def _old_text(target: Path) -> str | None:
-    """The file about to be replaced, to say which entries changed (bounded; None: none)."""
-    from .._yaml import read_limited
+def _parsed_path(record: Path) -> Path:
+    """Where the models of the file last written are kept, parsed, beside its record."""
+    return record.with_name(record.stem + ".parsed.json")
+
+
+def _old_models(record: Path, target: Path) -> dict[str, Any] | None:
+    """The models of the file about to be replaced, to say which entries changed: the kept
+    parse when its bytes are those backendmgr wrote, else the file parsed (bounded). An
+    absent or unreadable file has none; None: it is no YAML mapping of models."""
+    from .._yaml import parser_name, read_limited
+    from ..config.snapshot import load_parsed
 
     try:
-        return read_limited(target).decode("utf-8", "replace")
+        raw = read_limited(target)
     except (OSError, BackendmgrError):
-        return None
+        return {}
+    kept = load_parsed(_parsed_path(record), target, raw, f"{parser_name()} safe")
+    if kept is not None:
+        return kept
+    return _models_of(raw.decode("utf-8", "replace"))
 
 
-def _models_of(text: str) -> dict[str, object] | None:
+def _keep_models(record: Path, target: Path, body: bytes, models: dict[str, Any]) -> None:
+    """Keep what was just written as parsed (an input of the next rewrite's comparison,
+    stamped with the bytes it came from: a hand edit or another version is parsed again)."""
+    from .._yaml import parser_name
+    from ..config.snapshot import save_parsed
+
+    save_parsed(_parsed_path(record), target, body, f"{parser_name()} safe", models)
+
+
+def _models_of(text: str) -> dict[str, Any] | None:
     from ruamel.yaml import YAML
 
     try:
@@ -268,10 +300,9 @@ def _models_of(text: str) -> dict[str, object] | None:
     return models if isinstance(models, dict) else None
 
 
-def _changed_models(before: str | None, after: str) -> list[str]:
-    """The ids whose llama-swap entries the rewrite added, removed or changed."""
-    new = _models_of(after) or {}
-    old = _models_of(before) if before is not None else {}
+def _changed_models(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+    """The ids whose llama-swap entries the rewrite added, removed or changed (``old``
+    None: the old file was no mapping of models, so every entry counts)."""
     if old is None:
         return sorted(new)
     return sorted(str(k) for k in set(old) | set(new) if old.get(k) != new.get(k))

@@ -66,7 +66,7 @@ def _plan_one(
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them).
     ``gpus``: the host's adapters, for a model pinned to a ``device``."""
-    from ..emit.document import screen
+    from ..emit.entries import screen
     from ..emit.plan import Entry, Skip, plan_model
 
     try:

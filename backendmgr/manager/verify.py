@@ -50,7 +50,7 @@ def expanded_entry(
     ``cmd`` and ``env`` the document writes for it, expanded by :func:`..emit.expand.expand`
     with the global ``macros`` (the passthrough's) and its own. Raises
     :class:`..emit.expand.ExpandError` where llama-swap would refuse the entry."""
-    from ..emit.document import entry_cmd, entry_env
+    from ..emit.entries import entry_cmd, entry_env
     from ..emit.expand import ExpandError, expand
 
     cmd = entry_cmd(entry, {"macros": macros})  # the global macros stay macros, as written

@@ -50,7 +50,7 @@ class VerifyCache:
     def key(self, entry: Entry) -> str:
         """The cache key: the command line, the build it runs and its ``env`` (when it has one,
         so that keys of entries without one stay as they were)."""
-        from ..emit.document import entry_env
+        from ..emit.entries import entry_env
 
         env = entry_env(entry)  # issue 24: another device is another result
         parts: list[Any] = [

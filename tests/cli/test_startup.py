@@ -119,3 +119,24 @@ def test_tab_on_model_ids_leaves_the_discovery_cache_alone(
     write_gguf(models / "beta.gguf", "llama", layers=2, ctx=4096, size_bytes=1 << 20)
     assert loaded_after("__complete", "--", "pin", "")[0].split() == ["alpha", "beta"]
     assert not home.exists()
+
+
+def test_a_read_of_an_unchanged_config_loads_no_yaml_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: ``models`` plans every model from the config's parsed snapshot, so the YAML
+    library is loaded to parse a config that changed, and not again until it changes."""
+    from tests.support.ggufs import write_gguf
+
+    write_gguf(tmp_path / "m" / "tiny-q4_k_m.gguf", "llama", layers=2, ctx=4096)
+    config = tmp_path / "cfg" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text(f"models_dirs: [{json.dumps(str(tmp_path / 'm'))}]\n")
+    monkeypatch.setenv("BACKENDMGR_CONFIG", str(config))
+    monkeypatch.setenv("BACKENDMGR_HOME", str(tmp_path / "home"))
+    out, loaded = loaded_after("models")
+    assert "tiny-q4_k_m" in out and "ruamel.yaml" in loaded  # parsed, and kept
+    out, loaded = loaded_after("models")
+    assert "tiny-q4_k_m" in out and "ruamel.yaml" not in loaded
+    config.write_text(config.read_text() + "# edited by hand\n")
+    assert "ruamel.yaml" in loaded_after("models")[1]

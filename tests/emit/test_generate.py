@@ -365,6 +365,25 @@ def test_pin_default_and_unchanged_regeneration(cli: Cli, tree: Path, config_pat
     assert out.stat().st_mtime != 1_000_000
 
 
+def test_changed_entries_are_read_from_the_file_as_it_is(
+    cli: Cli, tree: Path, config_path: Path
+) -> None:
+    """Issue 33's list of changed entries compares with the file being replaced: the parse of
+    what backendmgr wrote is kept for those exact bytes only (issue 30), so a hand edit is
+    read from the edited file and counts as a change."""
+    ok(cli("generate", "--force"))
+    out = output(config_path)
+    said = json.loads(ok(cli("--json", "set", "qwen3-8b-q4_k_m", "ctx=4096")).out)
+    assert said["changes"]["generated"]["models"] == ["qwen3-8b-q4_k_m"]
+    edited = out.read_text().replace("gemma-3-4b-q4_0.gguf", "gemma-edited.gguf")
+    assert edited != out.read_text()
+    out.write_text(edited)
+    said = json.loads(ok(cli("--json", "set", "qwen3-8b-q4_k_m", "ctx=8192")).out)
+    assert said["changes"]["generated"]["models"] == ["gemma-3-4b-q4_0", "qwen3-8b-q4_k_m"]
+    said = json.loads(ok(cli("--json", "set", "qwen3-8b-q4_k_m", "ctx=4096")).out)
+    assert said["changes"]["generated"]["models"] == ["qwen3-8b-q4_k_m"]
+
+
 def test_stale_pin_is_a_note(cli: Cli, tree: Path, config_path: Path) -> None:
     ok(cli("backends", "add", "gone", "--kind", "llama", "--path", "/opt/gone", "--force"))
     ok(cli("pin", "qwen3-8b-q4_k_m", "gone"))

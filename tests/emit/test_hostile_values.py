@@ -33,7 +33,8 @@ from backendmgr.config.models import (
     override_problem,
 )
 from backendmgr.discovery.models import DiscoveredModel, unsafe_char
-from backendmgr.emit.document import build_document, dump, screen
+from backendmgr.emit.document import build_document, dump
+from backendmgr.emit.entries import screen
 from backendmgr.emit.plan import Entry, plan_model
 from backendmgr.emit.verify import check_emitted
 from backendmgr.errors import BackendmgrError

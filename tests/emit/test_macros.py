@@ -219,7 +219,8 @@ def test_the_quoting_rule_reads_back_in_yaml_1_1_and_1_2() -> None:
     """Plain only where no YAML 1.1 or 1.2 reader could take the text for something else."""
     from ruamel.yaml import YAML
 
-    from backendmgr.emit.document import _node, dump, plain_safe
+    from backendmgr.emit.document import _node, dump
+    from backendmgr.emit.entries import plain_safe
 
     words = ["yes", "No", "on", "OFF", "y", "n", "null", "~", "1e3", "0x1F", "2001-12-14", "<<"]
     words += ["- x", "a: b", "#c", "why?", "[x]", "{x}", "&a", "*a", "!t", "|", ">", "'", '"', "%"]

@@ -43,7 +43,7 @@ MAX_LINK_TARGET = 4096
 # Past this much unpacked, a compressed tar that has so far expanded more than MAX_RATIO:1 is a
 # bomb already: refused before it writes the rest, not when its total is known.
 RUNNING_FLOOR = 64 << 20
-STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz")
+STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".zip")  # a zip: install/zipstream.py
 
 # What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
 # unknown-method zip member, a NUL byte in a path): one place turns them into UnsafeArchive.
@@ -399,7 +399,8 @@ def extract(
 
 
 def streamable(asset_name: str) -> bool:
-    """A compressed tar: read front to back, so it can be unpacked while it downloads."""
+    """A compressed tar (read front to back) or a zip (its local headers, checked against
+    its central directory at the end): unpacked while it downloads."""
     return asset_name.lower().endswith(STREAMABLE)
 
 

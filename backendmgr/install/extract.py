@@ -23,6 +23,7 @@ from ..errors import UnsafeArchive
 from . import stages
 from .inflate import DATA_ERRORS, Served, Source, Unpacked, zip_member
 from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
+from .tarheaders import PlainHeaders
 
 __all__ = [
     "MAX_TOTAL",
@@ -275,7 +276,10 @@ def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, 
     """The archive's members in order, and where their data comes from."""
     if hasattr(os, "copy_file_range") and _is_plain_tar(path):
         # An uncompressed tar can be read at random: members are copied in the kernel.
-        with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tf:
+        with (
+            path.open("rb") as raw,
+            tarfile.open(fileobj=raw, mode="r:", tarinfo=PlainHeaders) as tf,
+        ):
             yield tf, raw.fileno()
         return
     with path.open("rb", buffering=0) as fh:
@@ -287,7 +291,9 @@ def _unpacked_stream(src: Source, budget: _Budget) -> Iterator[tuple[tarfile.Tar
     plain tar (``r:``: headers only) while the data goes from the pieces to the files:
     linear in the archive whatever its ratio, and no copy of the data in Python."""
     budget.source = Unpacked(src)
-    with tarfile.open(fileobj=budget.source, mode="r:") as tf:  # type: ignore[call-overload]
+    with tarfile.open(  # type: ignore[call-overload]
+        fileobj=budget.source, mode="r:", tarinfo=PlainHeaders
+    ) as tf:
         yield tf, budget.source
 
 

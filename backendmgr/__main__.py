@@ -33,6 +33,8 @@ def leave(code: int) -> NoReturn:
     handlers (logging's flush, filelock's release of locks still held), flush the output."""
     import atexit
 
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)  # a profiler or debugger writes its report after this returns
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()

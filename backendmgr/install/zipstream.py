@@ -8,8 +8,9 @@ members streamed, in the same order, at the same offsets, with the same names, s
 compression and CRC-32: the same bytes that :func:`.extract.extract` would read. The central
 directory then decides what only it says (modes, links, folders, skipped types), replaying the
 same checks and limits. Anything else (a zip64 member, a data descriptor after stored data,
-encryption, a name twice, a refusal, a read error) gives up on the streamed tree: the verified
-file is unpacked again by :func:`.extract.extract`, which gives the answer, errors included.
+encryption, a name twice, more than ``MAX_STREAMED`` members, a refusal, a read error) gives
+up on the streamed tree: the verified file is unpacked again by :func:`.extract.extract`,
+which gives the answer, errors included.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ _LOCAL = b"PK\x03\x04"
 _CENTRAL = (b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06")  # a central entry, an end record
 _DESCRIPTOR = b"PK\x07\x08"
 _ZIP64 = 0xFFFFFFFF
+# Members streamed at most: the count is known only from the central directory, at the end,
+# and 100 001 one-byte members would otherwise be 100 001 files made (a minute here) before
+# the refusal that the central directory gives at once. Releases hold tens to hundreds.
+MAX_STREAMED = 2048
 
 
 class _NotStreamable(Exception):
@@ -193,6 +198,8 @@ def stream_zip(
     try:
         while (member := _next(reader, asset_name, places, budget)) is not None:
             streamed.members.append(member)
+            if len(streamed.members) >= MAX_STREAMED:
+                return None
     except Exception:  # refusals included: the central directory's unpack gives the answer
         return None
     return streamed

@@ -134,7 +134,7 @@ def test_what_the_local_headers_refuse_is_left_to_the_whole_file(tmp_path: Path)
     """A bomb, a path out of the root, an encrypted member: never kept from the stream,
     whatever it did; the whole file's unpack refuses them with its own words."""
     bomb = tmp_path / "bomb.zip"
-    bomb.write_bytes(make_zip([Entry("tool/zeros", bytes(8 << 20))]))  # 1000:1)
+    bomb.write_bytes(make_zip([Entry("tool/zeros", bytes(8 << 20))]))  # about 1000:1
     assert _streamed(bomb, tmp_path / "a") is None
     escape = tmp_path / "escape.zip"
     escape.write_bytes(make_zip([Entry("../evil", b"x")]))

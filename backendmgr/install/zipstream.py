@@ -84,7 +84,7 @@ class StreamedZip:
     def _agrees(self, infos: list[zipfile.ZipInfo]) -> bool:
         if len(infos) != len(self.members):
             return False
-        names: set[str] = set()
+        places: set[PurePosixPath] = set()  # two names may clean to one: "a/./b" and "a/b"
         for info, member in zip(infos, self.members, strict=True):
             encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
             if (
@@ -96,10 +96,11 @@ class StreamedZip:
                 or info.compress_size != member.compressed
                 or info.file_size != member.size
                 or member.crc != info.CRC
-                or info.filename in names
+                or member.rel in places
             ):
                 return False
-            names.add(info.filename)
+            if member.rel is not None:
+                places.add(member.rel)
         return True
 
     def _apply(self, infos: list[zipfile.ZipInfo], archive_size: int) -> ExtractReport:

@@ -169,18 +169,3 @@ def test_past_its_member_cap_a_zip_is_left_to_the_whole_file(
     path.write_bytes(make_zip([Entry(f"tool/f{i}", b"x") for i in range(100)]))
     assert _streamed(path, tmp_path / "a") is None
     assert len(list((tmp_path / "a" / "tool").iterdir())) <= 20
-
-
-def test_one_place_named_twice_is_left_to_the_whole_file(tmp_path: Path) -> None:
-    """A link, then a file at the same place under another spelling: streamed, the file's
-    data would be read back as the link's target."""
-    path = tmp_path / "twice.zip"
-    entries = [
-        Entry("tool/bin/tool", b"x"),
-        Entry("tool/x", kind="symlink", target="bin/tool"),
-        Entry("tool/./x", b"not a target"),
-    ]
-    path.write_bytes(make_zip(entries))
-    streamed = _streamed(path, tmp_path / "a")
-    assert streamed is not None
-    assert streamed.finish(path) is None

@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from ..errors import UnsafeArchive
 from . import stages
@@ -207,43 +208,57 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
         infos = zf.infolist()
         if len(infos) > MAX_ENTRIES:
             raise UnsafeArchive(f"{name}: more than {MAX_ENTRIES} entries")
-        for info in infos:
-            budget.entry()
-            rel = safe_relpath(info.filename, name)
-            if rel is None:
-                continue
-            unix_mode = info.external_attr >> 16
-            file_type = stat.S_IFMT(unix_mode)
-            if info.is_dir() or file_type == stat.S_IFDIR:
-                places.folder(rel)
-                continue
-            if file_type == stat.S_IFLNK:
-                target = _read_link_target(zf, info, name)
-                link_target_ok(root, rel, target, name, info.filename)
-                links.append(Link(rel, target, hard=False))
-                continue
-            if file_type not in (0, stat.S_IFREG):
-                report.skipped.append(info.filename)
-                continue
-            budget.declare(info.filename, info.file_size, info.compress_size)
-            dest = places.file(rel)
-            if info.flag_bits & 0x1:
-                raise UnsafeArchive(
-                    f"{name}: {info.filename!r} is encrypted; password-protected archives are "
-                    "not supported"
-                )
-            if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
-                # one byte past the size: a member larger than it claims is caught
-                data = zip_member(fh, info).views(info.file_size + 1)
-                _write_file(data, dest, info.file_size, budget, info.filename, _mode(unix_mode))
-            else:
-                with zf.open(info) as src:
-                    _write_file(
-                        _chunks(src), dest, info.file_size, budget, info.filename, _mode(unix_mode)
-                    )
-            report.files += 1
+        zip_members(zf, fh, infos, report, budget, places, links)
     report.bytes += budget.total
     report.links += make_links(root, links, name)
+
+
+def zip_members(
+    zf: zipfile.ZipFile,
+    fh: BinaryIO,
+    infos: list[zipfile.ZipInfo],
+    report: ExtractReport,
+    budget: _Budget,
+    places: Places,
+    links: list[Link],
+) -> None:
+    """Unpack ``infos`` of ``zf`` (``fh``: the same file) under ``places.root``; links are
+    collected for the end (also for the rest of a zip streamed in part: zipstream.py)."""
+    root, name = places.root, budget.archive
+    for info in infos:
+        budget.entry()
+        rel = safe_relpath(info.filename, name)
+        if rel is None:
+            continue
+        unix_mode = info.external_attr >> 16
+        file_type = stat.S_IFMT(unix_mode)
+        if info.is_dir() or file_type == stat.S_IFDIR:
+            places.folder(rel)
+            continue
+        if file_type == stat.S_IFLNK:
+            target = _read_link_target(zf, info, name)
+            link_target_ok(root, rel, target, name, info.filename)
+            links.append(Link(rel, target, hard=False))
+            continue
+        if file_type not in (0, stat.S_IFREG):
+            report.skipped.append(info.filename)
+            continue
+        budget.declare(info.filename, info.file_size, info.compress_size)
+        dest = places.file(rel)
+        if info.flag_bits & 0x1:
+            raise UnsafeArchive(
+                f"{name}: {info.filename!r} is encrypted; password-protected archives are "
+                "not supported"
+            )
+        mode = _mode(unix_mode)
+        if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
+            # one byte past the size: a member larger than it claims is caught
+            data = zip_member(fh, info).views(info.file_size + 1)
+            _write_file(data, dest, info.file_size, budget, info.filename, mode)
+        else:
+            with zf.open(info) as src:
+                _write_file(_chunks(src), dest, info.file_size, budget, info.filename, mode)
+        report.files += 1
 
 
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")

@@ -8,9 +8,10 @@ members streamed, in the same order, at the same offsets, with the same names, s
 compression and CRC-32: the same bytes that :func:`.extract.extract` would read. The central
 directory then decides what only it says (modes, links, folders, skipped types), replaying the
 same checks and limits. Anything else (a zip64 member, a data descriptor after stored data,
-encryption, a name twice, more than ``MAX_STREAMED`` members, a refusal, a read error) gives
-up on the streamed tree: the verified file is unpacked again by :func:`.extract.extract`,
-which gives the answer, errors included.
+encryption, a place named twice, a refusal, a read error) gives up on the streamed tree: the
+verified file is unpacked again by :func:`.extract.extract`, which gives the answer, errors
+included. Past ``MAX_STREAMED`` members the stream stops and the rest is unpacked from the
+verified file once the streamed ones agree.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from . import stages
-from .extract import MAX_LINK_TARGET, ExtractReport, _Budget, _mode, _write_file
+from .extract import (
+    MAX_ENTRIES,
+    MAX_LINK_TARGET,
+    ExtractReport,
+    _Budget,
+    _mode,
+    _write_file,
+    zip_members,
+)
 from .inflate import IN_CHUNK, OUT_CHUNK, Source, _Inflate, fast_zlib
 from .placing import Link, Places, link_target_ok, make_links, safe_relpath
 
@@ -35,9 +44,9 @@ _LOCAL = b"PK\x03\x04"
 _CENTRAL = (b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06")  # a central entry, an end record
 _DESCRIPTOR = b"PK\x07\x08"
 _ZIP64 = 0xFFFFFFFF
-# Members streamed at most: the count is known only from the central directory, at the end,
-# and 100 001 one-byte members would otherwise be 100 001 files made (a minute here) before
-# the refusal that the central directory gives at once. Releases hold tens to hundreds.
+# Members streamed at most, the rest unpacked from the verified file: the count is known only
+# from the central directory, at the end, and 100 001 one-byte members would otherwise be
+# 100 001 files made (a minute here) before the refusal that it gives at once.
 MAX_STREAMED = 2048
 
 
@@ -68,22 +77,36 @@ class StreamedZip:
     root: Path
     max_total: int
     members: list[_Member] = field(default_factory=list)
+    complete: bool = False  # every member streamed (the central directory was reached)
 
     def finish(self, path: Path) -> ExtractReport | None:
         """The report when the verified file's central directory agrees with what was
-        streamed (modes set, links made); None when the file must be unpacked again."""
+        streamed (modes set, links made, the members past ``MAX_STREAMED`` unpacked from the
+        file); None when the file must be unpacked again."""
         try:
-            with zipfile.ZipFile(path) as zf:
+            with zipfile.ZipFile(path) as zf, path.open("rb") as fh:
                 infos = zf.infolist()
-            if not self._agrees(infos):
-                return None
-            return self._apply(infos, path.stat().st_size)
+                streamed = infos[: len(self.members)]
+                if (
+                    len(infos) > MAX_ENTRIES
+                    or len(infos) < len(self.members)
+                    or (self.complete and len(infos) != len(self.members))
+                    or not self._agrees(streamed)
+                ):
+                    return None
+                report = ExtractReport()
+                budget = _Budget(self.asset_name, path.stat().st_size, self.max_total)
+                places = Places(self.root, self.asset_name)
+                links: list[Link] = []
+                self._apply(streamed, report, budget, places, links)
+                zip_members(zf, fh, infos[len(streamed) :], report, budget, places, links)
+            report.bytes += budget.total
+            report.links += make_links(self.root, links, self.asset_name)
+            return report
         except Exception:  # the unpack of the whole file says what is wrong, or that nothing is
             return None
 
     def _agrees(self, infos: list[zipfile.ZipInfo]) -> bool:
-        if len(infos) != len(self.members):
-            return False
         places: set[PurePosixPath] = set()  # two names may clean to one: "a/./b" and "a/b"
         for info, member in zip(infos, self.members, strict=True):
             encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
@@ -103,14 +126,17 @@ class StreamedZip:
                 places.add(member.rel)
         return True
 
-    def _apply(self, infos: list[zipfile.ZipInfo], archive_size: int) -> ExtractReport:
+    def _apply(
+        self,
+        infos: list[zipfile.ZipInfo],
+        report: ExtractReport,
+        budget: _Budget,
+        places: Places,
+        links: list[Link],
+    ) -> None:
         """What ``extract``'s zip pass decides from the central directory, on files that are
         already written: the same checks and limits, in the same order."""
         name = self.asset_name
-        report = ExtractReport()
-        budget = _Budget(name, archive_size, self.max_total)
-        places = Places(self.root, name)
-        links: list[Link] = []
         for info in infos:
             budget.entry()
             rel = safe_relpath(info.filename, name)
@@ -142,9 +168,6 @@ class StreamedZip:
             budget.add(info.file_size)
             os.chmod(dest, _mode(unix_mode))
             report.files += 1
-        report.bytes += budget.total
-        report.links += make_links(self.root, links, name)
-        return report
 
 
 class _Ahead:
@@ -200,9 +223,10 @@ def stream_zip(
         while (member := _next(reader, asset_name, places, budget)) is not None:
             streamed.members.append(member)
             if len(streamed.members) >= MAX_STREAMED:
-                return None
+                return streamed  # the rest is unpacked from the verified file
     except Exception:  # refusals included: the central directory's unpack gives the answer
         return None
+    streamed.complete = True
     return streamed
 
 

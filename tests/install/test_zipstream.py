@@ -159,13 +159,31 @@ def test_a_link_streamed_as_its_target_text_becomes_the_link(tmp_path: Path) -> 
     assert os.readlink(link) == "libx.so.1"
 
 
-def test_past_its_member_cap_a_zip_is_left_to_the_whole_file(
+def test_past_its_member_cap_the_rest_comes_from_the_whole_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The count is known only at the end: 100 001 tiny members must not become 100 001 files
-    before the central directory refuses them at once."""
+    """The count is known only at the end: the stream stops at its cap, and the rest is
+    unpacked from the verified file; the tree is the same."""
     monkeypatch.setattr("backendmgr.install.zipstream.MAX_STREAMED", 20)
     path = tmp_path / "many.zip"
+    entries = [Entry(f"tool/f{i:03}", b"x" * i, mode=0o700 if i % 2 else 0o644) for i in range(99)]
+    path.write_bytes(make_zip([*entries, Entry("tool/l", kind="symlink", target="f001")]))
+    streamed = _streamed(path, tmp_path / "a")
+    assert streamed is not None and not streamed.complete
+    assert len(list((tmp_path / "a" / "tool").iterdir())) == 20
+    assert streamed.finish(path) == _whole(path, tmp_path / "b")
+    assert _shape(tmp_path / "a") == _shape(tmp_path / "b")
+
+
+def test_more_entries_than_allowed_make_no_more_files_than_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100 001 tiny members must not become 100 001 files before the central directory
+    refuses them: the stream stops at its cap, and the count is refused by the whole file."""
+    monkeypatch.setattr("backendmgr.install.zipstream.MAX_STREAMED", 20)
+    monkeypatch.setattr("backendmgr.install.zipstream.MAX_ENTRIES", 50)
+    path = tmp_path / "many.zip"
     path.write_bytes(make_zip([Entry(f"tool/f{i}", b"x") for i in range(100)]))
-    assert _streamed(path, tmp_path / "a") is None
-    assert len(list((tmp_path / "a" / "tool").iterdir())) <= 20
+    streamed = _streamed(path, tmp_path / "a")
+    assert streamed is not None and streamed.finish(path) is None
+    assert len(list((tmp_path / "a" / "tool").iterdir())) == 20

@@ -213,6 +213,22 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
     report.links += make_links(root, links, name)
 
 
+def zip_entry(info: zipfile.ZipInfo, budget: _Budget) -> tuple[PurePosixPath, int, str] | None:
+    """Count the entry; its place, its unix mode and what it is by the central directory
+    ("dir", "link", "other": a device or FIFO, never made, or "file"); None for the root."""
+    budget.entry()
+    rel = safe_relpath(info.filename, budget.archive)
+    if rel is None:
+        return None
+    unix_mode = info.external_attr >> 16
+    file_type = stat.S_IFMT(unix_mode)
+    if info.is_dir() or file_type == stat.S_IFDIR:
+        return rel, unix_mode, "dir"
+    if file_type == stat.S_IFLNK:
+        return rel, unix_mode, "link"
+    return rel, unix_mode, "file" if file_type in (0, stat.S_IFREG) else "other"
+
+
 def zip_members(
     zf: zipfile.ZipFile,
     fh: BinaryIO,
@@ -226,21 +242,18 @@ def zip_members(
     collected for the end (also for the rest of a zip streamed in part: zipstream.py)."""
     root, name = places.root, budget.archive
     for info in infos:
-        budget.entry()
-        rel = safe_relpath(info.filename, name)
-        if rel is None:
+        if (entry := zip_entry(info, budget)) is None:
             continue
-        unix_mode = info.external_attr >> 16
-        file_type = stat.S_IFMT(unix_mode)
-        if info.is_dir() or file_type == stat.S_IFDIR:
+        rel, unix_mode, kind = entry
+        if kind == "dir":
             places.folder(rel)
             continue
-        if file_type == stat.S_IFLNK:
+        if kind == "link":
             target = _read_link_target(zf, info, name)
             link_target_ok(root, rel, target, name, info.filename)
             links.append(Link(rel, target, hard=False))
             continue
-        if file_type not in (0, stat.S_IFREG):
+        if kind == "other":
             report.skipped.append(info.filename)
             continue
         budget.declare(info.filename, info.file_size, info.compress_size)

@@ -17,7 +17,6 @@ verified file once the streamed ones agree.
 from __future__ import annotations
 
 import os
-import stat
 import struct
 import time
 import zipfile
@@ -33,6 +32,7 @@ from .extract import (
     _Budget,
     _mode,
     _write_file,
+    zip_entry,
     zip_members,
 )
 from .inflate import IN_CHUNK, OUT_CHUNK, Source, _Inflate, fast_zlib
@@ -138,19 +138,16 @@ class StreamedZip:
         already written: the same checks and limits, in the same order."""
         name = self.asset_name
         for info in infos:
-            budget.entry()
-            rel = safe_relpath(info.filename, name)
-            if rel is None:
+            if (entry := zip_entry(info, budget)) is None:
                 continue
-            unix_mode = info.external_attr >> 16
-            file_type = stat.S_IFMT(unix_mode)
+            rel, unix_mode, kind = entry
             dest = self.root.joinpath(*rel.parts)
-            if info.is_dir() or file_type == stat.S_IFDIR:
+            if kind == "dir":
                 if not info.is_dir():
                     raise _NotStreamable("a folder streamed as a file")
                 places.folder(rel)
                 continue
-            if file_type == stat.S_IFLNK:
+            if kind == "link":
                 with dest.open("rb") as fh:
                     data = fh.read(MAX_LINK_TARGET + 1)
                 if len(data) > MAX_LINK_TARGET:
@@ -160,7 +157,7 @@ class StreamedZip:
                 dest.unlink()
                 links.append(Link(rel, target, hard=False))
                 continue
-            if file_type not in (0, stat.S_IFREG):
+            if kind == "other":
                 dest.unlink()
                 report.skipped.append(info.filename)
                 continue

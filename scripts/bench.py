@@ -438,7 +438,7 @@ STAGE_NAMES = {
     "tar_headers": "of which tar headers",
     "write": "of which file writes",
     "unpack_after_download": "unpack after the download ended",
-    "zip_finish": "zip: central directory checked, modes and links",
+    "zip_finish": "zip: central directory check, modes, links, members past 2048",
     "extract": "unpack again from the whole file",
     "smoke": "smoke check and probe",
     "commit": "syncfs, receipt and commit",

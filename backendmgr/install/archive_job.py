@@ -29,6 +29,7 @@ from .download import DataSink, Downloaded, discard, download, part_path, size_o
 from .extract import (
     MAX_TOTAL,
     ExtractReport,
+    archive_format,
     extract,
     extract_stream,
     find_executable,
@@ -37,6 +38,7 @@ from .extract import (
 from .locked import check_locked_assets, verify_locked
 from .store import AssetRecord, BuildStore, Receipt
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
+from .zipstream import StreamedZip, stream_zip
 
 __all__ = ["ArchivePlan", "install_archive"]
 
@@ -189,6 +191,9 @@ def _discard_all(parts: list[Path]) -> None:
         discard(part)
 
 
+_Streamed = ExtractReport | UnsafeArchive | StreamedZip | None
+
+
 async def _download_streaming(
     fetch: Callable[[ReleaseAsset, DataSink | None], Awaitable[None]],
     asset: ReleaseAsset,
@@ -196,21 +201,22 @@ async def _download_streaming(
     downloads: Path,
     max_unpacked: int,
     exe_name: str,
-) -> ExtractReport | UnsafeArchive | None:
+) -> _Streamed:
     """Download ``asset`` and unpack it into ``staging`` at the same time, in a thread that
     follows the part file. The unpack's report, its refusal (the same bytes, once verified,
-    would say the same), or None when it must be redone from the finished file (it failed
-    otherwise, or the download started over)."""
+    would say the same), a zip waiting for its central directory, or None when it must be
+    redone from the finished file (it failed otherwise, or the download started over)."""
     part = part_path(downloads, asset)
     follower = _Follower(part, size_on_disk(part))
-    outcome: list[ExtractReport | UnsafeArchive | None] = [None]
+    outcome: list[_Streamed] = [None]
     ended = [0.0, 0.0]  # when the download, and the unpack, ended
+    unpack_as = stream_zip if archive_format(asset.name) == "zip" else extract_stream
 
     def unpack() -> None:
         try:
             assert asset.size is not None
             with stages.timed("unpack"):
-                outcome[0] = extract_stream(
+                outcome[0] = unpack_as(
                     follower, asset.name, staging, compressed=asset.size, max_total=max_unpacked
                 )
         except UnsafeArchive as exc:
@@ -285,7 +291,7 @@ async def install_archive(
             ProgressEvent("downloading", plan.choice.primary.name, 0, plan.choice.primary.size),
         )
         staging: Path | None = None
-        streamed: ExtractReport | UnsafeArchive | None = None
+        streamed: _Streamed = None
         primary = plan.choice.primary
         try:
             if (
@@ -330,6 +336,11 @@ async def install_archive(
             _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
             if isinstance(streamed, UnsafeArchive):
                 raise streamed  # from the bytes just verified: unpacking them again says it again
+            if isinstance(streamed, StreamedZip):  # kept if its central directory agrees
+                with stages.timed("zip_finish"):
+                    streamed = await anyio.to_thread.run_sync(
+                        streamed.finish, results[primary.name].path
+                    )
             if streamed is None and staging is not None:
                 # the streamed unpack failed: redo it from the verified file, for its own error
                 shutil.rmtree(staging, ignore_errors=True)

@@ -18,11 +18,13 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from ..errors import UnsafeArchive
 from . import stages
 from .inflate import DATA_ERRORS, Served, Source, Unpacked, zip_member
 from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
+from .tarheaders import PlainHeaders
 
 __all__ = [
     "MAX_TOTAL",
@@ -43,7 +45,7 @@ MAX_LINK_TARGET = 4096
 # Past this much unpacked, a compressed tar that has so far expanded more than MAX_RATIO:1 is a
 # bomb already: refused before it writes the rest, not when its total is known.
 RUNNING_FLOOR = 64 << 20
-STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz")
+STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".zip")  # a zip: install/zipstream.py
 
 # What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
 # unknown-method zip member, a NUL byte in a path): one place turns them into UnsafeArchive.
@@ -206,43 +208,70 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
         infos = zf.infolist()
         if len(infos) > MAX_ENTRIES:
             raise UnsafeArchive(f"{name}: more than {MAX_ENTRIES} entries")
-        for info in infos:
-            budget.entry()
-            rel = safe_relpath(info.filename, name)
-            if rel is None:
-                continue
-            unix_mode = info.external_attr >> 16
-            file_type = stat.S_IFMT(unix_mode)
-            if info.is_dir() or file_type == stat.S_IFDIR:
-                places.folder(rel)
-                continue
-            if file_type == stat.S_IFLNK:
-                target = _read_link_target(zf, info, name)
-                link_target_ok(root, rel, target, name, info.filename)
-                links.append(Link(rel, target, hard=False))
-                continue
-            if file_type not in (0, stat.S_IFREG):
-                report.skipped.append(info.filename)
-                continue
-            budget.declare(info.filename, info.file_size, info.compress_size)
-            dest = places.file(rel)
-            if info.flag_bits & 0x1:
-                raise UnsafeArchive(
-                    f"{name}: {info.filename!r} is encrypted; password-protected archives are "
-                    "not supported"
-                )
-            if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
-                # one byte past the size: a member larger than it claims is caught
-                data = zip_member(fh, info).views(info.file_size + 1)
-                _write_file(data, dest, info.file_size, budget, info.filename, _mode(unix_mode))
-            else:
-                with zf.open(info) as src:
-                    _write_file(
-                        _chunks(src), dest, info.file_size, budget, info.filename, _mode(unix_mode)
-                    )
-            report.files += 1
+        zip_members(zf, fh, infos, report, budget, places, links)
     report.bytes += budget.total
     report.links += make_links(root, links, name)
+
+
+def zip_entry(info: zipfile.ZipInfo, budget: _Budget) -> tuple[PurePosixPath, int, str] | None:
+    """Count the entry; its place, its unix mode and what it is by the central directory
+    ("dir", "link", "other": a device or FIFO, never made, or "file"); None for the root."""
+    budget.entry()
+    rel = safe_relpath(info.filename, budget.archive)
+    if rel is None:
+        return None
+    unix_mode = info.external_attr >> 16
+    file_type = stat.S_IFMT(unix_mode)
+    if info.is_dir() or file_type == stat.S_IFDIR:
+        return rel, unix_mode, "dir"
+    if file_type == stat.S_IFLNK:
+        return rel, unix_mode, "link"
+    return rel, unix_mode, "file" if file_type in (0, stat.S_IFREG) else "other"
+
+
+def zip_members(
+    zf: zipfile.ZipFile,
+    fh: BinaryIO,
+    infos: list[zipfile.ZipInfo],
+    report: ExtractReport,
+    budget: _Budget,
+    places: Places,
+    links: list[Link],
+) -> None:
+    """Unpack ``infos`` of ``zf`` (``fh``: the same file) under ``places.root``; links are
+    collected for the end (also for the rest of a zip streamed in part: zipstream.py)."""
+    root, name = places.root, budget.archive
+    for info in infos:
+        if (entry := zip_entry(info, budget)) is None:
+            continue
+        rel, unix_mode, kind = entry
+        if kind == "dir":
+            places.folder(rel)
+            continue
+        if kind == "link":
+            target = _read_link_target(zf, info, name)
+            link_target_ok(root, rel, target, name, info.filename)
+            links.append(Link(rel, target, hard=False))
+            continue
+        if kind == "other":
+            report.skipped.append(info.filename)
+            continue
+        budget.declare(info.filename, info.file_size, info.compress_size)
+        dest = places.file(rel)
+        if info.flag_bits & 0x1:
+            raise UnsafeArchive(
+                f"{name}: {info.filename!r} is encrypted; password-protected archives are "
+                "not supported"
+            )
+        mode = _mode(unix_mode)
+        if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
+            # one byte past the size: a member larger than it claims is caught
+            data = zip_member(fh, info).views(info.file_size + 1)
+            _write_file(data, dest, info.file_size, budget, info.filename, mode)
+        else:
+            with zf.open(info) as src:
+                _write_file(_chunks(src), dest, info.file_size, budget, info.filename, mode)
+        report.files += 1
 
 
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")
@@ -275,7 +304,10 @@ def _tar_stream(path: Path, budget: _Budget) -> Iterator[tuple[tarfile.TarFile, 
     """The archive's members in order, and where their data comes from."""
     if hasattr(os, "copy_file_range") and _is_plain_tar(path):
         # An uncompressed tar can be read at random: members are copied in the kernel.
-        with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tf:
+        with (
+            path.open("rb") as raw,
+            tarfile.open(fileobj=raw, mode="r:", tarinfo=PlainHeaders) as tf,
+        ):
             yield tf, raw.fileno()
         return
     with path.open("rb", buffering=0) as fh:
@@ -287,7 +319,9 @@ def _unpacked_stream(src: Source, budget: _Budget) -> Iterator[tuple[tarfile.Tar
     plain tar (``r:``: headers only) while the data goes from the pieces to the files:
     linear in the archive whatever its ratio, and no copy of the data in Python."""
     budget.source = Unpacked(src)
-    with tarfile.open(fileobj=budget.source, mode="r:") as tf:  # type: ignore[call-overload]
+    with tarfile.open(  # type: ignore[call-overload]
+        fileobj=budget.source, mode="r:", tarinfo=PlainHeaders
+    ) as tf:
         yield tf, budget.source
 
 
@@ -399,7 +433,8 @@ def extract(
 
 
 def streamable(asset_name: str) -> bool:
-    """A compressed tar: read front to back, so it can be unpacked while it downloads."""
+    """A compressed tar (read front to back) or a zip (its local headers, checked against
+    its central directory at the end): unpacked while it downloads."""
     return asset_name.lower().endswith(STREAMABLE)
 
 

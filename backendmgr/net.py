@@ -34,7 +34,6 @@ DEFAULT_API = "https://api.github.com"
 USER_AGENT = f"backendmgr/{__version__}"
 CONNECT_TIMEOUT = 15.0
 READ_TIMEOUT = 30.0
-READ_BYTES = 256 << 10  # one socket read of a response body
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -166,16 +165,7 @@ def _transport_per_scheme() -> httpx.AsyncBaseTransport:
     context that trusts no certificate at all: it never makes a TLS connection."""
     import ssl
 
-    import httpcore
     import httpx
-
-    # 256 KiB per read instead of httpcore's 64 KiB: what the event loop hands over at once
-    # (asyncio reads a socket 256 KiB at a time), so a download is a quarter of the pieces
-    # through h11, httpx and the event loop (0.20 -> 0.15 s of CPU for 87 MiB here).
-    # httpcore reads the size from the class at every read; only a larger one is set.
-    httpcore.AsyncHTTP11Connection.READ_NUM_BYTES = max(
-        httpcore.AsyncHTTP11Connection.READ_NUM_BYTES, READ_BYTES
-    )
 
     class PerScheme(httpx.AsyncBaseTransport):
         def __init__(self) -> None:

@@ -5,6 +5,7 @@ from the loopback mirror, each build's llama-server replaced by a stand-in repor
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -432,3 +433,69 @@ def test_a_canary_that_never_finished_is_named_before_another_starts(
         f"pins; undo them (backendmgr unpin chat) and remove {mark}"
     )
     assert registry_state(b, config_path) == before and mark.exists()
+
+
+# --- servers that answer badly (issue 32's adversarial pass): NaN or infinite figures, not
+# JSON, megabytes, one byte at a time so that no per-read timeout fires. Each is one failed run
+# with a reason, in bounded time, with nothing recorded or left running.
+
+NAN = math.nan
+
+
+def strict_json(text: str) -> Any:
+    """``text`` as JSON proper: NaN and Infinity are not JSON, whatever Python writes."""
+
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"{constant} in the output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        ({"timings": {"prompt_per_second": NAN, "predicted_per_second": NAN}}, "without timings"),
+        ({"timings": {"predicted_per_second": math.inf}}, "without timings"),
+        ({"timings": {"predicted_per_second": -3.0}}, "without timings"),
+        ({"timings": {"predicted_per_second": "40"}}, "without timings"),
+        (  # counts that no int() takes
+            {"timings": {"predicted_per_second": 40.0, "predicted_n": math.inf, "prompt_n": NAN}},
+            None,
+        ),
+        ({"answer": "not json"}, "no figures in the answer"),
+        ({"answer": "[" * 200_000}, "no figures in the answer"),  # deeper than json parses
+        ({"flood": 40}, "answered more than 1024 KiB"),
+        ({"drip": 0.3}, "no whole answer within 3 s"),
+        ({"drip_health": 0.3}, "not healthy within 4 s"),
+    ],
+)
+def test_a_server_that_answers_badly_is_one_failed_run_in_bounded_time(
+    b: Builds, monkeypatch: pytest.MonkeyPatch, behaviour: dict[str, Any], reason: str | None
+) -> None:
+    import backendmgr.measure.bench as measured
+
+    monkeypatch.setattr(measured, "REQUEST_TIMEOUT_S", 3.0)  # a run's bound, in all
+    b.server("b100", **behaviour)
+    started = time.monotonic()
+    result = b.cli("--json", "bench", "chat", "--repeat", "1", "--timeout", "4")
+    assert time.monotonic() - started < 20, "a dripping server must not hold the run"
+    assert "Traceback" not in result.err and "internal error" not in result.err, result
+    (record,) = strict_json(result.out)
+    if reason is None:  # the speed is a figure; the counts that were not are unknown
+        assert result.code == 0 and record["predicted_per_second"] == 40.0, record
+        assert record["predicted_tokens"] == 0 and record["prompt_tokens"] is None
+    else:
+        assert result.code == 1 and reason in record["reason"], record
+        assert not (b.home / "bench.json").exists()
+    assert b.none_left()
+
+
+def test_a_canary_whose_new_build_reports_nan_rolls_back(b: Builds) -> None:
+    """NaN compares as "not slower" with every tolerance: it must never promote."""
+    b.server("b200", timings={"prompt_per_second": NAN, "predicted_per_second": NAN})
+    result = b.cli("--json", "activate", "llama-server@b200", "--canary", "chat", "--repeat", "1")
+    assert result.code == 1, result
+    report = strict_json(result.out)
+    assert report["promoted"] is False
+    assert [r["id"] for r in b.json("list") if r["activated"]] == ["llama-server@b100-cpu"]
+    assert b.none_left()

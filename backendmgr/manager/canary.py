@@ -14,18 +14,21 @@ canary first waits (bounded) until none of the canaries is starting or stopping 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._fs import atomic_write_bytes
+from .._fs import create_exclusive, read_regular
 from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
 from ..requests import VerifyRequest
+from ..swap.process import alive
+from ..swap.status import MAX_PID
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -88,14 +91,20 @@ async def _wait_idle(mgr: Manager, models: list[str], bound: float) -> None:
 def _left_over(mark: Path) -> str | None:
     """What an earlier canary that never finished (killed, power lost) left pinned, and the
     commands that undo it; None when there is none."""
-    try:
-        record = json.loads(mark.read_bytes()[:MARK_CAP])
+    try:  # a link, a FIFO or /dev/zero in its place is unreadable, never followed or waited on
+        raw = read_regular(mark, MARK_CAP, follow=False)
+        if len(raw) > MARK_CAP:
+            raise ValueError("too large")
+        record = json.loads(raw)
         pins = dict(record["pins_before"])
         build = str(record["build"])
+        pid = record.get("pid")
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return f"{mark} is unreadable; remove it after checking the pins (backendmgr models)"
+    if type(pid) is int and 0 < pid <= MAX_PID and alive(pid):  # it may still be at work
+        return f"a canary of {build} is running (process {pid}); wait until it is done"
     undo = "; ".join(
         f"backendmgr unpin {m}" if prior is None else f"backendmgr pin {m} {prior}"
         for m, prior in pins.items()
@@ -148,8 +157,13 @@ async def canary(
         raise Refused(left)
     await _wait_idle(mgr, canaries, idle_wait)
     before = {m: settings.override(m).backend for m in canaries}
-    record = {"build": new.id, "previous": old, "pins_before": before}
-    await anyio.to_thread.run_sync(atomic_write_bytes, mark, json.dumps(record, indent=1).encode())
+    record = {"build": new.id, "previous": old, "pins_before": before, "pid": os.getpid()}
+    text = json.dumps(record, indent=1).encode()
+    if not await anyio.to_thread.run_sync(create_exclusive, mark, text):  # one canary at a time
+        raise Refused(
+            (await anyio.to_thread.run_sync(_left_over, mark))
+            or f"another canary claimed {mark} at the same moment; nothing was changed"
+        )
     promoted = False
     try:
         for model_id in canaries:

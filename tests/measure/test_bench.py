@@ -499,3 +499,53 @@ def test_a_canary_whose_new_build_reports_nan_rolls_back(b: Builds) -> None:
     assert report["promoted"] is False
     assert [r["id"] for r in b.json("list") if r["activated"]] == ["llama-server@b100-cpu"]
     assert b.none_left()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dangling-link", "deep"])
+def test_a_canary_mark_that_is_no_file_of_ours_refuses_at_once(
+    b: Builds, config_path: Path, kind: str
+) -> None:
+    """canary.json as a FIFO (whose open would block), a link to /dev/zero (read forever) or
+    a dangling link (written through, a file would appear where it points) is refused."""
+    from tests.support.cli import run_backendmgr
+
+    mark, target = b.home / "canary.json", b.home / "elsewhere.json"
+    if kind == "fifo":
+        os.mkfifo(mark)
+    elif kind == "dev-zero":
+        mark.symlink_to("/dev/zero")
+    elif kind == "dangling-link":
+        mark.symlink_to(target)
+    else:
+        mark.write_text("[" * 100_000)
+    before = registry_state(b, config_path)
+    result = run_backendmgr("activate", "llama-server@b200", *CANARY, timeout=60)
+    assert result.returncode == 1, result
+    assert result.stderr == (
+        f"error: {mark} is unreadable; remove it after checking the pins (backendmgr models)\n"
+    )
+    assert registry_state(b, config_path) == before
+    assert not target.exists() and (mark.is_symlink() or mark.exists())
+
+
+def test_two_canaries_at_once_one_runs_the_other_is_refused(b: Builds, config_path: Path) -> None:
+    b.server("b200", timings=SLOW, slow=2)
+    before = registry_state(b, config_path)
+    argv = [sys.executable, "-m", "backendmgr", "activate", "llama-server@b200-cpu", *CANARY]
+    procs = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    try:
+        said = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [1, 1], said  # one rolled back, one refused
+    errors = sorted(err for _, err in said)
+    assert "is running (process " in errors[0] and "wait until it is done" in errors[0], errors
+    assert "error: rolled back:" in errors[1], errors
+    assert registry_state(b, config_path) == before
+    assert not (b.home / "canary.json").exists()
+    assert b.none_left()

@@ -61,6 +61,8 @@ async def bisect(
         raise UsageError(f'--metric must be "speed" or "starts", not "{metric}"')
     if not 0 < threshold < 100:
         raise UsageError(f"--threshold must be above 0 and below 100 percent, not {threshold:g}")
+    if good == bad:  # before anything is asked of the network
+        raise UsageError(f"--good {good} must be an older release than --bad {bad}")
     settings = await mgr.settings()
     here = await mgr.measure._plan(settings, model_id)
     res = getattr(here.planned, "resolution", None)
@@ -123,8 +125,10 @@ async def bisect(
 
         if not is_bad(await measure(bad)):
             raise Refused(
-                f"--bad {bad} is not bad: {measured[bad].predicted_per_second:g} t/s against "
-                f"{speed:g} t/s on {good} (threshold {threshold:g} %)"
+                f"--bad {bad} is not bad: {model_id} starts on it"
+                if metric == "starts"
+                else f"--bad {bad} is not bad: {measured[bad].predicted_per_second:g} t/s "
+                f"against {speed:g} t/s on {good} (threshold {threshold:g} %)"
             )
         while hi - lo > 1:
             mid = (lo + hi) // 2

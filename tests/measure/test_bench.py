@@ -295,6 +295,8 @@ def test_bisect_refuses_a_bad_end_that_is_not_bad(one: Builds, mirror_root: Path
     result = b.cli("bisect", "chat", "--good", "b101", "--bad", "b102", "--repeat", "1")
     assert result.code == 1, result
     assert "--bad b102 is not bad" in error_line(result)
+    starts = b.cli("bisect", "chat", "--good", "b101", "--bad", "b102", "--metric", "starts")
+    assert error_line(starts) == "error: --bad b102 is not bad: chat starts on it"
     assert [r["id"] for r in b.json("list")] == ["llama-server@b100-cpu"]
     wrong = b.cli("bisect", "chat", "--good", "b102", "--bad", "b101")
     assert wrong.code == 2 and "must be an older release" in wrong.err
@@ -549,3 +551,33 @@ def test_two_canaries_at_once_one_runs_the_other_is_refused(b: Builds, config_pa
     assert registry_state(b, config_path) == before
     assert not (b.home / "canary.json").exists()
     assert b.none_left()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["activate", "llama-server@b200-cpu", "--tolerance", "3"], "--tolerance only applies"),
+        (["activate", "llama-server@b200-cpu", "--repeat", "2"], "--repeat only applies"),
+        (["update", "--timeout", "9"], "--timeout only applies with --canary"),
+        (["update", "--canary", "chat", "--dry-run"], "it has no --dry-run"),
+        (["update", "--canary", "chat", "--force"], "--force does not apply with --canary"),
+        (["activate", "llama-server@b200-cpu", "--canary", "chat", "--force"], "--force does"),
+    ],
+)
+def test_a_canary_option_that_would_be_ignored_is_a_usage_error_before_anything_changes(
+    one: Builds, mirror_root: Path, config_path: Path, args: list[str], said: str
+) -> None:
+    """Without --canary its options would be ignored; --dry-run and --force it cannot honour.
+    Refused before ``update --canary`` installs the newest build."""
+    publish_speed(mirror_root, "b200", 1, SLOW)  # newer, not installed
+    before = registry_state(one, config_path), sorted(p.name for p in one.home.rglob("*"))
+    result = one.cli(*args)
+    assert result.code == 2, result
+    assert said in error_line(result, 2)
+    assert (registry_state(one, config_path), sorted(p.name for p in one.home.rglob("*"))) == before
+
+
+def test_bisect_with_the_same_tag_twice_is_refused_before_the_listing(one: Builds) -> None:
+    result = one.cli("bisect", "chat", "--good", "b7", "--bad", "b7")  # b7 is in no listing
+    assert result.code == 2, result
+    assert error_line(result, 2) == "error: --good b7 must be an older release than --bad b7"

@@ -14,26 +14,34 @@ if TYPE_CHECKING:
 __all__ = ["add_run_options", "bench", "register"]
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """How each (model, build) is measured: ``bench``'s and the canary's options."""
+RUN_OPTIONS = (("--repeat", "repeat"), ("--prompt", "prompt"), ("--tokens", "tokens"))
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    """How each (model, build) is measured: ``bench``'s and the canary's options. ``defaults``
+    False: an option not given stays None (the canary's, refused without ``--canary``)."""
+
+    def default(value: int) -> int | None:
+        return value if defaults else None
+
     parser.add_argument(
         "--repeat",
         type=BENCH_REPEAT.argument(),
-        default=3,
+        default=default(3),
         metavar="N",
         help="runs per model and build; the median and spread are over them (3)",
     )
     parser.add_argument(
         "--prompt",
         type=BENCH_PROMPT.argument(),
-        default=256,
+        default=default(256),
         metavar="WORDS",
         help="words of the fixed prompt, about a token each (256)",
     )
     parser.add_argument(
         "--tokens",
         type=BENCH_TOKENS.argument(),
-        default=64,
+        default=default(64),
         metavar="N",
         help="tokens generated per run (64)",
     )

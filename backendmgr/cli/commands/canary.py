@@ -6,7 +6,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ...limits import CANARY_TOLERANCE
-from .bench import add_run_options
+from ..parser import usage_check
+from .bench import RUN_OPTIONS, add_run_options
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -26,11 +27,25 @@ def add_canary_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tolerance",
         type=CANARY_TOLERANCE.argument(),
-        default=5.0,
         metavar="PCT",
         help="with --canary: how much slower (percent) the new build may be (5)",
     )
-    add_run_options(parser)
+    add_run_options(parser, defaults=False)
+    usage_check(parser, _canary_usage)
+
+
+def _canary_usage(args: argparse.Namespace) -> str | None:
+    """A canary's option without ``--canary`` (it would be ignored), or one the canary cannot
+    honour: refused before anything is installed or switched."""
+    if args.canary is None:
+        only = (("--tolerance", "tolerance"), *RUN_OPTIONS, ("--timeout", "timeout"))
+        stray = [flag for flag, dest in only if getattr(args, dest) is not None]
+        return f"{stray[0]} only applies with --canary" if stray else None
+    if args.dry_run:
+        return "--canary measures real starts; it has no --dry-run"
+    if args.force:
+        return "--force does not apply with --canary: a promotion keeps no flag the build lacks"
+    return None
 
 
 def _side(f: dict[str, Any] | None) -> str:
@@ -50,21 +65,22 @@ async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer) -> i
     from ...manager.canary import run_line
     from ...requests import CanaryRequest
 
-    if args.dry_run:
-        return out.failure("--canary measures real starts; it has no --dry-run", 2)
-
-    def shown(model: str, build: str, n: int, run: Any) -> None:
-        out.waiting(run_line(model, build, n, int(args.repeat), run))
-
+    given = {
+        "tolerance": args.tolerance,
+        "repeat": args.repeat,
+        "prompt_words": args.prompt,
+        "tokens": args.tokens,
+        "timeout": args.timeout,
+    }
     request = CanaryRequest.of(
         build=args.build,
         models=list(args.canary),
-        tolerance=args.tolerance,
-        repeat=int(args.repeat),
-        prompt_words=int(args.prompt),
-        tokens=int(args.tokens),
-        timeout=args.timeout,
+        **{k: v for k, v in given.items() if v is not None},  # the request's defaults
     )
+
+    def shown(model: str, build: str, n: int, run: Any) -> None:
+        out.waiting(run_line(model, build, n, request.repeat, run))
+
     report = await mgr.canary(request, on_run=shown)
     if out.json_mode:
         out.document(dump(report))

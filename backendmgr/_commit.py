@@ -22,11 +22,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["Held", "committing", "hold_to_exit"]
+__all__ = ["Held", "committing", "hold_to_exit", "undoing"]
 
 
 @dataclass
@@ -46,19 +47,26 @@ def hold_to_exit() -> None:
     _Policy.to_exit = True
 
 
-@asynccontextmanager
-async def committing() -> AsyncIterator[Held]:
-    """Raise the pending cancellation if any; else run the block to its end, whatever comes."""
-    held = Held()
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGINT)
+def _hold(held: Held) -> Any:
+    """From now on, count Ctrl-C in ``held`` instead of acting on it (on the main thread,
+    where signals arrive); the handler it replaced, to put back (None elsewhere)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
 
     def hold(signum: int, frame: FrameType | None) -> None:
         held.interrupts += 1
 
-    if previous is not None:  # first, so that no Ctrl-C falls between the check and the block
+    if previous is not None:
         signal.signal(signal.SIGINT, hold)
+    return previous
+
+
+@asynccontextmanager
+async def committing() -> AsyncIterator[Held]:
+    """Raise the pending cancellation if any; else run the block to its end, whatever comes."""
+    held = Held()
+    previous = _hold(held)  # first, so that no Ctrl-C falls between the check and the block
     entered = False
     try:
         await anyio.lowlevel.checkpoint()  # a cancellation until now: nothing happens
@@ -71,6 +79,23 @@ async def committing() -> AsyncIterator[Held]:
                 signal.signal(signal.SIGINT, _after_commit(held))
             else:
                 signal.signal(signal.SIGINT, previous)
+
+
+@asynccontextmanager
+async def undoing() -> AsyncIterator[Held]:
+    """An undo that must run whole, even in the ``finally`` of a run being cancelled (a
+    canary's temporary pins, a bisect's installs, a started server's stop): shielded, with
+    Ctrl-C held meanwhile. Shielding alone is not enough: the first Ctrl-C cancels the run,
+    and asyncio's runner raises ``KeyboardInterrupt`` at the second, wherever the undo is.
+    No checkpoint first (unlike :func:`committing`): the run may be cancelled already."""
+    held = Held()
+    previous = _hold(held)
+    try:
+        with anyio.CancelScope(shield=True):
+            yield held
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _after_commit(held: Held) -> Callable[[int, FrameType | None], None]:

@@ -27,6 +27,7 @@ import anyio
 import httpx
 from anyio.abc import Process
 
+from ._commit import undoing
 from ._proc import cannot_start, open_group
 
 __all__ = [
@@ -297,7 +298,7 @@ async def check_command(
                 async with httpx.AsyncClient(base_url=base, trust_env=False) as client:
                     result = dataclasses.replace(result, then=await then(client))
         finally:
-            with anyio.CancelScope(shield=True):
+            async with undoing():  # a second Ctrl-C must not leave it running
                 await _stop(process, grace)
                 tg.cancel_scope.cancel()  # a grandchild outside the group may hold the pipe
                 await process.aclose()

@@ -17,8 +17,7 @@ from __future__ import annotations
 import platform
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
-
+from .._commit import undoing
 from .._version import __version__
 from ..api_models import BisectReport
 from ..errors import Refused, UsageError
@@ -138,7 +137,7 @@ async def bisect(
                 lo = mid
     finally:
         if installed_here and not keep:
-            with anyio.CancelScope(shield=True):
+            async with undoing():  # Ctrl-C held: a second one must not stop it halfway
                 done = await mgr.uninstall(list(installed_here), generate=True)
                 removed = list(done.ids)
     first_bad, last_good = tags[hi], tags[lo]

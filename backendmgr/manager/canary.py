@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .._commit import undoing
 from .._fs import create_exclusive, read_regular
 from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
@@ -186,7 +187,7 @@ async def canary(
             await mgr.activate(new.id)
             promoted = True
     finally:
-        with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
+        async with undoing():  # the temporary pins go, whatever happened (Ctrl-C held)
             for model_id, prior in before.items():
                 if prior is None:
                     await mgr.unpin(model_id, generate=False)

@@ -391,7 +391,12 @@ def test_update_canary_installs_the_newest_and_lets_the_canary_decide(
 CANARY = ("--canary", "chat", "--timeout", "60")
 
 
-def test_ctrl_c_during_a_canary_puts_the_pins_back(b: Builds, config_path: Path) -> None:
+@pytest.mark.parametrize("presses", [1, 3])
+def test_ctrl_c_during_a_canary_puts_the_pins_back(
+    b: Builds, config_path: Path, presses: int
+) -> None:
+    """The first Ctrl-C cancels; asyncio raises KeyboardInterrupt at the next, wherever the
+    undo is: pressed again, the pins, the mark and the started server are undone whole too."""
     from ruamel.yaml import YAML
 
     b.server("b200", timings=SLOW, slow=30)
@@ -410,7 +415,9 @@ def test_ctrl_c_during_a_canary_puts_the_pins_back(b: Builds, config_path: Path)
         pinned = YAML(typ="safe").load(config_path.read_text())["models"]["chat"]
         assert pinned.get("backend") == "llama-server@b200-cpu"  # the temporary pin
         time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
+        for _ in range(presses):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.02)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

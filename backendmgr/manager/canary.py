@@ -239,9 +239,12 @@ def _compare(
         if was is None or not was.ok:
             problems.append(f"bench failed on {old}: {was.reason if was else 'not run'}")
         for key, pct in slower.items():
+            what = "prompt" if key.startswith("prompt") else "generation"
+            unshown = getattr(was, key, None) is not None and getattr(now, key, None) is None
             if pct is not None and pct > tolerance:
-                what = "prompt" if key.startswith("prompt") else "generation"
                 problems.append(f"{what} {pct:g} % slower")
+            elif unshown and now is not None and now.ok:  # "no slower" cannot be shown
+                problems.append(f"{what} speed not reported on {new}")
         good = good and not problems
         out.append(
             {

@@ -588,3 +588,22 @@ def test_bisect_with_the_same_tag_twice_is_refused_before_the_listing(one: Build
     result = one.cli("bisect", "chat", "--good", "b7", "--bad", "b7")  # b7 is in no listing
     assert result.code == 2, result
     assert error_line(result, 2) == "error: --good b7 must be an older release than --bad b7"
+
+
+def test_a_canary_whose_new_build_reports_no_prompt_speed_rolls_back(b: Builds) -> None:
+    """The old build's prompt speed is known, the new one's is not: "no slower" cannot be
+    shown, so it does not promote (it did, comparing only generation)."""
+    b.server("b200", timings={"predicted_per_second": 40.0})
+    result = b.cli("--json", "activate", "llama-server@b200", "--canary", "chat", "--repeat", "1")
+    assert result.code == 1, result
+    (row,) = strict_json(result.out)["comparison"]
+    assert row["problems"] == ["prompt speed not reported on llama-server@b200-cpu"]
+    assert [r["id"] for r in b.json("list") if r["activated"]] == ["llama-server@b100-cpu"]
+
+
+def test_a_server_that_prints_megabytes_is_benched_all_the_same(b: Builds) -> None:
+    """Its output is pumped and only its tail kept (a line of half a MiB included)."""
+    b.server("b100", timings=FAST, chatter=40)
+    (record,) = strict_json(b.cli("--json", "bench", "chat", "--repeat", "1").out)
+    assert record["ok"] and record["predicted_per_second"] == 40.0, record
+    assert b.none_left()

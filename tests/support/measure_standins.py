@@ -16,7 +16,8 @@ One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its 
 - ``answer``: the exact text ``/completion`` answers instead (not JSON, a string's timings);
 - ``drip``: ``/completion`` promises a long body and sends one byte of it every ``drip``
   seconds, forever (a per-read timeout never fires); ``drip_health`` does so on ``/health``;
-- ``flood``: MiB of JSON that ``/completion`` answers (a megabyte printer).
+- ``flood``: MiB of JSON that ``/completion`` answers (a megabyte printer);
+- ``chatter``: MiB it prints on its output before it serves, half of it in one line.
 Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
 """
 
@@ -113,6 +114,10 @@ if limit is not None and ctx > limit:
         f"common_init_from_params: failed to create context with model '{model}'",
         "main: exiting due to model loading error")
 held = b"\x01" * (ctx * BEHAVIOUR.get("k", 0))  # written, so resident
+for _ in range(BEHAVIOUR.get("chatter", 0)):
+    sys.stdout.write("x" * (1 << 19))  # half a MiB without a newline
+    sys.stdout.write(("log line\n" * 58254)[: 1 << 19])
+sys.stdout.flush()
 time.sleep(BEHAVIOUR.get("delay", 0))
 
 class Handler(BaseHTTPRequestHandler):

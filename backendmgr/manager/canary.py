@@ -273,14 +273,20 @@ async def newest_for_canary(mgr: Manager, models: list[str], component: str | No
 
     if not models:
         raise UsageError("name at least one canary model")
+    if component is not None:
+        mgr.ctx.manifest(component)  # an unknown one is a usage error, with the near names
     settings = await mgr.settings()
-    if component is None:
-        here = await mgr.measure._plan(settings, models[0])
+    for model_id in dict.fromkeys(models):  # each canary is checked before anything installs
+        here = await mgr.measure._plan(settings, model_id)
         row = getattr(here.planned, "resolution", None)
         row = row.row if row is not None else None
-        component = row.component if row is not None and row.managed else None
-        if component is None:
-            raise Refused(f"{models[0]} does not run on an installed build; name the component")
+        runs_on = row.component if row is not None and row.managed else None
+        if runs_on is None:
+            raise Refused(f"{model_id} does not run on an installed build; it cannot be a canary")
+        if component is not None and runs_on != component:
+            raise Refused(f"{model_id} runs on {runs_on}, not on {component}: not its canary")
+        component = runs_on
+    assert component is not None
     activated = settings.row(component)
     if activated is None or not activated.variant:
         raise Refused(f"{component} has no activated build; install one first")

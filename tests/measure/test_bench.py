@@ -607,3 +607,20 @@ def test_a_server_that_prints_megabytes_is_benched_all_the_same(b: Builds) -> No
     (record,) = strict_json(b.cli("--json", "bench", "chat", "--repeat", "1").out)
     assert record["ok"] and record["predicted_per_second"] == 40.0, record
     assert b.none_left()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["nope", "--canary", "chat"], 2, 'unknown component "nope"'),
+        (["vllm", "--canary", "chat"], 1, "chat runs on llama-server, not on vllm"),
+        (["--canary", "chat", "nomodel"], 2, 'no model "nomodel"'),
+    ],
+)
+def test_update_canary_checks_every_canary_before_it_installs(
+    one: Builds, mirror_root: Path, args: list[str], code: int, said: str
+) -> None:
+    publish_speed(mirror_root, "b200", 1, SLOW)  # newer, not installed
+    result = one.cli("update", *args)
+    assert said in error_line(result, code)
+    assert [r["id"] for r in one.json("list")] == ["llama-server@b100-cpu"]  # nothing installed

@@ -354,6 +354,9 @@ def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
     near = b.cli("set", "chat", "extra_args=-t 2 --threadz")  # the nearest option is named
     assert near.code == 0 and "--threadz is not an option of" in near.err, near
     assert "did you mean --threads?" in near.err, near.err
+    many = " ".join(f"--f{i}" for i in range(20_000)) + " --" + "a" * 100_000
+    flood = b.cli("set", "chat", f"extra_args={many}")  # ten flags named, each cut short
+    assert flood.code == 0 and len(flood.err.splitlines()) == 10 and len(flood.err) < 2000
     said = b.cli("set", "chat", "extra_args=-t 2 --no-such-flag")
     assert said.code == 0, said
     assert (

@@ -627,3 +627,21 @@ def test_update_canary_checks_every_canary_before_it_installs(
     result = one.cli("update", *args)
     assert said in error_line(result, code)
     assert [r["id"] for r in one.json("list")] == ["llama-server@b100-cpu"]  # nothing installed
+
+
+def test_the_figures_are_never_written_through_a_link(b: Builds, tmp_path: Path) -> None:
+    """bench.json linked elsewhere (to /dev/zero, as root, the device itself was replaced)."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (b.home / "bench.json").symlink_to(victim)
+    result = b.cli("bench", "chat", "--repeat", "1")
+    assert "is a symbolic link" in error_line(result) and victim.read_text() == "precious"
+    assert b.none_left()
+
+
+def test_a_fifo_for_the_measured_contexts_hangs_no_command(b: Builds) -> None:
+    from tests.support.cli import run_backendmgr
+
+    os.mkfifo(b.home / "tuned.json")  # read for the generated config's inputs, every command
+    for args in (["models"], ["generate"]):
+        assert run_backendmgr(*args, timeout=60).returncode == 0

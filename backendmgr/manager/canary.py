@@ -139,6 +139,10 @@ async def canary(
         raise Refused(f"{component} has no activated build to compare with; activate {new.id}")
     if old == new.id:
         raise Refused(f"{new.id} is already the activated build")
+    mark = mgr.paths.home / CANARY_NAME  # first: a running canary's pins are no user's
+    left = await anyio.to_thread.run_sync(_left_over, mark)
+    if left is not None:
+        raise Refused(left)
     canaries = list(dict.fromkeys(models))
     for model_id in canaries:  # each one exists, and runs on the component's activated build
         here = await mgr.measure._plan(settings, model_id)
@@ -152,10 +156,6 @@ async def canary(
 
     plan = await mgr._s.models.plan()  # a promotion must not break a model's flags either
     check_switch(settings, followers(plan, component), new, force=False)
-    mark = mgr.paths.home / CANARY_NAME
-    left = await anyio.to_thread.run_sync(_left_over, mark)
-    if left is not None:
-        raise Refused(left)
     await _wait_idle(mgr, canaries, idle_wait)
     before = {m: settings.override(m).backend for m in canaries}
     record = {"build": new.id, "previous": old, "pins_before": before, "pid": os.getpid()}

@@ -572,6 +572,7 @@ def test_two_canaries_at_once_one_runs_the_other_is_refused(b: Builds, config_pa
         (["update", "--canary", "chat", "--dry-run"], "it has no --dry-run"),
         (["update", "--canary", "chat", "--force"], "--force does not apply with --canary"),
         (["activate", "llama-server@b200-cpu", "--canary", "chat", "--force"], "--force does"),
+        (["update", "--canary", "chat", "--no-generate"], "--no-generate does not apply"),
     ],
 )
 def test_a_canary_option_that_would_be_ignored_is_a_usage_error_before_anything_changes(

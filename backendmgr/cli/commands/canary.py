@@ -43,6 +43,8 @@ def _canary_usage(args: argparse.Namespace) -> str | None:
         return f"{stray[0]} only applies with --canary" if stray else None
     if args.dry_run:
         return "--canary measures real starts; it has no --dry-run"
+    if args.no_generate:  # the canary regenerates: verify runs the models as the file says
+        return "--no-generate does not apply with --canary: it measures the generated config"
     if args.force:
         return "--force does not apply with --canary: a promotion keeps no flag the build lacks"
     return None

@@ -334,15 +334,11 @@ class Manager:
     ) -> PinResult:
         """Pin ``model`` to ``row_id``; a build that does not list a flag of the model's
         ``extra_args`` refuses it (issue 32), unless ``force``."""
-        from .flags import check_switch
+        from .flags import check_switch, pin_target
 
         settings = await self.settings()
-        row = settings.row(row_id)
-        kept: list[str] = []
-        if row is not None and row.build:
-            entry = next((e for e in self.builds.installed() if e.id == row_id), None)
-            if entry is not None:
-                kept = check_switch(settings, [model], entry, force=force)
+        entry = pin_target(settings, self.builds, row_id)
+        kept = check_switch(settings, [model], entry, force=force) if entry else []
         result = await self._s.registry.pin(model, row_id, generate=generate, dry_run=dry_run)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 

@@ -13,10 +13,10 @@ from ..errors import Refused, did_you_mean
 
 if TYPE_CHECKING:
     from ..config.models import Settings
-    from ..install.store import InstalledEntry
+    from ..install.store import BuildStore, InstalledEntry
     from .models import Plan
 
-__all__ = ["check_switch", "flag_lines", "followers"]
+__all__ = ["check_switch", "flag_lines", "followers", "pin_target"]
 
 
 def flag_lines(settings: Settings, models: list[str], entry: InstalledEntry) -> list[str]:
@@ -51,3 +51,13 @@ def check_switch(
     if lines and not force:
         raise Refused("; ".join(lines) + "; nothing was switched (--force switches anyway)")
     return [f"kept with --force: {line}" for line in lines]
+
+
+def pin_target(settings: Settings, builds: BuildStore, row_id: str) -> InstalledEntry | None:
+    """The installed build a pin to ``row_id`` makes a model run: a build row's own, or a
+    component row's activated build (``pin chat llama-server`` switches builds too); None
+    for a manual row."""
+    from ..registry.rows import build_id_of
+
+    build = build_id_of(settings.row(row_id))
+    return next((e for e in builds.installed() if e.id == build), None) if build else None

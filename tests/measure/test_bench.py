@@ -351,6 +351,13 @@ def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
     assert "warning: kept with --force: chat: -dio is not an option of" in forced.err
     assert activated() == ["llama-server@b200-cpu"]
 
+    ok(b.cli("pin", "chat", "llama-server@b100-cpu"))  # a build that lists -dio
+    pinned_here = config_path.read_text()
+    to_row = b.cli("pin", "chat", "llama-server")  # the component's row runs b200: a switch too
+    assert "chat: -dio is not an option of llama-server@b200-cpu" in error_line(to_row)
+    assert config_path.read_text() == pinned_here
+    assert b.cli("pin", "chat", "llama-server", "--force").code == 0
+
     near = b.cli("set", "chat", "extra_args=-t 2 --threadz")  # the nearest option is named
     assert near.code == 0 and "--threadz is not an option of" in near.err, near
     assert "did you mean --threads?" in near.err, near.err

@@ -343,7 +343,11 @@ class Manager:
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
     async def unpin(self, model: str, *, generate: bool = True, dry_run: bool = False) -> PinResult:
-        return await self._s.registry.unpin(model, generate=generate, dry_run=dry_run)
+        from .flags import unpin_lines
+
+        kept = await unpin_lines(self, model)  # the build it then runs may lack a flag
+        result = await self._s.registry.unpin(model, generate=generate, dry_run=dry_run)
+        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
 
     async def set_overrides(
         self,

@@ -14,9 +14,10 @@ from ..errors import Refused, did_you_mean
 if TYPE_CHECKING:
     from ..config.models import Settings
     from ..install.store import BuildStore, InstalledEntry
+    from . import Manager
     from .models import Plan
 
-__all__ = ["check_switch", "flag_lines", "followers", "pin_target"]
+__all__ = ["check_switch", "flag_lines", "followers", "pin_target", "unpin_lines"]
 
 
 def flag_lines(settings: Settings, models: list[str], entry: InstalledEntry) -> list[str]:
@@ -61,3 +62,24 @@ def pin_target(settings: Settings, builds: BuildStore, row_id: str) -> Installed
 
     build = build_id_of(settings.row(row_id))
     return next((e for e in builds.installed() if e.id == build), None) if build else None
+
+
+async def unpin_lines(mgr: Manager, model: str) -> list[str]:
+    """What unpinning ``model`` would break, as warnings (``unpin`` has no ``--force`` to
+    ask for): each flag of its ``extra_args`` the build it then runs does not list."""
+    from ..errors import Unknown
+
+    settings = await mgr.settings()
+    ov = settings.override(model)
+    if ov.backend is None:
+        return []
+    unpinned = ov.model_copy(update={"backend": None})
+    trial = settings.model_copy(update={"models": {**settings.models, model: unpinned}})
+    try:
+        here = await mgr.measure._plan(trial, model)
+    except Unknown:  # unpin takes a model discovery does not know (yet)
+        return []
+    res = getattr(here.planned, "resolution", None)
+    entry = pin_target(trial, mgr.builds, res.row.id) if res and res.row else None
+    lines = flag_lines(trial, [model], entry) if entry else []
+    return [f"unpinned anyway: {line}" for line in lines]

@@ -357,6 +357,14 @@ def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
     assert "chat: -dio is not an option of llama-server@b200-cpu" in error_line(to_row)
     assert config_path.read_text() == pinned_here
     assert b.cli("pin", "chat", "llama-server", "--force").code == 0
+    ok(b.cli("pin", "chat", "llama-server@b100-cpu"))
+    unpinned = b.cli("unpin", "chat")  # back onto b200: unpin has no --force, so it warns
+    assert (
+        unpinned.code == 0
+        and ("warning: unpinned anyway: chat: -dio is not an option of llama-server@b200-cpu")
+        in unpinned.err
+    ), unpinned
+    assert b.cli("unpin", "not-a-model").code == 0  # an id discovery does not know: no check
 
     near = b.cli("set", "chat", "extra_args=-t 2 --threadz")  # the nearest option is named
     assert near.code == 0 and "--threadz is not an option of" in near.err, near

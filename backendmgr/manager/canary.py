@@ -28,7 +28,7 @@ from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
 from ..requests import VerifyRequest
-from ..swap.process import alive
+from ..swap.process import alive, started_at
 from ..swap.status import MAX_PID
 from .facts import find_build
 
@@ -89,6 +89,13 @@ async def _wait_idle(mgr: Manager, models: list[str], bound: float) -> None:
         await anyio.sleep(IDLE_POLL_S)
 
 
+def _same_process(pid: int, started: object) -> bool:
+    """Whether the canary that wrote the mark still runs: its pid alive and, where the system
+    says when a process started, started then (a pid reused after a crash is not it)."""
+    now = started_at(pid)
+    return alive(pid) and (now is None or started is None or now == started)
+
+
 def _left_over(mark: Path) -> str | None:
     """What an earlier canary that never finished (killed, power lost) left pinned, and the
     commands that undo it; None when there is none."""
@@ -99,12 +106,12 @@ def _left_over(mark: Path) -> str | None:
         record = json.loads(raw)
         pins = dict(record["pins_before"])
         build = str(record["build"])
-        pid = record.get("pid")
+        pid, started = record.get("pid"), record.get("started")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return f"{mark} is unreadable; remove it after checking the pins (backendmgr models)"
-    if type(pid) is int and 0 < pid <= MAX_PID and alive(pid):  # it may still be at work
+    if type(pid) is int and 0 < pid <= MAX_PID and _same_process(pid, started):
         return f"a canary of {build} is running (process {pid}); wait until it is done"
     undo = "; ".join(
         f"backendmgr unpin {m}" if prior is None else f"backendmgr pin {m} {prior}"
@@ -158,7 +165,9 @@ async def canary(
     check_switch(settings, followers(plan, component), new, force=False)
     await _wait_idle(mgr, canaries, idle_wait)
     before = {m: settings.override(m).backend for m in canaries}
-    record = {"build": new.id, "previous": old, "pins_before": before, "pid": os.getpid()}
+    me = os.getpid()  # who runs it, and since when: a later canary tells it from a reused pid
+    record: dict[str, Any] = {"build": new.id, "previous": old, "pins_before": before}
+    record.update(pid=me, started=started_at(me))
     text = json.dumps(record, indent=1).encode()
     if not await anyio.to_thread.run_sync(create_exclusive, mark, text):  # one canary at a time
         raise Refused(

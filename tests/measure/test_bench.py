@@ -461,6 +461,11 @@ def test_a_canary_that_never_finished_is_named_before_another_starts(
     )
     assert registry_state(b, config_path) == before and mark.exists()
 
+    # its pid now belongs to another process (this one), started at another time: not it
+    reused = {"pid": os.getpid(), "started": "1"}
+    mark.write_text(json.dumps({"build": "llama-server@b200-cpu", "pins_before": {}, **reused}))
+    assert "did not finish" in error_line(b.cli("activate", "llama-server@b200", *CANARY))
+
 
 # --- servers that answer badly (issue 32's adversarial pass): NaN or infinite figures, not
 # JSON, megabytes, one byte at a time so that no per-read timeout fires. Each is one failed run

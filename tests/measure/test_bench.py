@@ -498,6 +498,7 @@ def strict_json(text: str) -> Any:
         ({"answer": "[" * 200_000}, "no figures in the answer"),  # deeper than json parses
         ({"flood": 40}, "answered more than 1024 KiB"),
         ({"drip": 0.3}, "no whole answer within 3 s"),
+        ({"timings": {"predicted_per_second": 1.0}, "slow": 600}, "no whole answer within 3 s"),
         ({"drip_health": 0.3}, "not healthy within 4 s"),
     ],
 )

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.lowlevel
@@ -47,26 +47,48 @@ def hold_to_exit() -> None:
     _Policy.to_exit = True
 
 
-def _hold(held: Held) -> Any:
-    """From now on, count Ctrl-C in ``held`` instead of acting on it (on the main thread,
-    where signals arrive); the handler it replaced, to put back (None elsewhere)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = signal.getsignal(signal.SIGINT)
+class _Holding:
+    """The blocks holding Ctrl-C now. Several may overlap in one process (the page's jobs each
+    stop their servers): the first saves the handler and the last puts it back, whatever the
+    order they end in (each putting back what it found would leave a stale one installed)."""
 
-    def hold(signum: int, frame: FrameType | None) -> None:
+    blocks: ClassVar[list[Held]] = []
+    saved: ClassVar[Any] = None
+
+
+def _count(signum: int, frame: FrameType | None) -> None:
+    for held in _Holding.blocks:
         held.interrupts += 1
 
-    if previous is not None:
-        signal.signal(signal.SIGINT, hold)
-    return previous
+
+def _hold(held: Held) -> bool:
+    """From now on, count Ctrl-C in ``held`` instead of acting on it; False where it cannot
+    (off the main thread, where no signal arrives, or a handler not set from Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if not _Holding.blocks:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is None:
+            return False
+        _Holding.saved = previous
+        signal.signal(signal.SIGINT, _count)
+    _Holding.blocks.append(held)
+    return True
+
+
+def _release(held: Held, then: Any = None) -> None:
+    """Stop counting in ``held``; the last block out puts the saved handler back (or ``then``)."""
+    _Holding.blocks.remove(held)
+    if not _Holding.blocks:
+        signal.signal(signal.SIGINT, then or _Holding.saved)
+        _Holding.saved = None
 
 
 @asynccontextmanager
 async def committing() -> AsyncIterator[Held]:
     """Raise the pending cancellation if any; else run the block to its end, whatever comes."""
     held = Held()
-    previous = _hold(held)  # first, so that no Ctrl-C falls between the check and the block
+    holding = _hold(held)  # first, so that no Ctrl-C falls between the check and the block
     entered = False
     try:
         await anyio.lowlevel.checkpoint()  # a cancellation until now: nothing happens
@@ -74,11 +96,8 @@ async def committing() -> AsyncIterator[Held]:
         with anyio.CancelScope(shield=True):
             yield held
     finally:
-        if previous is not None:
-            if entered and _Policy.to_exit:
-                signal.signal(signal.SIGINT, _after_commit(held))
-            else:
-                signal.signal(signal.SIGINT, previous)
+        if holding:
+            _release(held, _after_commit(held) if entered and _Policy.to_exit else None)
 
 
 @asynccontextmanager
@@ -89,13 +108,13 @@ async def undoing() -> AsyncIterator[Held]:
     and asyncio's runner raises ``KeyboardInterrupt`` at the second, wherever the undo is.
     No checkpoint first (unlike :func:`committing`): the run may be cancelled already."""
     held = Held()
-    previous = _hold(held)
+    holding = _hold(held)
     try:
         with anyio.CancelScope(shield=True):
             yield held
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        if holding:
+            _release(held)
 
 
 def _after_commit(held: Held) -> Callable[[int, FrameType | None], None]:

@@ -440,7 +440,8 @@ def test_ctrl_c_during_a_canary_puts_the_pins_back(
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, (out, err)
+    # a press that lands once the undo is over ends it by the signal (a shell says 130 too)
+    assert proc.returncode in ((130,) if presses == 1 else (130, -signal.SIGINT)), (out, err)
     assert "Traceback" not in err
     assert registry_state(b, config_path) == before
     assert not marked.exists()

@@ -22,11 +22,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any, ClassVar
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["Held", "committing", "hold_to_exit"]
+__all__ = ["Held", "committing", "hold_to_exit", "undoing"]
 
 
 @dataclass
@@ -46,19 +47,48 @@ def hold_to_exit() -> None:
     _Policy.to_exit = True
 
 
+class _Holding:
+    """The blocks holding Ctrl-C now. Several may overlap in one process (the page's jobs each
+    stop their servers): the first saves the handler and the last puts it back, whatever the
+    order they end in (each putting back what it found would leave a stale one installed)."""
+
+    blocks: ClassVar[list[Held]] = []
+    saved: ClassVar[Any] = None
+
+
+def _count(signum: int, frame: FrameType | None) -> None:
+    for held in _Holding.blocks:
+        held.interrupts += 1
+
+
+def _hold(held: Held) -> bool:
+    """From now on, count Ctrl-C in ``held`` instead of acting on it; False where it cannot
+    (off the main thread, where no signal arrives, or a handler not set from Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if not _Holding.blocks:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is None:
+            return False
+        _Holding.saved = previous
+        signal.signal(signal.SIGINT, _count)
+    _Holding.blocks.append(held)
+    return True
+
+
+def _release(held: Held, then: Any = None) -> None:
+    """Stop counting in ``held``; the last block out puts the saved handler back (or ``then``)."""
+    _Holding.blocks.remove(held)
+    if not _Holding.blocks:
+        signal.signal(signal.SIGINT, then or _Holding.saved)
+        _Holding.saved = None
+
+
 @asynccontextmanager
 async def committing() -> AsyncIterator[Held]:
     """Raise the pending cancellation if any; else run the block to its end, whatever comes."""
     held = Held()
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGINT)
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        held.interrupts += 1
-
-    if previous is not None:  # first, so that no Ctrl-C falls between the check and the block
-        signal.signal(signal.SIGINT, hold)
+    holding = _hold(held)  # first, so that no Ctrl-C falls between the check and the block
     entered = False
     try:
         await anyio.lowlevel.checkpoint()  # a cancellation until now: nothing happens
@@ -66,11 +96,25 @@ async def committing() -> AsyncIterator[Held]:
         with anyio.CancelScope(shield=True):
             yield held
     finally:
-        if previous is not None:
-            if entered and _Policy.to_exit:
-                signal.signal(signal.SIGINT, _after_commit(held))
-            else:
-                signal.signal(signal.SIGINT, previous)
+        if holding:
+            _release(held, _after_commit(held) if entered and _Policy.to_exit else None)
+
+
+@asynccontextmanager
+async def undoing() -> AsyncIterator[Held]:
+    """An undo that must run whole, even in the ``finally`` of a run being cancelled (a
+    canary's temporary pins, a bisect's installs, a started server's stop): shielded, with
+    Ctrl-C held meanwhile. Shielding alone is not enough: the first Ctrl-C cancels the run,
+    and asyncio's runner raises ``KeyboardInterrupt`` at the second, wherever the undo is.
+    No checkpoint first (unlike :func:`committing`): the run may be cancelled already."""
+    held = Held()
+    holding = _hold(held)
+    try:
+        with anyio.CancelScope(shield=True):
+            yield held
+    finally:
+        if holding:
+            _release(held)
 
 
 def _after_commit(held: Held) -> Callable[[int, FrameType | None], None]:

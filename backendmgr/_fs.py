@@ -19,9 +19,11 @@ __all__ = [
     "ReadOnlyFile",
     "apply_umask",
     "atomic_write_bytes",
+    "create_exclusive",
     "fsync_dir",
     "link_refused",
     "read_record_file",
+    "read_regular",
     "sanitize_segment",
     "sync_filesystem",
     "unlink_no_follow",
@@ -258,19 +260,48 @@ def unlink_no_follow(path: Path, anchor: Path) -> None:
         path.unlink()
 
 
+def read_regular(path: Path, cap: int, *, follow: bool = True) -> bytes:
+    """At most ``cap + 1`` bytes of ``path`` (more than ``cap``: the caller's "too large").
+    Anything but a regular file is an :class:`OSError`, found without blocking: a FIFO in its
+    place would hang the open, ``/dev/zero`` would be read forever. ``follow`` False: a link at
+    ``path`` itself is an OSError too (a marker of ours that no one links on purpose)."""
+    flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags if follow else flags | _NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return fh.read(cap + 1)
+
+
+def create_exclusive(path: Path, data: bytes) -> bool:
+    """Create ``path`` with ``data``, unless something (a file, a link, even a dangling one)
+    is there already: False then, and nothing is written or followed. The claim of a
+    one-at-a-time operation: of two at once, exactly one creates it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:
+        return False
+    try:
+        _fill(fd, data, None)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return True
+
+
 def read_record_file(path: Path, cap: int, version: int, key: str) -> dict[str, Any]:
     """``key``'s mapping from one of our versioned JSON files (the verify results, the tuned
     contexts): an unreadable, oversized, foreign or other-version file reads as empty."""
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(cap + 1)
+        raw = read_regular(path, cap)
     except OSError:
         return {}
     if len(raw) > cap:
         return {}
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
         return {}
     if not isinstance(data, dict) or data.get("version") != version:
         return {}

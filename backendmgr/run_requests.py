@@ -131,6 +131,8 @@ class BisectRequest(Request):
     def rule(self) -> str | None:
         if not 0 < self.threshold < 100:
             return f"--threshold must be above 0 and below 100 percent, not {self.threshold:g}"
+        if self.good == self.bad:  # refused before anything is asked of the network
+            return f"--good {self.good} must be an older release than --bad {self.bad}"
         return None
 
 

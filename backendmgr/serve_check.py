@@ -27,15 +27,26 @@ import anyio
 import httpx
 from anyio.abc import Process
 
+from ._commit import undoing
 from ._proc import cannot_start, open_group
 
-__all__ = ["CheckResult", "check_command", "free_port", "gpu_memory_gib", "substitute_port"]
+__all__ = [
+    "CheckResult",
+    "Unusable",
+    "bounded_answer",
+    "check_command",
+    "free_port",
+    "gpu_memory_gib",
+    "substitute_port",
+]
 
 TAIL_LINES = 12  # lines of the child's output kept for a failure report
 LOG_LINES = 200  # kept to recognise a failure's cause: vLLM's root error precedes its traceback
 TAIL_LINE_CHARS = 240
 PARTIAL_CAP = 8192  # bytes of an unterminated line kept while more arrives
 BODY_CHARS = 200  # of an HTTP error body, in the reason
+ANSWER_CAP = 8 << 20  # bytes of one answer read (an embedding of 32k floats fits)
+HEALTH_WAIT_S = 5.0  # one health request, in all
 GRACE_S = 5.0
 POLL_S = 0.1
 NVIDIA_SMI_TIMEOUT_S = 10.0
@@ -287,11 +298,39 @@ async def check_command(
                 async with httpx.AsyncClient(base_url=base, trust_env=False) as client:
                     result = dataclasses.replace(result, then=await then(client))
         finally:
-            with anyio.CancelScope(shield=True):
+            async with undoing():  # a second Ctrl-C must not leave it running
                 await _stop(process, grace)
                 tg.cancel_scope.cancel()  # a grandchild outside the group may hold the pipe
                 await process.aclose()
     return result
+
+
+class Unusable(Exception):
+    """A started server's answer that cannot be used: too large, or not whole in time."""
+
+
+async def bounded_answer(
+    client: httpx.AsyncClient,
+    method: str,
+    path: str,
+    *,
+    within: float,
+    json: Any = None,
+    cap: int = ANSWER_CAP,
+) -> tuple[int, bytes]:
+    """The status and body of one request to a server we started, in at most ``within``
+    seconds in all (httpx's timeout is per read: a server that drips a byte a second would
+    outlive it) and at most ``cap`` bytes of body; :class:`Unusable` or an
+    ``httpx.HTTPError`` otherwise."""
+    with anyio.move_on_after(within):
+        async with client.stream(method, path, json=json, timeout=within) as answer:
+            body = bytearray()
+            async for chunk in answer.aiter_bytes():
+                body += chunk
+                if len(body) > cap:
+                    raise Unusable(f"{path} answered more than {cap >> 10} KiB")
+            return answer.status_code, bytes(body)
+    raise Unusable(f"{path}: no whole answer within {within:g} s")
 
 
 async def _exercise(
@@ -326,26 +365,27 @@ async def _exercise(
                     False, f"not healthy within {timeout:g} s", None, None, process.pid
                 )
             try:
-                if health_path:
-                    answer = await client.get(probe)
-                else:
-                    answer = await client.post(probe, json=body)
-                if answer.status_code == 200:
+                within = max(0.1, min(HEALTH_WAIT_S, deadline - time.monotonic()))
+                method, sent = ("GET", None) if health_path else ("POST", body)
+                status, _ = await bounded_answer(client, method, probe, within=within, json=sent)
+                if status == 200:
                     break
-            except httpx.HTTPError:
+            except (httpx.HTTPError, Unusable):
                 pass
             with anyio.move_on_after(POLL_S):
                 await process.wait()
         ready = round(time.monotonic() - started, 2)
         try:
             remaining = max(5.0, deadline - time.monotonic())
-            answer = await client.post(path, json=body, timeout=remaining)
+            status, said = await bounded_answer(client, "POST", path, within=remaining, json=body)
+        except Unusable as exc:
+            return CheckResult(False, str(exc), ready, None, process.pid)
         except httpx.HTTPError as exc:
             reason = f"{path}: {type(exc).__name__} {exc}".strip()
             return CheckResult(False, reason, ready, None, process.pid)
-        if answer.status_code >= 400:
-            text = " ".join(answer.text[:BODY_CHARS].split())
-            reason = f"HTTP {answer.status_code} from {path}" + (f": {text}" if text else "")
+        if status >= 400:
+            text = " ".join(said[: BODY_CHARS * 4].decode(errors="replace")[:BODY_CHARS].split())
+            reason = f"HTTP {status} from {path}" + (f": {text}" if text else "")
             return CheckResult(False, reason, ready, None, process.pid)
         gpu = await gpu_memory_gib(process.pid, environ)
         return CheckResult(True, None, ready, gpu, process.pid, tail.device())

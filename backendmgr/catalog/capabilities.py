@@ -126,10 +126,14 @@ def parse_options(text: str) -> list[str]:
     return sorted(found)
 
 
+UNLISTED_SHOWN = 10  # flags named at most: a message per flag of a 20 000-flag value is noise
+
+
 def unlisted_flags(extra_args: str | None, caps: Capabilities | None) -> list[str]:
     """The flags of ``extra_args`` (``--x`` and ``--x=v`` alike) that ``caps`` does not list:
     what a switch to that build would break. None when its options are unknown (a stand-in, a
-    build probed before capabilities), or ``extra_args`` does not split."""
+    build probed before capabilities), or ``extra_args`` does not split. At most
+    UNLISTED_SHOWN of them, each cut at MAX_OPTION_LEN: they are named in messages."""
     import shlex
 
     if caps is None or caps.options is None or not extra_args:
@@ -142,8 +146,12 @@ def unlisted_flags(extra_args: str | None, caps: Capabilities | None) -> list[st
     for token in tokens:
         flag = token.split("=", 1)[0]
         is_flag = _OPTION.fullmatch(flag) and not flag.lstrip("-")[:1].isdigit()  # not -1
+        if len(flag) > MAX_OPTION_LEN:
+            flag = flag[:MAX_OPTION_LEN] + "…"
         if is_flag and flag not in caps.options and flag not in out:
             out.append(flag)
+            if len(out) == UNLISTED_SHOWN:
+                break
     return out
 
 

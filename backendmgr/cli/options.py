@@ -99,10 +99,12 @@ def add_fields(
     *,
     skip: Collection[str] = (),
     types: Mapping[str, Callable[[str], Any]] | None = None,
+    unset: bool = False,
 ) -> None:
     """The arguments of ``cls``'s fields but ``skip``, without making the request: for one a
     command makes besides its own (``verify --repair``, ``activate --canary``: see
-    :func:`made`)."""
+    :func:`made`). ``unset``: an option not given stays None (its help names the request's
+    default, which :func:`made` then applies), so the command can tell it was not given."""
     types = types or {}
     for name, arg in args_of(cls):
         if name in skip:
@@ -110,6 +112,9 @@ def add_fields(
         kind = kind_of(cls, name)
         default = default_of(cls, name)
         options: dict[str, Any] = {"help": arg.text()}
+        if unset and kind is not bool and default is not dataclasses.MISSING:
+            options["help"] = options["help"].replace("%(default)s", str(default))
+            default = None
         if arg.metavar is not None:
             options["metavar"] = arg.metavar
         if kind is bool:
@@ -147,6 +152,7 @@ def made(args: argparse.Namespace, cls: type[R], **given: Any) -> R:
     """The ``cls`` request of the parsed ``args`` (its fields the :func:`add_fields` made, or
     ``given``); a value it refuses is a usage error (exit 2)."""
     values = {name: getattr(args, name) for name, _ in args_of(cls) if name not in given}
+    values = {name: v for name, v in values.items() if v is not None}  # None: its default
     return cls(**_plain(cls, values), **given)
 
 

@@ -232,7 +232,7 @@ class Manager:
         return await self._s.switches.pin(request)
 
     async def unpin(self, request: UnpinRequest) -> PinResult:
-        return await self._s.registry.unpin(request)
+        return await self._s.switches.unpin(request)
 
     async def set_overrides(self, request: SetRequest) -> ModelSettingsResult:
         return await self._s.registry.set_overrides(request)

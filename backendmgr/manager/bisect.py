@@ -19,8 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
-
+from .._commit import undoing
 from .._version import __version__
 from ..api_models import BisectReport
 from ..errors import Refused, UsageError
@@ -136,8 +135,10 @@ class Bisect:
 
             if not is_bad(await measure(bad)):
                 raise Refused(
-                    f"--bad {bad} is not bad: {measured[bad].predicted_per_second:g} t/s against "
-                    f"{speed:g} t/s on {good} (threshold {threshold:g} %)"
+                    f"--bad {bad} is not bad: {model_id} starts on it"
+                    if metric == "starts"
+                    else f"--bad {bad} is not bad: {measured[bad].predicted_per_second:g} t/s "
+                    f"against {speed:g} t/s on {good} (threshold {threshold:g} %)"
                 )
             while hi - lo > 1:
                 mid = (lo + hi) // 2
@@ -147,7 +148,7 @@ class Bisect:
                     lo = mid
         finally:
             if installed_here and not req.keep:
-                with anyio.CancelScope(shield=True):
+                async with undoing():  # Ctrl-C held: a second one must not stop it halfway
                     request = UninstallRequest(builds=list(installed_here))
                     done = await self.uninstaller.uninstall(request)
                     removed = list(done.ids)

@@ -14,6 +14,7 @@ canary first waits (bounded) until none of the canaries is starting or stopping 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._fs import atomic_write_bytes
+from .._commit import undoing
+from .._fs import create_exclusive, read_regular
 from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
 from ..measure.results import BenchResult
@@ -35,6 +37,8 @@ from ..requests import (
     VerifyRequest,
 )
 from ..run_requests import BenchRequest
+from ..swap.process import alive, started_at
+from ..swap.status import MAX_PID
 from .facts import find_build
 
 if TYPE_CHECKING:
@@ -90,17 +94,30 @@ async def _wait_idle(home: Path, models: list[str], bound: float) -> None:
         await anyio.sleep(IDLE_POLL_S)
 
 
+def _same_process(pid: int, started: object) -> bool:
+    """Whether the canary that wrote the mark still runs: its pid alive and, where the system
+    says when a process started, started then (a pid reused after a crash is not it)."""
+    now = started_at(pid)
+    return alive(pid) and (now is None or started is None or now == started)
+
+
 def _left_over(mark: Path) -> str | None:
     """What an earlier canary that never finished (killed, power lost) left pinned, and the
     commands that undo it; None when there is none."""
-    try:
-        record = json.loads(mark.read_bytes()[:MARK_CAP])
+    try:  # a link, a FIFO or /dev/zero in its place is unreadable, never followed or waited on
+        raw = read_regular(mark, MARK_CAP, follow=False)
+        if len(raw) > MARK_CAP:
+            raise ValueError("too large")
+        record = json.loads(raw)
         pins = dict(record["pins_before"])
         build = str(record["build"])
+        pid, started = record.get("pid"), record.get("started")
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return f"{mark} is unreadable; remove it after checking the pins (backendmgr models)"
+    if type(pid) is int and 0 < pid <= MAX_PID and _same_process(pid, started):
+        return f"a canary of {build} is running (process {pid}); wait until it is done"
     undo = "; ".join(
         f"backendmgr unpin {m}" if prior is None else f"backendmgr pin {m} {prior}"
         for m, prior in pins.items()
@@ -143,6 +160,10 @@ class Canary:
         tolerance (percent; prompt and generation speed, medians); roll back otherwise."""
         models, tolerance, timeout = req.models, req.tolerance, req.timeout
         new = find_build(self.builds, req.build)
+        mark = self.home / CANARY_NAME  # first: a running canary's pins are no user's
+        left = await anyio.to_thread.run_sync(_left_over, mark)
+        if left is not None:
+            raise Refused(left)
         settings = await self.settings()
         component = new.receipt.component
         old = build_id_of(settings.row(component))
@@ -163,15 +184,17 @@ class Canary:
 
         plan = await self.models.plan()  # a promotion must not break a model's flags either
         check_switch(settings, followers(plan, component), new, force=False)
-        mark = self.home / CANARY_NAME
-        left = await anyio.to_thread.run_sync(_left_over, mark)
-        if left is not None:
-            raise Refused(left)
         await _wait_idle(self.home, canaries, idle_wait)
         before = {m: settings.override(m).backend for m in canaries}
-        record = {"build": new.id, "previous": old, "pins_before": before}
+        me = os.getpid()  # who runs it, and since when: a later canary tells it from a reused pid
+        record: dict[str, Any] = {"build": new.id, "previous": old, "pins_before": before}
+        record.update(pid=me, started=started_at(me))
         body = json.dumps(record, indent=1).encode()
-        await anyio.to_thread.run_sync(atomic_write_bytes, mark, body)
+        if not await anyio.to_thread.run_sync(create_exclusive, mark, body):  # one at a time
+            raise Refused(
+                (await anyio.to_thread.run_sync(_left_over, mark))
+                or f"another canary claimed {mark} at the same moment; nothing was changed"
+            )
         promoted = False
         try:
             for model_id in canaries:
@@ -187,7 +210,7 @@ class Canary:
                 await self.switches.activate(ActivateRequest(build=new.id))
                 promoted = True
         finally:
-            with anyio.CancelScope(shield=True):  # the temporary pins go, whatever happened
+            async with undoing():  # the temporary pins go, whatever happened (Ctrl-C held)
                 for model_id, prior in before.items():
                     if prior is None:
                         await self.registry.unpin(UnpinRequest(model=model_id, generate=False))
@@ -220,14 +243,22 @@ class Canary:
         id, or None when the activated build is already the newest."""
         if not models:
             raise UsageError("name at least one canary model")
+        if component is not None:
+            self.installer.ctx.manifest(component)  # an unknown one: a usage error, near names
         settings = await self.settings()
-        if component is None:
-            here = await self.measure._plan(settings, models[0])
+        for model_id in dict.fromkeys(models):  # each canary is checked before anything installs
+            here = await self.measure._plan(settings, model_id)
             row = getattr(here.planned, "resolution", None)
             row = row.row if row is not None else None
-            component = row.component if row is not None and row.managed else None
-            if component is None:
-                raise Refused(f"{models[0]} does not run on an installed build; name the component")
+            runs_on = row.component if row is not None and row.managed else None
+            if runs_on is None:
+                raise Refused(
+                    f"{model_id} does not run on an installed build; it cannot be a canary"
+                )
+            if component is not None and runs_on != component:
+                raise Refused(f"{model_id} runs on {runs_on}, not on {component}: not its canary")
+            component = runs_on
+        assert component is not None
         activated = settings.row(component)
         if activated is None or not activated.variant:
             raise Refused(f"{component} has no activated build; install one first")
@@ -275,9 +306,12 @@ def _compare(
         if was is None or not was.ok:
             problems.append(f"bench failed on {old}: {was.reason if was else 'not run'}")
         for key, pct in slower.items():
+            what = "prompt" if key.startswith("prompt") else "generation"
+            unshown = getattr(was, key, None) is not None and getattr(now, key, None) is None
             if pct is not None and pct > tolerance:
-                what = "prompt" if key.startswith("prompt") else "generation"
                 problems.append(f"{what} {pct:g} % slower")
+            elif unshown and now is not None and now.ok:  # "no slower" cannot be shown
+                problems.append(f"{what} speed not reported on {new}")
         good = good and not problems
         out.append(
             {

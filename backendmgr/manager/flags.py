@@ -12,11 +12,13 @@ from ..catalog.capabilities import unlisted_flags
 from ..errors import Refused, did_you_mean
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..config.models import Settings
-    from ..install.store import InstalledEntry
+    from ..install.store import BuildStore, InstalledEntry
     from .models import Plan
 
-__all__ = ["check_switch", "flag_lines", "followers"]
+__all__ = ["check_switch", "flag_lines", "followers", "pin_target", "unpin_lines"]
 
 
 def flag_lines(settings: Settings, models: list[str], entry: InstalledEntry) -> list[str]:
@@ -51,3 +53,33 @@ def check_switch(
     if lines and not force:
         raise Refused("; ".join(lines) + "; nothing was switched (--force switches anyway)")
     return [f"kept with --force: {line}" for line in lines]
+
+
+def pin_target(settings: Settings, builds: BuildStore, row_id: str) -> InstalledEntry | None:
+    """The installed build a pin to ``row_id`` makes a model run: a build row's own, or a
+    component row's activated build (``pin chat llama-server`` switches builds too); None
+    for a manual row."""
+    from ..registry.rows import build_id_of
+
+    build = build_id_of(settings.row(row_id))
+    return next((e for e in builds.installed() if e.id == build), None) if build else None
+
+
+def unpin_lines(
+    settings: Settings, pipeline: Callable[[Settings], Plan], builds: BuildStore, model: str
+) -> list[str]:
+    """What unpinning ``model`` would break, as warnings (``unpin`` has no ``--force`` to
+    ask for): each flag of its ``extra_args`` the build it then runs does not list."""
+    ov = settings.override(model)
+    if ov.backend is None:
+        return []
+    unpinned = ov.model_copy(update={"backend": None})
+    trial = settings.model_copy(update={"models": {**settings.models, model: unpinned}})
+    plan = pipeline(trial)
+    planned = next(
+        (p for m, p in zip(plan.found.models, plan.plans, strict=True) if m.id == model), None
+    )  # None: unpin takes a model discovery does not know (yet)
+    res = getattr(planned, "resolution", None)
+    entry = pin_target(trial, builds, res.row.id) if res and res.row else None
+    lines = flag_lines(trial, [model], entry) if entry else []
+    return [f"unpinned anyway: {line}" for line in lines]

@@ -7,9 +7,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..requests import ActivateRequest, PinRequest
+import anyio
+
+from ..requests import ActivateRequest, PinRequest, UnpinRequest
 from .facts import find_build
-from .flags import check_switch, followers
+from .flags import check_switch, followers, pin_target, unpin_lines
 
 if TYPE_CHECKING:
     from ..api_models import ActivateResult, PinResult
@@ -42,14 +44,20 @@ class Switches:
 
     async def pin(self, req: PinRequest) -> PinResult:
         """Pin the model to the row; a build that does not list a flag of the model's
-        ``extra_args`` refuses it, unless ``force``."""
-        model, row_id = req.model, req.row
+        ``extra_args`` refuses it, unless ``force`` (a component row's activated build too:
+        ``pin chat llama-server`` switches builds as well)."""
         settings = await self.settings()
-        row = settings.row(row_id)
-        kept: list[str] = []
-        if row is not None and row.build:
-            entry = next((e for e in self.builds.installed() if e.id == row_id), None)
-            if entry is not None:
-                kept = check_switch(settings, [model], entry, force=req.force)
+        entry = pin_target(settings, self.builds, req.row)
+        kept = check_switch(settings, [req.model], entry, force=req.force) if entry else []
         result = await self.registry.pin(req)
+        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+
+    async def unpin(self, req: UnpinRequest) -> PinResult:
+        """Unpin the model; a flag the build it then runs does not list is a warning."""
+        settings = await self.settings()
+        pipeline = self.models.pipeline
+        kept = await anyio.to_thread.run_sync(
+            unpin_lines, settings, pipeline, self.builds, req.model
+        )
+        result = await self.registry.unpin(req)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result

@@ -10,6 +10,8 @@ Figures are kept like ``tune``'s: one record per (model, build, device) in the d
 
 from __future__ import annotations
 
+import json
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 BENCH_NAME = "bench.json"
-REQUEST_TIMEOUT_S = 900.0  # one run: a slow CPU generating a few hundred tokens fits
+REQUEST_TIMEOUT_S = 900.0  # one run, in all: a slow CPU generating a few hundred tokens fits
 ANSWER_CAP = 1 << 20  # bytes of an answer read
 
 # Common English words, about one token each in every vocabulary backendmgr meets.
@@ -152,10 +154,14 @@ def figures(runs: list[Run]) -> dict[str, Any]:
 
 
 def _number(data: Any, key: str) -> float | None:
+    """``data[key]`` when it is a finite number of at least 0: a server's NaN, Infinity (JSON
+    as Python reads it), string or negative figure is no figure (a NaN median would compare
+    as "no slower" and promote a canary)."""
     value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 async def run_once(
@@ -163,6 +169,8 @@ async def run_once(
 ) -> Run | str:
     """One request of the fixed prompt for ``tokens`` tokens; its figures, or why none."""
     import httpx
+
+    from ..serve_check import Unusable, bounded_answer
 
     prompt = prompt_text(words)
     vllm = kind == "vllm"
@@ -175,13 +183,20 @@ async def run_once(
     body.update(ignore_eos=True, temperature=0)
     started = time.monotonic()
     try:
-        answer = await client.post(path, json=body, timeout=REQUEST_TIMEOUT_S)
+        status, raw = await bounded_answer(
+            client, "POST", path, within=REQUEST_TIMEOUT_S, json=body, cap=ANSWER_CAP
+        )
         wall = time.monotonic() - started
-        data = answer.json() if len(answer.content) <= ANSWER_CAP else None
-    except (httpx.HTTPError, ValueError) as exc:
+    except Unusable as exc:
+        return str(exc)
+    except httpx.HTTPError as exc:
         return f"{path}: {type(exc).__name__} {exc}".strip()
-    if answer.status_code >= 400 or not isinstance(data, dict):
-        return f"HTTP {answer.status_code} from {path}: no figures in the answer"
+    try:
+        data = json.loads(raw) if status < 400 else None
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
+        data = None
+    if not isinstance(data, dict):
+        return f"HTTP {status} from {path}: no figures in the answer"
     if vllm:
         done = _number(data.get("usage"), "completion_tokens")
         given = _number(data.get("usage"), "prompt_tokens")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._fs import read_record_file
+from .._fs import read_record_file, read_regular
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
@@ -119,6 +119,7 @@ class TunedStore:
 
     def __init__(self, paths: Paths, name: str = TUNED_NAME) -> None:
         self.path = paths.home / name
+        self._home = paths.home
         self._lock = paths.locks / f"{name.removesuffix('.json')}.lock"
 
     def records(self) -> dict[str, list[dict[str, Any]]]:
@@ -126,8 +127,8 @@ class TunedStore:
 
     def inputs_text(self) -> str:
         """For the generated config's inputs hash: a new record means a new config."""
-        try:
-            return "tuned " + hashlib.sha256(self.path.read_bytes()[:TUNED_CAP]).hexdigest()
+        try:  # a FIFO in its place must not hang every command that generates
+            return "tuned " + hashlib.sha256(read_regular(self.path, TUNED_CAP)).hexdigest()
         except OSError:
             return "tuned none"
 
@@ -165,7 +166,8 @@ class TunedStore:
                 ]
                 models[raw["model"]] = [*kept, raw][-16:]
             body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
-            atomic_write_bytes(self.path, body.encode())
+            # never through a link: one to /dev/zero would have the device replaced
+            atomic_write_bytes(self.path, body.encode(), no_links_below=self._home)
 
 
 def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:

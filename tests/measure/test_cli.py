@@ -4,6 +4,7 @@ real servers' words."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -478,3 +479,43 @@ def test_committing_cancels_before_and_holds_ctrl_c_inside(when: str, said: str)
     if when == "twice":
         assert done.returncode == 130
         assert done.stderr == "error: interrupted after the result was recorded; it stands\n"
+
+
+@pytest.mark.asyncio
+async def test_overlapping_undos_put_the_ctrl_c_handler_back_whatever_order_they_end() -> None:
+    """The page's jobs stop their servers concurrently: an undo that ends before another
+    must not leave its hold installed for good (Ctrl-C would never stop the server again)."""
+    from backendmgr._commit import Held, undoing
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("a held Ctrl-C reached the handler")
+
+    async def undo(held: list[Held], entered: asyncio.Event, leave: asyncio.Event) -> None:
+        async with undoing() as h:
+            held.append(h)
+            entered.set()
+            await leave.wait()
+
+    async def ctrl_c() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.sleep(0.01)
+
+    old = signal.signal(signal.SIGINT, mine)
+    try:
+        held: list[Held] = []
+        events = [(asyncio.Event(), asyncio.Event()) for _ in range(2)]
+        tasks = [asyncio.create_task(undo(held, *e)) for e in events]
+        for entered, _ in events:
+            await entered.wait()
+        await ctrl_c()
+        assert [h.interrupts for h in held] == [1, 1]
+        events[0][1].set()  # the first in ends first
+        await tasks[0]
+        assert signal.getsignal(signal.SIGINT) is not mine  # the second still holds
+        await ctrl_c()
+        assert [h.interrupts for h in held] == [1, 2]
+        events[1][1].set()
+        await tasks[1]
+        assert signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, old)

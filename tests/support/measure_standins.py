@@ -12,7 +12,12 @@ One script, told how to behave by the ``BEHAVIOUR`` line the test writes at its 
 - ``name``: what ``$FAKE_DIR/starts`` calls it (its folder's name otherwise);
 - ``timings``: what it reports as llama-server's ``timings`` on ``/completion`` (its speed:
   ``prompt_per_second``, ``predicted_per_second``), with the counts the request asked for;
-- ``slow``: seconds each ``/completion`` (``/v1/completions`` for vLLM) takes.
+- ``slow``: seconds each ``/completion`` (``/v1/completions`` for vLLM) takes;
+- ``answer``: the exact text ``/completion`` answers instead (not JSON, a string's timings);
+- ``drip``: ``/completion`` promises a long body and sends one byte of it every ``drip``
+  seconds, forever (a per-read timeout never fires); ``drip_health`` does so on ``/health``;
+- ``flood``: MiB of JSON that ``/completion`` answers (a megabyte printer);
+- ``chatter``: MiB it prints on its output before it serves, half of it in one line.
 Every process notes its pid in ``$FAKE_DIR/pids`` so a test can check none is left.
 """
 
@@ -109,6 +114,10 @@ if limit is not None and ctx > limit:
         f"common_init_from_params: failed to create context with model '{model}'",
         "main: exiting due to model loading error")
 held = b"\x01" * (ctx * BEHAVIOUR.get("k", 0))  # written, so resident
+for _ in range(BEHAVIOUR.get("chatter", 0)):
+    sys.stdout.write("x" * (1 << 19))  # half a MiB without a newline
+    sys.stdout.write(("log line\n" * 58254)[: 1 << 19])
+sys.stdout.flush()
 time.sleep(BEHAVIOUR.get("delay", 0))
 
 class Handler(BaseHTTPRequestHandler):
@@ -123,8 +132,20 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def drip(self, every):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(1 << 30))
+        self.end_headers()
+        while True:
+            self.wfile.write(b" ")
+            self.wfile.flush()
+            time.sleep(every)
+
     def do_GET(self):
-        if self.path == "/health" and fail != "hang":
+        if self.path == "/health" and "drip_health" in BEHAVIOUR:
+            self.drip(BEHAVIOUR["drip_health"])
+        elif self.path == "/health" and fail != "hang":
             self.send(200, {"status": "ok"})
         else:
             self.send(503, {"error": {"message": "Loading model"}})
@@ -140,6 +161,23 @@ class Handler(BaseHTTPRequestHandler):
             usage = {"prompt_tokens": len(str(asked.get("prompt", "")).split()),
                      "completion_tokens": asked.get("max_tokens", 0)}
             self.send(200, {"choices": [{"text": "x"}], "usage": usage})
+        elif self.path == "/completion" and "drip" in BEHAVIOUR:
+            self.drip(BEHAVIOUR["drip"])
+        elif self.path == "/completion" and "answer" in BEHAVIOUR:
+            raw = BEHAVIOUR["answer"].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        elif self.path == "/completion" and "flood" in BEHAVIOUR:
+            chunk = b'{"x": "' + b"y" * (1 << 20)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()  # no length: the body ends when the connection closes
+            for _ in range(BEHAVIOUR["flood"]):
+                self.wfile.write(chunk)
+            self.wfile.write(b'"}')
+            self.close_connection = True
         elif self.path == "/completion" and "timings" in BEHAVIOUR:
             time.sleep(BEHAVIOUR.get("slow", 0))
             asked = json.loads(body or b"{}")

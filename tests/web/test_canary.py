@@ -6,6 +6,7 @@ rolls back, 2.5 % slower promotes), as in ``tests/measure/test_bench.py``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,30 @@ async def test_a_bad_canary_body_is_one_line_and_changes_nothing(
     assert said in error and "\n" not in error, error
     assert await state(api, config_path) == before
     assert not [j for j in (await api.get("/api/jobs")).json() if j["state"] == "done"]
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_canary_job_undoes_and_two_at_once_run_one(
+    api: httpx.AsyncClient, b: Builds, config_path: Path
+) -> None:
+    b.server("b200", timings={"prompt_per_second": 560.0, "predicted_per_second": 28.0}, slow=30)
+    before = await state(api, config_path)
+    body = {"build": B200, "models": ["chat"], "repeat": 1, "timeout": 60}
+    job = (await api.post("/api/canary", json=body)).json()
+    for _ in range(150):  # verify's start, then the two benches: inside the slow run
+        await asyncio.sleep(0.2)
+        if len(((b.fake / "pids").read_text() if (b.fake / "pids").exists() else "").split()) >= 3:
+            break
+    assert (b.home / "canary.json").exists()
+    assert (await api.delete(f"/api/jobs/{job['id']}")).status_code == 200
+    assert (await finished(api, job["id"]))["state"] == "cancelled"
+    assert await state(api, config_path) == before and b.none_left()
+    assert not (b.home / "canary.json").exists()
+
+    b.server("b200", timings={"prompt_per_second": 560.0, "predicted_per_second": 28.0}, slow=2)
+    jobs = [(await api.post("/api/canary", json=body)).json() for _ in range(2)]
+    ends = [await finished(api, j["id"]) for j in jobs]
+    assert sorted(e["state"] for e in ends) == ["done", "failed"], ends
+    (refused,) = [e for e in ends if e["state"] == "failed"]
+    assert "is running (process" in refused["error"]["error"] and refused["error"]["exit"] == 1
+    assert await state(api, config_path) == before and b.none_left()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ...contract import args_of
 from ...requests import CanaryRequest
 from ..options import add_fields, made
+from ..parser import usage_check
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -27,7 +28,27 @@ def add_canary_options(parser: argparse.ArgumentParser) -> None:
         metavar=canary.metavar,
         help=canary.text(),
     )
-    add_fields(parser, CanaryRequest, skip=("build", "models"))
+    add_fields(parser, CanaryRequest, skip=("build", "models"), unset=True)
+    usage_check(parser, _canary_usage)
+
+
+def _canary_usage(args: argparse.Namespace) -> str | None:
+    """A canary's option without ``--canary`` (it would be ignored), or one the canary cannot
+    honour: refused before anything is installed or switched."""
+    if args.canary is None:
+        stray = [
+            arg.flag or f"--{name.replace('_', '-')}"
+            for name, arg in args_of(CanaryRequest)
+            if name not in ("build", "models") and getattr(args, name) is not None
+        ]
+        return f"{stray[0]} only applies with --canary" if stray else None
+    if args.dry_run:
+        return "--canary measures real starts; it has no --dry-run"
+    if not args.generate:  # the canary regenerates: verify runs the models as the file says
+        return "--no-generate does not apply with --canary: it measures the generated config"
+    if args.force:
+        return "--force does not apply with --canary: a promotion keeps no flag the build lacks"
+    return None
 
 
 def _side(f: dict[str, Any] | None) -> str:
@@ -45,9 +66,6 @@ def _side(f: dict[str, Any] | None) -> str:
 async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer, build: str) -> int:
     """Canary ``build`` (``activate``'s operand, or the build ``update`` installed)."""
     from ...api_models import dump
-
-    if args.dry_run:
-        return out.failure("--canary measures real starts; it has no --dry-run", 2)
 
     request = made(args, CanaryRequest, build=build, models=args.canary)
 

@@ -613,7 +613,8 @@ def test_a_canary_option_that_would_be_ignored_is_a_usage_error_before_anything_
 def test_bisect_with_the_same_tag_twice_is_refused_before_the_listing(one: Builds) -> None:
     result = one.cli("bisect", "chat", "--good", "b7", "--bad", "b7")  # b7 is in no listing
     assert result.code == 2, result
-    assert error_line(result, 2).startswith("error: --good b7 must be an older release than --bad b7")
+    said = "error: --good b7 must be an older release than --bad b7;"
+    assert error_line(result, 2).startswith(said)
 
 
 def test_a_canary_whose_new_build_reports_no_prompt_speed_rolls_back(b: Builds) -> None:

@@ -125,9 +125,10 @@ def plain_table(
 ) -> str | None:
     """The table rich draws in a pipe (``box.ASCII2``, no colour), drawn without loading rich
     (about a third of a read that prints 200 rows), or ``None`` where only rich knows the
-    answer: a table wider than :data:`PIPE_WIDTH`, a cell rich would read as markup, other
-    characters than printable ASCII and :data:`_NARROW`, or an environment asking for colour
-    in a pipe."""
+    answer: a cell rich would read as markup, other characters than printable ASCII and
+    :data:`_NARROW`, a table so wide that a column would shrink below one character, or an
+    environment asking for colour in a pipe. A table wider than :data:`PIPE_WIDTH` is narrowed
+    and its cells folded as rich does (:func:`_fitted`, :func:`_folded`)."""
     if os.environ.get("FORCE_COLOR") is not None or os.environ.get("TTY_COMPATIBLE") == "1":
         return None
     utf8 = (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8"
@@ -144,17 +145,94 @@ def plain_table(
                 return None
     widths = [max(len(row[i]) for row in texts) for i in range(len(columns))]
     if sum(widths) + 3 * len(widths) + 1 > PIPE_WIDTH:
-        return None
+        fitted = _fitted([w + 2 for w in widths], PIPE_WIDTH - len(widths) - 1)
+        if fitted is None:
+            return None
+        widths = [w - 2 for w in fitted]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
 
-    def line(row: Sequence[str]) -> str:
-        return (
-            "|"
-            + "|".join(f" {text.ljust(w)} " for text, w in zip(row, widths, strict=True))
-            + "|\n"
-        )
+    def line(row: Sequence[str], header: bool = False) -> str:
+        """One row, its cells folded; rich aligns the header's to the bottom, the rest top."""
+        cells = [_folded(text, w) for text, w in zip(row, widths, strict=True)]
+        height = max(len(c) for c in cells)
+        blank = [[" " * w] * (height - len(c)) for c, w in zip(cells, widths, strict=True)]
+        cells = [b + c if header else c + b for c, b in zip(cells, blank, strict=True)]
+        return "".join("|" + "|".join(f" {c[i]} " for c in cells) + "|\n" for i in range(height))
 
-    return rule + line(columns) + rule + "".join(line(row) for row in rows) + rule
+    return rule + line(columns, header=True) + rule + "".join(line(row) for row in rows) + rule
+
+
+def _fitted(widths: list[int], room: int) -> list[int] | None:
+    """The column widths (padding included) rich gives a table too wide for ``room``: the
+    widest columns shrink first, to the next widest, until it fits (rich's
+    ``Table._collapse_widths``); ``None`` where a column would keep less than one character."""
+    widths = [min(w, room) for w in widths]  # rich measures each column within the room
+    excess = sum(widths) - room
+    while excess > 0:
+        widest = max(widths)
+        second = max((w for w in widths if w != widest), default=0)
+        if widest == second:
+            break
+        ratios = [1 if w == widest else 0 for w in widths]
+        widths = _ratio_reduce(excess, ratios, min(excess, widest - second), widths)
+        excess = sum(widths) - room
+    if excess > 0 or min(widths) < 3:  # rich's last resort (shrinking every column) not drawn
+        return None
+    return widths
+
+
+def _ratio_reduce(total: int, ratios: list[int], most: int, values: list[int]) -> list[int]:
+    """rich's ``ratio_reduce`` with one maximum for every column: ``total`` taken from the
+    columns in proportion to ``ratios``, at most ``most`` from each."""
+    left, ratio_left = total, sum(ratios)
+    out = []
+    for ratio, value in zip(ratios, values, strict=True):
+        if ratio and ratio_left > 0:
+            taken = min(most, round(ratio * left / ratio_left))
+            out.append(value - taken)
+            left -= taken
+            ratio_left -= ratio
+        else:
+            out.append(value)
+    return out
+
+
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _folded(text: str, width: int) -> list[str]:
+    """``text`` as rich wraps a cell ``width`` characters wide with ``overflow="fold"``: broken
+    before the word that does not fit, a word longer than a line cut into pieces, each line
+    padded to ``width`` (rich's ``divide_line``, ``Text.rstrip_end`` and ``truncate``)."""
+    if len(text) <= width:
+        return [text.ljust(width)]
+    breaks: list[int] = []
+    offset = 0
+    for match in _WORD.finditer(text):
+        start, word = match.start(), match.group(0)
+        length = len(word.rstrip())
+        if width - offset >= length:
+            offset += len(word)
+        elif length > width:
+            pieces = [word[i : i + width] for i in range(0, len(word), width)]
+            for n, piece in enumerate(pieces):
+                if start:
+                    breaks.append(start)
+                if n == len(pieces) - 1:
+                    offset = len(piece)
+                else:
+                    start += len(piece)
+        elif offset and start:
+            breaks.append(start)
+            offset = len(word)
+    lines = []
+    for begin, end in zip([0, *breaks], [*breaks, len(text)], strict=True):
+        piece = text[begin:end]
+        if len(piece) > width:
+            spaces = len(piece) - len(piece.rstrip())
+            piece = piece[: len(piece) - min(spaces, len(piece) - width)]
+        lines.append(piece[:width].ljust(width))
+    return lines
 
 
 def printable(message: str) -> str:

@@ -12,6 +12,7 @@ import anyio
 
 from ..api_models import CmdResult, ModelBackend, ModelInfo
 from ..config.models import Settings
+from ..discovery.models import Discovery
 from ..errors import Refused, unknown
 from .context import Context
 from .facts import discover
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..catalog.capabilities import CapabilityIndex
     from ..catalog.host import Adapter
-    from ..discovery.models import DiscoveredModel, Discovery
+    from ..discovery.models import DiscoveredModel
     from ..emit.plan import Entry, Skip, ToolParsers
     from ..measure.bench import BenchStore
     from ..measure.tuned import TunedStore
@@ -96,8 +97,13 @@ class Models:
         """This machine's GPUs (probed once), for a model pinned to a ``device`` (issue 24)."""
         return self.site.probe.host.adapters
 
-    def pipeline(self, settings: Settings) -> Plan:
-        """Discover, plan every model and hash the inputs (blocking, for a worker thread)."""
+    def pipeline(self, settings: Settings, only: str | None = None) -> Plan:
+        """Discover, plan every model and hash the inputs (blocking, for a worker thread).
+
+        ``only``: discover every model but plan just those with this id, and hash nothing
+        (``which MODEL``). A model's plan depends on that model and the settings alone
+        (:func:`_plan_one`, :func:`~backendmgr.measure.tuned.apply_tuned`), so it is the plan
+        the whole run gives it; the digest is left empty."""
         from ..emit.devices import uses_devices
         from ..emit.regen import inputs_hash
         from ..measure.tuned import apply_tuned
@@ -106,15 +112,24 @@ class Models:
         ctx, probe = self.ctx, self.site.probe
         scan, found = discover(settings, ctx.paths.cache)
         installed = ctx.builds.installed()
-        # a kindless tool (llama-swap) serves no model: it changes nothing in the config
-        receipts = [e.receipt.model_dump_json() for e in installed if e.receipt.kind]
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
-        receipts += [f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())]
         gpus = probe.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
-        receipts += [f"gpu {g!r}" for g in gpus]
-        receipts.append(self.tuned.inputs_text())  # issue 22: measured contexts
-        digest = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
+        digest = ""
+        if only is None:
+            # a kindless tool (llama-swap) serves no model: it changes nothing in the config
+            receipts = [e.receipt.model_dump_json() for e in installed if e.receipt.kind]
+            receipts += [
+                f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())
+            ]
+            receipts += [f"gpu {g!r}" for g in gpus]
+            receipts.append(self.tuned.inputs_text())  # issue 22: measured contexts
+            digest = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
+        else:
+            found = Discovery(
+                [m for m in found.models if m.id == only],
+                [s for s in found.skipped if s.id == only],
+            )
 
         def plan_one(s: Settings, m: DiscoveredModel) -> Entry | Skip:
             return _plan_one(s, m, probe.card_gb, parsers, caps, gpus)
@@ -124,15 +139,17 @@ class Models:
         plans = apply_tuned(self.site, self.tuned, settings, found.models, plans, plan_one)
         return Plan(settings, found, plans, digest)
 
-    async def plan(self) -> Plan:
-        return await anyio.to_thread.run_sync(self.pipeline, await self.ctx.settings())
+    async def plan(self, only: str | None = None) -> Plan:
+        return await anyio.to_thread.run_sync(self.pipeline, await self.ctx.settings(), only)
 
-    async def info(self) -> list[ModelInfo]:
+    async def info(self, only: str | None = None) -> list[ModelInfo]:
+        """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
+        models with this id, planned alone (:meth:`pipeline`)."""
         from ..emit.plan import Entry
         from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
 
-        plan = await self.plan()
+        plan = await self.plan(only)
         cache = await anyio.to_thread.run_sync(self.verified.read)
         benched = await anyio.to_thread.run_sync(self.benched.records)
         out = []

@@ -33,7 +33,7 @@ class Which:
             return _which_row(settings, target, row.id)
         if target in self.ctx.catalog.ids():
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
-        for model in await self.models.info():
+        for model in await self.models.info(only=target):  # planned alone
             if model.id != target:
                 continue
             if model.skipped or model.backend is None:

@@ -63,3 +63,25 @@ def test_bad_user_manifest_names_file_and_field(tmp_path: Path, text: str, messa
     with pytest.raises(ConfigError, match=r"bad\.yaml") as info:
         load_catalog(tmp_path)
     assert message in str(info.value)
+
+
+def test_a_kept_parse_serves_the_same_bytes_and_every_manifest_is_still_validated(
+    tmp_path: Path,
+) -> None:
+    """Issue 30: each manifest's parse is kept for its bytes (an input, not an answer): the
+    next load reads it instead of the YAML, an edit is parsed again, and validation runs on
+    every load."""
+    user, cache = tmp_path / "manifests", tmp_path / "cache"
+    write(user, "mytool.yaml", GOOD)
+    assert load_catalog(user, cache=cache).ids()[-1] == "mytool"
+    kept = list((cache / "manifests").glob("*.parsed.json"))
+    assert len(kept) == 6  # five built-in manifests and the user's
+    for path in kept:  # a kept parse is what is read: a different id in it shows
+        path.write_text(path.read_text().replace('"mytool"', '"kepttool"'))
+    assert load_catalog(user, cache=cache).ids()[-1] == "kepttool"
+    write(user, "mytool.yaml", GOOD.replace("mytool\nkind", "newtool\nkind"))  # edited
+    assert load_catalog(user, cache=cache).ids()[-1] == "newtool"
+    write(user, "mytool.yaml", GOOD + "colour: red\n")
+    for _ in range(2):  # refused when parsed, and again when its parse is kept
+        with pytest.raises(ConfigError, match="field colour: Extra inputs"):
+            load_catalog(user, cache=cache)

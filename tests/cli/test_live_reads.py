@@ -149,6 +149,11 @@ def test_verify_and_tune_results_show_at_the_next_read(
     assert "verified today: ok" in text("models")
     assert cli("tune", "chat", "--budget", "1").code == 0  # writes <home>/tuned.json
     assert "from tuning: " in text("models")
+    # ``which MODEL`` plans that model alone: the tuned plan, as ``models`` shows it
+    (shown,) = read("models")
+    which = read("which", "chat")
+    assert which["notes"] == shown["notes"] and which["reason"] == shown["backend"]["reason"]
+    assert any("from tuning: " in note for note in which["notes"])
 
 
 def test_a_manual_rows_capabilities_follow_its_cache(

@@ -121,22 +121,46 @@ def test_tab_on_model_ids_leaves_the_discovery_cache_alone(
     assert not home.exists()
 
 
-def test_a_read_of_an_unchanged_config_loads_no_yaml_library(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 30: ``models`` plans every model from the config's parsed snapshot, so the YAML
-    library is loaded to parse a config that changed, and not again until it changes."""
+def _one_model_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str) -> Path:
+    """A config whose models folder holds one small GGUF named ``model``; its path."""
     from tests.support.ggufs import write_gguf
 
-    write_gguf(tmp_path / "m" / "tiny-q4_k_m.gguf", "llama", layers=2, ctx=4096)
+    write_gguf(tmp_path / "m" / f"{model}.gguf", "llama", layers=2, ctx=4096)
     config = tmp_path / "cfg" / "config.yaml"
     config.parent.mkdir()
     config.write_text(f"models_dirs: [{json.dumps(str(tmp_path / 'm'))}]\n")
     monkeypatch.setenv("BACKENDMGR_CONFIG", str(config))
     monkeypatch.setenv("BACKENDMGR_HOME", str(tmp_path / "home"))
+    return config
+
+
+def test_a_read_of_an_unchanged_config_loads_no_yaml_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: ``models`` plans every model from the config's parsed snapshot, so the YAML
+    library is loaded to parse a config that changed, and not again until it changes."""
+    config = _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
     out, loaded = loaded_after("models")
     assert "tiny-q4_k_m" in out and "ruamel.yaml" in loaded  # parsed, and kept
     out, loaded = loaded_after("models")
     assert "tiny-q4_k_m" in out and "ruamel.yaml" not in loaded
     config.write_text(config.read_text() + "# edited by hand\n")
     assert "ruamel.yaml" in loaded_after("models")[1]
+    # ``which`` needs the catalog: the manifests' parses are kept the same way (in the cache)
+    out, loaded = loaded_after("which", "tiny-q4_k_m")
+    assert "model → row" in out and "ruamel.yaml" in loaded
+    assert list((tmp_path / "home" / "cache" / "manifests").glob("*.parsed.json"))
+    out, loaded = loaded_after("which", "tiny-q4_k_m")
+    assert "model → row" in out and "ruamel.yaml" not in loaded
+
+
+def test_a_table_wider_than_the_pipe_loads_no_rich(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: ``models``' reasons make its table wider than the pipe's 200 columns; the
+    plain table narrows and folds it as rich would (tests/cli/test_render.py compares them)."""
+    name = "a-model-whose-name-is-long-enough-to-widen-the-table-" * 3
+    _one_model_home(tmp_path, monkeypatch, f"{name}q4_k_m")
+    out, loaded = loaded_after("models")
+    widths = {len(line) for line in out.splitlines() if line.startswith(("+", "|"))}
+    assert widths == {200} and "rich" not in loaded

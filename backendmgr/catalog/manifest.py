@@ -13,9 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._yaml import load_yaml, read_limited
 from ..errors import ConfigError, validation_problem
-from .files import builtin_manifest_dir, manifest_files
+from .files import builtin_manifest_dir, manifest_files, read_manifest
 
 __all__ = [
     "Catalog",
@@ -179,12 +178,8 @@ class Catalog:
         return self._by_id.get(component)
 
 
-def _load_file(path: Path) -> Manifest:
-    try:
-        text = read_limited(path).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"manifest {path}: {exc}") from exc
-    data = load_yaml(text, f"manifest {path}")
+def _load_file(path: Path, cache: Path | None) -> Manifest:
+    data = read_manifest(path, cache)
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
@@ -193,12 +188,15 @@ def _load_file(path: Path) -> Manifest:
         raise ConfigError(f"manifest {path}: field {field}: {problem.message}") from exc
 
 
-def load_catalog(user_dir: Path | None = None, builtin_dir: Path | None = None) -> Catalog:
-    """Built-in manifests, then the user's; a user manifest may not reuse a known id."""
+def load_catalog(
+    user_dir: Path | None = None, builtin_dir: Path | None = None, cache: Path | None = None
+) -> Catalog:
+    """Built-in manifests, then the user's; a user manifest may not reuse a known id.
+    ``cache``: the data home's cache folder, where each manifest's parse is kept."""
     manifests: list[Manifest] = []
     seen: dict[str, Path] = {}
     for path in manifest_files(user_dir, builtin_dir):
-        manifest = _load_file(path)
+        manifest = _load_file(path, cache)
         if manifest.id in seen:
             raise ConfigError(
                 f'manifest {path}: component id "{manifest.id}" is already defined by '

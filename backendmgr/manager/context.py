@@ -65,7 +65,7 @@ class Context:
         # Built on first use: the manifest models cost most of a listing's start-up.
         from ..catalog.manifest import load_catalog
 
-        return load_catalog(self.paths.user_manifests)
+        return load_catalog(self.paths.user_manifests, cache=self.paths.cache)
 
     @cached_property
     def net(self) -> NetSettings:

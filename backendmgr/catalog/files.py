@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +44,16 @@ def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None
 
 def _kept_at(path: Path, cache: Path) -> Path | None:
     """Where ``path``'s parse is kept below ``cache`` (one file per manifest path, so an edit
-    replaces it), or ``None`` when a link sits there: a file of ours is never read or written
-    through a link we did not make."""
+    replaces it), or ``None`` when anything but a plain file and folder sits there: a file of
+    ours is never read or written through a link we did not make (nor a FIFO opened)."""
     name = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()
     kept = cache / "manifests" / f"{name[:32]}.json"
-    if kept.parent.is_symlink() or kept.is_symlink():
+    try:
+        if kept.parent.is_symlink() or not stat.S_ISREG(kept.lstat().st_mode):
+            return None
+    except FileNotFoundError:
+        return kept
+    except OSError:
         return None
     return kept
 
@@ -55,19 +61,20 @@ def _kept_at(path: Path, cache: Path) -> Path | None:
 def read_manifest(path: Path, cache: Path | None = None, *, save: bool = True) -> Any:
     """What the manifest at ``path`` says, as plain data: its kept parse below ``cache`` (the
     data home's cache folder) when one matches its bytes, else parsed and (``save``) kept
-    for the next start. Nothing is kept when ``cache`` does not exist yet (a read never
-    creates the data home) or cannot be written (a read-only home): the parse only costs
-    time. Unreadable or malformed: one :class:`ConfigError` naming the file."""
+    for the next start. Nothing is kept when the data home does not exist yet (a read never
+    creates it) or cannot be written (read-only): the parse only costs time. Unreadable or
+    malformed: one :class:`ConfigError` naming the file."""
     try:
         raw = read_limited(path)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"manifest {path}: {exc}") from exc
-    kept = _kept_at(path, cache) if cache is not None and cache.is_dir() else None
+    parser = f"{parser_name()} safe"
+    kept = _kept_at(path, cache) if cache is not None and cache.parent.is_dir() else None
     if kept is not None:
         from ..config.snapshot import load_parsed
 
-        found = load_parsed(kept, path, raw, f"{parser_name()} safe")
+        found = load_parsed(kept, path, raw, parser)
         if found is not None:
             return found
     data = load_yaml(text, f"manifest {path}")
@@ -75,9 +82,9 @@ def read_manifest(path: Path, cache: Path | None = None, *, save: bool = True) -
         from ..config.snapshot import save_parsed
 
         with contextlib.suppress(OSError):
-            kept.parent.mkdir(exist_ok=True)
+            kept.parent.mkdir(parents=True, exist_ok=True)  # cache/ and cache/manifests/
             if _kept_at(path, kept.parent.parent) is not None:
-                save_parsed(kept, path, raw, f"{parser_name()} safe", data)
+                save_parsed(kept, path, raw, parser, data)
     return data
 
 

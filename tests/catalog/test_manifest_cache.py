@@ -80,11 +80,23 @@ def test_a_forged_kept_parse_is_not_believed(tmp_path: Path) -> None:
     assert "forged" not in "".join(p.read_text() for p in kept(cache))
 
 
-def test_no_cache_folder_no_write(tmp_path: Path) -> None:
-    """A read never creates the data home or its cache folder."""
+def test_no_data_home_no_write(tmp_path: Path) -> None:
+    """A read never creates the data home; in one that exists, the cache folder is made."""
     cache = tmp_path / "home" / "cache"
     assert load_catalog(cache=cache).ids()[0] == "llama-server"
     assert not (tmp_path / "home").exists()
+    (tmp_path / "home").mkdir()
+    load_catalog(cache=cache)
+    assert len(kept(cache)) == 5
+
+
+def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    load_catalog(cache=cache)
+    for path in kept(cache):
+        path.unlink()
+        os.mkfifo(path)
+    assert load_catalog(cache=cache).ids()[0] == "llama-server"  # no hang
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")

@@ -203,14 +203,21 @@ def test_the_trick_check_finds_tricks() -> None:
 
 
 def _service_names() -> set[str]:
-    """What ``Services`` makes: the attributes ``services.py`` assigns on ``self``."""
+    """What ``Services`` makes: the attributes ``services.py`` assigns on ``self`` and the
+    properties that build a service on first use."""
     tree = _tree(PACKAGE / "manager" / "services.py")
-    return {
+    assigned = {
         t.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Assign)
         for t in node.targets
         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
+    return assigned - {"ctx"} | {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and any(ast.unparse(d) in ("cached_property", "property") for d in node.decorator_list)
     }
 
 

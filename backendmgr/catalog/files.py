@@ -1,16 +1,33 @@
-"""Where manifests live, and their ids read without validating them: shell completion lists
-component ids at every <TAB>, and must not pay for pydantic and the whole catalog."""
+"""Where manifests live, what each says as plain data, and their ids read without validating
+them: shell completion lists component ids at every <TAB>, and must not pay for pydantic and
+the whole catalog.
+
+Parsing YAML in pure Python costs more than everything else a command does with the manifests,
+at every start, for files that change only with an upgrade. So what a manifest parsed to is
+kept in the data home's cache folder (``cache/manifests/``), stamped with the SHA-256 of the
+manifest's exact bytes and the parser's version (:func:`..config.snapshot.load_parsed`): an
+*input* cache, validated like a fresh parse every time; any other bytes are parsed again.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import stat
 from pathlib import Path
 from typing import Any
 
-from .._yaml import load_yaml, read_limited
+from .._yaml import load_yaml, parser_name, read_limited
 from ..config.locate import builtin_manifest_dir
+from ..errors import ConfigError
 
-__all__ = ["builtin_manifest_dir", "component_ids", "manifest_files", "variant_ids"]
+__all__ = [
+    "builtin_manifest_dir",
+    "component_ids",
+    "manifest_files",
+    "read_manifest",
+    "variant_ids",
+]
 
 
 def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None) -> list[Path]:
@@ -25,27 +42,75 @@ def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None
     ]
 
 
-def _manifests(user_dir: Path | None) -> list[dict[str, Any]]:
+def _kept_at(path: Path, cache: Path) -> Path | None:
+    """Where ``path``'s parse is kept below ``cache`` (one file per manifest path, so an edit
+    replaces it), or ``None`` when anything but a plain file and folder sits there: a file of
+    ours is never read or written through a link we did not make (nor a FIFO opened)."""
+    name = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()
+    kept = cache / "manifests" / f"{name[:32]}.json"
+    try:
+        if kept.parent.is_symlink() or not stat.S_ISREG(kept.lstat().st_mode):
+            return None
+    except FileNotFoundError:
+        return kept
+    except OSError:
+        return None
+    return kept
+
+
+def read_manifest(path: Path, cache: Path | None = None, *, save: bool = True) -> Any:
+    """What the manifest at ``path`` says, as plain data: its kept parse below ``cache`` (the
+    data home's cache folder) when one matches its bytes, else parsed and (``save``) kept
+    for the next start. Nothing is kept when the data home does not exist yet (a read never
+    creates it) or cannot be written (read-only): the parse only costs time. Unreadable or
+    malformed: one :class:`ConfigError` naming the file."""
+    try:
+        raw = read_limited(path)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"manifest {path}: {exc}") from exc
+    parser = f"{parser_name()} safe"
+    kept = _kept_at(path, cache) if cache is not None and cache.parent.is_dir() else None
+    if kept is not None:
+        from ..config.snapshot import load_parsed
+
+        found = load_parsed(kept, path, raw, parser)
+        if found is not None:
+            return found
+    data = load_yaml(text, f"manifest {path}")
+    if kept is not None and save and isinstance(data, dict):
+        from ..config.snapshot import save_parsed
+
+        with contextlib.suppress(OSError):
+            kept.parent.mkdir(parents=True, exist_ok=True)  # cache/ and cache/manifests/
+            if _kept_at(path, kept.parent.parent) is not None:
+                save_parsed(kept, path, raw, parser, data)
+    return data
+
+
+def _manifests(user_dir: Path | None, cache: Path | None) -> list[dict[str, Any]]:
     """Each manifest with a string ``id``, as written; a file that cannot be read is left out
-    rather than failing a completion."""
+    rather than failing a completion, and a <TAB> reads kept parses but writes none."""
     found: list[dict[str, Any]] = []
     for path in manifest_files(user_dir):
         with contextlib.suppress(Exception):
-            data = load_yaml(read_limited(path).decode("utf-8"), f"manifest {path}")
+            data = read_manifest(path, cache, save=False)
             if isinstance(data, dict) and isinstance(data.get("id"), str):
                 found.append(data)
     return found
 
 
-def component_ids(user_dir: Path | None = None) -> list[str]:
+def component_ids(user_dir: Path | None = None, cache: Path | None = None) -> list[str]:
     """Each manifest's ``id`` as written (the catalog validates them when it loads)."""
-    return list(dict.fromkeys(data["id"] for data in _manifests(user_dir)))
+    return list(dict.fromkeys(data["id"] for data in _manifests(user_dir, cache)))
 
 
-def variant_ids(component: str | None, user_dir: Path | None = None) -> list[str]:
+def variant_ids(
+    component: str | None, user_dir: Path | None = None, cache: Path | None = None
+) -> list[str]:
     """The variant ids ``component``'s manifest lists (every manifest's for ``None`` or an
     unknown one), as written: ``install COMPONENT --variant <TAB>``."""
-    manifests = _manifests(user_dir)
+    manifests = _manifests(user_dir, cache)
     chosen = [m for m in manifests if m["id"] == component][:1] or manifests
     ids: list[str] = []
     for data in chosen:

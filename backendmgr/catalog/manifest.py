@@ -6,7 +6,6 @@ manifest is data only: matching and detection read it, nothing here touches the 
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -14,9 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._yaml import load_yaml, read_limited
 from ..errors import ConfigError, validation_problem
-from .files import builtin_manifest_dir, manifest_files
+from .files import builtin_manifest_dir, manifest_files, read_manifest
 
 __all__ = [
     "Catalog",
@@ -180,13 +178,8 @@ class Catalog:
         return self._by_id.get(component)
 
 
-def _load_file(path: Path, cache: Path | None = None) -> Manifest:
-    try:
-        raw = read_limited(path)
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"manifest {path}: {exc}") from exc
-    data = _parsed(path, raw, text, cache)
+def _load_file(path: Path, cache: Path | None) -> Manifest:
+    data = read_manifest(path, cache)
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
@@ -195,35 +188,11 @@ def _load_file(path: Path, cache: Path | None = None) -> Manifest:
         raise ConfigError(f"manifest {path}: field {field}: {problem.message}") from exc
 
 
-def _parsed(path: Path, raw: bytes, text: str, cache: Path | None) -> Any:
-    """The plain document of a manifest: kept in ``cache`` for exactly these bytes (an input
-    cache, issue 30: parsing five manifests' YAML costs a ``which`` more than the rest of its
-    work), else parsed and kept. The catalog validates it either way."""
-    if cache is None:
-        return load_yaml(text, f"manifest {path}")
-    import hashlib
-
-    from .._yaml import parser_name
-    from ..config.snapshot import load_parsed, save_parsed
-
-    key = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()
-    where = cache / "manifests" / f"{key[:24]}.parsed.json"
-    parser = f"{parser_name()} safe"
-    data = load_parsed(where, path, raw, parser)
-    if data is None:
-        data = load_yaml(text, f"manifest {path}")
-        if isinstance(data, dict):
-            with contextlib.suppress(OSError):
-                where.parent.mkdir(parents=True, exist_ok=True)
-                save_parsed(where, path, raw, parser, data)
-    return data
-
-
 def load_catalog(
-    user_dir: Path | None = None, builtin_dir: Path | None = None, *, cache: Path | None = None
+    user_dir: Path | None = None, builtin_dir: Path | None = None, cache: Path | None = None
 ) -> Catalog:
     """Built-in manifests, then the user's; a user manifest may not reuse a known id.
-    ``cache``: a folder where each manifest's parse is kept for its bytes (:func:`_parsed`)."""
+    ``cache``: the data home's cache folder, where each manifest's parse is kept."""
     manifests: list[Manifest] = []
     seen: dict[str, Path] = {}
     for path in manifest_files(user_dir, builtin_dir):

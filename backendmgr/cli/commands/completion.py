@@ -264,12 +264,15 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
             if item == "kind:components":  # the commonest <TAB>: the manifests' ids, no pydantic
                 from ...catalog.files import component_ids
 
-                names += component_ids(where().user_manifests)
+                paths = where()
+                names += component_ids(paths.user_manifests, paths.cache)
             elif item.startswith("kind:variants:"):
                 from ...catalog.files import variant_ids
 
                 _, _, component, prefix = item.split(":", 3)
-                names += [prefix + v for v in variant_ids(component, where().user_manifests)]
+                paths = where()
+                found = variant_ids(component, paths.user_manifests, paths.cache)
+                names += [prefix + v for v in found]
             elif item.startswith("kind:setting"):
                 from .overrides import KEY_HELP
 

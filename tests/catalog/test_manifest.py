@@ -74,7 +74,7 @@ def test_a_kept_parse_serves_the_same_bytes_and_every_manifest_is_still_validate
     user, cache = tmp_path / "manifests", tmp_path / "cache"
     write(user, "mytool.yaml", GOOD)
     assert load_catalog(user, cache=cache).ids()[-1] == "mytool"
-    kept = list((cache / "manifests").glob("*.parsed.json"))
+    kept = list((cache / "manifests").glob("*.json"))
     assert len(kept) == 6  # five built-in manifests and the user's
     for path in kept:  # a kept parse is what is read: a different id in it shows
         path.write_text(path.read_text().replace('"mytool"', '"kepttool"'))

@@ -149,7 +149,7 @@ def test_a_read_of_an_unchanged_config_loads_no_yaml_library(
     # ``which`` needs the catalog: the manifests' parses are kept the same way (in the cache)
     out, loaded = loaded_after("which", "tiny-q4_k_m")
     assert "model → row" in out and "ruamel.yaml" in loaded
-    assert list((tmp_path / "home" / "cache" / "manifests").glob("*.parsed.json"))
+    assert list((tmp_path / "home" / "cache" / "manifests").glob("*.json"))
     out, loaded = loaded_after("which", "tiny-q4_k_m")
     assert "model → row" in out and "ruamel.yaml" not in loaded
 

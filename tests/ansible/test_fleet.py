@@ -259,8 +259,9 @@ class Fleet:
         home, cfg = self.home(host), self.config(host).parent
         out = cfg / "llama-swap.yaml"
         return (
-            tree(home) if home.exists() else [],
-            # the parsed config's snapshot is an input cache that any read may (re)build
+            # the manifests' kept parses and the parsed config's snapshot are input caches that
+            # any read may (re)build
+            [p for p in tree(home) if not p.startswith("cache/manifests")] if home.exists() else [],
             "\n".join(p for p in tree(cfg) if not p.endswith(".parsed.json"))
             + self.config(host).read_text(),
             out.read_text() if out.exists() else "",

@@ -472,14 +472,19 @@ class CanaryRequest(Request):
         ),
     ] = 5.0
     repeat: Annotated[
-        int, Arg("runs per model and build (%(default)s)", metavar="N", bounds=BENCH_REPEAT)
+        int,
+        Arg(
+            "runs per model and build; the median and spread are over them (%(default)s)",
+            metavar="N",
+            bounds=BENCH_REPEAT,
+        ),
     ] = 3
     prompt_words: Annotated[
         int,
         Arg(
-            "words of the fixed prompt (%(default)s)",
+            "words of the fixed prompt, about a token each (%(default)s)",
             flag="--prompt",
-            metavar="N",
+            metavar="WORDS",
             bounds=BENCH_PROMPT,
         ),
     ] = 256

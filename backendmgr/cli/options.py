@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import typing
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..errors import InvalidInput
+from ..limits import Bounds
 from ..requests import Arg, Request, args_of
 from .parser import usage_check
 
@@ -111,10 +113,10 @@ def add_fields(
             continue
         kind = kind_of(cls, name)
         default = default_of(cls, name)
-        options: dict[str, Any] = {"help": arg.text()}
+        # argparse %-formats a help: the default is written in here, every other % kept
+        options: dict[str, Any] = {"help": arg.text(default).replace("%", "%%")}
         if unset and kind is not bool and default is not dataclasses.MISSING:
-            options["help"] = options["help"].replace("%(default)s", str(default))
-            default = None
+            default = None  # the help still names the request's default
         if arg.metavar is not None:
             options["metavar"] = arg.metavar
         if kind is bool:
@@ -130,10 +132,12 @@ def add_fields(
                 del options["nargs"]
         elif arg.bounds is not None:
             options["type"] = arg.bounds.argument()
+        elif kind in (int, float):  # a number the request's rule bounds (bisect's --threshold)
+            options["type"] = Bounds(-math.inf, math.inf, whole=kind is int).argument()
+        elif arg.choices is not None:  # argparse's check: the nearest choice, did-you-mean
+            options["choices"] = arg.choices
         else:
             options["type"] = _checked(name, arg)
-        if arg.choices is not None:
-            options["choices"] = arg.choices
         if name in types:  # the field's limits first, then what the command's type says
             options["type"] = _then(_checked(name, arg), types[name])
         if arg.positional:

@@ -18,6 +18,7 @@ from backendmgr.cli.options import default_of, kind_of
 from backendmgr.cli.parser import UsageError, build_parser
 from backendmgr.errors import InvalidInput
 from backendmgr.web.http import adapter
+from tests.support.cli import completed, run_in_process
 
 # Options a command has beyond its request: those of a second request it makes when a flag
 # says so (``--canary`` on activate and update, issue 32; verify's ``--repair``, issue 22).
@@ -113,7 +114,8 @@ def test_the_options_are_the_request(
         assert (not action.option_strings) == arg.positional, name
         if action.option_strings:
             assert action.option_strings == [arg.flag or f"--{name.replace('_', '-')}"]
-        assert action.help is not None and action.help.startswith(arg.text()[:20]), name
+        # the field's help, its default written in (argparse would write 5.0 for 5.0)
+        assert action.help == arg.text(default_of(cls, name)).replace("%", "%%"), name
 
     # the defaults: a minimal command line makes the request with the class's own defaults
     argv = line(path, cls, given)
@@ -179,7 +181,69 @@ def test_a_second_request_has_its_options_too(cls: type[rq.Request]) -> None:
                     # left None when not given (refused without --canary); the help says the
                     # default the request then applies
                     assert action.default is None, (name, field_name)
-                    assert "%(default)s" not in arg.help or f"({default})" in action.help
+                    assert action.help == arg.text(default).replace("%", "%%")
                 else:
                     assert action.default == default, (name, field_name)
             assert action.help is not None and action.help.startswith(arg.text()[:20])
+
+
+def given_by(parser: argparse.ArgumentParser, cls: type[rq.Request]) -> dict[str, Any]:
+    """The fields the command itself sets (``add`` of ``models add-dir``), not the user."""
+    actions = {a.dest for a in parser._actions}
+    fields = dict(rq.args_of(cls))
+    return {n: v for n, v in parser._defaults.items() if n in fields and n not in actions}
+
+
+def numbers_and_choices() -> Iterator[Any]:
+    """Every (command, field) whose option or operand is a number or one of some choices."""
+    for path, parser in BUILT:
+        cls: type[rq.Request] = parser.get_default("request_type")
+        given = given_by(parser, cls)
+        for name, arg in rq.args_of(cls):
+            if name not in given and (kind_of(cls, name) in (int, float) or arg.choices):
+                yield pytest.param(path, cls, given, name, id=f"{' '.join(path)} {name}")
+
+
+@pytest.mark.parametrize(("path", "cls", "given", "name"), list(numbers_and_choices()))
+def test_a_number_is_a_number_and_a_near_choice_is_named(
+    path: tuple[str, ...],
+    cls: type[rq.Request],
+    given: dict[str, Any],
+    name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A number without bounds of its own (bisect's --threshold) reaches the request as a
+    number, never its text (a TypeError, exit 1, before); a word that is not a number, or a
+    near miss of a choice, is one usage line naming the option (and the nearest choice)."""
+    arg = dict(rq.args_of(cls))[name]
+    if arg.choices:
+        near = arg.choices[-1][:-1]  # "uninstal", "start": did-you-mean names the choice
+        said = refusal(line(path, cls, given, {name: near}))
+        assert "invalid choice" in said and f"did you mean {arg.choices[-1]}" in said, said
+    else:
+        argv = line(path, cls, given, {name: "1"})
+        value = getattr(build_parser(argv).parse_args(argv).request, name)
+        assert isinstance(value, int | float) and value == 1, (argv, value)
+        said = refusal(line(path, cls, given, {name: "abc"}))
+        flag = arg.flag or "--" + name.replace("_", "-")
+        assert said.startswith(f'argument {flag}: "abc" is not a'), said
+    capsys.readouterr()
+
+
+def test_help_writes_defaults_as_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every generated --help fills in its defaults and bounds, a whole float without ".0"
+    (``(5)``, as the README writes it), and never shows None or a placeholder."""
+    for path, parser in BUILT:
+        text = parser.format_help()
+        for odd in ("%(", "{high}", "None", ".0)"):
+            assert odd not in text, (path, odd)
+    for command, said in [
+        ("bench", "--prompt WORDS"),
+        ("bench", "about a token each (256)"),
+        ("activate", "new build may be (5)"),
+        ("bisect", "by more than this (10)"),
+        ("tune", "included (3600)"),
+    ]:
+        result = completed(run_in_process(command, "--help"), command, "--help")
+        assert result.returncode == 0 and said in " ".join(result.stdout.split()), said
+    capsys.readouterr()

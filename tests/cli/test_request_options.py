@@ -247,3 +247,15 @@ def test_help_writes_defaults_as_typed(capsys: pytest.CaptureFixture[str]) -> No
         result = completed(run_in_process(command, "--help"), command, "--help")
         assert result.returncode == 0 and said in " ".join(result.stdout.split()), said
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", ["activate", "update"])
+def test_canary_models_add_up_however_given(command: str) -> None:
+    """``--canary a b`` and ``--canary a --canary b`` name both models (a second --canary
+    replaced the first before), as bench's ``--build`` is given once per value."""
+    operand = ["llama-server@b1-cpu"] if command == "activate" else []
+    for argv in (
+        [command, *operand, "--canary", "a", "b"],
+        [command, *operand, "--canary", "a", "--canary", "b"],
+    ):
+        assert build_parser(argv).parse_args(argv).canary == ["a", "b"], argv

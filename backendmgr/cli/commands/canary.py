@@ -24,6 +24,7 @@ def add_canary_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         canary.flag or "--canary",
         dest="canary",
+        action="extend",  # --canary a b, or --canary a --canary b (the second kept the last)
         nargs="+",
         metavar=canary.metavar,
         help=canary.text(),

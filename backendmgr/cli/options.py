@@ -24,7 +24,7 @@ from ..limits import Bounds
 from ..requests import Arg, Request, args_of
 from .parser import usage_check
 
-__all__ = ["add_fields", "add_request", "kind_of", "made", "request_in"]
+__all__ = ["add_fields", "add_request", "as_typed", "kind_of", "made", "request_in"]
 
 R = TypeVar("R", bound=Request)
 
@@ -154,10 +154,24 @@ def add_fields(
 
 def made(args: argparse.Namespace, cls: type[R], **given: Any) -> R:
     """The ``cls`` request of the parsed ``args`` (its fields the :func:`add_fields` made, or
-    ``given``); a value it refuses is a usage error (exit 2)."""
+    ``given``); a value it refuses is a usage error (exit 2), naming the option as typed."""
     values = {name: getattr(args, name) for name, _ in args_of(cls) if name not in given}
     values = {name: v for name, v in values.items() if v is not None}  # None: its default
-    return cls(**_plain(cls, values), **given)
+    try:
+        return cls(**_plain(cls, values), **given)
+    except InvalidInput as exc:
+        raise type(exc)(as_typed(cls, str(exc))) from None
+
+
+def as_typed(cls: type[Request], problem: str) -> str:
+    """A request's ``field: why`` in the command line's words, as argparse says its own
+    (``argument --build: …``, ``argument KEY=VALUE: …``); any other text as it is."""
+    name, sep, why = problem.partition(": ")
+    arg = dict(args_of(cls)).get(name) if sep else None
+    if arg is None:
+        return problem
+    spelled = arg.metavar or name if arg.positional else arg.flag or f"--{name.replace('_', '-')}"
+    return f"argument {spelled}: {why}"
 
 
 def _plain(cls: type[Request], values: dict[str, Any]) -> dict[str, Any]:
@@ -173,7 +187,7 @@ def _maker(cls: type[Request]) -> Callable[[argparse.Namespace], str | None]:
         try:
             args.request = cls(**values)
         except InvalidInput as exc:
-            return str(exc)
+            return as_typed(cls, str(exc))
         return None
 
     return make

@@ -259,3 +259,21 @@ def test_canary_models_add_up_however_given(command: str) -> None:
         [command, *operand, "--canary", "a", "--canary", "b"],
     ):
         assert build_parser(argv).parse_args(argv).canary == ["a", "b"], argv
+
+
+def test_a_refusal_of_the_request_names_the_option_as_typed() -> None:
+    """What only the request checks (a list's size, a cross-field rule naming a field) is said
+    in the command line's words, as argparse says its own: ``argument --build: …``, not the
+    field's name (``builds: …``), and before anything runs (``--canary ""``)."""
+    many = [w for i in range(101) for w in ("--build", f"b{i}")]
+    assert refusal(["bench", "m", *many]).startswith(
+        "argument --build: must have at most 100 items, not 101"
+    )
+    values = [f"k{i}=v" for i in range(21)]
+    assert refusal(["set", "m", *values]).startswith("argument KEY=VALUE: must have at most 20")
+    assert refusal(["uninstall", *map(str, range(101))]).startswith("argument BUILD: must")
+    for argv in (["activate", "b@1-cpu", "--canary", ""], ["update", "--canary", ""]):
+        assert refusal(argv).startswith("argument --canary: each model id must have"), argv
+    assert refusal(["install", "llama-server", "b1\n"]).startswith(
+        'argument version: release tag "b1\\n" holds control character'
+    )

@@ -27,7 +27,8 @@ class Arg:
     or a list's or mapping's number of items; ``blank=False`` refuses a blank text;
     ``choices`` are the only texts it takes.
     ``api=False`` keeps a field off the HTTP API (a file named on the server: the API reads and
-    writes only the configured ones)."""
+    writes only the configured ones); ``cli=False`` keeps it off the command line (a Python
+    caller's option no command offers)."""
 
     help: str
     flag: str | None = None
@@ -38,6 +39,7 @@ class Arg:
     high: int | None = None
     blank: bool = True
     api: bool = True
+    cli: bool = True
     choices: tuple[str, ...] | None = None
 
     def text(self, default: object = dataclasses.MISSING) -> str:

@@ -99,8 +99,9 @@ class ReleasesQuery(Request):
             bounds=RELEASES_LIMIT,
         ),
     ] = 10
-    platform: Annotated[
-        str | None, Arg("list for another host's OS and CPU", metavar="OS-ARCH", high=100)
+    platform: Annotated[  # Python callers only: the installed marks are this host's
+        str | None,
+        Arg("list for another host's OS and CPU", metavar="OS-ARCH", high=100, cli=False),
     ] = None
 
 

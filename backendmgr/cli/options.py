@@ -109,7 +109,7 @@ def add_fields(
     default, which :func:`made` then applies), so the command can tell it was not given."""
     types = types or {}
     for name, arg in args_of(cls):
-        if name in skip:
+        if name in skip or not arg.cli:
             continue
         kind = kind_of(cls, name)
         default = default_of(cls, name)
@@ -155,7 +155,7 @@ def add_fields(
 def made(args: argparse.Namespace, cls: type[R], **given: Any) -> R:
     """The ``cls`` request of the parsed ``args`` (its fields the :func:`add_fields` made, or
     ``given``); a value it refuses is a usage error (exit 2), naming the option as typed."""
-    values = {name: getattr(args, name) for name, _ in args_of(cls) if name not in given}
+    values = {n: getattr(args, n) for n, a in args_of(cls) if a.cli and n not in given}
     values = {name: v for name, v in values.items() if v is not None}  # None: its default
     try:
         return cls(**_plain(cls, values), **given)
@@ -183,7 +183,7 @@ def _plain(cls: type[Request], values: dict[str, Any]) -> dict[str, Any]:
 
 def _maker(cls: type[Request]) -> Callable[[argparse.Namespace], str | None]:
     def make(args: argparse.Namespace) -> str | None:
-        values = _plain(cls, {name: getattr(args, name) for name, _ in args_of(cls)})
+        values = _plain(cls, {n: getattr(args, n) for n, a in args_of(cls) if a.cli})
         try:
             args.request = cls(**values)
         except InvalidInput as exc:

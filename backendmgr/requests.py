@@ -31,6 +31,7 @@ from .limits import (
     PORT,
     PRUNE_KEEP,
     RELEASES_LIMIT,
+    TOKEN_CHARS,
     VERIFY_TIMEOUT_S,
 )
 
@@ -442,7 +443,7 @@ class ServeRequest(Request):
             "use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
             "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command "
             "line is visible to other users",
-            high=1000,
+            high=TOKEN_CHARS[1],  # its characters and shortest length: web.security's rule
         ),
     ] = None
 

@@ -280,3 +280,14 @@ def test_a_refusal_of_the_request_names_the_option_as_typed() -> None:
     assert refusal(["install", "llama-server", "b1\n"]).startswith(
         'argument version: release tag "b1\\n" holds control character'
     )
+
+
+def test_a_switch_on_by_default_is_turned_off_by_its_no_flag() -> None:
+    """A boolean whose default is true is given by a ``--no-…`` flag, one whose default is
+    false by its plain name: a ``--generate`` that turned generation off would read wrong."""
+    for path, parser in BUILT:
+        cls: type[rq.Request] = parser.get_default("request_type")
+        for name, arg in rq.args_of(cls):
+            if kind_of(cls, name) is bool and arg.cli and name not in given_by(parser, cls):
+                negative = (arg.flag or "").startswith("--no-")
+                assert negative == (default_of(cls, name) is True), (path, name)

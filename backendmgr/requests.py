@@ -77,6 +77,7 @@ MAX_PATH = 4096
 MAX_ID = 300
 
 
+RUNS = "runs per model and build; the median and spread are over them (%(default)s)"
 # the generate switch and dry run every config change shares
 NO_GENERATE = Arg("do not regenerate the llama-swap config", flag="--no-generate")
 DRY_RUN = Arg("check and say what would change (the config's diff), write nothing")
@@ -101,8 +102,7 @@ class ReleasesQuery(Request):
         ),
     ] = 10
     platform: Annotated[  # Python callers only: the installed marks are this host's
-        str | None,
-        Arg("list for another host's OS and CPU", metavar="OS-ARCH", high=100, cli=False),
+        str | None, Arg("list for another host's OS and CPU", high=100, cli=False)
     ] = None
 
 
@@ -473,14 +473,7 @@ class CanaryRequest(Request):
             bounds=CANARY_TOLERANCE,
         ),
     ] = 5.0
-    repeat: Annotated[
-        int,
-        Arg(
-            "runs per model and build; the median and spread are over them (%(default)s)",
-            metavar="N",
-            bounds=BENCH_REPEAT,
-        ),
-    ] = 3
+    repeat: Annotated[int, Arg(RUNS, metavar="N", bounds=BENCH_REPEAT)] = 3
     prompt_words: Annotated[
         int,
         Arg(

@@ -27,7 +27,8 @@ class Arg:
     or a list's or mapping's number of items; ``blank=False`` refuses a blank text;
     ``choices`` are the only texts it takes.
     ``api=False`` keeps a field off the HTTP API (a file named on the server: the API reads and
-    writes only the configured ones)."""
+    writes only the configured ones); ``cli=False`` keeps it off the command line (a Python
+    caller's option no command offers)."""
 
     help: str
     flag: str | None = None
@@ -38,12 +39,18 @@ class Arg:
     high: int | None = None
     blank: bool = True
     api: bool = True
+    cli: bool = True
     choices: tuple[str, ...] | None = None
 
-    def text(self) -> str:
-        """The help as ``--help`` shows it: ``{high}`` is the bound's top (argparse fills in
-        ``%(default)s``)."""
-        return self.help.replace("{high}", f"{self.bounds.high:g}") if self.bounds else self.help
+    def text(self, default: object = dataclasses.MISSING) -> str:
+        """The help as ``--help`` and the API schema show it: ``{high}`` is the bound's top,
+        ``%(default)s`` the ``default`` (when given) as a person writes it (``5``, not
+        ``5.0``)."""
+        said = self.help.replace("{high}", f"{self.bounds.high:g}") if self.bounds else self.help
+        if default is dataclasses.MISSING:
+            return said
+        shown = f"{default:g}" if isinstance(default, float) else str(default)
+        return said.replace("%(default)s", shown)
 
     def problem(self, value: object) -> str | None:
         """Why ``value`` is outside this field's limits (the words every front end prints)."""
@@ -68,7 +75,7 @@ class Arg:
         """The field's help and limits in the API's JSON schema (pydantic calls this)."""
         out = handler(schema)
         top = handler.resolve_ref_schema(out)
-        said = self.text().replace("%(default)s", str(top.get("default")))
+        said = self.text(top.get("default"))
         if self.flag is not None and self.flag.startswith("--no-"):
             said = f"false: {said}"  # the field is the switch the CLI's --no-… flag turns off
         top.setdefault("description", said)

@@ -106,3 +106,5 @@ CANARY_TOLERANCE = Bounds(0, 100, unit=" %", whole=False)
 """``--canary --tolerance``: how much slower (percent) the new build may be and still promote."""
 PORT = Bounds(0, 65535)
 """``serve --port``: a TCP port; 0 asks the system for a free one."""
+TOKEN_CHARS = (16, 512)
+"""``serve --token``: the secret's length (it goes into URLs and cookies as it is)."""

@@ -31,6 +31,7 @@ from .limits import (
     PORT,
     PRUNE_KEEP,
     RELEASES_LIMIT,
+    TOKEN_CHARS,
     VERIFY_TIMEOUT_S,
 )
 
@@ -76,6 +77,7 @@ MAX_PATH = 4096
 MAX_ID = 300
 
 
+RUNS = "runs per model and build; the median and spread are over them (%(default)s)"
 # the generate switch and dry run every config change shares
 NO_GENERATE = Arg("do not regenerate the llama-swap config", flag="--no-generate")
 DRY_RUN = Arg("check and say what would change (the config's diff), write nothing")
@@ -99,8 +101,8 @@ class ReleasesQuery(Request):
             bounds=RELEASES_LIMIT,
         ),
     ] = 10
-    platform: Annotated[
-        str | None, Arg("list for another host's OS and CPU", metavar="OS-ARCH", high=100)
+    platform: Annotated[  # Python callers only: the installed marks are this host's
+        str | None, Arg("list for another host's OS and CPU", high=100, cli=False)
     ] = None
 
 
@@ -441,7 +443,7 @@ class ServeRequest(Request):
             "use this secret (16+ characters of A-Z a-z 0-9 . _ ~ -) instead of the data "
             "home's; needed to listen beyond loopback. BACKENDMGR_TOKEN is safer: a command "
             "line is visible to other users",
-            high=1000,
+            high=TOKEN_CHARS[1],  # its characters and shortest length: web.security's rule
         ),
     ] = None
 
@@ -471,15 +473,13 @@ class CanaryRequest(Request):
             bounds=CANARY_TOLERANCE,
         ),
     ] = 5.0
-    repeat: Annotated[
-        int, Arg("runs per model and build (%(default)s)", metavar="N", bounds=BENCH_REPEAT)
-    ] = 3
+    repeat: Annotated[int, Arg(RUNS, metavar="N", bounds=BENCH_REPEAT)] = 3
     prompt_words: Annotated[
         int,
         Arg(
-            "words of the fixed prompt (%(default)s)",
+            "words of the fixed prompt, about a token each (%(default)s)",
             flag="--prompt",
-            metavar="N",
+            metavar="WORDS",
             bounds=BENCH_PROMPT,
         ),
     ] = 256

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import typing
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from ..errors import InvalidInput
+from ..limits import Bounds
 from ..requests import Arg, Request, args_of
 from .parser import usage_check
 
-__all__ = ["add_fields", "add_request", "kind_of", "made", "request_in"]
+__all__ = ["add_fields", "add_request", "as_typed", "kind_of", "made", "request_in"]
 
 R = TypeVar("R", bound=Request)
 
@@ -107,14 +109,14 @@ def add_fields(
     default, which :func:`made` then applies), so the command can tell it was not given."""
     types = types or {}
     for name, arg in args_of(cls):
-        if name in skip:
+        if name in skip or not arg.cli:
             continue
         kind = kind_of(cls, name)
         default = default_of(cls, name)
-        options: dict[str, Any] = {"help": arg.text()}
+        # argparse %-formats a help: the default is written in here, every other % kept
+        options: dict[str, Any] = {"help": arg.text(default).replace("%", "%%")}
         if unset and kind is not bool and default is not dataclasses.MISSING:
-            options["help"] = options["help"].replace("%(default)s", str(default))
-            default = None
+            default = None  # the help still names the request's default
         if arg.metavar is not None:
             options["metavar"] = arg.metavar
         if kind is bool:
@@ -130,10 +132,12 @@ def add_fields(
                 del options["nargs"]
         elif arg.bounds is not None:
             options["type"] = arg.bounds.argument()
+        elif kind in (int, float):  # a number the request's rule bounds (bisect's --threshold)
+            options["type"] = Bounds(-math.inf, math.inf, whole=kind is int).argument()
+        elif arg.choices is not None:  # argparse's check: the nearest choice, did-you-mean
+            options["choices"] = arg.choices
         else:
             options["type"] = _checked(name, arg)
-        if arg.choices is not None:
-            options["choices"] = arg.choices
         if name in types:  # the field's limits first, then what the command's type says
             options["type"] = _then(_checked(name, arg), types[name])
         if arg.positional:
@@ -150,10 +154,24 @@ def add_fields(
 
 def made(args: argparse.Namespace, cls: type[R], **given: Any) -> R:
     """The ``cls`` request of the parsed ``args`` (its fields the :func:`add_fields` made, or
-    ``given``); a value it refuses is a usage error (exit 2)."""
-    values = {name: getattr(args, name) for name, _ in args_of(cls) if name not in given}
+    ``given``); a value it refuses is a usage error (exit 2), naming the option as typed."""
+    values = {n: getattr(args, n) for n, a in args_of(cls) if a.cli and n not in given}
     values = {name: v for name, v in values.items() if v is not None}  # None: its default
-    return cls(**_plain(cls, values), **given)
+    try:
+        return cls(**_plain(cls, values), **given)
+    except InvalidInput as exc:
+        raise type(exc)(as_typed(cls, str(exc))) from None
+
+
+def as_typed(cls: type[Request], problem: str) -> str:
+    """A request's ``field: why`` in the command line's words, as argparse says its own
+    (``argument --build: …``, ``argument KEY=VALUE: …``); any other text as it is."""
+    name, sep, why = problem.partition(": ")
+    arg = dict(args_of(cls)).get(name) if sep else None
+    if arg is None:
+        return problem
+    spelled = arg.metavar or name if arg.positional else arg.flag or f"--{name.replace('_', '-')}"
+    return f"argument {spelled}: {why}"
 
 
 def _plain(cls: type[Request], values: dict[str, Any]) -> dict[str, Any]:
@@ -165,11 +183,11 @@ def _plain(cls: type[Request], values: dict[str, Any]) -> dict[str, Any]:
 
 def _maker(cls: type[Request]) -> Callable[[argparse.Namespace], str | None]:
     def make(args: argparse.Namespace) -> str | None:
-        values = _plain(cls, {name: getattr(args, name) for name, _ in args_of(cls)})
+        values = _plain(cls, {n: getattr(args, n) for n, a in args_of(cls) if a.cli})
         try:
             args.request = cls(**values)
         except InvalidInput as exc:
-            return str(exc)
+            return as_typed(cls, str(exc))
         return None
 
     return make

@@ -183,7 +183,8 @@ class Canary:
         from .flags import check_switch, followers
 
         plan = await self.models.plan()  # a promotion must not break a model's flags either
-        check_switch(settings, followers(plan, component), new, force=False)
+        way_out = f"a canary keeps no such flag; without --canary, activate {new.id} --force"
+        check_switch(settings, followers(plan, component), new, force=False, way_out=way_out)
         await _wait_idle(self.home, canaries, idle_wait)
         before = {m: settings.override(m).backend for m in canaries}
         me = os.getpid()  # who runs it, and since when: a later canary tells it from a reused pid

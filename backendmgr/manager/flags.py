@@ -44,14 +44,23 @@ def followers(plan: Plan, component: str) -> list[str]:
     return out
 
 
+FORCE = "--force switches anyway"
+
+
 def check_switch(
-    settings: Settings, models: list[str], entry: InstalledEntry, *, force: bool
+    settings: Settings,
+    models: list[str],
+    entry: InstalledEntry,
+    *,
+    force: bool,
+    way_out: str = FORCE,
 ) -> list[str]:
     """Refuse the switch of ``models`` to ``entry`` when it would drop a flag they use; with
-    ``force``, the lines to show as warnings instead."""
+    ``force``, the lines to show as warnings instead. ``way_out`` is what the refusal offers
+    (a canary has no ``--force``: it names what does switch)."""
     lines = flag_lines(settings, models, entry)
     if lines and not force:
-        raise Refused("; ".join(lines) + "; nothing was switched (--force switches anyway)")
+        raise Refused("; ".join(lines) + f"; nothing was switched ({way_out})")
     return [f"kept with --force: {line}" for line in lines]
 
 

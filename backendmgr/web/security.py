@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..limits import TOKEN_CHARS
 
 __all__ = [
     "COOKIE_MAX_AGE",
@@ -36,7 +37,8 @@ __all__ = [
 
 SECRET_FILE = "serve-secret"
 COOKIE_MAX_AGE = 30 * 24 * 3600
-TOKEN_RE = re.compile(r"[A-Za-z0-9._~-]{16,512}")
+SHORTEST, LONGEST = TOKEN_CHARS
+TOKEN_RE = re.compile(rf"[A-Za-z0-9._~-]{{{SHORTEST},{LONGEST}}}")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 Scope = MutableMapping[str, Any]
@@ -61,7 +63,8 @@ def check_token(token: str) -> str:
     enough not to be guessed."""
     if not TOKEN_RE.fullmatch(token):
         raise InvalidInput(
-            "the token must be at least 16 characters (at most 512) of A-Z a-z 0-9 . _ ~ -"
+            f"the token must be at least {SHORTEST} characters (at most {LONGEST}) of "
+            "A-Z a-z 0-9 . _ ~ -"
         )
     return token
 

@@ -381,6 +381,13 @@ def test_completion_from_local_state_only(
     assert complete("which", "$") == [hostile]
     assert complete("cache", "") == ["clean"]
     assert complete("completion", "z") == ["zsh"]
+    # an option's value named in local state: --canary's models, bench's --build, --kind
+    assert complete("activate", "llama-server@b100-rocm", "--canary", "qw") == ["qwen3-8b"]
+    assert complete("bench", "qwen3-8b", "--build", "llama-server@b100-r") == [
+        "llama-server@b100-rocm"
+    ]
+    assert complete("backends", "add", "x", "--kind", "vl") == ["vllm"]
+    assert complete("bisect", "qwen3-8b", "--metric", "st") == ["starts"]
     assert not (tmp_path / "pwned").exists()
 
 

@@ -18,6 +18,7 @@ from backendmgr.cli.options import default_of, kind_of
 from backendmgr.cli.parser import UsageError, build_parser
 from backendmgr.errors import InvalidInput
 from backendmgr.web.http import adapter
+from tests.support.cli import completed, run_in_process
 
 # Options a command has beyond its request: those of a second request it makes when a flag
 # says so (``--canary`` on activate and update, issue 32; verify's ``--repair``, issue 22).
@@ -109,11 +110,15 @@ def test_the_options_are_the_request(
     for name, arg in fields.items():
         if name in given:
             continue
+        if not arg.cli:  # a Python caller's option (releases' platform): none on the CLI
+            assert name not in actions and f"--{name}" not in parser.format_help(), name
+            continue
         action = actions[name]  # every field has its option or operand
         assert (not action.option_strings) == arg.positional, name
         if action.option_strings:
             assert action.option_strings == [arg.flag or f"--{name.replace('_', '-')}"]
-        assert action.help is not None and action.help.startswith(arg.text()[:20]), name
+        # the field's help, its default written in (argparse would write 5.0 for 5.0)
+        assert action.help == arg.text(default_of(cls, name)).replace("%", "%%"), name
 
     # the defaults: a minimal command line makes the request with the class's own defaults
     argv = line(path, cls, given)
@@ -128,7 +133,7 @@ def test_the_options_are_the_request(
     for name, arg in fields.items():
         if name in given or (arg.bounds is None and arg.high is None):
             continue
-        flag = actions[name].option_strings[:1]
+        flag = actions[name].option_strings[:1] if arg.cli else []
         if arg.bounds is not None:
             b = arg.bounds
             values: list[float] = [b.low if b.above else b.low - 1, b.high + 1]
@@ -152,7 +157,7 @@ def test_the_options_are_the_request(
             with pytest.raises(InvalidInput) as api:
                 adapter(cls).validate_python({**others, name: value})
             assert str(api.value) == f"{name}: {problem}"
-            if text is None or kind_of(cls, name) is dict:
+            if text is None or kind_of(cls, name) is dict or not arg.cli:
                 continue  # a list's size: the request's words (checked above)
             said = refusal(line(path, cls, given, {name: text}))
             shown = flag[0] if flag else (arg.metavar or name)
@@ -179,7 +184,110 @@ def test_a_second_request_has_its_options_too(cls: type[rq.Request]) -> None:
                     # left None when not given (refused without --canary); the help says the
                     # default the request then applies
                     assert action.default is None, (name, field_name)
-                    assert "%(default)s" not in arg.help or f"({default})" in action.help
+                    assert action.help == arg.text(default).replace("%", "%%")
                 else:
                     assert action.default == default, (name, field_name)
             assert action.help is not None and action.help.startswith(arg.text()[:20])
+
+
+def given_by(parser: argparse.ArgumentParser, cls: type[rq.Request]) -> dict[str, Any]:
+    """The fields the command itself sets (``add`` of ``models add-dir``), not the user."""
+    actions = {a.dest for a in parser._actions}
+    fields = dict(rq.args_of(cls))
+    return {n: v for n, v in parser._defaults.items() if n in fields and n not in actions}
+
+
+def numbers_and_choices() -> Iterator[Any]:
+    """Every (command, field) whose option or operand is a number or one of some choices."""
+    for path, parser in BUILT:
+        cls: type[rq.Request] = parser.get_default("request_type")
+        given = given_by(parser, cls)
+        for name, arg in rq.args_of(cls):
+            if name not in given and (kind_of(cls, name) in (int, float) or arg.choices):
+                yield pytest.param(path, cls, given, name, id=f"{' '.join(path)} {name}")
+
+
+@pytest.mark.parametrize(("path", "cls", "given", "name"), list(numbers_and_choices()))
+def test_a_number_is_a_number_and_a_near_choice_is_named(
+    path: tuple[str, ...],
+    cls: type[rq.Request],
+    given: dict[str, Any],
+    name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A number without bounds of its own (bisect's --threshold) reaches the request as a
+    number, never its text (a TypeError, exit 1, before); a word that is not a number, or a
+    near miss of a choice, is one usage line naming the option (and the nearest choice)."""
+    arg = dict(rq.args_of(cls))[name]
+    if arg.choices:
+        near = arg.choices[-1][:-1]  # "uninstal", "start": did-you-mean names the choice
+        said = refusal(line(path, cls, given, {name: near}))
+        assert "invalid choice" in said and f"did you mean {arg.choices[-1]}" in said, said
+    else:
+        argv = line(path, cls, given, {name: "1"})
+        value = getattr(build_parser(argv).parse_args(argv).request, name)
+        assert isinstance(value, int | float) and value == 1, (argv, value)
+        said = refusal(line(path, cls, given, {name: "abc"}))
+        flag = arg.flag or "--" + name.replace("_", "-")
+        assert said.startswith(f'argument {flag}: "abc" is not a'), said
+    capsys.readouterr()
+
+
+def test_help_writes_defaults_as_typed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every generated --help fills in its defaults and bounds, a whole float without ".0"
+    (``(5)``, as the README writes it), and never shows None or a placeholder."""
+    for path, parser in BUILT:
+        text = parser.format_help()
+        for odd in ("%(", "{high}", "None", ".0)"):
+            assert odd not in text, (path, odd)
+    for command, said in [
+        ("bench", "--prompt WORDS"),
+        ("bench", "about a token each (256)"),
+        ("activate", "new build may be (5)"),
+        ("bisect", "by more than this (10)"),
+        ("tune", "included (3600)"),
+    ]:
+        result = completed(run_in_process(command, "--help"), command, "--help")
+        assert result.returncode == 0 and said in " ".join(result.stdout.split()), said
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", ["activate", "update"])
+def test_canary_models_add_up_however_given(command: str) -> None:
+    """``--canary a b`` and ``--canary a --canary b`` name both models (a second --canary
+    replaced the first before), as bench's ``--build`` is given once per value."""
+    operand = ["llama-server@b1-cpu"] if command == "activate" else []
+    for argv in (
+        [command, *operand, "--canary", "a", "b"],
+        [command, *operand, "--canary", "a", "--canary", "b"],
+    ):
+        assert build_parser(argv).parse_args(argv).canary == ["a", "b"], argv
+
+
+def test_a_refusal_of_the_request_names_the_option_as_typed() -> None:
+    """What only the request checks (a list's size, a cross-field rule naming a field) is said
+    in the command line's words, as argparse says its own: ``argument --build: …``, not the
+    field's name (``builds: …``), and before anything runs (``--canary ""``)."""
+    many = [w for i in range(101) for w in ("--build", f"b{i}")]
+    assert refusal(["bench", "m", *many]).startswith(
+        "argument --build: must have at most 100 items, not 101"
+    )
+    values = [f"k{i}=v" for i in range(21)]
+    assert refusal(["set", "m", *values]).startswith("argument KEY=VALUE: must have at most 20")
+    assert refusal(["uninstall", *map(str, range(101))]).startswith("argument BUILD: must")
+    for argv in (["activate", "b@1-cpu", "--canary", ""], ["update", "--canary", ""]):
+        assert refusal(argv).startswith("argument --canary: each model id must have"), argv
+    assert refusal(["install", "llama-server", "b1\n"]).startswith(
+        'argument version: release tag "b1\\n" holds control character'
+    )
+
+
+def test_a_switch_on_by_default_is_turned_off_by_its_no_flag() -> None:
+    """A boolean whose default is true is given by a ``--no-…`` flag, one whose default is
+    false by its plain name: a ``--generate`` that turned generation off would read wrong."""
+    for path, parser in BUILT:
+        cls: type[rq.Request] = parser.get_default("request_type")
+        for name, arg in rq.args_of(cls):
+            if kind_of(cls, name) is bool and arg.cli and name not in given_by(parser, cls):
+                negative = (arg.flag or "").startswith("--no-")
+                assert negative == (default_of(cls, name) is True), (path, name)

@@ -344,6 +344,11 @@ def test_a_build_without_a_flag_extra_args_uses_refuses_the_switch(
     assert config_path.read_text() == before
     canary = b.cli("activate", "llama-server@b200-cpu", "--canary", "chat")
     assert canary.code == 1 and "-dio is not an option" in canary.err
+    # the way out it names is one the canary takes (it refuses --force)
+    assert error_line(canary).endswith(
+        "nothing was switched (a canary keeps no such flag; without --canary, "
+        "activate llama-server@b200-cpu --force)"
+    ), canary.err
     assert config_path.read_text() == before
 
     forced = b.cli("activate", "llama-server@b200-cpu", "--force")

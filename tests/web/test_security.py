@@ -249,6 +249,8 @@ def test_beyond_loopback_without_a_token_is_refused_at_start(
         assert "--token" in shown.err and "Traceback" not in shown.err
     short = run_in_process("serve", "--host", "0.0.0.0", "--token", "abc")
     assert short.code == 2 and "at least 16 characters" in short.err  # typed wrong
+    long = run_in_process("serve", "--token", "x" * 513)  # the request's limit is the rule's
+    assert long.code == 2 and "--token: must have at most 512 characters" in long.err, long
     for bad in ("x" * 15, "a" * 20 + "/", "ä" * 20, "a b" * 8, "x" * 513):
         monkeypatch.setenv("BACKENDMGR_TOKEN", bad)
         shown = run_in_process("serve", "--port", "0")

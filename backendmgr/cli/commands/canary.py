@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ...contract import args_of
+from ...errors import InvalidInput
 from ...requests import CanaryRequest
 from ..options import add_fields, made
 from ..parser import usage_check
@@ -24,6 +25,7 @@ def add_canary_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         canary.flag or "--canary",
         dest="canary",
+        action="extend",  # --canary a b, or --canary a --canary b (the second kept the last)
         nargs="+",
         metavar=canary.metavar,
         help=canary.text(),
@@ -48,6 +50,10 @@ def _canary_usage(args: argparse.Namespace) -> str | None:
         return "--no-generate does not apply with --canary: it measures the generated config"
     if args.force:
         return "--force does not apply with --canary: a promotion keeps no flag the build lacks"
+    try:  # the canary's own limits, before anything is installed (update's build: not yet)
+        made(args, CanaryRequest, build=getattr(args, "build", None) or "-", models=args.canary)
+    except InvalidInput as exc:
+        return str(exc)
     return None
 
 

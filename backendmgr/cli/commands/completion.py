@@ -41,8 +41,15 @@ COMMAND_KINDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("default", "row"): ("default_rows",),
     ("remove", "id"): ("manual_rows",),  # backends remove
 }
-# Options whose values are named in local files: ``--variant`` from the component's manifest.
-OPTION_KINDS: dict[str, str] = {"variant": "variants"}
+# Options whose values are named in local files (by the option's dest): ``--variant`` from
+# the component's manifest, ``--canary`` models, bench's ``--build`` builds, ``--kind`` the
+# registry's kinds.
+OPTION_KINDS: dict[str, str] = {
+    "variant": "variants",
+    "canary": "models",
+    "builds": "builds",
+    "kind": "kinds",
+}
 # Positional slots nothing local can fill (a release tag needs the network): <TAB> there offers
 # the command's options instead. A slot not listed here may want a path, left to the shell.
 OPTIONS_INSTEAD = frozenset({"version"})
@@ -272,6 +279,15 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
                 _, _, component, prefix = item.split(":", 3)
                 paths = where()
                 found = variant_ids(component, paths.user_manifests, paths.cache)
+                names += [prefix + v for v in found]
+            elif item.count(":") >= 3:  # an option's value: kind:KIND:COMPONENT:PREFIX
+                _, kind, _, prefix = item.split(":", 3)
+                if kind == "kinds":
+                    from ...registry.kinds import KNOWN_KINDS
+
+                    found = list(KNOWN_KINDS)
+                else:
+                    found = _local_ids(kind, seen, where, mgr)
                 names += [prefix + v for v in found]
             elif item.startswith("kind:setting"):
                 from .overrides import KEY_HELP

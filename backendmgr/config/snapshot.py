@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._fs import atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes
 from .._version import __version__
 
 __all__ = [
@@ -87,13 +87,15 @@ def save_parsed(
     snapshot that cannot be written only costs the next read a parse. A document JSON does
     not give back equal (a number key, NaN, a date) is not kept. It holds what ``source``
     holds, so nobody may read it who cannot read the source: it gets the source's mode."""
-    with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
+    with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, LinkRefused):
         body = json.dumps({"stamp": _stamp(raw, parser), "document": document}, ensure_ascii=False)
         if json.loads(body)["document"] != document:
+            return
+        if where.is_symlink():  # ours: a link in its place is never chmod-ed or written through
             return
         mode = (os.stat(source).st_mode & 0o666) | 0o200  # the owner rewrites it
         try:
             os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:
             os.chmod(where, mode)
-        atomic_write_bytes(where, body.encode("utf-8"))
+        atomic_write_bytes(where, body.encode("utf-8"), no_links_below=where.parent)

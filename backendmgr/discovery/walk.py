@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._fs import atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes
 from .files import walk_model_files
 from .gguf import GgufError, read_gguf_metadata
 from .models import Discovery, FolderScan, build_models, split_parts
@@ -102,8 +102,10 @@ class MetaCache:
         if self.path is None or not (self.dirty or stale):
             return
         payload = {"format": CACHE_FORMAT, "entries": self.entries}
-        with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
-            atomic_write_bytes(self.path, json.dumps(payload, separators=(",", ":")).encode())
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        # a cache that cannot be written (or has a link in its place) only costs time
+        with contextlib.suppress(OSError, LinkRefused):
+            atomic_write_bytes(self.path, body, no_links_below=self.path.parent)
 
 
 def discover(scan: Scan, cache_file: Path | None, *, save: bool = True) -> Discovery:

@@ -97,7 +97,8 @@ def written_record(home: Path, target: Path) -> Path:
 def record_written(record: Path, data: bytes) -> None:
     from .._fs import atomic_write_bytes
 
-    atomic_write_bytes(record, hashlib.sha256(data).hexdigest().encode() + b"\n")
+    digest = hashlib.sha256(data).hexdigest().encode() + b"\n"
+    atomic_write_bytes(record, digest, no_links_below=record.parent)
 
 
 def _recorded(record: Path) -> str | None:

@@ -24,7 +24,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from pydantic import ValidationError
 
-from .._fs import atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes
 from .._proc import open_group
 from ..catalog.capabilities import Capabilities, parse_capabilities, parse_options
 
@@ -302,8 +302,9 @@ class CapabilityCache:
         payload = json.dumps({"format": CACHE_FORMAT, "entries": self.entries}).encode()
         if len(payload) > MAX_CACHE_BYTES:
             return
-        with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
-            atomic_write_bytes(self.path, payload)
+        # a cache that cannot be written (or has a link in its place) only costs time
+        with contextlib.suppress(OSError, LinkRefused):
+            atomic_write_bytes(self.path, payload, no_links_below=self.path.parent)
         self.dirty = False
 
     def lookup(

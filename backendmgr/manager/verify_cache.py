@@ -85,7 +85,7 @@ class VerifyCache:
             entries = _read(self.path)
             entries[result.id] = {**result.model_dump(mode="json"), "key": self.key(entry)}
             body = json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1)
-            atomic_write_bytes(self.path, body.encode())
+            atomic_write_bytes(self.path, body.encode(), no_links_below=self.path.parent)
 
 
 def verified_text(record: VerifyResult | None, now: datetime | None = None) -> str:

@@ -32,9 +32,13 @@ def leave(code: int) -> NoReturn:
     that are not daemons (anyio's idle workers stop as the event loop closes), run the exit
     handlers (logging's flush, filelock's release of locks still held), flush the output."""
     import atexit
+    import signal
 
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)  # a profiler or debugger writes its report after this returns
+    # the command is done and has said what it did: a Ctrl-C from here on ends the process as
+    # the signal does (a shell shows 130), never as a traceback out of an exit handler
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()

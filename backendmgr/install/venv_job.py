@@ -170,7 +170,9 @@ async def _run(
     tail: collections.deque[str] = collections.deque(maxlen=8)
     from .probe import stop_group
 
-    process = await open_group(argv, env=env)  # a build backend's helpers stop with it
+    # a build backend's helpers stop with it, and it stops with us: a killed install must not
+    # leave pip or uv writing into a staging folder the next install is cleaning
+    process = await open_group(argv, env=env, die_with_parent=True)
     try:
         assert process.stdout is not None
         buffer = b""

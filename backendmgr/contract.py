@@ -42,6 +42,10 @@ class Arg:
     cli: bool = True
     choices: tuple[str, ...] | None = None
 
+    def option(self, name: str) -> str:
+        """The option that gives field ``name``: ``flag``, else ``--name-with-dashes``."""
+        return self.flag or f"--{name.replace('_', '-')}"
+
     def text(self, default: object = dataclasses.MISSING) -> str:
         """The help as ``--help`` and the API schema show it: ``{high}`` is the bound's top,
         ``%(default)s`` the ``default`` (when given) as a person writes it (``5``, not

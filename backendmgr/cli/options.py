@@ -120,7 +120,7 @@ def add_fields(
         if arg.metavar is not None:
             options["metavar"] = arg.metavar
         if kind is bool:
-            flag = arg.flag or f"--{name.replace('_', '-')}"
+            flag = arg.option(name)
             action = "store_false" if default is True else "store_true"
             parser.add_argument(flag, dest=name, action=action, help=options["help"])
             continue
@@ -149,7 +149,7 @@ def add_fields(
             options["required"] = True
         else:
             options["default"] = default
-        parser.add_argument(arg.flag or f"--{name.replace('_', '-')}", dest=name, **options)
+        parser.add_argument(arg.option(name), dest=name, **options)
 
 
 def made(args: argparse.Namespace, cls: type[R], **given: Any) -> R:
@@ -170,7 +170,7 @@ def as_typed(cls: type[Request], problem: str) -> str:
     arg = dict(args_of(cls)).get(name) if sep else None
     if arg is None:
         return problem
-    spelled = arg.metavar or name if arg.positional else arg.flag or f"--{name.replace('_', '-')}"
+    spelled = arg.metavar or name if arg.positional else arg.option(name)
     return f"argument {spelled}: {why}"
 
 

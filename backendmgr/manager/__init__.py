@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         WhichResult,
     )
     from ..catalog.host import Host
-    from ..catalog.manifest import Catalog, Manifest
+    from ..catalog.manifest import Manifest
     from ..config.models import BackendRow, Settings
     from ..config.paths import Paths
     from ..events import EventSink
@@ -125,10 +125,6 @@ class Manager:
         return Services(self.ctx, host=host, vram_probe=vram_probe)
 
     # --- what the services share ---------------------------------------------------------
-
-    @property
-    def catalog(self) -> Catalog:
-        return self.ctx.catalog
 
     @property
     def host(self) -> Host:

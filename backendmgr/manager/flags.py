@@ -75,7 +75,10 @@ def pin_target(settings: Settings, builds: BuildStore, row_id: str) -> Installed
 
 
 def unpin_lines(
-    settings: Settings, pipeline: Callable[[Settings], Plan], builds: BuildStore, model: str
+    settings: Settings,
+    pipeline: Callable[[Settings, str], Plan],
+    builds: BuildStore,
+    model: str,
 ) -> list[str]:
     """What unpinning ``model`` would break, as warnings (``unpin`` has no ``--force`` to
     ask for): each flag of its ``extra_args`` the build it then runs does not list."""
@@ -84,7 +87,7 @@ def unpin_lines(
         return []
     unpinned = ov.model_copy(update={"backend": None})
     trial = settings.model_copy(update={"models": {**settings.models, model: unpinned}})
-    plan = pipeline(trial)
+    plan = pipeline(trial, model)  # that model alone: the plan the whole run gives it
     planned = next(
         (p for m, p in zip(plan.found.models, plan.plans, strict=True) if m.id == model), None
     )  # None: unpin takes a model discovery does not know (yet)

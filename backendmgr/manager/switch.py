@@ -55,9 +55,7 @@ class Switches:
     async def unpin(self, req: UnpinRequest) -> PinResult:
         """Unpin the model; a flag the build it then runs does not list is a warning."""
         settings = await self.settings()
-        pipeline = self.models.pipeline
-        kept = await anyio.to_thread.run_sync(
-            unpin_lines, settings, pipeline, self.builds, req.model
-        )
+        lines = (settings, self.models.pipeline, self.builds, req.model)
+        kept = await anyio.to_thread.run_sync(unpin_lines, *lines)
         result = await self.registry.unpin(req)
         return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result

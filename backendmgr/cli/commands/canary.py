@@ -39,7 +39,7 @@ def _canary_usage(args: argparse.Namespace) -> str | None:
     honour: refused before anything is installed or switched."""
     if args.canary is None:
         stray = [
-            arg.flag or f"--{name.replace('_', '-')}"
+            arg.option(name)
             for name, arg in args_of(CanaryRequest)
             if name not in ("build", "models") and getattr(args, name) is not None
         ]

@@ -1,0 +1,344 @@
+"""Typed records: frozen standard-library dataclasses that load without pydantic.
+
+Importing pydantic and building its models costs more than a whole read (issue 30), so the
+types every command loads (settings, registry rows, receipts, manifests, caches) are plain
+dataclasses. What a person wrote (the config's YAML, a manifest, an API body) is validated by
+pydantic, which understands these dataclasses and the markers below, so its error messages
+stay the ones users know. What backendmgr wrote itself (a receipt, a cache, the config's parsed
+snapshot) is read back with :func:`load`: a strict walk over the field types that refuses any
+value of the wrong type, any unknown or missing key, and runs the same field checks.
+
+A record checks itself when made (``__post_init__``), as a pydantic model does: its fields'
+:class:`After` checks and bounds, then its :meth:`Record.rule`. :func:`dataclasses.replace`
+makes a copy through the same checks.
+
+Markers go in ``Annotated[...]``: :class:`Before` (turn what a person may write into the
+field's form: ``device: 1`` → ``"1"``), :class:`After` (a check that may also normalise), and
+:class:`~backendmgr.limits.Bounds`-like :class:`Limit` (``gt``/``ge``/``le``, pydantic's words).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import PurePath
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+
+__all__ = ["After", "Before", "Invalid", "Limit", "Record", "hints", "load", "plain", "validate"]
+
+T = TypeVar("T")
+
+
+class Invalid(ValueError):
+    """What :func:`load` refused, as ``where: why`` (one line)."""
+
+
+class Before:
+    """Turn what a person may write into the field's form before its type is checked (pydantic
+    ``mode="before"``). ``fn`` raises ValueError with a one-line reason."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_before_validator_function(self.fn, handler(source))
+
+
+class After:
+    """A check of the typed value (pydantic ``mode="after"``); ``fn`` returns the value (it
+    may normalise it) or raises ValueError with a one-line reason."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_after_validator_function(self.fn, handler(source))
+
+
+class Limit:
+    """Numeric bounds in pydantic's own words (``Input should be greater than 0``), for a
+    number or ``None``."""
+
+    __slots__ = ("ge", "gt", "le", "pattern")
+
+    def __init__(
+        self,
+        *,
+        gt: float | None = None,
+        ge: float | None = None,
+        le: float | None = None,
+        pattern: str | None = None,
+    ) -> None:
+        self.gt, self.ge, self.le, self.pattern = gt, ge, le, pattern
+
+    def problem(self, value: Any) -> str | None:
+        if value is None or isinstance(value, bool):
+            return None
+        if isinstance(value, int | float):
+            if self.gt is not None and not value > self.gt:
+                return f"Input should be greater than {self.gt:g}"
+            if self.ge is not None and not value >= self.ge:
+                return f"Input should be greater than or equal to {self.ge:g}"
+            if self.le is not None and not value <= self.le:
+                return f"Input should be less than or equal to {self.le:g}"
+        if isinstance(value, str) and self.pattern is not None:
+            import re
+
+            if re.search(self.pattern, value) is None:
+                return f"String should match pattern '{self.pattern}'"
+        return None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        import annotated_types as at
+
+        marks: list[Any] = []
+        if self.gt is not None:
+            marks.append(at.Gt(self.gt))
+        if self.ge is not None:
+            marks.append(at.Ge(self.ge))
+        if self.le is not None:
+            marks.append(at.Le(self.le))
+        if self.pattern is not None:
+            from pydantic import Field
+
+            marks.append(Field(pattern=self.pattern))
+        inner = [a for a in get_args(source) if a is not type(None)]
+        if get_origin(source) in (Union, types.UnionType) and len(inner) == 1:
+            # ``float | None``: the bounds are the number's
+            return handler(typing.Optional[typing.Annotated[(inner[0], *marks)]])  # noqa: UP045
+        return handler(typing.Annotated[(source, *marks)])
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def hints(cls: type) -> dict[str, Any]:
+    """The resolved field types of dataclass ``cls``, ``Annotated`` markers kept (cached)."""
+    found = _HINTS.get(cls)
+    if found is None:
+        every = typing.get_type_hints(cls, include_extras=True)
+        found = _HINTS[cls] = {f.name: every[f.name] for f in dataclasses.fields(cls)}
+    return found
+
+
+_CHECKS: dict[type, tuple[tuple[str, tuple[Any, ...]], ...]] = {}
+
+
+def _checks(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """Each field of ``cls`` with its After checks and limits, those that have any."""
+    found = _CHECKS.get(cls)
+    if found is None:
+        out = []
+        for name, hint in hints(cls).items():
+            marks = tuple(m for m in _metadata(hint) if isinstance(m, After | Limit))
+            if marks:
+                out.append((name, marks))
+        found = _CHECKS[cls] = tuple(out)
+    return found
+
+
+def _metadata(hint: Any) -> tuple[Any, ...]:
+    return tuple(getattr(hint, "__metadata__", ()))
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """The base of every record: made (directly, by :func:`load`, by pydantic, by
+    :func:`dataclasses.replace`), it runs its fields' checks, then :meth:`rule`."""
+
+    # pydantic's validation of a record refuses keys it does not name, as :func:`load` does
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
+    def __post_init__(self) -> None:
+        for name, marks in _checks(type(self)):
+            value = getattr(self, name)
+            for mark in marks:
+                if isinstance(mark, Limit):
+                    problem = mark.problem(value)
+                    if problem is not None:
+                        raise ValueError(f"{name}: {problem}")
+                elif value is not None:
+                    try:
+                        new = mark.fn(value)
+                    except ValueError as exc:
+                        raise ValueError(f"{name}: {exc}") from None
+                    if new is not value:
+                        object.__setattr__(self, name, new)
+                        value = new
+        problem = self.rule()
+        if problem is not None:
+            raise ValueError(problem)
+
+    def rule(self) -> str | None:
+        """A rule over several fields, said as the user should read it; none by default."""
+        return None
+
+
+def load(cls: type[T], data: Any, where: str = "") -> T:
+    """``data`` (plain JSON data backendmgr wrote) as a ``cls``, checked strictly: every value
+    of its declared type (an int is a float; nothing else is converted), no unknown or missing
+    key, every field check and rule. Raises :class:`Invalid` naming the first problem."""
+    try:
+        return typing.cast(T, _load(cls, data, where))
+    except Invalid:
+        raise
+    except (ValueError, TypeError, RecursionError) as exc:  # a check or a rule refused it
+        raise Invalid(f"{where or 'value'}: {exc}") from None
+
+
+def _name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp)
+
+
+def _load(tp: Any, data: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if tp is Any or tp is object:
+        return data
+    if origin is typing.Annotated:
+        inner, *marks = get_args(tp)
+        for mark in marks:
+            if isinstance(mark, Before):
+                data = mark.fn(data)
+        value = _load(inner, data, where)
+        if not (isinstance(inner, type) and issubclass(inner, Record)):
+            for mark in marks:  # a record runs its own in __post_init__
+                if isinstance(mark, After) and value is not None:
+                    try:
+                        value = mark.fn(value)
+                    except ValueError as exc:
+                        raise Invalid(f"{where}: {exc}") from None
+                elif isinstance(mark, Limit) and (problem := mark.problem(value)) is not None:
+                    raise Invalid(f"{where}: {problem}")
+        return value
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        last: Invalid | None = None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _load(arg, data, where)
+            except Invalid as exc:
+                last = exc
+        raise last or Invalid(f"{where}: unexpected {type(data).__name__}")
+    if origin is Literal:
+        if data in get_args(tp) and type(data) in {type(a) for a in get_args(tp)}:
+            return data
+        raise Invalid(f"{where}: expected one of {', '.join(map(repr, get_args(tp)))}")
+    if tp is type(None):
+        if data is None:
+            return None
+        raise Invalid(f"{where}: expected null")
+    if tp is bool:
+        if isinstance(data, bool):
+            return data
+        raise Invalid(f"{where}: expected true or false")
+    if tp is int:
+        if isinstance(data, int) and not isinstance(data, bool):
+            return data
+        raise Invalid(f"{where}: expected an integer")
+    if tp is float:
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            return float(data)
+        raise Invalid(f"{where}: expected a number")
+    if tp is str:
+        if isinstance(data, str):
+            return data
+        raise Invalid(f"{where}: expected a string")
+    if isinstance(tp, type) and issubclass(tp, PurePath):
+        if isinstance(data, str):
+            return tp(data)
+        raise Invalid(f"{where}: expected a path")
+    if origin in (list, tuple, frozenset, set):
+        if not isinstance(data, list):
+            raise Invalid(f"{where}: expected a list")
+        args = get_args(tp)
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(args) != len(data):
+                raise Invalid(f"{where}: expected {len(args)} items")
+            return tuple(
+                _load(a, d, f"{where}[{i}]")
+                for i, (a, d) in enumerate(zip(args, data, strict=True))
+            )
+        item = args[0] if args else Any
+        return origin(_load(item, d, f"{where}[{i}]") for i, d in enumerate(data))
+    if origin is dict or origin is Mapping:
+        if not isinstance(data, dict):
+            raise Invalid(f"{where}: expected a mapping")
+        key_tp, value_tp = get_args(tp) or (Any, Any)
+        out = {}
+        for key, value in data.items():
+            out[_load(key_tp, key, where)] = _load(value_tp, value, f"{where}.{key}".lstrip("."))
+        return out
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _record(tp, data, where)
+    raise Invalid(f"{where}: cannot read a {_name(tp)}")
+
+
+def _record(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise Invalid(f"{where or _name(cls)}: expected a mapping")
+    types_ = hints(cls)
+    extra = [k for k in data if k not in types_]
+    if extra:
+        raise Invalid(f"{where}{'.' if where else ''}{extra[0]}: not a field of {_name(cls)}")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.name in data:
+            at = f"{where}.{f.name}" if where else f.name
+            kwargs[f.name] = _load(types_[f.name], data[f.name], at)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise Invalid(f"{where}{'.' if where else ''}{f.name}: missing")
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise Invalid(f"{where or _name(cls)}: {exc}") from None
+
+
+_ADAPTERS: dict[Any, Any] = {}
+
+
+def validate(cls: type[T], data: Any) -> T:
+    """``data`` (what a person wrote: parsed YAML, a JSON body) as a ``cls``, by pydantic:
+    lax where people are (``"5"`` for 5), with pydantic's error messages. Raises pydantic's
+    ``ValidationError`` (a ValueError)."""
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        from pydantic import TypeAdapter
+
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return typing.cast(T, adapter.validate_python(data))
+
+
+def plain(value: Any, *, drop_none: bool = False) -> Any:
+    """``value`` as JSON data: records as mappings of their fields (``drop_none``: without
+    the fields that are None, at every depth), tuples and sets as lists, paths as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if item is None and drop_none:
+                continue
+            out[f.name] = plain(item, drop_none=drop_none)
+        return out
+    if isinstance(value, dict):
+        return {k: plain(v, drop_none=drop_none) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(v, drop_none=drop_none) for v in value]
+    if isinstance(value, PurePath):
+        return str(value)
+    return value

@@ -1,0 +1,119 @@
+"""The record mechanism: pydantic validates what people write, :func:`load` what we wrote,
+and both run the same field checks and rule; a copy made with ``replace`` does too."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+
+from backendmgr.errors import validation_problem
+from backendmgr.record import After, Before, Invalid, Limit, Record, load, plain, validate
+
+
+def _device(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _one_word(value: str) -> str:
+    if " " in value:
+        raise ValueError("must be one word")
+    return value.lower()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row(Record):
+    id: Annotated[str, After(_one_word)]
+    path: Path
+    kind: Literal["llama", "vllm"] = "llama"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Override(Record):
+    ctx: Annotated[int | None, Limit(gt=0)] = None
+    util: Annotated[float | None, Limit(gt=0, le=1)] = None
+    device: Annotated[str | None, Before(_device)] = None
+    url: Annotated[str | None, Limit(pattern=r"^https?://\S+$")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings(Record):
+    ttl: Annotated[int, Limit(ge=0)] = 600
+    backends: list[Row] = field(default_factory=list)
+    models: dict[str, Override] = field(default_factory=dict)
+    pair: tuple[str, int] | None = None
+
+    def rule(self) -> str | None:
+        return "at most two rows" if len(self.backends) > 2 else None
+
+
+GOOD = {
+    "ttl": 5,
+    "backends": [{"id": "A", "path": "/x", "kind": "vllm"}],
+    "models": {"m": {"ctx": 5, "device": "1", "util": 0.5}},
+    "pair": ["a", 1],
+}
+
+
+def test_both_readers_agree_on_good_data() -> None:
+    people = validate(Settings, {**GOOD, "ttl": "5", "models": {"m": {"ctx": 5, "device": 1}}})
+    assert people.backends[0].id == "a"  # the check normalised it
+    assert people.models["m"].device == "1"  # Before turned the number into the text
+    ours = load(Settings, plain(people))
+    assert ours == people
+    assert plain(ours)["backends"][0]["path"] == "/x"
+    assert plain(Override(ctx=1), drop_none=True) == {"ctx": 1}
+
+
+@pytest.mark.parametrize(
+    ("data", "pydantic_says", "load_says"),
+    [
+        ({"ttl": -1}, "ttl: Input should be greater than or equal to 0", "ttl: Input should be"),
+        ({"models": {"m": {"ctx": 0}}}, "models.m.ctx: Input should be greater than 0", "m.ctx"),
+        ({"models": {"m": {"util": 1.5}}}, "less than or equal to 1", "util: Input should"),
+        ({"backends": [{"id": "a b", "path": "x"}]}, "must be one word", "backends[0].id"),
+        ({"zz": 1}, "zz: Extra inputs are not permitted", "zz: not a field of Settings"),
+        ({"backends": [{"id": "a", "path": "b"}] * 3}, "at most two rows", "at most two rows"),
+        ({"models": {"m": {"url": "ftp://x"}}}, "String should match pattern", "url"),
+        ({"backends": [{"id": "a", "path": "b", "kind": "x"}]}, "kind", "expected one of"),
+    ],
+)
+def test_both_readers_refuse_bad_data(
+    data: dict[str, Any], pydantic_says: str, load_says: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        validate(Settings, data)
+    assert pydantic_says in validation_problem(caught.value).line()  # type: ignore[arg-type]
+    with pytest.raises(Invalid, match=r"^.+: .+") as ours:
+        load(Settings, data)
+    assert load_says in str(ours.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({"ttl": "5"}, "ttl: expected an integer"),  # what we wrote is never converted
+        ({"ttl": True}, "ttl: expected an integer"),
+        ({"backends": [{"id": "a"}]}, "backends[0].path: missing"),
+        ({"backends": {"id": "a"}}, "backends: expected a list"),
+        ({"pair": ["a", "b"]}, "pair[1]: expected an integer"),
+        ({"models": {"m": []}}, "m: expected a mapping"),
+        ([], "Settings: expected a mapping"),
+    ],
+)
+def test_load_is_strict(data: Any, says: str) -> None:
+    with pytest.raises(Invalid) as caught:
+        load(Settings, data)
+    assert says in str(caught.value)
+
+
+def test_a_copy_is_checked_as_a_new_record_is() -> None:
+    settings = load(Settings, GOOD)
+    with pytest.raises(ValueError, match="ttl: Input should be greater than or equal to 0"):
+        dataclasses.replace(settings, ttl=-5)
+    with pytest.raises(ValueError, match="id: must be one word"):
+        Row(id="a b", path=Path("x"))
+    assert dataclasses.replace(settings, ttl=7).ttl == 7

@@ -116,7 +116,7 @@ def args_of(cls: type) -> tuple[tuple[str, Arg], ...]:
     return found
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Request:
     """The base of every request: made, it checks itself (each field's limits, then
     :meth:`rule`); a value it refuses is a usage error (exit 2, HTTP 422) in one line."""

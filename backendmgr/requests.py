@@ -86,7 +86,7 @@ COMPONENT = Arg("a component id from 'backendmgr catalog'", positional=True, low
 # --- builds -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ReleasesQuery(Request):
     component: Annotated[str, COMPONENT]
     variant: Annotated[str | None, Arg("only releases that ship this variant here", high=100)] = (
@@ -106,7 +106,7 @@ class ReleasesQuery(Request):
     ] = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class InstallRequest(Request):
     """``dry_run`` and ``platform`` plan without installing (``platform`` needs ``dry_run``)."""
 
@@ -143,14 +143,14 @@ class InstallRequest(Request):
         return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ListRequest(Request):
     component: Annotated[
         str | None, Arg("only builds of this component", positional=True, high=200)
     ] = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UninstallRequest(Request):
     builds: Annotated[
         list[str],
@@ -163,7 +163,7 @@ class UninstallRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False  # every check, the plan and the diff; no removal
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ActivateRequest(Request):
     build: Annotated[str, Arg("COMPONENT@VERSION-VARIANT", positional=True, low=1, high=MAX_ID)]
     generate: Annotated[bool, NO_GENERATE] = True
@@ -173,7 +173,7 @@ class ActivateRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UpdateRequest(Request):
     components: Annotated[
         list[str],
@@ -187,7 +187,7 @@ class UpdateRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class PruneRequest(Request):
     component: Annotated[str | None, Arg("default: every component", positional=True, high=200)] = (
         None
@@ -204,12 +204,12 @@ class PruneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class CacheCleanRequest(Request):
     dry_run: Annotated[bool, Arg("report, remove nothing")] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class DoctorRequest(Request):
     fix: Annotated[bool, Arg("repair what can be repaired")] = False
 
@@ -217,7 +217,7 @@ class DoctorRequest(Request):
 # --- registry and overrides ------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class AddBackendRequest(Request):
     """``id`` is checked by the registry's own rule (a malformed id, exit 2), not a length."""
 
@@ -230,13 +230,13 @@ class AddBackendRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RemoveBackendRequest(Request):
     id: Annotated[str, Arg("a manual row id from 'backendmgr backends'", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class DefaultRequest(Request):
     row: Annotated[str, Arg("a row id from 'backendmgr backends'", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True
@@ -247,7 +247,7 @@ class DefaultRequest(Request):
 MODEL = Arg("a model id from 'backendmgr models'", positional=True)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class PinRequest(Request):
     model: Annotated[str, MODEL]
     row: Annotated[
@@ -264,14 +264,14 @@ class PinRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UnpinRequest(Request):
     model: Annotated[str, Arg("a model id", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True
     dry_run: Annotated[bool, DRY_RUN] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class SetRequest(Request):
     model: Annotated[
         str,
@@ -285,7 +285,7 @@ class SetRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UnsetRequest(Request):
     model: Annotated[str, Arg("a model id", positional=True)]
     keys: Annotated[
@@ -299,7 +299,7 @@ class UnsetRequest(Request):
 # --- models, the generated config, lock files --------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelsDirRequest(Request):
     """``models add-dir`` (``add``) and ``models remove-dir``: the subcommand sets ``add``."""
 
@@ -311,12 +311,12 @@ class ModelsDirRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class CmdRequest(Request):
     model: Annotated[str, MODEL]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class GenerateRequest(Request):
     """``output`` is the CLI's ``--output`` only: the API writes only the configured file."""
 
@@ -341,7 +341,7 @@ TIMEOUT = Arg(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class VerifyRequest(Request):
     models: Annotated[
         list[str],
@@ -360,7 +360,7 @@ LOCK = Arg(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class SyncRequest(Request):
     """``lock`` is the CLI's LOCK argument only (default, and the API's: beside the config
     file)."""
@@ -378,7 +378,7 @@ class SyncRequest(Request):
         return "--force only applies with --prune" if self.force and not self.prune else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class LockRequest(Request):
     output: Annotated[
         str | None,
@@ -400,7 +400,7 @@ class LockRequest(Request):
     ] = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class FetchRequest(Request):
     dir: Annotated[
         str,
@@ -415,7 +415,7 @@ class FetchRequest(Request):
     lock: Annotated[str | None, LOCK] = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class WhichRequest(Request):
     target: Annotated[
         str,
@@ -427,7 +427,7 @@ class WhichRequest(Request):
     ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeRequest(Request):
     """``serve``: where the page and the API listen (beyond loopback only with a token: the
     web server's own rule, :mod:`backendmgr.web.security`)."""
@@ -448,7 +448,7 @@ class ServeRequest(Request):
     ] = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class CanaryRequest(Request):
     """``activate BUILD --canary MODEL…``: the build to try, its canary models, how much
     slower it may be (percent), and how each (model, build) is measured (bench's options)."""

@@ -46,7 +46,7 @@ def _canary_default(name: str) -> int:
 RUNS, WORDS, GENERATED = (_canary_default(n) for n in ("repeat", "prompt_words", "tokens"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class TuneRequest(Request):
     models: Annotated[list[str], MODELS]
     budget_gb: Annotated[
@@ -75,7 +75,7 @@ class TuneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RepairRequest(Request):
     """``verify --repair``: its models and timeout are verify's."""
 
@@ -84,7 +84,7 @@ class RepairRequest(Request):
     dry_run: Annotated[bool, Arg("with --repair: report, change nothing")] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchRequest(Request):
     models: Annotated[list[str], MODELS]
     builds: Annotated[
@@ -103,7 +103,7 @@ class BenchRequest(Request):
     timeout: Annotated[float | None, START_TIMEOUT] = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class BisectRequest(Request):
     model: Annotated[str, Arg("model id", positional=True, metavar="MODEL", low=1, high=MAX_ID)]
     good: Annotated[str, Arg("a release that was good", metavar="TAG", low=1, high=MAX_ID)]
@@ -143,7 +143,7 @@ PUBLIC = Arg(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UpRequest(Request):
     listen: Annotated[str, LISTEN] = DEFAULT_LISTEN
     public: Annotated[bool, PUBLIC] = False
@@ -153,7 +153,7 @@ class UpRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ServiceRequest(Request):
     action: Annotated[
         str, Arg("what to do with the service", positional=True, choices=SERVICE_ACTIONS)
@@ -162,6 +162,6 @@ class ServiceRequest(Request):
     public: Annotated[bool, PUBLIC] = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class StatusRequest(Request):
     """``status`` takes nothing: whether llama-swap runs, and what it serves."""

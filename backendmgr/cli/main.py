@@ -78,9 +78,10 @@ def _main(words: list[str]) -> int:
 
 
 def run(args: argparse.Namespace, out: object) -> int:
-    import anyio
+    """Run the parsed command: a read (a plain function) is called as it is, anything else on
+    an event loop, followed by the reload proof a mutation needs (issue 21)."""
+    import inspect
 
-    from ..boundary import failure_of
     from .render import Renderer
 
     assert isinstance(out, Renderer)
@@ -91,10 +92,14 @@ def run(args: argparse.Namespace, out: object) -> int:
         paths = Paths.resolve(config=args.config, home=args.home)
         # a config file that is not there is an empty config, however it was named (SPEC §2)
         manager = Manager(paths, on_wait=out.waiting)
+        if not inspect.iscoroutinefunction(args.handler):
+            read: int = args.handler(manager, args, out)
+            return read
+        import anyio
+
         from .commands.swap import with_follow_up
 
-        handler = with_follow_up(args.handler)  # the reload proof after a mutation (issue 21)
-        code: int = anyio.run(handler, manager, args, out)
+        code: int = anyio.run(with_follow_up(args.handler), manager, args, out)
         return code
     except (SystemExit, GeneratorExit):
         raise
@@ -103,6 +108,8 @@ def run(args: argparse.Namespace, out: object) -> int:
             return _quiet_after_closed_stdout()
         if args.debug:
             raise
+        from ..boundary import failure_of
+
         failure = failure_of(exc)
         return out.failure(failure.message, failure.exit_code)
 

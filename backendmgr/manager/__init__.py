@@ -1,5 +1,10 @@
 """The async service layer: every operation the CLI and the HTTP API can ask for.
 
+The reads (``list``, ``backends``, ``which``, ``models``, ``cmd``, ``config``) are plain
+calls: they read files and may run a local probe, never the network, and a user waits on
+them at every prompt, so the CLI runs them without starting an event loop (anyio, asyncio);
+the HTTP API calls them in a worker thread.
+
 :class:`Manager` is a thin façade over plain services, each in the module named for what it
 does (``install``, ``activate``, ``uninstall``, ``verify``, ``lock`` …) and each given its
 collaborators when it is made; :mod:`.context` holds what they share and :mod:`.facts` the
@@ -14,8 +19,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Unpack
 
 from .context import Context, Options
-from .registry import SETTABLE_KEYS
-from .up import UpListeners
 
 if TYPE_CHECKING:
     from ..api_models import (
@@ -94,11 +97,27 @@ if TYPE_CHECKING:
     from .bench import OnRun
     from .bisect import BisectReport, OnStep
     from .measure import OnAttempt, OnTrial
+    from .registry import SETTABLE_KEYS
     from .services import Services
     from .swap import FollowUp, Prepared, SwapMark
+    from .up import UpListeners
     from .verify import OnJobEvent, OnResult, OnStart
 
 __all__ = ["SETTABLE_KEYS", "Manager", "UpListeners"]
+
+
+def __getattr__(name: str) -> object:
+    """``SETTABLE_KEYS`` and ``UpListeners`` from the modules that own them, loaded when asked
+    for: a read imports neither module (nor anyio, which both need)."""
+    if name == "SETTABLE_KEYS":
+        from .registry import SETTABLE_KEYS
+
+        return SETTABLE_KEYS
+    if name == "UpListeners":
+        from .up import UpListeners
+
+        return UpListeners
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Manager:
@@ -176,12 +195,12 @@ class Manager:
         """Remove one or more builds; every one is checked first, so none or all go (§9)."""
         return await self._s.uninstaller.uninstall(request)
 
-    async def list_builds(self, request: ListRequest) -> list[BuildInfo]:
-        return await self._s.inventory.builds(request.component)
+    def list_builds(self, request: ListRequest) -> list[BuildInfo]:
+        return self._s.inventory.builds(request.component)
 
-    async def backends_info(self, *, probe: bool = True) -> list[BackendRowInfo]:
+    def backends_info(self, *, probe: bool = True) -> list[BackendRowInfo]:
         """Each registry row with its classes and (``probe``) capabilities."""
-        return await self._s.inventory.backends(probe=probe)
+        return self._s.inventory.backends(probe=probe)
 
     async def doctor(self, request: DoctorRequest) -> DoctorReport:
         return await self._s.doctor.check(request)
@@ -199,14 +218,14 @@ class Manager:
     async def cache_clean(self, request: CacheCleanRequest) -> CacheCleanResult:
         return await self._s.maintenance.cache_clean(request)
 
-    async def which(self, request: WhichRequest) -> WhichResult:
-        return await self._s.which.which(request.target)
+    def which(self, request: WhichRequest) -> WhichResult:
+        return self._s.which.which(request.target)
 
     def local_names(self, kind: str) -> list[str]:
         return self._s.which.local_names(kind)
 
-    async def config_info(self) -> ConfigInfo:
-        return await self._s.which.config_info()
+    def config_info(self) -> ConfigInfo:
+        return self._s.which.config_info()
 
     # --- registry and overrides --------------------------------------------------------------
 
@@ -242,14 +261,14 @@ class Manager:
         """Add a folder to ``models_dirs``, or remove one (``add`` false)."""
         return await self._s.registry.models_dir(request)
 
-    async def models_info(self) -> list[ModelInfo]:
-        return await self._s.models.info()
+    def models_info(self) -> list[ModelInfo]:
+        return self._s.models.info()
 
-    async def folder_problems(self) -> list[str]:
-        return await self._s.models.folder_problems()
+    def folder_problems(self) -> list[str]:
+        return self._s.models.folder_problems()
 
-    async def cmd(self, request: CmdRequest) -> CmdResult:
-        return await self._s.models.cmd(request.model)
+    def cmd(self, request: CmdRequest) -> CmdResult:
+        return self._s.models.cmd(request.model)
 
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""

@@ -12,9 +12,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
-import anyio
-
-from .._locks import hold
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
@@ -93,15 +90,22 @@ class Context:
             yield GithubReleases(client, self.net, self.paths.cache)
 
     async def settings(self) -> Settings:
-        return await anyio.to_thread.run_sync(self.store.read)
+        """The settings, read in a worker thread (a read's service calls ``store.read``)."""
+        from anyio import to_thread
+
+        return await to_thread.run_sync(self.store.read)
 
     async def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` to the config file under its lock, in a worker thread."""
-        return await anyio.to_thread.run_sync(self.store.update, change)
+        from anyio import to_thread
+
+        return await to_thread.run_sync(self.store.update, change)
 
     async def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
         """``update`` without the write (a dry run): ``change``'s result and the file's diff."""
-        return await anyio.to_thread.run_sync(self.store.preview, change)
+        from anyio import to_thread
+
+        return await to_thread.run_sync(self.store.preview, change)
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output
@@ -116,4 +120,6 @@ class Context:
     ) -> contextlib.AbstractAsyncContextManager[bool]:
         """The per-build file lock: one install or uninstall of a build at a time. Yields
         whether another process held it first; ``on_wait`` hears its pid when we start waiting."""
+        from .._locks import hold
+
         return hold(self.builds.lock(component, version, variant), on_wait=on_wait)

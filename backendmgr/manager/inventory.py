@@ -1,13 +1,12 @@
 """What is installed and registered: ``list`` and ``backends`` (each row with its classes and
-capabilities; a manual llama row is probed on first use)."""
+capabilities; a manual llama row is probed on first use). Plain calls: they read files and
+may run a probe, never the network, so the CLI runs them without an event loop."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import anyio
 
 from ..api_models import BackendRowInfo, BuildInfo
 from ..catalog.capabilities import Capabilities
@@ -26,14 +25,14 @@ __all__ = ["Inventory"]
 class Inventory:
     paths: Paths
     build_store: BuildStore
-    settings: Callable[[], Awaitable[Settings]]
+    settings: Callable[[], Settings]
     manifest: Callable[[str], Manifest]  # a known component's, else the unknown error
     on_wait: Callable[[str], None] | None  # hears a probe's wait before it waits
 
-    async def builds(self, component: str | None = None) -> list[BuildInfo]:
+    def builds(self, component: str | None = None) -> list[BuildInfo]:
         if component is not None:
             self.manifest(component)
-        settings = await self.settings()
+        settings = self.settings()
         out = []
         for e in self.build_store.installed(component):
             r = e.receipt
@@ -57,23 +56,21 @@ class Inventory:
             )
         return out
 
-    async def backends(self, *, probe: bool = True) -> list[BackendRowInfo]:
+    def backends(self, *, probe: bool = True) -> list[BackendRowInfo]:
         """The registry in order as ``backends --json`` and the HTTP API show it; without
         ``probe`` (the CLI's table), no capabilities and nothing run."""
-        settings = await self.settings()
+        settings = self.settings()
         if not probe:
             return [BackendRowInfo.of(r) for r in settings.backends]
-        caps = await self.capabilities()
+        caps = self.capabilities()
         return [BackendRowInfo.of(r, capabilities=caps.get(r.id)) for r in settings.backends]
 
-    async def capabilities(self) -> dict[str, Capabilities | None]:
+    def capabilities(self) -> dict[str, Capabilities | None]:
         """Per registry row: its build's receipt capabilities, or a manual llama row's probe
         (run on first use, then cached by path, size and mtime)."""
         from .capabilities import capability_index
 
-        settings = await self.settings()
+        settings = self.settings()
         cache, on_wait = self.paths.cache, self.on_wait
-        index = await anyio.to_thread.run_sync(
-            lambda: capability_index(settings, self.build_store, cache, on_wait=on_wait)
-        )
+        index = capability_index(settings, self.build_store, cache, on_wait=on_wait)
         return {row.id: index.of(row.path) for row in settings.backends}

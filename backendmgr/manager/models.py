@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
 from ..api_models import CmdResult, ModelBackend, ModelInfo
 from ..config.models import Settings
 from ..discovery.models import Discovery
@@ -140,18 +138,25 @@ class Models:
         return Plan(settings, found, plans, digest)
 
     async def plan(self, only: str | None = None) -> Plan:
-        return await anyio.to_thread.run_sync(self.pipeline, await self.ctx.settings(), only)
+        """:meth:`pipeline` on the current settings, in a worker thread (for async callers)."""
+        import anyio
 
-    async def info(self, only: str | None = None) -> list[ModelInfo]:
+        return await anyio.to_thread.run_sync(self.planned, only)
+
+    def planned(self, only: str | None = None) -> Plan:
+        """:meth:`pipeline` on the current settings."""
+        return self.pipeline(self.ctx.store.read(), only)
+
+    def info(self, only: str | None = None) -> list[ModelInfo]:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
         models with this id, planned alone (:meth:`pipeline`)."""
         from ..emit.plan import Entry
         from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
 
-        plan = await self.plan(only)
-        cache = await anyio.to_thread.run_sync(self.verified.read)
-        benched = await anyio.to_thread.run_sync(self.benched.records)
+        plan = self.planned(only)
+        cache = self.verified.read()
+        benched = self.benched.records()
         out = []
         for model, planned in zip(plan.found.models, plan.plans, strict=True):
             res = planned.resolution
@@ -202,16 +207,14 @@ class Models:
             )
         return sorted(out, key=lambda m: m.id)
 
-    async def folder_problems(self) -> list[str]:
+    def folder_problems(self) -> list[str]:
         """Which ``models_dirs`` entries cannot be scanned, and why (discovery skips them)."""
-        settings = await self.ctx.settings()
-        config = self.ctx.store.path
-        return await anyio.to_thread.run_sync(_folder_problems, settings.models_dirs, config)
+        return _folder_problems(self.ctx.store.read().models_dirs, self.ctx.store.path)
 
-    async def cmd(self, model_id: str) -> CmdResult:
+    def cmd(self, model_id: str) -> CmdResult:
         from ..emit.plan import Entry
 
-        plan = await self.plan()
+        plan = self.planned()
         planned = plan.planned(model_id)
         if isinstance(planned, Entry):
             return CmdResult(id=model_id, argv=planned.argv)
@@ -229,9 +232,10 @@ class Models:
 
     async def losing(self, row_ids: set[str]) -> list[str]:
         """Discovered models whose backend is one of ``row_ids`` (managed or build rows)."""
-        return sorted(
-            m.id for m in await self.info() if m.backend is not None and m.backend.id in row_ids
-        )
+        import anyio
+
+        models = await anyio.to_thread.run_sync(self.info)
+        return sorted(m.id for m in models if m.backend is not None and m.backend.id in row_ids)
 
 
 def _folder_problems(dirs: list[str], config: Path) -> list[str]:

@@ -146,7 +146,7 @@ class Services:
         from .inventory import Inventory
 
         ctx = self.ctx
-        return Inventory(ctx.paths, ctx.builds, ctx.settings, ctx.manifest, ctx.on_wait)
+        return Inventory(ctx.paths, ctx.builds, ctx.store.read, ctx.manifest, ctx.on_wait)
 
     @cached_property
     def doctor(self) -> Doctor:

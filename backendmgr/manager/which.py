@@ -23,9 +23,9 @@ class Which:
     ctx: Context
     models: Models
 
-    async def which(self, target: str) -> WhichResult:
+    def which(self, target: str) -> WhichResult:
         """The executable that would run for a model, component, build or row, and why."""
-        settings = await self.ctx.settings()
+        settings = self.ctx.store.read()
         row = settings.row(target)
         if row is None and "@" in target:
             row = settings.row(find_build(self.ctx.builds, target).id)
@@ -33,7 +33,7 @@ class Which:
             return _which_row(settings, target, row.id)
         if target in self.ctx.catalog.ids():
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
-        for model in await self.models.info(only=target):  # planned alone
+        for model in self.models.info(only=target):  # planned alone
             if model.id != target:
                 continue
             if model.skipped or model.backend is None:
@@ -77,9 +77,9 @@ class Which:
             return sorted(ids | set(settings.models))
         raise InvalidInput(f'unknown kind of name "{kind}"')
 
-    async def config_info(self) -> ConfigInfo:
+    def config_info(self) -> ConfigInfo:
         """Where every file lives, and the settings with their defaults filled in."""
-        settings = await self.ctx.settings()
+        settings = self.ctx.store.read()
         p = self.ctx.paths
         return ConfigInfo(
             config=str(p.config_file),

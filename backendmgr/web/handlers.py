@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
+from anyio import to_thread
 from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -45,7 +46,9 @@ async def releases(c: Call) -> Any:
 
 async def list_builds(c: Call) -> Any:
     """installed builds (?component= for one component)"""
-    return await c.manager.list_builds(rq.ListRequest(component=c.query("component")))
+    return await to_thread.run_sync(
+        c.manager.list_builds, rq.ListRequest(component=c.query("component"))
+    )
 
 
 async def install(c: Call) -> Job:
@@ -180,7 +183,7 @@ async def cancel_job(c: Call) -> Any:
 
 async def backends(c: Call) -> Any:
     """the registry in order (★ is default)"""
-    return await c.manager.backends_info()
+    return await to_thread.run_sync(c.manager.backends_info)
 
 
 async def add_backend(c: Call) -> Any:
@@ -203,15 +206,15 @@ async def set_default(c: Call) -> Any:
 
 async def models(c: Call) -> Response:
     """discovered models, the row each resolves to, and why"""
-    rows = am.dump(await c.manager.models_info())
-    problems = await c.manager.folder_problems()
+    rows = am.dump(await to_thread.run_sync(c.manager.models_info))
+    problems = await to_thread.run_sync(c.manager.folder_problems)
     headers = {"x-backendmgr-warnings": json.dumps(problems)} if problems else None
     return JSONResponse(rows, headers=headers)
 
 
 async def cmd(c: Call) -> Any:
     """the command line a model gets"""
-    return await c.manager.cmd(rq.CmdRequest(model=c.param("model")))
+    return await to_thread.run_sync(c.manager.cmd, rq.CmdRequest(model=c.param("model")))
 
 
 async def pin(c: Call) -> Any:
@@ -300,9 +303,9 @@ async def doctor_fix(c: Call) -> Any:
 
 async def which(c: Call) -> Any:
     """the executable that would run, and why"""
-    return await c.manager.which(rq.WhichRequest(target=c.param("target")))
+    return await to_thread.run_sync(c.manager.which, rq.WhichRequest(target=c.param("target")))
 
 
 async def config(c: Call) -> Any:
     """where the files are; the effective settings"""
-    return await c.manager.config_info()
+    return await to_thread.run_sync(c.manager.config_info)

@@ -52,7 +52,7 @@ async def assert_installs_after(mgr: Manager, setup: Setup, *, smoke: bool = Tru
     )
     assert outcome.id == "llama-server@b100-vulkan"
     assert outcome.already_installed is False
-    (build,) = await mgr.list_builds(ListRequest())
+    (build,) = mgr.list_builds(ListRequest())
     assert isinstance(build, BuildInfo)  # typed, and dumped with SPEC §13's keys
     assert Path(build.path).is_file() and build.activated
     assert set(dump(build)) >= {"id", "activated", "path", "installed_at", "pinned_by"}
@@ -178,7 +178,7 @@ async def test_cancel_the_task_mid_download_keeps_the_part_and_resumes(
     await assert_installs_after(mgr, setup)
     (headers,) = [h for p, h in mirror.requests if p.startswith("/download/")]
     assert int(headers["Range"].removeprefix("bytes=").rstrip("-")) >= kept
-    (build,) = await mgr.list_builds(ListRequest())
+    (build,) = mgr.list_builds(ListRequest())
     assert build.sha256 == hashlib.sha256(data).hexdigest()
 
 
@@ -245,7 +245,7 @@ async def test_cancel_after_the_commit_leaves_the_whole_new_state(
     config_before = setup.config.read_bytes()
     events = await install_cancelled_when(mgr, lambda e: e.phase == phase)
     assert_one_terminal(events, "cancelled")
-    (build,) = await mgr.list_builds(ListRequest())
+    (build,) = mgr.list_builds(ListRequest())
     assert build.id == "llama-server@b100-vulkan" and build.activated
     assert Path(build.path).is_file()
     assert mgr.builds.leftovers() == []
@@ -304,7 +304,7 @@ async def test_two_installs_of_different_builds_run_concurrently(
         assert phases(events[tag]) == ORDER
         assert_one_terminal(events[tag], "done")
         assert outcomes[tag].id == f"llama-server@{tag}-vulkan"
-    assert sorted(b.id for b in await mgr.list_builds(ListRequest())) == [
+    assert sorted(b.id for b in mgr.list_builds(ListRequest())) == [
         "llama-server@b100-vulkan",
         "llama-server@b200-vulkan",
     ]
@@ -349,7 +349,7 @@ async def test_two_installs_of_the_same_build_in_one_process_install_it_once(
     assert sorted(phases(e) for e in events) == [ORDER, ["resolving", "registering", "done"]]
     for e in events:
         assert_one_terminal(e, "done")
-    assert [b.id for b in await mgr.list_builds(ListRequest())] == ["llama-server@b100-vulkan"]
+    assert [b.id for b in mgr.list_builds(ListRequest())] == ["llama-server@b100-vulkan"]
     assert mgr.builds.leftovers() == [] and downloads_left(setup.home) == []
     assert (await mgr.doctor(DoctorRequest())).ok
 

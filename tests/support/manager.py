@@ -73,7 +73,7 @@ def downloads_left(home: Path) -> list[str]:
 async def assert_old_state(mgr: Manager, setup: Setup, before: tuple[bytes, bytes]) -> None:
     """Nothing installed, no scratch folder, the user's files byte for byte as they were;
     only resumable downloads may stay, and doctor finds nothing to complain about."""
-    assert await mgr.list_builds(ListRequest()) == []
+    assert mgr.list_builds(ListRequest()) == []
     assert [p for p in builds_tree(setup.home) if not p.endswith(".lock")] in ([], ["llama-server"])
     assert all(n.endswith((".part", ".part.json")) for n in downloads_left(setup.home))
     assert mgr.builds.leftovers() == []

@@ -48,13 +48,13 @@ def _kind(text: str) -> str:
     raise argparse.ArgumentTypeError(str(error))
 
 
-async def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
     if out.json_mode:
-        out.document(dump(await mgr.backends_info()))
+        out.document(dump(mgr.backends_info()))
         return 0
-    rows = await mgr.backends_info(probe=False)  # the table probes nothing
+    rows = mgr.backends_info(probe=False)  # the table probes nothing
     out.table(
         ["", "id", "kind", "classes", "managed", "path"],
         [

@@ -118,10 +118,10 @@ async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int
     return report(out, await mgr.activate(request_in(args, ActivateRequest)))
 
 
-async def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return table(
         out,
-        await mgr.list_builds(request_in(args, ListRequest)),
+        mgr.list_builds(request_in(args, ListRequest)),
         ["build", "version", "variant", "activated", "pinned by", "size", "path"],
         lambda r: [
             r.id,

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
     T = TypeVar("T", bound=BaseModel)
-    Handler = Callable[[Manager, argparse.Namespace, Renderer], Awaitable[int]]
+    # a command's handler: a coroutine, or a plain function for a read (run with no event loop)
+    Handler = Callable[[Manager, argparse.Namespace, Renderer], Awaitable[int] | int]
 
 
 def command(

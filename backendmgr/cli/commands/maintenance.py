@@ -76,10 +76,10 @@ async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
     return report(out, await mgr.cache_clean(request_in(args, CacheCleanRequest)))
 
 
-async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    found = await mgr.which(request_in(args, WhichRequest))
+    found = mgr.which(request_in(args, WhichRequest))
     if out.json_mode:
         out.document(dump(found))
         return 0
@@ -92,10 +92,10 @@ async def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return 0
 
 
-async def config_path(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def config_path(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    info = await mgr.config_info()
+    info = mgr.config_info()
     if out.json_mode:
         out.document({k: v for k, v in dump(info).items() if k != "settings"})
         return 0
@@ -106,10 +106,10 @@ async def config_path(mgr: Manager, args: argparse.Namespace, out: Renderer) -> 
     return 0
 
 
-async def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def config_show(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    info = await mgr.config_info()
+    info = mgr.config_info()
     document = dump(info)
     if out.json_mode:
         out.document(document)

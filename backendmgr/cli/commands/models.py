@@ -38,11 +38,11 @@ async def models_dir(mgr: Manager, args: argparse.Namespace, out: Renderer) -> i
     return report(out, await mgr.models_dir(request_in(args, ModelsDirRequest)))
 
 
-async def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    rows = await mgr.models_info()
-    problems = await mgr.folder_problems()
+    rows = mgr.models_info()
+    problems = mgr.folder_problems()
     for problem in problems:
         out.warning(problem)
     if out.json_mode:
@@ -113,10 +113,10 @@ def _checked(row: ModelInfo) -> list[str]:
     return [text]
 
 
-async def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    result = await mgr.cmd(request_in(args, CmdRequest))
+    result = mgr.cmd(request_in(args, CmdRequest))
     if out.json_mode:
         out.document(dump(result))
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from typing import NoReturn
 
 __all__ = ["entry", "leave"]
@@ -39,9 +38,12 @@ def leave(code: int) -> NoReturn:
     # the command is done and has said what it did: a Ctrl-C from here on ends the process as
     # the signal does (a shell shows 130), never as a traceback out of an exit handler
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    if "threading" in sys.modules:  # not loaded: no thread was started through it
+        import threading
+
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()

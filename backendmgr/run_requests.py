@@ -13,7 +13,8 @@ from typing import Annotated
 
 from .contract import Arg, Request, args_of
 from .limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
-from .requests import MAX_BUILDS, MAX_ID, MAX_MODELS, NO_GENERATE, CanaryRequest, VerifyRequest
+from .requests._shared import MAX_BUILDS, MAX_ID, MAX_MODELS, NO_GENERATE
+from .requests.checks import CanaryRequest, VerifyRequest
 
 __all__ = [
     "DEFAULT_LISTEN",

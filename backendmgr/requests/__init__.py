@@ -1,0 +1,132 @@
+"""What each operation takes: one typed request per operation, every field declared once.
+
+A request is a frozen standard-library dataclass (its base, :class:`Request`, and :class:`Arg`
+are in :mod:`backendmgr.contract`). Each field carries, in its ``Annotated`` metadata, one
+:class:`Arg`: its help text, how the command line gives it (an option, a
+positional, its metavar) and its limits (:class:`~backendmgr.limits.Bounds`, lengths). From
+that one declaration:
+
+* the CLI's options are generated (:mod:`backendmgr.cli.options`), with the field's default;
+* the request checks itself when made (``__post_init__``): each field's limits, then the
+  request's cross-field :meth:`Request.rule`, raising a usage error (exit 2, HTTP 422) in the
+  same words for the CLI, the API and a Python caller: ``limit: must be 1 or more, not 0``;
+* the HTTP API validates JSON bodies into the same classes with pydantic
+  (``__pydantic_config__`` refuses unknown keys; pydantic calls ``__post_init__``), and its
+  OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
+
+Each group of commands has its own module (``builds``, ``registry``, ``models`` …) and this
+package loads a request's module when the request is first named: making the classes is
+most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..contract import Arg, Request, args_of
+
+if TYPE_CHECKING:
+    from ._shared import MAX_BUILDS, MAX_COMPONENTS, MAX_MODELS
+    from .builds import (
+        ActivateRequest,
+        DoctorRequest,
+        InstallRequest,
+        ListRequest,
+        ReleasesQuery,
+        UninstallRequest,
+    )
+    from .checks import CanaryRequest, VerifyRequest
+    from .lock import FetchRequest, LockRequest, SyncRequest
+    from .models import CmdRequest, GenerateRequest, ModelsDirRequest
+    from .registry import (
+        AddBackendRequest,
+        DefaultRequest,
+        PinRequest,
+        RemoveBackendRequest,
+        SetRequest,
+        UnpinRequest,
+        UnsetRequest,
+    )
+    from .serve import ServeRequest
+    from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
+
+__all__ = [
+    "MAX_BUILDS",
+    "MAX_COMPONENTS",
+    "MAX_MODELS",
+    "ActivateRequest",
+    "AddBackendRequest",
+    "Arg",
+    "CacheCleanRequest",
+    "CanaryRequest",
+    "CmdRequest",
+    "DefaultRequest",
+    "DoctorRequest",
+    "FetchRequest",
+    "GenerateRequest",
+    "InstallRequest",
+    "ListRequest",
+    "LockRequest",
+    "ModelsDirRequest",
+    "PinRequest",
+    "PruneRequest",
+    "ReleasesQuery",
+    "RemoveBackendRequest",
+    "Request",
+    "ServeRequest",
+    "SetRequest",
+    "SyncRequest",
+    "UninstallRequest",
+    "UnpinRequest",
+    "UnsetRequest",
+    "UpdateRequest",
+    "VerifyRequest",
+    "WhichRequest",
+    "args_of",
+]
+
+_WHERE = {
+    "ActivateRequest": "builds",
+    "AddBackendRequest": "registry",
+    "CacheCleanRequest": "upkeep",
+    "CanaryRequest": "checks",
+    "CmdRequest": "models",
+    "DefaultRequest": "registry",
+    "DoctorRequest": "builds",
+    "FetchRequest": "lock",
+    "GenerateRequest": "models",
+    "InstallRequest": "builds",
+    "ListRequest": "builds",
+    "LockRequest": "lock",
+    "MAX_BUILDS": "_shared",
+    "MAX_COMPONENTS": "_shared",
+    "MAX_MODELS": "_shared",
+    "ModelsDirRequest": "models",
+    "PinRequest": "registry",
+    "PruneRequest": "upkeep",
+    "ReleasesQuery": "builds",
+    "RemoveBackendRequest": "registry",
+    "ServeRequest": "serve",
+    "SetRequest": "registry",
+    "SyncRequest": "lock",
+    "UninstallRequest": "builds",
+    "UnpinRequest": "registry",
+    "UnsetRequest": "registry",
+    "UpdateRequest": "upkeep",
+    "VerifyRequest": "checks",
+    "WhichRequest": "upkeep",
+}
+
+
+def __getattr__(name: str) -> object:
+    """A request (or a shared bound) from its group's module, loaded on first use."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{where}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

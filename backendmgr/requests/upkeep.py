@@ -1,0 +1,58 @@
+"""``update``, ``prune``, ``cache clean``, ``which``."""
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from ..contract import Arg, Request
+from ..limits import PRUNE_KEEP
+from ._shared import MAX_COMPONENTS, NO_GENERATE
+
+__all__ = ["CacheCleanRequest", "PruneRequest", "UpdateRequest", "WhichRequest"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpdateRequest(Request):
+    components: Annotated[
+        list[str],
+        Arg("default: every one", positional=True, metavar="COMPONENT", high=MAX_COMPONENTS),
+    ] = field(default_factory=list)
+    dry_run: Annotated[bool, Arg("say what would change, change nothing")] = False
+    generate: Annotated[bool, NO_GENERATE] = True
+    force: Annotated[
+        bool,
+        Arg("activate even when a model's extra_args uses a flag the new build does not list"),
+    ] = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class PruneRequest(Request):
+    component: Annotated[str | None, Arg("default: every component", positional=True, high=200)] = (
+        None
+    )
+    keep: Annotated[
+        int,
+        Arg(
+            "keep the N newest builds (%(default)s; at most {high})",
+            metavar="N",
+            bounds=PRUNE_KEEP,
+        ),
+    ] = 1
+    dry_run: Annotated[bool, Arg("list what would go, remove nothing")] = False
+    generate: Annotated[bool, NO_GENERATE] = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheCleanRequest(Request):
+    dry_run: Annotated[bool, Arg("report, remove nothing")] = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class WhichRequest(Request):
+    target: Annotated[
+        str,
+        Arg(
+            "a model, component or build",
+            positional=True,
+            metavar="MODEL|COMPONENT|BUILD",
+        ),
+    ]

@@ -8,6 +8,7 @@ command's did-you-mean see them all while only the command being run is built in
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeAlias
@@ -20,7 +21,15 @@ from . import commands
 # error's text, or ``None``. Set with ``usage_check``; run once the command is parsed.
 Check: TypeAlias = Callable[[argparse.Namespace], str | None]
 
-__all__ = ["UsageError", "build_parser", "command_of", "usage_check", "wants_json"]
+__all__ = [
+    "HelpFormatter",
+    "RawDescriptionHelpFormatter",
+    "UsageError",
+    "build_parser",
+    "command_of",
+    "usage_check",
+    "wants_json",
+]
 
 
 class UsageError(SystemExit):
@@ -29,6 +38,37 @@ class UsageError(SystemExit):
     def __init__(self, message: str) -> None:
         super().__init__(2)
         self.message = message
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` finds it (``COLUMNS``, then the
+    terminal of stdout, else 80), without importing shutil: argparse's formatters ask it, and
+    its archive support (zlib, bz2, lzma: three extension modules) is a tenth of ``--help``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Width:
+    """A formatter given the width argparse would compute (:func:`_columns`, less 2)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2)  # type: ignore[call-arg]
+
+
+class HelpFormatter(_Width, argparse.HelpFormatter):
+    """argparse's formatter, without the import of shutil."""
+
+
+class RawDescriptionHelpFormatter(_Width, argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter that keeps the description's lines, without the import of shutil."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,6 +81,7 @@ class _Parser(argparse.ArgumentParser):
     """
 
     def __init__(self, *args: Any, top: bool = False, stub: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._operand_seen = False
         self._globals: tuple[argparse.Action, ...] = ()

@@ -42,7 +42,8 @@ def _keyed(
 ) -> argparse.ArgumentParser:
     """``set`` and ``unset``: a command that lists the keys under its options."""
     epilog = _keys_epilog()
-    formatter = argparse.RawDescriptionHelpFormatter
+    from ..parser import RawDescriptionHelpFormatter as formatter
+
     return command(sub, name, handler, help=help, epilog=epilog, formatter_class=formatter)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def test_a_write_leaves_a_snapshot_of_what_it_wrote(config: Path) -> None:
 
     def change(s: Settings) -> tuple[Settings, None]:
         models = dict(s.models) | {"new": ModelOverride(ctx=2048)}
-        return s.model_copy(update={"models": models}), None
+        return replace(s, models=models), None
 
     store.update(change)
     raw = config.read_bytes()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 from .catalog.capabilities import Capabilities
 from .config.models import BackendRow, Settings
 from .measure.reasons import FailureCause, cause_text
+from .record import plain
 from .results import Outcome
 
 __all__ = [
@@ -133,7 +134,7 @@ class BackendRowInfo(_Result):
         capabilities; a result's message)."""
         from .registry.kinds import classes_of
 
-        return cls(**row.model_dump(), classes=sorted(classes_of(row.kind)), **more)
+        return cls(**plain(row), classes=sorted(classes_of(row.kind)), **more)
 
 
 class ModelBackend(_Result):
@@ -236,7 +237,7 @@ class ConfigInfo(_Result):
     @field_serializer("settings")
     def _every_setting(self, settings: Settings | None) -> dict[str, Any] | None:
         # all of them, defaults included: the dump's exclude_unset is for results, not this
-        return None if settings is None else settings.model_dump(mode="json")
+        return None if settings is None else plain(settings)
 
 
 class AssetInfo(_Result):

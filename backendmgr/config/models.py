@@ -1,22 +1,24 @@
 """Typed shape of the config file (SPEC §2): settings, registry rows, per-model overrides.
 
-Models are frozen: the registry rules return new lists instead of editing rows in place, and
-the store turns the result back into a minimal edit of the user's YAML.
+Records (:mod:`backendmgr.record`), frozen: the registry rules return new lists instead of
+editing rows in place, and the store turns the result back into a minimal edit of the user's
+YAML. Importing this module imports no pydantic: the YAML is validated by it, lazily.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+import typing
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from ..discovery.models import unsafe_char
 from ..emit.expand import strip_comments
 from ..emit.macros import MERGE_KEY, declared, env_names, macro_problem, value_problem
 from ..emit.schema import string_field_problems
 from ..errors import escaped
+from ..record import After, Before, Limit, Record, plain
 
 __all__ = [
     "MAX_DEVICES",
@@ -245,17 +247,39 @@ def unset_env(texts: Iterable[str], environ: Collection[str]) -> list[str]:
     return out
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=False)
+def _checked(problem: Callable[[str], str | None]) -> Callable[[str | None], str | None]:
+    """An :class:`After` check from a rule that says what is wrong, or None (pydantic hands an
+    optional field's None to its checks too: it passes)."""
+
+    def check(value: str | None) -> str | None:
+        said = None if value is None else problem(value)
+        if said is not None:
+            raise ValueError(said)
+        return value
+
+    return check
 
 
-class BackendRow(_Frozen):
+def _path_not_blank(value: str) -> str | None:
+    return "path must not be blank" if not value.strip() else None
+
+
+def _any_row_id(value: str) -> str | None:
+    return id_problem(value, "row id")
+
+
+_RowId = Annotated[str, After(_checked(_any_row_id))]
+_RowPath = Annotated[str, After(_checked(_path_not_blank))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendRow(Record):
     """One registry row: an executable that can serve the classes of its ``kind``."""
 
-    id: str
+    id: _RowId
     kind: str = ""
     name: str = ""
-    path: str
+    path: _RowPath
     default: bool = False
     managed: bool = False
     component: str = ""
@@ -263,30 +287,12 @@ class BackendRow(_Frozen):
     variant: str = ""
     build: bool = False
 
-    @field_validator("id")
-    @classmethod
-    def _id_is_safe(cls, value: str) -> str:
-        problem = id_problem(value, "row id")
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
-    @model_validator(mode="after")
-    def _manual_id_is_a_name(self) -> BackendRow:
+    def rule(self) -> str | None:
         """A hand-made row's id meets the ``backends add`` rule; installer rows are named by
         their component and release tag, which the installer checks."""
         if not self.managed and not self.build:
-            problem = row_id_problem(self.id)
-            if problem is not None:
-                raise ValueError(problem)
-        return self
-
-    @field_validator("path")
-    @classmethod
-    def _path_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("path must not be blank")
-        return value
+            return row_id_problem(self.id)
+        return None
 
     def to_yaml(self) -> dict[str, Any]:
         """The fields worth writing: empty strings and false flags are left out of the file."""
@@ -307,172 +313,182 @@ class BackendRow(_Frozen):
         return out
 
 
-class ModelOverride(_Frozen):
+_DEVICE_SHAPE = 'device must be a GPU index or a list of them, e.g. "0,1"'
+
+
+def _device_as_text(value: Any) -> Any:
+    """A device as a person may write it (``1``, ``[0, 1]``, ``" 0, 1"``) as text."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(_DEVICE_SHAPE)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return ",".join(str(v) for v in value)
+    if not isinstance(value, str):
+        raise ValueError(_DEVICE_SHAPE)
+    return value
+
+
+def _device_is_indices(value: str | None) -> str | None:
+    """Kept as ``"0,1"`` whichever way it was written."""
+    if value is None:
+        return None
+    return ",".join(str(i) for i in device_indices(value))
+
+
+def _env_as_words(value: Any) -> Any:
+    """A string (``set MODEL env="A=1 B=2"``) splits like shell words; a YAML list is taken
+    as it is."""
+    if isinstance(value, str):
+        import shlex
+
+        bad = unsafe_char(value)
+        if bad is not None:  # a newline is no word separator here: refused, not split
+            raise ValueError(f"env holds control character {bad}; use printable characters")
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"{str(exc).lower()} in env; quote it as a shell would") from None
+    if value is not None and (
+        not isinstance(value, list) or not all(isinstance(w, str) for w in value)
+    ):
+        raise ValueError('env must be KEY=VALUE words, e.g. "GGML_CUDA_ENABLE_UNIFIED_MEMORY=1"')
+    return value
+
+
+def _env_is_pairs(value: list[str] | None) -> list[str] | None:
+    """Each word checked, so no value can carry a newline; none at all is no env."""
+    if value is None:
+        return None
+    return [f"{k}={v}" for k, v in env_pairs(value)] or None
+
+
+def _extra_args_split(value: str | None) -> str | None:
+    """Split like shell words now, so a bad quote is refused here, not later in ``cmd``."""
+    if value is None:
+        return None
+    import shlex
+
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ValueError(f"{str(exc).lower()} in {value!r}; quote it as a shell would") from None
+    for word in words:  # a tab inside a word is fine; a line break is not
+        bad = unsafe_char(word.replace("\t", " "))
+        if bad is not None:
+            raise ValueError(
+                f"extra_args word {shown(word, 40)} holds control character {bad}; "
+                "use printable characters"
+            )
+    return value
+
+
+def _one_printable_word(value: str) -> str | None:
+    """A word of the command line: no control character (a ``${`` is written as typed)."""
+    bad = unsafe_char(value)
+    if bad is not None:
+        return f"{shown(value, 40)} holds control character {bad}; use printable characters"
+    return None
+
+
+def _passthrough_is_safe(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The passthrough's own rules (its ``env`` as ``env=``'s, no accidental macro); the
+    global passthrough's macros are known only to :func:`override_problem`."""
+    if value is None:
+        return None
+    problem = passthrough_problem(value, "llama_swap", None)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+_Word = Annotated[str | None, After(_checked(_one_printable_word))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelOverride(Record):
     """Per-model settings for every backend kind; each emitter reads only its own fields."""
 
     backend: str | None = None
-    ctx: int | None = Field(default=None, gt=0)
-    vram_target_gb: float | None = Field(default=None, gt=0)
-    vllm_gpu_util: float | None = Field(default=None, gt=0, le=1)
-    vllm_tensor_parallel: int | None = Field(default=None, ge=1)
-    vllm_tokenizer: str | None = None
-    vllm_tool_parser: str | None = None
-    extra_args: str | None = None
+    ctx: Annotated[int | None, Limit(gt=0)] = None
+    vram_target_gb: Annotated[float | None, Limit(gt=0)] = None
+    vllm_gpu_util: Annotated[float | None, Limit(gt=0, le=1)] = None
+    vllm_tensor_parallel: Annotated[int | None, Limit(ge=1)] = None
+    vllm_tokenizer: _Word = None
+    vllm_tool_parser: _Word = None
+    extra_args: Annotated[str | None, After(_extra_args_split)] = None
     unlisted: bool | None = None
-    llama_swap: dict[str, Any] | None = None
-    device: str | None = None  # "1", "0,1": the GPUs this model runs on (issue 24)
-    env: list[str] | None = None  # KEY=VALUE words set after the device's variables
-
-    @field_validator("device", mode="before")
-    @classmethod
-    def _device_is_indices(cls, value: Any) -> Any:
-        """Kept as ``"0,1"`` whichever way it was written (``1``, ``[0, 1]``, ``" 0, 1"``)."""
-        if value is None:
-            return None
-        if isinstance(value, bool):
-            raise ValueError('device must be a GPU index or a list of them, e.g. "0,1"')
-        if isinstance(value, int):
-            value = str(value)
-        elif isinstance(value, list) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value
-        ):
-            value = ",".join(str(v) for v in value)
-        if not isinstance(value, str):
-            raise ValueError('device must be a GPU index or a list of them, e.g. "0,1"')
-        return ",".join(str(i) for i in device_indices(value))
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env_is_words(cls, value: Any) -> Any:
-        """A string (``set MODEL env="A=1 B=2"``) splits like shell words; a YAML list is
-        taken as it is. Either way each word is checked, so no value can carry a newline."""
-        if value is None:
-            return None
-        if isinstance(value, str):
-            import shlex
-
-            bad = unsafe_char(value)
-            if bad is not None:  # a newline is no word separator here: refused, not split
-                raise ValueError(f"env holds control character {bad}; use printable characters")
-            try:
-                value = shlex.split(value)
-            except ValueError as exc:
-                raise ValueError(f"{str(exc).lower()} in env; quote it as a shell would") from None
-        if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
-            raise ValueError(
-                'env must be KEY=VALUE words, e.g. "GGML_CUDA_ENABLE_UNIFIED_MEMORY=1"'
-            )
-        return [f"{k}={v}" for k, v in env_pairs(value)] or None
-
-    @field_validator("extra_args")
-    @classmethod
-    def _extra_args_split(cls, value: str | None) -> str | None:
-        """Split like shell words now, so a bad quote is refused here, not later in ``cmd``."""
-        if value is not None:
-            import shlex
-
-            try:
-                words = shlex.split(value)
-            except ValueError as exc:
-                raise ValueError(
-                    f"{str(exc).lower()} in {value!r}; quote it as a shell would"
-                ) from None
-            for word in words:  # a tab inside a word is fine; a line break is not
-                bad = unsafe_char(word.replace("\t", " "))
-                if bad is not None:
-                    raise ValueError(
-                        f"extra_args word {shown(word, 40)} holds control character {bad}; "
-                        "use printable characters"
-                    )
-        return value
-
-    @field_validator("vllm_tokenizer", "vllm_tool_parser")
-    @classmethod
-    def _one_printable_word(cls, value: str | None) -> str | None:
-        """A word of the command line: no control character (a ``${`` is written as typed)."""
-        if value is not None:
-            bad = unsafe_char(value)
-            if bad is not None:
-                raise ValueError(
-                    f"{shown(value, 40)} holds control character {bad}; use printable characters"
-                )
-        return value
-
-    @field_validator("llama_swap")
-    @classmethod
-    def _passthrough_is_safe(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The passthrough's own rules (its ``env`` as ``env=``'s, no accidental macro); the
-        global passthrough's macros are known only to :func:`override_problem`."""
-        if value is not None:
-            problem = passthrough_problem(value, "llama_swap", None)
-            if problem is not None:
-                raise ValueError(problem)
-        return value
+    llama_swap: Annotated[dict[str, Any] | None, After(_passthrough_is_safe)] = None
+    # "1", "0,1": the GPUs this model runs on (issue 24)
+    device: Annotated[str | None, Before(_device_as_text), After(_device_is_indices)] = None
+    # KEY=VALUE words set after the device's variables
+    env: Annotated[list[str] | None, Before(_env_as_words), After(_env_is_pairs)] = None
 
     def to_yaml(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        return typing.cast(dict[str, Any], plain(self, drop_none=True))
 
     def is_empty(self) -> bool:
         return not self.to_yaml()
 
 
-class Settings(_Frozen):
+def _model_ids_are_safe(value: Any) -> Any:
+    """Checked before the overrides, so no error message quotes a raw hostile key."""
+    if isinstance(value, dict):
+        for key in value:
+            problem = id_problem(str(key), "model id")
+            if problem is not None:
+                raise ValueError(problem)
+    return value
+
+
+def _one_dir_is_a_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings(Record):
     """The whole config file. A missing file is ``Settings()``."""
 
-    models_dirs: list[str] = Field(default_factory=list)
+    models_dirs: Annotated[list[str], Before(_one_dir_is_a_list)] = field(default_factory=list)
     output: str | None = None
-    vram_budget_gb: float | None = Field(default=None, gt=0)
+    vram_budget_gb: Annotated[float | None, Limit(gt=0)] = None
     server_exe: str = "llama-server"
     sd_server_exe: str = "sd-server"
     tts_server_exe: str = "tts-server"
     asr_server_exe: str = "parakeet-server"
-    ttl: int = Field(default=600, ge=0)
-    health_check_timeout: int = Field(default=300, ge=15)
+    ttl: Annotated[int, Limit(ge=0)] = 600
+    health_check_timeout: Annotated[int, Limit(ge=15)] = 300
     require_checksum: bool = False
-    max_unpacked_gb: float = Field(default=32, gt=0)  # cap on what one install unpacks
+    max_unpacked_gb: Annotated[float, Limit(gt=0)] = 32  # cap on what one install unpacks
     # vLLM's cpu/rocm variants: the user's mirror of the PyTorch index for that variant
     # (BACKENDMGR_TORCH_INDEX_URL wins); unset: uv's --torch-backend
-    torch_index_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
-    venv_smoke_timeout: float = Field(default=300, gt=0, le=3600)  # a venv's --version, s
+    torch_index_url: Annotated[str | None, Limit(pattern=r"^https?://\S+$")] = None
+    venv_smoke_timeout: Annotated[float, Limit(gt=0, le=3600)] = 300  # a venv's --version, s
     # llama.cpp: GiB kept free below the budget when choosing -c (SPEC §11.4); the default
     # covers the 0.1 GiB spread of the fixed overhead between the two measured model shapes
-    vram_headroom_gb: float = Field(default=0.1, ge=0, le=1024)
-    llama_swap: dict[str, Any] = Field(default_factory=dict)
-    backends: list[BackendRow] = Field(default_factory=list)
-    models: dict[str, ModelOverride] = Field(default_factory=dict)
+    vram_headroom_gb: Annotated[float, Limit(ge=0, le=1024)] = 0.1
+    llama_swap: dict[str, Any] = field(default_factory=dict)
+    backends: list[BackendRow] = field(default_factory=list)
+    models: Annotated[
+        dict[str, ModelOverride], Before(_model_ids_are_safe), After(_model_ids_are_safe)
+    ] = field(default_factory=dict)
 
-    @field_validator("models", mode="before")
-    @classmethod
-    def _model_ids_are_safe(cls, value: Any) -> Any:
-        """Checked before the overrides, so no error message quotes a raw hostile key."""
-        if isinstance(value, dict):
-            for key in value:
-                problem = id_problem(str(key), "model id")
-                if problem is not None:
-                    raise ValueError(problem)
-        return value
-
-    @field_validator("models_dirs", mode="before")
-    @classmethod
-    def _one_dir_is_a_list(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _macros_are_explicit(self) -> Settings:
+    def rule(self) -> str | None:
         """Every ``${`` in a user value names a macro llama-swap defines (issue 28): the
         global passthrough's strings, then each model's, with the global macro names."""
         problem = passthrough_problem(self.llama_swap, "llama_swap")
         if problem is not None:
-            raise ValueError(problem)
+            return problem
         names = macro_names(self.llama_swap)
         for model_id, ov in self.models.items():
             problem = override_problem(ov, names)
             if problem is not None:
-                raise ValueError(f"models.{model_id}: {problem}")
-        clash = alias_clash(self.models)
-        if clash is not None:
-            raise ValueError(clash)
-        return self
+                return f"models.{model_id}: {problem}"
+        return alias_clash(self.models)
 
     def override(self, model_id: str) -> ModelOverride:
         return self.models.get(model_id) or ModelOverride()

@@ -5,19 +5,23 @@ snapshot instead (:mod:`.snapshot`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from .._yaml import check_yaml, yaml_problem
 from ..errors import ConfigError, did_you_mean, escaped, validation_problem
+from ..record import Record, validate
 from .models import BackendRow, ModelOverride, Settings
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "LoadedConfig",
@@ -27,6 +31,7 @@ __all__ = [
     "plain",
     "render",
     "render_document",
+    "settings_of",
 ]
 
 
@@ -98,14 +103,24 @@ def parse(path: Path, raw: bytes) -> LoadedConfig:
         return LoadedConfig(Settings(), None, raw, _guess_indent(text))
     if not isinstance(doc, CommentedMap):
         raise ConfigError(f"{path} line 1: the config must be a mapping of keys to values")
+    return LoadedConfig(settings_of(path, doc), doc, raw, _guess_indent(text))
+
+
+def settings_of(path: Path, doc: CommentedMap) -> Settings:
+    """The settings ``doc`` (the YAML document of the file at ``path``) says, validated by
+    pydantic; raises :class:`ConfigError` with the line at fault."""
     try:
-        settings = Settings.model_validate(plain(doc))
+        settings = validate(Settings, plain(doc))
     except RecursionError as exc:
         raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc
-    except ValidationError as exc:
+    except ValueError as exc:
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            raise
         raise ConfigError(_describe(path, doc, exc)) from exc
     _check_unique_ids(path, doc, settings)
-    return LoadedConfig(settings, doc, raw, _guess_indent(text))
+    return settings
 
 
 def plain(node: Any) -> Any:
@@ -152,14 +167,14 @@ def _describe(path: Path, doc: CommentedMap, exc: ValidationError) -> str:
 def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
     """The keys allowed where ``loc`` points: the file's top level, a row, or a model's
     overrides (for "did you mean" on a mistyped key)."""
-    model: type[BaseModel] = Settings
+    model: type[Record] = Settings
     if len(loc) == 3 and loc[0] == "backends":
         model = BackendRow
     elif len(loc) == 3 and loc[0] == "models":
         model = ModelOverride
     elif len(loc) != 1:
         return []
-    return list(model.model_fields)
+    return [f.name for f in dataclasses.fields(model)]
 
 
 def _check_unique_ids(path: Path, doc: CommentedMap, settings: Settings) -> None:
@@ -179,7 +194,7 @@ def desired_document(loaded: LoadedConfig, settings: Settings) -> dict[str, Any]
     present = set(loaded.doc) if loaded.doc is not None else set()
     defaults = Settings()
     out: dict[str, Any] = {}
-    for name in Settings.model_fields:
+    for name in (f.name for f in dataclasses.fields(Settings)):
         value = getattr(settings, name)
         if name not in present and value == getattr(defaults, name):
             continue

@@ -1,11 +1,11 @@
 """The parsed config beside the config file: an *input* cache for reads (issue 30).
 
-Parsing the YAML round-trip (ruamel, the safety checks, line numbers for errors) costs more
-than everything a read does with the result. So each time the config is parsed or written, the
-plain document it parsed to is kept as JSON in ``.<config name>.parsed.json`` beside it, stamped
-with a format version, backendmgr's and the YAML parser's versions and the SHA-256 of the config
-file's own bytes. A
-read whose config bytes hash the same validates that document instead of parsing the YAML; any
+Parsing the YAML round-trip (ruamel, the safety checks, line numbers for errors) and validating
+it (pydantic) cost more than everything a read does with the result. So each time the config is
+parsed or written, the settings it validated to are kept as JSON in ``.<config name>.parsed.json``
+beside it, stamped with a format version, backendmgr's and the YAML parser's versions and the
+SHA-256 of the config file's own bytes. A read whose config bytes hash the same reads those
+settings back strictly (:func:`..record.load`, no pydantic) instead of parsing the YAML; any
 other file (edited by hand, by another version, half written) is parsed again and the snapshot
 rewritten. Only the config's parse is cached: the GPU, ``PATH``, folders and clock stay live.
 
@@ -35,7 +35,7 @@ __all__ = [
     "snapshot_path",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: the config's snapshot holds the validated settings, not the parsed YAML
 
 MAX_BYTES = 32 << 20  # a bigger snapshot is ignored: the YAML is parsed instead
 
@@ -50,13 +50,14 @@ def _stamp(raw: bytes, parser: str) -> dict[str, Any]:
 
 
 def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
-    """The plain document ``parser`` (its name and version) made of exactly ``raw`` (the
-    config's bytes), or ``None`` when no snapshot matches them."""
+    """The settings (as plain data) validated from what ``parser`` (its name and version) made
+    of exactly ``raw`` (the config's bytes), or ``None`` when no snapshot matches them."""
     return load_parsed(snapshot_path(config), config, raw, parser)
 
 
 def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any]) -> None:
-    """Keep ``document`` (what ``raw`` parsed to) beside the config for the next read."""
+    """Keep ``document`` (the settings ``raw`` validated to, as plain data) beside the config
+    for the next read."""
     save_parsed(snapshot_path(config), config, raw, parser, document)
 
 

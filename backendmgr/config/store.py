@@ -4,21 +4,22 @@ and locked atomic edits.
 A write never re-serialises the whole file from the models: :mod:`.roundtrip` walks the
 user's document and changes only the values that differ from the new settings, so comments,
 key order and quoting survive everywhere else, and an edit that changes nothing writes
-nothing. A read of an unchanged config loads no YAML library at all.
+nothing. A read of an unchanged config loads no YAML library and no pydantic at all: the
+snapshot holds the settings as validated, and :func:`..record.load` reads them back.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._fs import atomic_write_bytes
 from .._yaml import parser_name, read_limited
 from ..changes import config_written
 from ..errors import ConfigError, Refused
+from ..record import Invalid, load, plain
 from .models import Settings
 from .snapshot import load_snapshot, save_snapshot
 
@@ -48,14 +49,14 @@ class ConfigStore:
         document = load_snapshot(self.path, raw, parser_name())
         if document is not None:
             try:
-                return Settings.model_validate(document)
-            except (ValidationError, RecursionError):
+                return load(Settings, document, "snapshot")
+            except Invalid:
                 pass  # a snapshot this version cannot read: parse the YAML
-        from .roundtrip import parse, plain
+        from .roundtrip import parse
 
         loaded = parse(self.path, raw)
         if loaded.doc is not None:
-            save_snapshot(self.path, raw, parser_name(), plain(loaded.doc))
+            save_snapshot(self.path, raw, parser_name(), _snapshot_of(loaded.settings))
         return loaded.settings
 
     def load(self) -> LoadedConfig:
@@ -78,7 +79,7 @@ class ConfigStore:
         """Apply ``change`` under the file lock; write only when the file's text changes."""
         from filelock import FileLock, Timeout  # an edit's: a read takes no lock
 
-        from .roundtrip import plain, render_document
+        from .roundtrip import render_document, settings_of
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -88,7 +89,9 @@ class ConfigStore:
                 doc, data = render_document(loaded, new_settings)
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
-                    save_snapshot(self.path, data, parser_name(), plain(doc))
+                    with contextlib.suppress(ConfigError):  # the next read will say why
+                        written = settings_of(self.path, doc)
+                        save_snapshot(self.path, data, parser_name(), _snapshot_of(written))
                     config_written(self.path)  # for the command's result (issue 33)
                 return result
         except Timeout as exc:
@@ -105,6 +108,19 @@ class ConfigStore:
         loaded = self.load()
         new_settings, result = change(loaded.settings)
         return result, text_diff(self.path, loaded.raw, render(loaded, new_settings))
+
+
+def _snapshot_of(settings: Settings) -> dict[str, Any]:
+    """``settings`` as the snapshot keeps them: the fields that differ from a default. A
+    default left out is the class's own on reading back, so a whole-number default such as
+    ``max_unpacked_gb: 32`` stays ``32`` as it does when the YAML is parsed (a float field
+    reads an integer back as a float)."""
+    defaults = plain(Settings())
+    return {
+        k: v
+        for k, v in plain(settings).items()
+        if not (k in defaults and v == defaults[k] and type(v) is type(defaults[k]))
+    }
 
 
 def text_diff(path: Path, old: bytes, new: bytes) -> str:

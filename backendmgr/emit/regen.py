@@ -9,6 +9,7 @@ every model file's path/size/mtime, the card size and the emitter version.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config.models import Settings
+from ..record import plain
 from ..registry.kinds import classes_of, normalize_kind
 from .entries import HASH_PREFIX
 
@@ -43,18 +45,17 @@ def inputs_hash(
     files: Iterable[tuple[str, int, int]],
     card_gb: float | None,
 ) -> str:
-    relevant = settings.model_copy(
-        update={
-            "backends": [
-                r
-                for r in settings.backends
-                if classes_of(r.kind) != {"upscale"} and normalize_kind(r.kind)
-            ]
-        }
+    relevant = dataclasses.replace(
+        settings,
+        backends=[
+            r
+            for r in settings.backends
+            if classes_of(r.kind) != {"upscale"} and normalize_kind(r.kind)
+        ],
     )
     digest = hashlib.sha256()
     digest.update(f"emitter {EMITTER_VERSION}\n".encode())
-    digest.update(json.dumps(relevant.model_dump(mode="json"), sort_keys=True).encode())
+    digest.update(json.dumps(plain(relevant), sort_keys=True).encode())
     for receipt in sorted(receipts):
         digest.update(b"\nreceipt " + receipt.encode())
     for path, size, mtime in sorted(files):

@@ -9,6 +9,7 @@ a half-made build.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -111,12 +112,12 @@ class InstalledEntry:
 
     def as_build(self) -> InstalledBuild:
         """The receipt's fields the registry reads, with the executable's full path."""
-        shared = self.receipt.model_dump(include=_BUILD_FIELDS)
+        shared = {name: getattr(self.receipt, name) for name in _BUILD_FIELDS}
         return InstalledBuild(**shared, exe=str(self.exe_path))
 
 
 # What a receipt tells the registry as it is (``exe`` is relative in the receipt)
-_BUILD_FIELDS = set(InstalledBuild.model_fields) - {"exe"}
+_BUILD_FIELDS = {f.name for f in dataclasses.fields(InstalledBuild)} - {"exe"}
 
 
 def folder_size(path: Path) -> int:

@@ -4,7 +4,7 @@ managed row runs, the build rows beside it, and who holds the default (★)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..api_models import ActivateResult
@@ -84,7 +84,7 @@ class Activation:
             if target is not None:
                 rows, star = registry.upsert_managed(rows, target)
             rows = registry.sync_build_rows(rows, build.component, installed)
-            updated = s.model_copy(update={"backends": rows})
+            updated = replace(s, backends=rows)
             other = None
             for cls in sorted(classes_of(build.kind)):
                 winner = resolve(updated, ModelOverride(), cls).row

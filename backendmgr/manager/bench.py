@@ -12,6 +12,7 @@ nothing and leaves nothing running.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -126,8 +127,8 @@ class BenchService:
         from ..emit.plan import Entry
 
         repeat, words, tokens = shape
-        ov = settings.override(model_id).model_copy(update={"backend": build})
-        trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
+        ov = replace(settings.override(model_id), backend=build)
+        trial = replace(settings, models={**settings.models, model_id: ov})
         planned = (await self.m._plan(trial, model_id)).planned
         device = device_of(self.m.site)
         base = {"model": model_id, "build": build, "device": device, "prompt_words": words}

@@ -4,6 +4,7 @@ folders and the written llama-swap config; with ``fix``, repair what can be repa
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -147,7 +148,7 @@ class Doctor:
                 for m in removed
             ]
             kept = {m: ov for m, ov in s.models.items() if m not in gone}
-            return s.model_copy(update={"models": kept}), lines
+            return replace(s, models=kept), lines
 
         return await self.ctx.update(change), []
 

@@ -6,6 +6,7 @@ anyway and says which flags were kept. ``set extra_args=…`` warns the same way
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..catalog.capabilities import unlisted_flags
@@ -85,8 +86,8 @@ def unpin_lines(
     ov = settings.override(model)
     if ov.backend is None:
         return []
-    unpinned = ov.model_copy(update={"backend": None})
-    trial = settings.model_copy(update={"models": {**settings.models, model: unpinned}})
+    unpinned = replace(ov, backend=None)
+    trial = replace(settings, models={**settings.models, model: unpinned})
     plan = pipeline(trial, model)  # that model alone: the plan the whole run gives it
     planned = next(
         (p for m, p in zip(plan.found.models, plan.plans, strict=True) if m.id == model), None

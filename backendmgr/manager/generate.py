@@ -4,7 +4,7 @@ file, and the regeneration every change ends with (after adopting builds into th
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,7 @@ class Generator:
 
         def change(s: Settings) -> tuple[Settings, bool]:
             rows = adopted(s)
-            return s.model_copy(update={"backends": rows}), rows != s.backends
+            return replace(s, backends=rows), rows != s.backends
 
         current = await self.ctx.settings()
         if await anyio.to_thread.run_sync(adopted, current) == current.backends:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -187,8 +187,8 @@ class MeasureService:
         if res is None:
             return RepairResult(id=model_id, ok=False, tried=tried, message="no row serves it")
         for row, why in repair_order(settings, here.model, res.row, self.site.host, res.cls):
-            ov = settings.override(model_id).model_copy(update={"backend": row.id})
-            trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
+            ov = replace(settings.override(model_id), backend=row.id)
+            trial = replace(settings, models={**settings.models, model_id: ov})
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
                 reason = f"skipped: {planned.reason}"
@@ -304,8 +304,8 @@ class MeasureService:
         causes: dict[int, FailureCause | None] = {}
 
         async def attempt(ctx: int) -> Trial:
-            ov = settings.override(model_id).model_copy(update={"ctx": ctx})
-            trial = settings.model_copy(update={"models": {**settings.models, model_id: ov}})
+            ov = replace(settings.override(model_id), ctx=ctx)
+            trial = replace(settings, models={**settings.models, model_id: ov})
             planned = (await self._plan(trial, model_id)).planned
             if not isinstance(planned, Entry):
                 return Trial(ctx, False, reason=f"skipped: {planned.reason}", memory=False)

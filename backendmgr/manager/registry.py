@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,6 @@ from ..config.models import (
     BackendRow,
     ModelOverride,
     Settings,
-    alias_clash,
     id_problem,
     macro_names,
     override_problem,
@@ -31,6 +30,7 @@ from ..config.models import (
     unset_env,
 )
 from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, unknown
+from ..record import validate
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..requests import (
@@ -54,7 +54,7 @@ T = TypeVar("T")
 _Change = ModelsDirRequest | PinRequest | UnpinRequest | SetRequest | UnsetRequest  # a dry run
 
 # Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
-SETTABLE_KEYS: tuple[str, ...] = tuple(k for k in ModelOverride.model_fields if k != "backend")
+SETTABLE_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ModelOverride) if f.name != "backend")
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,7 +104,7 @@ class Registry:
             if problem and not req.force:
                 raise Refused(f"{problem}; give the executable, or add --force to keep it anyway")
             added = next(r for r in rows if r.id == row_id)
-            return s.model_copy(update={"backends": rows}), added
+            return replace(s, backends=rows), added
 
         added, regen = await self._mutate(change, generate=req.generate)
         star = " (★)" if added.default else ""
@@ -120,7 +120,7 @@ class Registry:
 
         def change(s: Settings) -> tuple[Settings, list[str]]:
             rows = registry.remove_manual(s.backends, row_id)
-            return s.model_copy(update={"backends": rows}), pinned_by(s, row_id)
+            return replace(s, backends=rows), pinned_by(s, row_id)
 
         pinned, regen = await self._mutate(change, generate=req.generate)
         stale = f'pins to "{row_id}" are now stale and fall back: {", ".join(pinned)}'
@@ -139,7 +139,7 @@ class Registry:
         def change(s: Settings) -> tuple[Settings, tuple[BackendRow, bool]]:
             rows = registry.set_default(s.backends, row_id)
             row = next(r for r in rows if r.id == row_id)
-            return s.model_copy(update={"backends": rows}), (row, rows != s.backends)
+            return replace(s, backends=rows), (row, rows != s.backends)
 
         (row, changed), regen = await self._mutate(change, generate=req.generate)
         classes = ", ".join(sorted(classes_of(row.kind)))
@@ -181,7 +181,7 @@ class Registry:
                         error=UsageError,
                     )
                 dirs = [d for d in dirs if d not in same]
-            return s.model_copy(update={"models_dirs": dirs}), (True, dirs)
+            return replace(s, models_dirs=dirs), (True, dirs)
 
         (changed, dirs), regen, dry = await self._change(change, req)
         if changed:
@@ -212,7 +212,7 @@ class Registry:
         def change(s: Settings) -> tuple[Settings, bool]:
             registry.pin_target(s.backends, row_id)
             current = s.override(model)
-            updated = current.model_copy(update={"backend": row_id})
+            updated = replace(current, backend=row_id)
             return _with_override(s, model, updated), current.backend != row_id
 
         changed, regen, dry = await self._change(change, req)
@@ -232,7 +232,7 @@ class Registry:
 
         def change(s: Settings) -> tuple[Settings, str | None]:
             current = s.override(model)
-            updated = current.model_copy(update={"backend": None})
+            updated = replace(current, backend=None)
             return _with_override(s, model, updated), current.backend
 
         previous, regen, dry = await self._change(change, req)
@@ -252,7 +252,7 @@ class Registry:
         model, values = _check_model_id(req.model), req.values
         parsed = {key: _parse_value(key, text) for key, text in values.items()}
         try:  # refuse a bad value before any discovery
-            override = ModelOverride.model_validate(parsed)
+            override = validate(ModelOverride, parsed)
         except ValueError as exc:  # a value its key cannot take: a usage error (issue 20)
             raise UsageError(_first_error(exc)) from exc
         settings = await self.ctx.settings()
@@ -266,17 +266,13 @@ class Registry:
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
-            merged = {**current.model_dump(exclude_none=True), **parsed}
+            merged = {**current.to_yaml(), **parsed}
             try:
-                updated = ModelOverride.model_validate(merged)
+                updated = validate(ModelOverride, merged)
             except ValueError as exc:
                 raise InvalidInput(_first_error(exc)) from exc
             _refuse_macros(updated, s)
-            result = _with_override(s, model, updated)
-            clash = alias_clash(result.models)
-            if clash is not None:
-                raise UsageError(clash)
-            return result, (updated, updated != current)
+            return _with_override(s, model, updated), (updated, updated != current)
 
         (updated, changed), regen, dry = await self._change(change, req)
         if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:
@@ -353,7 +349,7 @@ class Registry:
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
-            updated = current.model_copy(update=dict.fromkeys(keys))
+            updated = replace(current, **dict.fromkeys(keys))
             _refuse_macros(updated, s)  # unset llama_swap while env names its macros: refused
             return _with_override(s, model, updated), (updated, updated != current)
 
@@ -406,7 +402,10 @@ def _with_override(s: Settings, model: str, override: ModelOverride) -> Settings
         models.pop(model, None)
     else:
         models[model] = override
-    return s.model_copy(update={"models": models})
+    try:  # the whole config's rules: an alias another model has is refused here
+        return replace(s, models=models)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _refuse_macros(

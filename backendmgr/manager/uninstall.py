@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -89,7 +90,7 @@ class Uninstaller:
                     ]
                     rows = registry.sync_build_rows(rows, component, builds)
                 rows = [x for x in rows if not (x.managed and x.id in gone)]
-                return s.model_copy(update={"backends": rows}), None
+                return replace(s, backends=rows), None
 
             dry: dict[str, Any] = {}
             if req.dry_run:  # every check above, then the config's diff; nothing removed

@@ -204,9 +204,9 @@ def apply_tuned(
         record = store.find(records, model.id, key_of(place, planned))
         if record is None:
             continue
-        pinned = ov.model_copy(update={"ctx": record.ctx})
+        pinned = dataclasses.replace(ov, ctx=record.ctx)
         tuned = replan(
-            settings.model_copy(update={"models": {**settings.models, model.id: pinned}}), model
+            dataclasses.replace(settings, models={**settings.models, model.id: pinned}), model
         )
         if not isinstance(tuned, Entry):
             continue

@@ -7,12 +7,12 @@ hand in what they learned from the disk (installed builds, which paths exist).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
-
-from pydantic import BaseModel, ConfigDict
 
 from ..config.models import BackendRow, row_id_problem
 from ..errors import BackendmgrError, InvalidInput, MalformedId, Refused, unknown
+from ..record import Record
 from ..versioning import VersionKey, version_key
 from .kinds import KNOWN_KINDS, class_taken, classes_of, normalize_kind
 
@@ -35,10 +35,9 @@ __all__ = [
 ]
 
 
-class InstalledBuild(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class InstalledBuild(Record):
     """What the build store knows about one committed build, as the registry needs it."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     component: str
     version: str
@@ -97,7 +96,7 @@ def add_manual(
     make_default: bool = False,
 ) -> list[BackendRow]:
     """Append a row the user typed in; it takes ★ only when asked to."""
-    problem = row_id_problem(row.id)  # again here: a copy made with model_copy skips validation
+    problem = row_id_problem(row.id)  # again here, whatever kind of row it was made as
     if problem is not None:
         raise MalformedId(problem)
     if "@" in row.id:
@@ -117,15 +116,8 @@ def add_manual(
             always_hint=True,
             error=InvalidInput,
         )
-    manual = row.model_copy(
-        update={
-            "managed": False,
-            "build": False,
-            "component": "",
-            "version": "",
-            "variant": "",
-            "default": False,
-        }
+    manual = replace(
+        row, managed=False, build=False, component="", version="", variant="", default=False
     )
     out = [*rows, manual]
     return set_default(out, manual.id) if make_default else out
@@ -186,9 +178,9 @@ def set_default(rows: Sequence[BackendRow], row_id: str) -> list[BackendRow]:
     out: list[BackendRow] = []
     for i, row in enumerate(rows):
         if i == index:
-            out.append(row if row.default else row.model_copy(update={"default": True}))
+            out.append(row if row.default else replace(row, default=True))
         elif row.default and classes_of(row.kind) & classes:
-            out.append(row.model_copy(update={"default": False}))
+            out.append(replace(row, default=False))
         else:
             out.append(row)
     return out
@@ -203,16 +195,16 @@ def upsert_managed(
     row is appended and takes ★ only when its classes are empty: an install never steals ★.
     """
     index = _find(rows, build.component)
-    fields = {
-        "path": build.exe,
-        "component": build.component,
-        "version": build.version,
-        "variant": build.variant,
-        "kind": build.kind,
-        "name": build.name,
-        "managed": True,
-        "build": False,
-    }
+    row = BackendRow(  # the managed row as the build says it; an existing row keeps id and ★
+        id=build.component,
+        path=build.exe,
+        component=build.component,
+        version=build.version,
+        variant=build.variant,
+        kind=build.kind,
+        name=build.name,
+        managed=True,
+    )
     if index is not None:
         current = rows[index]
         if not current.managed:
@@ -220,14 +212,12 @@ def upsert_managed(
                 f'a manual row named "{build.component}" is in the way of the installed '
                 f'component; rename or remove it with "backendmgr backends remove"'
             )
-        if not current.name and not build.name:
-            fields.pop("name")
-        updated = current.model_copy(update=fields)
+        updated = replace(row, id=current.id, default=current.default)
         out = list(rows)
         out[index] = updated
         return out, updated.default
     takes_star = bool(classes_of(build.kind)) and not class_taken(rows, build.kind)
-    row = BackendRow(id=build.component, default=takes_star, **fields)
+    row = replace(row, default=takes_star)
     return [*rows, row], takes_star
 
 

@@ -313,3 +313,16 @@ def test_sixteen_concurrent_pins_all_land(config_path: Path) -> None:
         assert models[f"model-{i:02d}"].backend == ("llama-src" if i % 2 else "vllm-venv")
     assert models["qwen3-8b-q4_k_m"].ctx == 32768
     assert "# daily driver" in config_path.read_text()
+
+
+def test_set_refuses_an_alias_another_model_has(cli: Cli, config_path: Path) -> None:
+    """The whole config's rules run on the edited settings: llama-swap refuses two models
+    sharing an alias, so ``set`` does, and the file stays as it was."""
+    write_config(config_path, HAND_WRITTEN)
+    assert cli("set", "qwen3-8b-q4_k_m", "llama_swap={aliases: [chat]}").code == 0
+    before = config_path.read_text()
+    result = cli("set", "other-model", "llama_swap={aliases: [chat]}")
+    assert_error_line(
+        result, 2, 'alias "chat" is given to both "qwen3-8b-q4_k_m" and "other-model"'
+    )
+    assert config_path.read_text() == before

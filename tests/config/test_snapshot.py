@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from backendmgr.config.models import ModelOverride, Settings
 from backendmgr.config.snapshot import snapshot_path
 from backendmgr.config.store import ConfigStore
+from backendmgr.record import plain
 
 CONFIG = """# mine
 models_dirs: [/srv/models]   # the big disk
@@ -73,7 +75,7 @@ def test_a_write_leaves_a_snapshot_of_what_it_wrote(config: Path) -> None:
 
     def change(s: Settings) -> tuple[Settings, None]:
         models = dict(s.models) | {"new": ModelOverride(ctx=2048)}
-        return s.model_copy(update={"models": models}), None
+        return replace(s, models=models), None
 
     store.update(change)
     raw = config.read_bytes()
@@ -138,3 +140,18 @@ def test_a_missing_or_empty_config_writes_no_snapshot(tmp_path: Path) -> None:
     path.write_text("# nothing yet\n")
     assert ConfigStore(path).read() == Settings()
     assert not snapshot_path(path).exists()
+
+
+@pytest.mark.parametrize("extra", ["", "max_unpacked_gb: 32\nvenv_smoke_timeout: 300.0\n"])
+def test_a_read_from_the_snapshot_says_what_a_parse_says(config: Path, extra: str) -> None:
+    """The snapshot holds the settings as validated; read back, every value is the parse's,
+    down to its JSON: a whole-number default (``max_unpacked_gb: 32``) stays an integer, a
+    value the file gives stays a float."""
+    config.write_text(CONFIG + extra)
+    store = ConfigStore(config)
+    cold = store.read()
+    assert (
+        json.loads(snapshot_path(config).read_text())["document"]["models"]["qwen"]["ctx"] == 8192
+    )
+    warm = store.read()
+    assert json.dumps(plain(warm)) == json.dumps(plain(cold)) == json.dumps(plain(fresh(config)))

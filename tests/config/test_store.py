@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,7 @@ def test_unchanged_update_leaves_file_byte_identical_and_untouched(tmp_path: Pat
     path = write(tmp_path / "c.yaml", COMMENTED)
     os.utime(path, (1_000_000, 1_000_000))
     store = ConfigStore(path)
-    store.update(lambda s: (s.model_copy(update={"ttl": 600}), None))
+    store.update(lambda s: (replace(s, ttl=600), None))
     assert path.read_text() == COMMENTED
     assert path.stat().st_mtime == 1_000_000
 
@@ -83,7 +84,7 @@ def test_resync_of_unchanged_build_rows_is_byte_identical(tmp_path: Path) -> Non
 
     def resync(s: Settings) -> tuple[Settings, None]:
         rows, _ = upsert_managed(s.backends, b2)
-        return s.model_copy(update={"backends": sync_build_rows(rows, "llama-server", [b2])}), None
+        return replace(s, backends=sync_build_rows(rows, "llama-server", [b2])), None
 
     ConfigStore(path).update(resync)
     assert path.read_bytes() == COMMENTED.encode()
@@ -96,7 +97,7 @@ def test_edit_keeps_comments_order_and_quotes(tmp_path: Path) -> None:
 
     def change(s: Settings) -> tuple[Settings, None]:
         rows = [*s.backends, BackendRow(id="sd", kind="sd", path="/opt/sd")]
-        return s.model_copy(update={"vram_budget_gb": 16.0, "backends": rows}), None
+        return replace(s, vram_budget_gb=16.0, backends=rows), None
 
     store.update(change)
     text = path.read_text()
@@ -108,7 +109,7 @@ def test_edit_keeps_comments_order_and_quotes(tmp_path: Path) -> None:
 def test_file_mode_survives_atomic_write(tmp_path: Path) -> None:
     path = write(tmp_path / "c.yaml", "ttl: 5\n")
     path.chmod(0o600)
-    ConfigStore(path).update(lambda s: (s.model_copy(update={"ttl": 7}), None))
+    ConfigStore(path).update(lambda s: (replace(s, ttl=7), None))
     assert path.read_text() == "ttl: 7\n"
     assert path.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == [

@@ -22,6 +22,7 @@ from backendmgr.emit.devices import (
 )
 from backendmgr.emit.plan import Entry, plan_model
 from backendmgr.emit.sizing import LLAMA_FIXED_GB, devices_card_gb, llama_context
+from backendmgr.record import validate
 from backendmgr.registry.resolve import Resolution
 from tests.support.metas import BIG as META
 
@@ -213,7 +214,7 @@ def test_rocm_smi_and_drm_report_amd_memory(tmp_path: Path) -> None:
     [("1", "1"), ("0,1", "0,1"), (" 0 , 1 ", "0,1"), (1, "1"), ([0, 1], "0,1")],
 )
 def test_device_values(value: object, stored: str) -> None:
-    assert ModelOverride.model_validate({"device": value}).device == stored
+    assert validate(ModelOverride, {"device": value}).device == stored
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,7 @@ def test_device_values(value: object, stored: str) -> None:
 )
 def test_bad_device_values_are_refused(value: object) -> None:
     with pytest.raises(ValueError, match="device"):
-        ModelOverride.model_validate({"device": value})
+        validate(ModelOverride, {"device": value})
 
 
 @pytest.mark.parametrize(
@@ -246,11 +247,11 @@ def test_bad_device_values_are_refused(value: object) -> None:
 )
 def test_hostile_env_is_refused(value: object) -> None:
     with pytest.raises(ValueError, match="env"):
-        ModelOverride.model_validate({"env": value})
+        validate(ModelOverride, {"env": value})
 
 
 def test_env_values_with_yaml_characters_are_kept_as_they_are() -> None:
-    ov = ModelOverride.model_validate({"env": 'A="x: y # z" B=[1] C=\'{"k": 1}\' D='})
+    ov = validate(ModelOverride, {"env": 'A="x: y # z" B=[1] C=\'{"k": 1}\' D='})
     assert ov.env == ["A=x: y # z", "B=[1]", 'C={"k": 1}', "D="]
 
 

@@ -13,6 +13,7 @@ one ``error:`` line, exit 2, and the config unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -38,6 +39,7 @@ from backendmgr.emit.entries import screen
 from backendmgr.emit.plan import Entry, plan_model
 from backendmgr.emit.verify import check_emitted
 from backendmgr.errors import BackendmgrError
+from backendmgr.record import validate
 from backendmgr.registry.rows import add_manual
 from tests.support.cli import Cli, ok
 from tests.support.generated import load, output
@@ -157,7 +159,7 @@ def door(case: Case, base: Settings) -> str | None:
     if case.field == "file_name":
         return unsafe_char(case.value)  # discovery skips it, naming the character
     try:
-        ov = ModelOverride.model_validate(case.override())
+        ov = validate(ModelOverride, case.override())
     except ValueError as exc:
         return str(exc)
     return override_problem(ov, macro_names(base.llama_swap))
@@ -180,8 +182,8 @@ def emitted(case: Case, base: Settings, model: DiscoveredModel) -> tuple[Entry, 
         )
         model_id = name
     else:
-        update = {"models": {model_id: ModelOverride.model_validate(case.override())}}
-    settings_ = base.model_copy(update=update)
+        update = {"models": {model_id: validate(ModelOverride, case.override())}}
+    settings_ = dataclasses.replace(base, **update)
     planned = plan_model(settings_, model, None)
     assert isinstance(planned, Entry), planned
     screened = screen(planned, settings_.llama_swap)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -336,12 +337,12 @@ def test_emitted_entry_follows_extra_args_and_headroom() -> None:
         entry.capabilities["context"]
         == llama_context(GEMMA3_SHAPE, GEMMA3_WEIGHTS, 4, None, headroom_gb=0.1)[0]
     )
-    wide = settings.model_copy(update={"vram_headroom_gb": 1.0})
+    wide = dataclasses.replace(settings, vram_headroom_gb=1.0)
     narrower = plan_model(wide, model, None)
     assert isinstance(narrower, Entry)
     assert narrower.capabilities["context"] < entry.capabilities["context"]
-    full = settings.model_copy(
-        update={"models": {"g3": ModelOverride(extra_args="--swa-full", ctx=16384)}}
+    full = dataclasses.replace(
+        settings, models={"g3": ModelOverride(extra_args="--swa-full", ctx=16384)}
     )
     swa_full = plan_model(full, model, None)
     assert isinstance(swa_full, Entry)

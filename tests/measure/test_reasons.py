@@ -3,6 +3,8 @@ exit status, then the last lines joined by `` | ``), plus the fixes and what sta
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from backendmgr.catalog.host import Adapter, Host
@@ -248,12 +250,12 @@ def test_failure_cause_names_a_newer_build_or_the_update() -> None:
     settings = Settings(backends=_rows())
     chat = DiscoveredModel(id="q", path="/m/q.gguf", format="gguf")
     text = log("unknown model architecture: 'qwen9'")
-    old = resolve(settings.model_copy(update={"models": {}}), settings.override("q"), "llm")
+    old = resolve(dataclasses.replace(settings, models={}), settings.override("q"), "llm")
     cause = failure_cause(settings, chat, old, text)  # resolves to the manual row (first)
     assert cause is not None and cause.code == "unknown-architecture"
     assert cause.fix == "backendmgr pin q llama-server@b10000-cpu"
-    pinned = settings.model_copy(
-        update={"models": {"q": ModelOverride(backend="llama-server@b10000-cpu")}}
+    pinned = dataclasses.replace(
+        settings, models={"q": ModelOverride(backend="llama-server@b10000-cpu")}
     )
     newest = resolve(pinned, pinned.override("q"), "llm")
     cause = failure_cause(pinned, chat, newest, text)
@@ -335,9 +337,7 @@ def test_repair_order_prefers_the_activated_build_then_what_the_host_can_use() -
     )
     # an activated GPU build this host cannot use is no first choice
     gpu_active = [
-        r.model_copy(
-            update={"variant": "cuda-13.4", "path": "/b/b200-cuda-13.4", "version": "b200"}
-        )
+        dataclasses.replace(r, variant="cuda-13.4", path="/b/b200-cuda-13.4", version="b200")
         if r.id == "llama-server"
         else r
         for r in rows

@@ -12,6 +12,12 @@ def row(
     return BackendRow(id=rid, kind=kind, path=path or f"/bin/{rid}", default=default, **kw)  # type: ignore[arg-type]
 
 
+def blank_path(made: BackendRow) -> BackendRow:
+    """``made`` with a blank path, which its checks refuse: a row no config can give."""
+    object.__setattr__(made, "path", " ")
+    return made
+
+
 def settings(*rows: BackendRow, **kw: object) -> Settings:
     return Settings(backends=list(rows), **kw)  # type: ignore[arg-type]
 
@@ -235,13 +241,13 @@ def test_embedding_never_lands_on_a_vllm_star() -> None:
         ),
         ([row("k", "kokoro"), row("ac", "audiocpp")], {"tts_server_exe": "tts-server"}),
         (
-            [BackendRow.model_construct(id="b", kind="llama", path=" ")],
+            [blank_path(row("b", "llama"))],
             {"server_exe": "llama-server"},
         ),
     ],
 )
 def test_legacy_fallbacks(rows: list[BackendRow], expected: dict[str, str]) -> None:
-    got = legacy_fallbacks(Settings.model_construct(**{**Settings().__dict__, "backends": rows}))
+    got = legacy_fallbacks(Settings(backends=rows))
     assert {k: got[k] for k in expected} == expected
 
 

@@ -87,7 +87,9 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
     return (mapping, offset + 2, offset)
 
 
-def parse(path: Path, raw: bytes) -> LoadedConfig:
+def parse(path: Path, raw: bytes, known: Settings | None = None) -> LoadedConfig:
+    """The document of ``raw`` (the file at ``path``) and its settings: ``known`` (what these
+    exact bytes were validated to before), else validated now."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -103,7 +105,8 @@ def parse(path: Path, raw: bytes) -> LoadedConfig:
         return LoadedConfig(Settings(), None, raw, _guess_indent(text))
     if not isinstance(doc, CommentedMap):
         raise ConfigError(f"{path} line 1: the config must be a mapping of keys to values")
-    return LoadedConfig(settings_of(path, doc), doc, raw, _guess_indent(text))
+    settings = known if known is not None else settings_of(path, doc)
+    return LoadedConfig(settings, doc, raw, _guess_indent(text))
 
 
 def settings_of(path: Path, doc: CommentedMap) -> Settings:

@@ -46,12 +46,9 @@ class ConfigStore:
         raw = self._raw()
         if raw is None:
             return Settings()
-        document = load_snapshot(self.path, raw, parser_name())
-        if document is not None:
-            try:
-                return load(Settings, document, "snapshot")
-            except Invalid:
-                pass  # a snapshot this version cannot read: parse the YAML
+        kept = self._kept(raw)
+        if kept is not None:
+            return kept
         from .roundtrip import parse
 
         loaded = parse(self.path, raw)
@@ -61,11 +58,23 @@ class ConfigStore:
 
     def load(self) -> LoadedConfig:
         """The settings and the YAML document they came from, for an edit or a dry run's
-        diff (which writes nothing, not even the snapshot)."""
+        diff (which writes nothing, not even the snapshot). The document is parsed for the
+        edit; the settings come from the snapshot while it matches the bytes, so an edit of
+        a config already read validates nothing again (and imports no pydantic)."""
         from .roundtrip import empty, parse
 
         raw = self._raw()
-        return empty() if raw is None else parse(self.path, raw)
+        return empty() if raw is None else parse(self.path, raw, self._kept(raw))
+
+    def _kept(self, raw: bytes) -> Settings | None:
+        """The settings the snapshot holds for exactly ``raw``, or None."""
+        document = load_snapshot(self.path, raw, parser_name())
+        if document is None:
+            return None
+        try:
+            return load(Settings, document, "snapshot")
+        except Invalid:
+            return None  # a snapshot this version cannot read: the YAML is parsed
 
     def _raw(self) -> bytes | None:
         try:

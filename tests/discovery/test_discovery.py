@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -167,3 +168,29 @@ def test_cache_makes_a_warm_scan_read_no_header(
     os.utime(root / "m.gguf", (1, 1))
     with pytest.raises(AssertionError, match="warm scan"):
         run(tmp_path, root)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"format": 1, "entries": {"P": 5}}',  # an entry of the wrong shape
+        '{"format": 1, "entries": {"P": [1, 2]}}',
+        '{"format": 1, "entries": {"P": [1, 2, 3]}}',  # a header is a mapping or a reason
+        '{"format": 1, "entries": []}',
+        '{"format": 1, "entries": {}, "more": 1}',
+        '{"format": 2, "entries": {"P": [1, 2, "x"]}}',  # another version's cache
+        "[1]",
+        "{",
+    ],
+)
+def test_a_malformed_cache_is_read_again_from_the_files(tmp_path: Path, body: str) -> None:
+    root = tmp_path / "models"
+    write_gguf(root / "m.gguf", "llama", layers=1)
+    path = str(root / "m.gguf")
+    (tmp_path / "cache.json").write_text(body.replace("P", path))
+    found = run(tmp_path, root)
+    assert [m.id for m in found.models] == ["m"] and found.models[0].meta is not None
+    assert found.models[0].meta.architecture == "llama"
+
+    entries = json.loads((tmp_path / "cache.json").read_text())["entries"]
+    assert list(entries) == [path]  # the cache was written again, whole

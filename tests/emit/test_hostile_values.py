@@ -13,6 +13,7 @@ one ``error:`` line, exit 2, and the config unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -175,8 +176,8 @@ def emitted(case: Case, base: Settings, model: DiscoveredModel) -> tuple[Entry, 
         }
     elif case.field == "file_name":
         name = case.value.replace("/", "_")
-        model = model.model_copy(
-            update={"id": name, "path": str(Path(model.path).with_name(f"{name}.gguf"))}
+        model = dataclasses.replace(
+            model, id=name, path=str(Path(model.path).with_name(f"{name}.gguf"))
         )
         model_id = name
     else:

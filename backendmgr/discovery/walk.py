@@ -76,10 +76,12 @@ Header = dict[str, Any] | str
 
 @dataclass(frozen=True, kw_only=True)
 class CacheFile(Record):
-    """The header cache as :meth:`MetaCache.save` writes it: path → [size, mtime_ns, header]."""
+    """The header cache as :meth:`MetaCache.save` writes it: path → [size, mtime_ns, header].
+    A header is left to :meth:`MetaCache.get` to check (a mapping or a reason): walking every
+    field of every header would cost a warm scan more than reading the file."""
 
     format: int
-    entries: dict[str, tuple[int, int, Header]]
+    entries: dict[str, tuple[int, int, Any]]
 
 
 class MetaCache:
@@ -87,7 +89,7 @@ class MetaCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, tuple[int, int, Header]] = {}
+        self.entries: dict[str, tuple[int, int, Any]] = {}
         self.dirty = False
         if path is not None:
             try:  # an unreadable, foreign or malformed cache only costs reading the headers
@@ -99,9 +101,10 @@ class MetaCache:
 
     def get(self, path: str, size: int, mtime_ns: int) -> Header | None:
         entry = self.entries.get(path)
-        if entry and entry[0] == size and entry[1] == mtime_ns:
-            return entry[2]
-        return None
+        if entry and entry[0] == size and entry[1] == mtime_ns and isinstance(entry[2], dict | str):
+            header: Header = entry[2]
+            return header
+        return None  # not cached, changed since, or a header of the wrong shape: read again
 
     def put(self, path: str, size: int, mtime_ns: int, value: Header) -> None:
         self.entries[path] = (size, mtime_ns, value)

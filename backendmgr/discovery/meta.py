@@ -7,15 +7,17 @@ from size the same way.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from ..record import Record
 
 __all__ = ["ModelMeta", "hf_quant_label", "meta_from_gguf", "meta_from_hf"]
 
 
-class ModelMeta(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class ModelMeta(Record):
+    """What the sizing math and the roles read of a model's header or config.json."""
 
     architecture: str = ""
     type: str = ""

@@ -10,8 +10,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from ..record import Record
 from .meta import ModelMeta, meta_from_gguf, meta_from_hf
 
 __all__ = [
@@ -45,8 +44,9 @@ POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
 Role = Literal["chat", "embedding", "reranker"]
 
 
-class DiscoveredModel(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class DiscoveredModel(Record):
+    """A model the walk found: its id, file (or folder), kind and what its header says."""
 
     id: str
     path: str
@@ -63,8 +63,9 @@ class DiscoveredModel(BaseModel):
         return self.size_bytes / float(1 << 30)
 
 
-class SkippedModel(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class SkippedModel(Record):
+    """A file the walk found that is not a model it can serve, and why."""
 
     id: str
     path: str

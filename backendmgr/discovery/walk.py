@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fs import LinkRefused, atomic_write_bytes
+from ..record import Record, load
 from .files import walk_model_files
 from .gguf import GgufError, read_gguf_metadata
 from .models import Discovery, FolderScan, build_models, split_parts
@@ -69,30 +70,44 @@ def _read_config(path: str) -> dict[str, Any] | str:
     return data if isinstance(data, dict) else "not a JSON object"
 
 
+Header = dict[str, Any] | str
+"""A GGUF file's header fields, or why it could not be read."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheFile(Record):
+    """The header cache as :meth:`MetaCache.save` writes it: path → [size, mtime_ns, header].
+    A header is left to :meth:`MetaCache.get` to check (a mapping or a reason): walking every
+    field of every header would cost a warm scan more than reading the file."""
+
+    format: int
+    entries: dict[str, tuple[int, int, Any]]
+
+
 class MetaCache:
     """GGUF headers keyed by (path, size, mtime): a warm scan opens no model file."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, list[Any]] = {}
+        self.entries: dict[str, tuple[int, int, Any]] = {}
         self.dirty = False
         if path is not None:
-            try:
-                data = json.loads(path.read_bytes())
-                if data.get("format") == CACHE_FORMAT and isinstance(data.get("entries"), dict):
-                    self.entries = data["entries"]
-            except (OSError, ValueError, AttributeError):
+            try:  # an unreadable, foreign or malformed cache only costs reading the headers
+                data = load(CacheFile, json.loads(path.read_bytes()), path.name)
+                if data.format == CACHE_FORMAT:
+                    self.entries = data.entries
+            except (OSError, ValueError, RecursionError):  # Invalid is a ValueError
                 self.entries = {}
 
-    def get(self, path: str, size: int, mtime_ns: int) -> dict[str, Any] | str | None:
+    def get(self, path: str, size: int, mtime_ns: int) -> Header | None:
         entry = self.entries.get(path)
-        if entry and entry[0] == size and entry[1] == mtime_ns:
-            value: dict[str, Any] | str = entry[2]
-            return value
-        return None
+        if entry and entry[0] == size and entry[1] == mtime_ns and isinstance(entry[2], dict | str):
+            header: Header = entry[2]
+            return header
+        return None  # not cached, changed since, or a header of the wrong shape: read again
 
-    def put(self, path: str, size: int, mtime_ns: int, value: dict[str, Any] | str) -> None:
-        self.entries[path] = [size, mtime_ns, value]
+    def put(self, path: str, size: int, mtime_ns: int, value: Header) -> None:
+        self.entries[path] = (size, mtime_ns, value)
         self.dirty = True
 
     def save(self, live: set[str]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -131,7 +131,12 @@ class BenchService:
         trial = replace(settings, models={**settings.models, model_id: ov})
         planned = (await self.m._plan(trial, model_id)).planned
         device = device_of(self.m.site)
-        base = {"model": model_id, "build": build, "device": device, "prompt_words": words}
+        base: dict[str, Any] = {
+            "model": model_id,
+            "build": build,
+            "device": device,
+            "prompt_words": words,
+        }
         if not isinstance(planned, Entry):
             reason = f"skipped: {planned.reason}"
             message = f"{model_id} on {build}: {reason}"

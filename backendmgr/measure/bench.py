@@ -14,12 +14,11 @@ import json
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
-
-from .tuned import Place, TunedStore, device_of, model_fingerprint
+from ..record import Record
+from .tuned import Place, TunedStore, device_of, load_kept, model_fingerprint
 
 if TYPE_CHECKING:
     import httpx
@@ -68,10 +67,9 @@ class Run:
     predicted_tokens: int
 
 
-class BenchRecord(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class BenchRecord(Record):
     """The figures of the last ``bench`` of one model on one build and device."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
 
     model: str
     build: str  # the row (build id) it ran on
@@ -85,7 +83,7 @@ class BenchRecord(BaseModel):
     prompt_tokens: int | None = None
     predicted_tokens: int
     measured_by: str  # "llama-server timings" or "usage and wall clock"
-    argv: list[str] = []
+    argv: list[str] = field(default_factory=list)
     model_fp: str
     build_fp: str
     benched_at: str
@@ -104,11 +102,8 @@ def matching(
     """The model's records for its file as it is now and this device, one per build."""
     out = []
     for raw in records.get(model, []):
-        try:
-            record = BenchRecord.model_validate(raw)
-        except ValueError:
-            continue
-        if (record.model_fp, record.device) == (model_fp, device):
+        record = load_kept(BenchRecord, raw, BENCH_NAME)
+        if record is not None and (record.model_fp, record.device) == (model_fp, device):
             out.append(record)
     return out
 

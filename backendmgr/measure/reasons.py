@@ -15,7 +15,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from ..record import Record
 
 __all__ = ["CAUSES", "Cause", "FailureCause", "Match", "cause_text", "classify", "explain"]
 
@@ -127,10 +127,9 @@ class Match:
     found: Mapping[str, str]  # the pattern's named groups that matched
 
 
-class FailureCause(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class FailureCause(Record):
     """A recognised cause, as the CLI, ``--json`` and the page show it."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     code: str
     line: str

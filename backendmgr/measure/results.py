@@ -1,9 +1,15 @@
-"""What ``verify --repair`` and ``tune`` return (CLI ``--json`` and the Python API)."""
+"""What ``verify --repair``, ``tune`` and ``bench`` return (CLI ``--json`` and the Python API).
+
+Each model's result is a record; the reports around them are mutations' :class:`Outcome`.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
 
+from pydantic import Field
+
+from ..record import Record
 from ..results import Outcome
 from .reasons import FailureCause, cause_text
 
@@ -19,11 +25,8 @@ __all__ = [
 ]
 
 
-class _Doc(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="allow", populate_by_name=True)
-
-
-class Attempt(_Doc):
+@dataclass(frozen=True, kw_only=True)
+class Attempt(Record):
     """One build tried for a model: whether it served, and why not."""
 
     backend: str | None
@@ -38,12 +41,13 @@ class Attempt(_Doc):
         return f"{self.backend}: {self.reason}" + cause_text(self.cause)
 
 
-class RepairResult(_Doc):
+@dataclass(frozen=True, kw_only=True)
+class RepairResult(Record):
     id: str
     ok: bool  # it serves now (or would, for a dry run)
     pinned: str | None = None  # the row it was (or would be) pinned to
     why: str | None = None  # why that row was preferred (the activated build, …)
-    tried: list[Attempt] = Field(default_factory=list)  # the resolved build first
+    tried: list[Attempt] = field(default_factory=list)  # the resolved build first
     message: str
 
 
@@ -53,7 +57,8 @@ class RepairReport(Outcome):
     failed: int = 0
 
 
-class TuneTrial(_Doc):
+@dataclass(frozen=True, kw_only=True)
+class TuneTrial(Record):
     ctx: int
     ok: bool  # started, and measured within the budget
     started: bool
@@ -62,7 +67,8 @@ class TuneTrial(_Doc):
     cause: str | None = None
 
 
-class TuneResult(_Doc):
+@dataclass(frozen=True, kw_only=True)
+class TuneResult(Record):
     id: str
     ok: bool
     ctx: int | None  # the largest context that fits; None when none does
@@ -72,7 +78,7 @@ class TuneResult(_Doc):
     budget_gib: float
     backend: str | None
     device: str
-    trials: list[TuneTrial] = Field(default_factory=list)
+    trials: list[TuneTrial] = field(default_factory=list)
     stopped: str | None = None
     cause: FailureCause | None = None  # what ended the search, when not memory, and its fix
     message: str
@@ -83,7 +89,8 @@ class TuneReport(Outcome):
     failed: int = 0
 
 
-class BenchResult(_Doc):
+@dataclass(frozen=True, kw_only=True)
+class BenchResult(Record):
     """One model on one build: the medians and spreads of its runs, or why there are none."""
 
     model: str
@@ -99,7 +106,7 @@ class BenchResult(_Doc):
     prompt_tokens: int | None = None
     predicted_tokens: int | None = None
     measured_by: str | None = None
-    argv: list[str] = Field(default_factory=list)  # the command line, before ${PORT}
+    argv: list[str] = field(default_factory=list)  # the command line, before ${PORT}
     reason: str | None = None
     cause: FailureCause | None = None
     message: str

@@ -15,11 +15,10 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._fs import read_record_file, read_regular
+from ..record import Invalid, Record, hints, load, plain
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
@@ -38,6 +37,7 @@ __all__ = [
     "apply_tuned",
     "build_fingerprint",
     "device_of",
+    "load_kept",
     "model_fingerprint",
     "tuned_sentence",
     "tuning_text",
@@ -46,6 +46,8 @@ __all__ = [
 TUNED_NAME = "tuned.json"
 TUNED_VERSION = 1
 TUNED_CAP = 4 << 20  # bytes read; a larger file is ignored
+
+R = TypeVar("R", bound=Record)
 
 
 class Place(Protocol):
@@ -64,8 +66,9 @@ class Place(Protocol):
     def card_gb(self) -> float | None: ...
 
 
-class TunedRecord(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TunedRecord(Record):
+    """The context ``tune`` measured for one model on one build and device."""
 
     model: str
     ctx: int
@@ -78,6 +81,17 @@ class TunedRecord(BaseModel):
     build_fp: str
     tuned_at: str
     attempts: int = 0
+
+
+def load_kept(cls: type[R], raw: dict[str, Any], where: str) -> R | None:
+    """One record of a store as ``cls``, or None when it is not one (a record of the wrong
+    shape is passed over); keys it does not name are left out, so that a file another version
+    wrote with more fields still counts."""
+    known = hints(cls)
+    try:
+        return load(cls, {k: v for k, v in raw.items() if k in known}, where)
+    except Invalid:
+        return None
 
 
 def model_fingerprint(model: DiscoveredModel) -> str:
@@ -136,11 +150,8 @@ class TunedStore:
         self, records: dict[str, list[dict[str, Any]]], model: str, key: tuple[str, str, str]
     ) -> TunedRecord | None:
         for raw in records.get(model, []):
-            try:
-                record = TunedRecord.model_validate(raw)
-            except ValidationError:
-                continue
-            if (record.model_fp, record.build_fp, record.device) == key:
+            record = load_kept(TunedRecord, raw, self.path.name)
+            if record is not None and (record.model_fp, record.build_fp, record.device) == key:
                 return record
         return None
 
@@ -148,7 +159,7 @@ class TunedStore:
         """Add or replace the record for its (model, build, device): a locked, atomic write."""
         self.put_many([record])
 
-    def put_many(self, records: Sequence[BaseModel]) -> None:
+    def put_many(self, records: Sequence[Record]) -> None:
         """:meth:`put` for several records in one atomic write: all of them or none."""
         from filelock import FileLock
 
@@ -158,7 +169,7 @@ class TunedStore:
         with FileLock(self._lock, timeout=30):
             models = _read(self.path)
             for record in records:
-                raw = record.model_dump(mode="json")
+                raw = plain(record)
                 kept = [
                     r
                     for r in models.get(raw["model"], [])
@@ -213,9 +224,7 @@ def apply_tuned(
         note = tuned_sentence(record.ctx, record.measured_gib, record.measured_by)
         # what was measured to fit outweighs an estimate that says it would not
         kept = tuple(n for n in tuned.notes if not is_over_budget(n))
-        out[i] = dataclasses.replace(
-            tuned, tuned=record.model_dump(mode="json"), notes=(*kept, note)
-        )
+        out[i] = dataclasses.replace(tuned, tuned=plain(record), notes=(*kept, note))
     return out
 
 

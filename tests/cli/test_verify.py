@@ -127,6 +127,14 @@ def test_every_role_and_vllm_are_verified_and_shown_by_models(fakes: dict[str, P
     rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
     assert rows["chat"]["verified"] is None and rows["chat"]["verification"] == "not verified"
     assert rows["embed"]["verified"]["ok"] is True
+    # a stored result of the wrong shape (its key still right) reads as not verified
+    stored = Path(os.environ["BACKENDMGR_HOME"]) / "verify.json"
+    doc = json.loads(stored.read_text())
+    doc["entries"]["rank"]["ready_s"] = "fast"
+    stored.write_text(json.dumps(doc))
+    rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
+    assert rows["rank"]["verification"] == "not verified"
+    assert rows["embed"]["verified"]["ok"] is True
     # so is one whose executable changed
     server = fakes["bin"] / "llama-server"
     server.write_text(server.read_text() + "\n# rebuilt\n")

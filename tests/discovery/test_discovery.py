@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -167,3 +168,47 @@ def test_cache_makes_a_warm_scan_read_no_header(
     os.utime(root / "m.gguf", (1, 1))
     with pytest.raises(AssertionError, match="warm scan"):
         run(tmp_path, root)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"format": 1, "entries": {"P": 5}}',  # an entry of the wrong shape
+        '{"format": 1, "entries": {"P": [S, M]}}',
+        '{"format": 1, "entries": {"P": [S, M, 3]}}',  # a header is a mapping or a reason
+        '{"format": 1, "entries": {"P": [S, M, [1]]}}',
+        '{"format": 1, "entries": {"P": [S, M, null]}}',
+        '{"format": 1, "entries": {"P": ["S", M, {}]}}',
+        '{"format": 1, "entries": []}',
+        '{"format": 1, "entries": {}, "more": 1}',
+        '{"format": 2, "entries": {"P": [S, M, "x"]}}',  # another version's cache
+        "[1]",
+        "{",
+    ],
+)
+def test_a_malformed_cache_is_read_again_from_the_files(tmp_path: Path, body: str) -> None:
+    root = tmp_path / "models"
+    write_gguf(root / "m.gguf", "llama", layers=1)
+    path = str(root / "m.gguf")
+    st = os.stat(path)
+    body = body.replace("P", path).replace("S", str(st.st_size)).replace("M", str(st.st_mtime_ns))
+    (tmp_path / "cache.json").write_text(body)
+    found = run(tmp_path, root)
+    assert [m.id for m in found.models] == ["m"] and found.models[0].meta is not None
+    assert found.models[0].meta.architecture == "llama"
+    entries = json.loads((tmp_path / "cache.json").read_text())["entries"]
+    assert list(entries) == [path] and entries[path][2]["general.architecture"] == "llama"
+
+
+def test_a_cached_header_is_used_as_it_was_stored(tmp_path: Path) -> None:
+    """The control for the test above: the same file with a good entry is not read again."""
+    root = tmp_path / "models"
+    write_gguf(root / "m.gguf", "llama", layers=1)
+    path = str(root / "m.gguf")
+    st = os.stat(path)
+    header = {"general.architecture": "qwen3", "qwen3.context_length": 77}
+    body = {"format": 1, "entries": {path: [st.st_size, st.st_mtime_ns, header]}}
+    (tmp_path / "cache.json").write_text(json.dumps(body))
+    (model,) = run(tmp_path, root).models
+    assert model.meta is not None and model.meta.architecture == "qwen3"
+    assert model.meta.context_length == 77

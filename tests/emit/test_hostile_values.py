@@ -177,8 +177,8 @@ def emitted(case: Case, base: Settings, model: DiscoveredModel) -> tuple[Entry, 
         }
     elif case.field == "file_name":
         name = case.value.replace("/", "_")
-        model = model.model_copy(
-            update={"id": name, "path": str(Path(model.path).with_name(f"{name}.gguf"))}
+        model = dataclasses.replace(
+            model, id=name, path=str(Path(model.path).with_name(f"{name}.gguf"))
         )
         model_id = name
     else:

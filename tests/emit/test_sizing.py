@@ -65,7 +65,7 @@ def test_vllm_max_model_len(
 
 
 def test_trained_cap_beats_the_4096_floor() -> None:
-    tiny = SMALL.model_copy(update={"context_length": 2048})
+    tiny = dataclasses.replace(SMALL, context_length=2048)
     assert vllm_sizing(tiny, 100, 4, 24).max_model_len == 2048
     assert llama_context(tiny, 100, 4, None)[0] == 2048
 
@@ -144,8 +144,8 @@ def test_sliding_window_layers_cost_a_constant() -> None:
     full_layers = 2  # layers 6 and 12
     assert kv.slope * GIB == full_layers * 4 * 512 * 2
     assert kv.const * GIB == 10 * 4 * 512 * 2 * 1024
-    as_bools = swa.model_copy(
-        update={"sliding_window_pattern": [(i + 1) % 6 != 0 for i in range(12)]}
+    as_bools = dataclasses.replace(
+        swa, sliding_window_pattern=[(i + 1) % 6 != 0 for i in range(12)]
     )
     assert kv_model(as_bools) == kv
 
@@ -207,7 +207,7 @@ def test_llama_context() -> None:
         32768,
         ["ctx 32768 from the default (no VRAM budget to size from)"],
     )
-    tiny = SMALL.model_copy(update={"context_length": 2048})
+    tiny = dataclasses.replace(SMALL, context_length=2048)
     assert llama_context(tiny, 1, None, None) == (
         2048,
         ["ctx 2048 from the trained context (no VRAM budget to size from)"],

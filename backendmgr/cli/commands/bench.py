@@ -39,7 +39,7 @@ async def bench(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     for warning in report.warnings:
         out.warning(warning)
     if out.json_mode:
-        out.document([dump(r) for r in report.results])
+        out.document(dump(report)["results"])
     else:
         for result in report.results:
             out.info(result.message)

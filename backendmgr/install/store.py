@@ -97,7 +97,7 @@ class Receipt(Record):
     name: str = ""
     assets: Annotated[list[AssetRecord], Before(_assets)] = field(default_factory=list)
     installed_at: Annotated[str, After(_instant)]
-    """ISO 8601 text, time zone included (:attr:`installed`: the time itself)."""
+    """ISO 8601 text, as the file holds it (:attr:`installed`: the time itself)."""
     size_bytes: int = 0
     backendmgr_version: str
     python: str | None = None

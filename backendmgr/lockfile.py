@@ -13,23 +13,18 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from packaging.utils import canonicalize_name
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
-)
 
 from ._fs import atomic_write_bytes
+from ._marks import Length, Tagged
 from ._yaml import load_yaml, read_limited
 from .errors import ConfigError, validation_problem
 from .install.store import InstalledEntry
+from .record import After, Limit, Record, plain, validate
 from .registry.rows import build_row_id
 
 __all__ = [
@@ -48,7 +43,7 @@ __all__ = [
 ]
 
 LOCK_NAME = "backendmgr.lock"
-LOCK_FORMAT = 1
+LOCK_FORMAT: Literal[1] = 1
 MAX_LOCK_BYTES = 4 << 20
 """A lock of a few hundred builds is well under this."""
 
@@ -70,7 +65,7 @@ def _segment(value: str) -> str:
     return value
 
 
-def _matching(pattern: re.Pattern[str], shape: str) -> AfterValidator:
+def _matching(pattern: re.Pattern[str], shape: str) -> After:
     """A field that must match ``pattern``; refused as ``shape, got '…'``."""
 
     def check(value: str) -> str:
@@ -78,70 +73,72 @@ def _matching(pattern: re.Pattern[str], shape: str) -> AfterValidator:
             raise ValueError(f"{shape}, got {value[:80]!r}")
         return value
 
-    return AfterValidator(check)
+    return After(check)
 
 
-Segment = Annotated[str, AfterValidator(_segment)]
+Segment = Annotated[str, After(_segment)]
 """A name that becomes one path segment (an asset file, a tag folder): never ``..`` or ``/``."""
-Text = Annotated[str, Field(min_length=1, max_length=400)]
+Text = Annotated[str, Length(min=1, max=400)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
-
-
-class GithubLock(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class GithubLock(Record):
     type: Literal["github"]
     repo: Annotated[str, _matching(_REPO, "repo must look like owner/name")]
     tag: Segment
 
 
-class PypiLock(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class PypiLock(Record):
     type: Literal["pypi"]
     package: Text
     index_url: Text | None = None
-    pip_args: list[Text] = Field(default=[], max_length=64)
+    pip_args: Annotated[list[Text], Length(max=64)] = field(default_factory=list)
 
 
-class LockedAsset(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class LockedAsset(Record):
     name: Segment
-    url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)]
-    size: Annotated[int, Field(ge=0)]
+    url: Annotated[str, Limit(pattern=r"^https?://"), Length(max=2000)]
+    size: Annotated[int, Limit(ge=0)]
     sha256: Annotated[str, _matching(_SHA256, "sha256 must be 64 lowercase hex digits")]
 
 
-class LockedBuild(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class LockedBuild(Record):
     id: Text
     component: Segment
     version: Segment
     variant: Segment
-    source: Annotated[GithubLock | PypiLock, Field(discriminator="type")]
-    assets: list[LockedAsset] = Field(default=[], max_length=64)
-    python: Annotated[str, Field(pattern=r"^\d+\.\d+(\.\d+)?\S{0,20}$")] | None = None
-    packages: list[Text] | None = Field(default=None, max_length=5000)
+    source: Annotated[GithubLock | PypiLock, Tagged("type")]
+    assets: Annotated[list[LockedAsset], Length(max=64)] = field(default_factory=list)
+    python: Annotated[str | None, Limit(pattern=r"^\d+\.\d+(\.\d+)?\S{0,20}$")] = None
+    packages: Annotated[list[Text] | None, Length(max=5000)] = None
 
-    @model_validator(mode="after")
-    def _consistent(self) -> LockedBuild:
+    def rule(self) -> str | None:
         expected = build_row_id(self.component, self.version, self.variant)
         if self.id != expected:
-            raise ValueError(f"id {self.id[:80]!r} does not match its fields ({expected})")
+            return f"id {self.id[:80]!r} does not match its fields ({expected})"
         if isinstance(self.source, GithubLock):
             if self.source.tag != self.version:
-                raise ValueError(f"{self.id}: source tag {self.source.tag!r} is not its version")
+                return f"{self.id}: source tag {self.source.tag!r} is not its version"
             if not self.assets:
-                raise ValueError(f"{self.id}: an archive build lists its assets")
+                return f"{self.id}: an archive build lists its assets"
             if self.packages is not None or self.python is not None:
-                raise ValueError(f"{self.id}: an archive build has no python or packages")
+                return f"{self.id}: an archive build has no python or packages"
             names = [a.name for a in self.assets]
             if len(set(names)) != len(names):
-                raise ValueError(f"{self.id}: an asset is listed twice")
-        else:
-            if self.assets:
-                raise ValueError(f"{self.id}: a venv build has no assets")
-            if self.packages is None:
-                raise ValueError(f"{self.id}: a venv build lists its packages")
+                return f"{self.id}: an asset is listed twice"
+            return None
+        if self.assets:
+            return f"{self.id}: a venv build has no assets"
+        if self.packages is None:
+            return f"{self.id}: a venv build lists its packages"
+        try:
             self.pins()  # every entry must be name==version
-        return self
+        except ValueError as exc:
+            return str(exc)
+        return None
 
     def pins(self) -> dict[str, str]:
         """``packages`` as {name: version}; every entry must be an exact ``name==version``."""
@@ -157,24 +154,22 @@ class LockedBuild(_Strict):
         return out
 
 
-class LockFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class LockFile(Record):
     format: Literal[1]
-    activated: dict[Segment, Text] = Field(default={}, max_length=1000)
-    builds: list[LockedBuild] = Field(default=[], max_length=5000)
+    activated: Annotated[dict[Segment, Text], Length(max=1000)] = field(default_factory=dict)
+    builds: Annotated[list[LockedBuild], Length(max=5000)] = field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> LockFile:
+    def rule(self) -> str | None:
         ids = [b.id for b in self.builds]
         if len(set(ids)) != len(ids):
-            raise ValueError("a build is listed twice")
+            return "a build is listed twice"
         by_id = {b.id: b for b in self.builds}
         for component, build_id in self.activated.items():
             build = by_id.get(build_id)
             if build is None or build.component != component:
-                raise ValueError(
-                    f"activated build {build_id[:80]!r} of {component} is not among the builds"
-                )
-        return self
+                return f"activated build {build_id[:80]!r} of {component} is not among the builds"
+        return None
 
     def build(self, build_id: str) -> LockedBuild | None:
         return next((b for b in self.builds if b.id == build_id), None)
@@ -239,7 +234,7 @@ def dump_lock(lock: LockFile) -> str:
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
 
-    doc = CommentedMap(lock.model_dump(mode="json", exclude_none=True))
+    doc = CommentedMap(plain(lock, drop_none=True))
     for build in doc["builds"]:
         if not build.get("assets"):
             build.pop("assets", None)
@@ -264,8 +259,12 @@ def parse_lock(text: str, source: str) -> LockFile:
             '"backendmgr lock" (or upgrade backendmgr)'
         )
     try:
-        return LockFile.model_validate(data)
-    except ValidationError as exc:
+        return validate(LockFile, data)
+    except ValueError as exc:
+        from pydantic import ValidationError  # loaded by validate
+
+        if not isinstance(exc, ValidationError):
+            raise
         problem = validation_problem(exc)
         said = "unknown key" if problem.kind == "extra_forbidden" else problem.message
         raise ConfigError(f"{source}: {problem.field or '(top level)'}: {said}") from exc

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict
+from ..record import Record
 
 __all__ = [
     "GPU_BACKENDS",
@@ -62,10 +62,9 @@ _PROMISES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "hip": "ROCm", 
 _PROMISES |= {"sycl": "SYCL", "musa": "MUSA", "cann": "CANN", "opencl": "OpenCL"}
 
 
-class Capabilities(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Capabilities(Record):
     """What the probe found. ``None`` in a field means "could not tell", never "none"."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     options: list[str] | None = None
     version: str | None = None

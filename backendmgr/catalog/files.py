@@ -3,10 +3,12 @@ them: shell completion lists component ids at every <TAB>, and must not pay for 
 the whole catalog.
 
 Parsing YAML in pure Python costs more than everything else a command does with the manifests,
-at every start, for files that change only with an upgrade. So what a manifest parsed to is
-kept in the data home's cache folder (``cache/manifests/``), stamped with the SHA-256 of the
-manifest's exact bytes and the parser's version (:func:`..config.snapshot.load_parsed`): an
-*input* cache, validated like a fresh parse every time; any other bytes are parsed again.
+at every start, for files that change only with an upgrade, and so does pydantic's validation
+(issue 30). So once a manifest is validated, the manifest it became is kept in the data home's
+cache folder (``cache/manifests/``), stamped with the SHA-256 of the manifest's exact bytes and
+the parser's version (:func:`..config.snapshot.load_parsed`): an *input* cache, read back with
+:func:`backendmgr.record.load` (strict, every field check and rule again, no pydantic); any
+other bytes are parsed and validated again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from ..config.locate import builtin_manifest_dir
 from ..errors import ConfigError
 
 __all__ = [
+    "ManifestText",
     "builtin_manifest_dir",
     "component_ids",
     "manifest_files",
@@ -58,34 +62,68 @@ def _kept_at(path: Path, cache: Path) -> Path | None:
     return kept
 
 
-def read_manifest(path: Path, cache: Path | None = None, *, save: bool = True) -> Any:
-    """What the manifest at ``path`` says, as plain data: its kept parse below ``cache`` (the
-    data home's cache folder) when one matches its bytes, else parsed and (``save``) kept
-    for the next start. Nothing is kept when the data home does not exist yet (a read never
-    creates it) or cannot be written (read-only): the parse only costs time. Unreadable or
-    malformed: one :class:`ConfigError` naming the file."""
-    try:
-        raw = read_limited(path)
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"manifest {path}: {exc}") from exc
-    parser = f"{parser_name()} safe"
-    kept = _kept_at(path, cache) if cache is not None and cache.parent.is_dir() else None
-    if kept is not None:
+@dataclass(frozen=True)
+class ManifestText:
+    """One manifest's exact bytes, and where what they say is kept below the cache folder."""
+
+    path: Path
+    raw: bytes
+    kept_at: Path | None
+    """None: nothing is kept (no cache given, no data home yet, a link or a FIFO there)."""
+
+    @classmethod
+    def read(cls, path: Path, cache: Path | None = None) -> ManifestText:
+        """Unreadable: one :class:`ConfigError` naming the file."""
+        try:
+            raw = read_limited(path)
+        except OSError as exc:
+            raise ConfigError(f"manifest {path}: {exc}") from exc
+        kept = _kept_at(path, cache) if cache is not None and cache.parent.is_dir() else None
+        return cls(path, raw, kept)
+
+    @staticmethod
+    def _stamp() -> str:
+        # what is kept is the validated manifest, not the YAML's parse
+        return f"{parser_name()} safe; validated"
+
+    def kept(self) -> Any | None:
+        """The plain document kept for exactly these bytes (a validated manifest, for
+        :func:`backendmgr.record.load`), or None."""
+        if self.kept_at is None:
+            return None
         from ..config.snapshot import load_parsed
 
-        found = load_parsed(kept, path, raw, parser)
-        if found is not None:
-            return found
-    data = load_yaml(text, f"manifest {path}")
-    if kept is not None and save and isinstance(data, dict):
+        return load_parsed(self.kept_at, self.path, self.raw, self._stamp())
+
+    def parse(self) -> Any:
+        """What the YAML says, as plain data; malformed: one :class:`ConfigError`."""
+        try:
+            text = self.raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"manifest {self.path}: {exc}") from exc
+        return load_yaml(text, f"manifest {self.path}")
+
+    def keep(self, document: dict[str, Any]) -> None:
+        """Keep ``document`` (the validated manifest these bytes say) for the next start;
+        nothing is kept where it cannot be written: the parse only costs time."""
+        if self.kept_at is None:
+            return
         from ..config.snapshot import save_parsed
 
         with contextlib.suppress(OSError):
-            kept.parent.mkdir(parents=True, exist_ok=True)  # cache/ and cache/manifests/
-            if _kept_at(path, kept.parent.parent) is not None:
-                save_parsed(kept, path, raw, parser, data)
-    return data
+            self.kept_at.parent.mkdir(parents=True, exist_ok=True)  # cache/ and cache/manifests/
+            if _kept_at(self.path, self.kept_at.parent.parent) is not None:
+                save_parsed(self.kept_at, self.path, self.raw, self._stamp(), document)
+
+
+def read_manifest(path: Path, cache: Path | None = None) -> Any:
+    """What the manifest at ``path`` says, as plain data: what is kept for its bytes below
+    ``cache`` (the data home's cache folder), else its YAML parsed; nothing is kept here (the
+    catalog keeps each manifest once it is validated). Unreadable or malformed: one
+    :class:`ConfigError` naming the file."""
+    text = ManifestText.read(path, cache)
+    kept = text.kept()
+    return kept if kept is not None else text.parse()
 
 
 def _manifests(user_dir: Path | None, cache: Path | None) -> list[dict[str, Any]]:
@@ -94,7 +132,7 @@ def _manifests(user_dir: Path | None, cache: Path | None) -> list[dict[str, Any]
     found: list[dict[str, Any]] = []
     for path in manifest_files(user_dir):
         with contextlib.suppress(Exception):
-            data = read_manifest(path, cache, save=False)
+            data = read_manifest(path, cache)
             if isinstance(data, dict) and isinstance(data.get("id"), str):
                 found.append(data)
     return found

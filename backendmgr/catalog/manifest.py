@@ -6,15 +6,17 @@ manifest is data only: matching and detection read it, nothing here touches the 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
+from .._marks import Length, Tagged
 from ..errors import ConfigError, validation_problem
-from .files import builtin_manifest_dir, manifest_files, read_manifest
+from ..record import After, Invalid, Limit, Record, load, plain, validate
+from .files import ManifestText, builtin_manifest_dir, manifest_files
 
 __all__ = [
     "Catalog",
@@ -24,6 +26,8 @@ __all__ = [
     "Variant",
     "builtin_manifest_dir",
     "load_catalog",
+    "parse_manifest",
+    "pypi_variants_install_anywhere",
     "source_label",
 ]
 
@@ -36,10 +40,6 @@ PLATFORMS = (
     "darwin-x64",
 )
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 def _check_patterns(value: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -56,26 +56,27 @@ def _check_patterns(value: dict[str, list[str]]) -> dict[str, list[str]]:
     return value
 
 
-class GithubSource(_Strict):
+def _repo_shape(value: str) -> str:
+    owner, _, name = value.partition("/")
+    if not _REPO.match(value) or owner in (".", "..") or name in (".", ".."):
+        raise ValueError(f"repo must look like owner/name, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class GithubSource(Record):
     type: Literal["github"]
-    repo: str
-
-    @field_validator("repo")
-    @classmethod
-    def _repo_shape(cls, value: str) -> str:
-        owner, _, name = value.partition("/")
-        if not _REPO.match(value) or owner in (".", "..") or name in (".", ".."):
-            raise ValueError(f"repo must look like owner/name, got {value!r}")
-        return value
+    repo: Annotated[str, After(_repo_shape)]
 
 
-class PypiSource(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class PypiSource(Record):
     type: Literal["pypi"]
     package: str
     index_url: str | None = None
 
 
-Source = Annotated[GithubSource | PypiSource, Field(discriminator="type")]
+Source = Annotated[GithubSource | PypiSource, Tagged("type")]
 
 
 def source_label(source: Any) -> str:
@@ -86,27 +87,50 @@ def source_label(source: Any) -> str:
     return f"pypi:{source.package}"
 
 
-class Variant(_Strict):
+Patterns = Annotated[dict[str, list[str]], After(_check_patterns)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant(Record):
     id: str
     label: str = ""
-    assets: dict[str, list[str]] = Field(default_factory=dict)
-    extras: dict[str, list[str]] = Field(default_factory=dict)
+    assets: Patterns = field(default_factory=dict)
+    extras: Patterns = field(default_factory=dict)
     pair_key: str | None = None
     toolkit_key: str | None = None
-    platforms: list[str] = Field(default_factory=list)
-    pip_args: list[str] = Field(default_factory=list)
-    torch_backend: str | None = Field(default=None, pattern=r"^[a-z0-9.]+$")
+    platforms: list[str] = field(default_factory=list)
+    pip_args: list[str] = field(default_factory=list)
+    torch_backend: Annotated[str | None, Limit(pattern=r"^[a-z0-9.]+$")] = None
     """A pypi variant's torch build (``cpu``, ``auto``): uv's ``--torch-backend``, or the
     user's torch index (``torch_index_url``) when one is set."""
-
-    _patterns_ok = field_validator("assets", "extras")(_check_patterns)
 
     def available_on(self, platform: str) -> bool:
         return bool(self.assets.get(platform)) or platform in self.platforms
 
 
-class Manifest(_Strict):
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+def pypi_variants_install_anywhere(data: Any) -> Any:
+    """A ``pypi`` variant with no asset patterns and no platform list (SPEC §5 names only
+    ``id`` and ``label``) is a pip install, which pip itself matches to the platform: applied
+    to what a person wrote before it is validated (:func:`parse_manifest`)."""
+    if not isinstance(data, dict):
+        return data
+    source, variants = data.get("source"), data.get("variants")
+    if not (isinstance(source, dict) and source.get("type") == "pypi"):
+        return data
+    if not isinstance(variants, list):
+        return data
+    filled = [
+        {**v, "platforms": list(PLATFORMS)}
+        if isinstance(v, dict) and not v.get("assets") and not v.get("platforms")
+        else v
+        for v in variants
+    ]
+    return {**data, "variants": filled}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Manifest(Record):
+    id: Annotated[str, Limit(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
     name: str = ""
     kind: str = ""
     source: Source
@@ -116,28 +140,8 @@ class Manifest(_Strict):
     checksums: str | None = None
     ignore_case: bool = False
     python: str | None = None
-    version_args: list[str] = Field(default_factory=lambda: ["--version"])
-    variants: list[Variant] = Field(min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _pypi_variants_install_anywhere(cls, data: Any) -> Any:
-        """A ``pypi`` variant with no asset patterns and no platform list (SPEC §5 names only
-        ``id`` and ``label``) is a pip install, which pip itself matches to the platform."""
-        if not isinstance(data, dict):
-            return data
-        source, variants = data.get("source"), data.get("variants")
-        if not (isinstance(source, dict) and source.get("type") == "pypi"):
-            return data
-        if not isinstance(variants, list):
-            return data
-        filled = [
-            {**v, "platforms": list(PLATFORMS)}
-            if isinstance(v, dict) and not v.get("assets") and not v.get("platforms")
-            else v
-            for v in variants
-        ]
-        return {**data, "variants": filled}
+    version_args: list[str] = field(default_factory=lambda: ["--version"])
+    variants: Annotated[list[Variant], Length(min=1)]
 
     def exe_for(self, os_name: str) -> str:
         """The executable inside a build, relative to its folder. In a package-index build
@@ -178,14 +182,32 @@ class Catalog:
         return self._by_id.get(component)
 
 
-def _load_file(path: Path, cache: Path | None) -> Manifest:
-    data = read_manifest(path, cache)
+def parse_manifest(data: Any, source: str) -> Manifest:
+    """What a person wrote (a manifest's parsed YAML) as a :class:`Manifest`, validated;
+    a problem is one :class:`ConfigError` naming ``source`` and the field."""
     try:
-        return Manifest.model_validate(data)
-    except ValidationError as exc:
+        return validate(Manifest, pypi_variants_install_anywhere(data))
+    except ValueError as exc:
+        from pydantic import ValidationError  # loaded by validate
+
+        if not isinstance(exc, ValidationError):
+            raise
         problem = validation_problem(exc)
-        field = problem.field or "(top level)"
-        raise ConfigError(f"manifest {path}: field {field}: {problem.message}") from exc
+        name = problem.field or "(top level)"
+        raise ConfigError(f"{source}: field {name}: {problem.message}") from exc
+
+
+def _load_file(path: Path, cache: Path | None) -> Manifest:
+    """The manifest at ``path``: its validated form kept below ``cache`` for exactly its
+    bytes (read back strictly, without pydantic), else its YAML parsed, validated and kept."""
+    text = ManifestText.read(path, cache)
+    kept = text.kept()
+    if kept is not None:
+        with contextlib.suppress(Invalid):  # not what we keep: validated again from the YAML
+            return load(Manifest, kept, f"manifest {path}")
+    manifest = parse_manifest(text.parse(), f"manifest {path}")
+    text.keep(plain(manifest))
+    return manifest
 
 
 def load_catalog(

@@ -71,7 +71,7 @@ async def commit_staged(
         kind=manifest.kind,
         name=manifest.name,
         assets=list(assets),
-        installed_at=datetime.now(UTC),
+        installed_at=datetime.now(UTC).isoformat(),
         size_bytes=folder_size(staging),
         backendmgr_version=__version__,
         capabilities=capabilities,

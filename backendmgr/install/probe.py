@@ -22,11 +22,11 @@ from typing import Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
-from pydantic import ValidationError
 
 from .._fs import LinkRefused, atomic_write_bytes
 from .._proc import open_group
 from ..catalog.capabilities import Capabilities, parse_capabilities, parse_options
+from ..record import Invalid, load, plain
 
 __all__ = [
     "MAX_OUTPUT",
@@ -285,13 +285,13 @@ class CapabilityCache:
         if not entry or entry[0] != key[1] or entry[1] != key[2]:
             return None
         try:
-            return Capabilities.model_validate(entry[2])
-        except ValidationError:
+            return load(Capabilities, entry[2], "probe cache")
+        except Invalid:
             return None
 
     def put(self, key: tuple[str, int, int], caps: Capabilities) -> None:
         self.entries.pop(key[0], None)
-        self.entries[key[0]] = [key[1], key[2], caps.model_dump(mode="json")]
+        self.entries[key[0]] = [key[1], key[2], plain(caps)]
         while len(self.entries) > MAX_CACHE_ENTRIES:  # oldest insertion goes first
             del self.entries[next(iter(self.entries))]
         self.dirty = True

@@ -9,40 +9,73 @@ a half-made build.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    field_validator,
-)
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment, sync_filesystem
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
+from ..record import After, Before, Invalid, Record, load, plain
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
 if TYPE_CHECKING:
     from filelock import FileLock
 
-__all__ = ["RECEIPT", "AssetRecord", "BuildStore", "InstalledEntry", "Receipt"]
+__all__ = ["RECEIPT", "AssetRecord", "BuildStore", "InstalledEntry", "Receipt", "receipt_json"]
 
 RECEIPT = ".backendmgr.json"
 RECEIPT_VERSION = 1
+MAX_RECEIPT_BYTES = 16 << 20
+"""A receipt lists a build's assets or packages: far below this; a bigger one is not ours."""
 
 
-class AssetRecord(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
+def _known(cls: type, data: Any) -> Any:
+    """``data`` without the keys ``cls`` does not name: a receipt written by a later
+    backendmgr, with a field this one does not know, is still a build."""
+    if not isinstance(data, dict):
+        return data
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
+
+def _usable_version(value: str) -> str:
+    """A version that could not be installed today (a newline, a bidi override, thousands
+    of digits) makes the receipt unusable: the folder is a leftover, not a build."""
+    from ..sources.models import tag_problem
+
+    problem = tag_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _instant(value: str) -> str:
+    """An install time as ISO 8601 text (as receipts have always held it)."""
+    datetime.fromisoformat(value)  # ValueError: not a time
+    return value
+
+
+def _capabilities_or_unknown(value: Any) -> Any:
+    """A malformed probe record means "unknown"; it must never un-install the build."""
+    try:
+        load(Capabilities, _known(Capabilities, value), "capabilities")
+    except Invalid:
+        return None
+    return _known(Capabilities, value)
+
+
+def _assets(value: Any) -> Any:
+    return [_known(AssetRecord, a) for a in value] if isinstance(value, list) else value
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssetRecord(Record):
     name: str
     url: str
     size: int
@@ -50,51 +83,31 @@ class AssetRecord(BaseModel):
     verified_by: Literal["digest", "checksums", "none"]
 
 
-class Receipt(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Receipt(Record):
     """The only "installed" signal. ``format`` lets a later backendmgr convert old receipts."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
 
     format: int = RECEIPT_VERSION
     component: str
-    version: str
+    version: Annotated[str, After(_usable_version)]
     variant: str
     source: str
     exe: str
     kind: str = ""
     name: str = ""
-    assets: list[AssetRecord] = []
-    installed_at: datetime
+    assets: Annotated[list[AssetRecord], Before(_assets)] = field(default_factory=list)
+    installed_at: Annotated[str, After(_instant)]
+    """ISO 8601 text, as the file holds it (:attr:`installed`: the time itself)."""
     size_bytes: int = 0
     backendmgr_version: str
     python: str | None = None
     packages: dict[str, str] | None = None
     tool_parsers: list[str] | None = None
-    capabilities: Capabilities | None = None
+    capabilities: Annotated[Capabilities | None, Before(_capabilities_or_unknown)] = None
 
-    @field_validator("version")
-    @classmethod
-    def _usable_version(cls, value: str) -> str:
-        """A version that could not be installed today (a newline, a bidi override, thousands
-        of digits) makes the receipt unusable: the folder is a leftover, not a build."""
-        from ..sources.models import tag_problem
-
-        problem = tag_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("capabilities", mode="wrap")
-    @classmethod
-    def _capabilities_or_unknown(
-        cls, value: Any, handler: ValidatorFunctionWrapHandler
-    ) -> Capabilities | None:
-        """A malformed probe record means "unknown"; it must never un-install the build."""
-        try:
-            result: Capabilities | None = handler(value)
-        except ValidationError:
-            return None
-        return result
+    @property
+    def installed(self) -> datetime:
+        return datetime.fromisoformat(self.installed_at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +125,21 @@ class InstalledEntry:
 
     def as_build(self) -> InstalledBuild:
         """The receipt's fields the registry reads, with the executable's full path."""
-        shared = {name: getattr(self.receipt, name) for name in _BUILD_FIELDS}
-        return InstalledBuild(**shared, exe=str(self.exe_path))
+        r = self.receipt
+        return InstalledBuild(
+            component=r.component,
+            version=r.version,
+            variant=r.variant,
+            exe=str(self.exe_path),
+            kind=r.kind,
+            name=r.name,
+            installed_at=r.installed,
+        )
 
 
-# What a receipt tells the registry as it is (``exe`` is relative in the receipt)
-_BUILD_FIELDS = {f.name for f in dataclasses.fields(InstalledBuild)} - {"exe"}
+def receipt_json(receipt: Receipt) -> str:
+    """The receipt as its file holds it (and as ``facts`` and ``models`` fingerprint it)."""
+    return json.dumps(plain(receipt), indent=2, ensure_ascii=False)
 
 
 def folder_size(path: Path) -> int:
@@ -170,9 +192,15 @@ class BuildStore:
         return self.paths.locks / f"{component_dir}@{build_dir}.lock"
 
     def read_receipt(self, folder: Path) -> Receipt | None:
+        """The receipt in ``folder``, or None when there is none or it is not a receipt this
+        backendmgr can read (corrupt, foreign, a version it could not install)."""
         try:
-            return Receipt.model_validate_json((folder / RECEIPT).read_bytes())
-        except (OSError, ValidationError, ValueError):
+            with (folder / RECEIPT).open("rb") as fh:
+                raw = fh.read(MAX_RECEIPT_BYTES + 1)
+            if len(raw) > MAX_RECEIPT_BYTES:
+                return None
+            return load(Receipt, _known(Receipt, json.loads(raw)), str(folder / RECEIPT))
+        except (OSError, ValueError, RecursionError):  # Invalid and JSON errors are ValueErrors
             return None
 
     def get(self, component: str, version: str, variant: str) -> InstalledEntry | None:
@@ -217,7 +245,7 @@ class BuildStore:
         return staging
 
     def write_receipt(self, folder: Path, receipt: Receipt) -> None:
-        atomic_write_bytes(folder / RECEIPT, receipt.model_dump_json(indent=2).encode())
+        atomic_write_bytes(folder / RECEIPT, receipt_json(receipt).encode())
 
     def commit(self, staging: Path, final: Path, receipt: Receipt) -> None:
         """Receipt into staging, then one rename; an old build is swapped aside, then deleted.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..config.models import Settings
 from ..errors import InvalidInput, unknown
-from ..install.store import BuildStore, InstalledEntry
+from ..install.store import BuildStore, InstalledEntry, receipt_json
 from ..registry import rows as registry
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def build_identity(
     if row is not None and row.managed and row.component and row.version:
         installed = builds.get(row.component, row.version, row.variant)
         if installed is not None:
-            return installed.receipt.model_dump_json()
+            return receipt_json(installed.receipt)
     found = shutil.which(exe, path=environ.get("PATH")) or exe
     try:
         st = os.stat(found)

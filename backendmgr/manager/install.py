@@ -15,6 +15,7 @@ from ..catalog.capabilities import missing_gpu
 from ..errors import NotFound
 from ..events import EventSink, ProgressEvent
 from ..install.store import InstalledEntry
+from ..record import plain
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..requests import InstallRequest
@@ -178,7 +179,7 @@ class Installer:
             path=str(entry.exe_path),
             activated=done.activated,
             already_installed=already,
-            assets=[AssetInfo(**a.model_dump()) for a in receipt.assets],
+            assets=[AssetInfo(**plain(a)) for a in receipt.assets],
             capabilities=receipt.capabilities,
         )
 

@@ -47,7 +47,7 @@ class Inventory:
                     path=str(e.exe_path),
                     dir=str(e.dir),
                     size_bytes=r.size_bytes,
-                    installed_at=r.installed_at.isoformat(),
+                    installed_at=r.installed.isoformat(),
                     sha256=primary.sha256 if primary else None,
                     verified_by=primary.verified_by if primary else None,
                     pinned_by=pinned_by(settings, e.id),

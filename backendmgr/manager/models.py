@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,8 @@ from ..api_models import CmdResult, ModelBackend, ModelInfo
 from ..config.models import Settings
 from ..discovery.models import Discovery
 from ..errors import Refused, unknown
+from ..install.store import receipt_json
+from ..record import plain
 from .context import Context
 from .facts import discover
 from .verify_cache import VerifyCache, verified_text
@@ -116,9 +119,9 @@ class Models:
         digest = ""
         if only is None:
             # a kindless tool (llama-swap) serves no model: it changes nothing in the config
-            receipts = [e.receipt.model_dump_json() for e in installed if e.receipt.kind]
+            receipts = [receipt_json(e.receipt) for e in installed if e.receipt.kind]
             receipts += [
-                f"probed {p} {c.model_dump_json()}" for p, c in sorted(caps.by_path.items())
+                f"probed {p} {json.dumps(plain(c))}" for p, c in sorted(caps.by_path.items())
             ]
             receipts += [f"gpu {g!r}" for g in gpus]
             receipts.append(self.tuned.inputs_text())  # issue 22: measured contexts

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
-
+from ..record import Record
 from ..versioning import version_key
 
 __all__ = ["MAX_TAG_CHARS", "Release", "ReleaseAsset", "newest_releases_first", "tag_problem"]
@@ -25,9 +25,8 @@ def tag_problem(tag: str) -> str | None:
     return id_problem(tag, "release tag", MAX_TAG_CHARS)
 
 
-class ReleaseAsset(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class ReleaseAsset(Record):
     name: str
     url: str
     size: int | None = None
@@ -40,9 +39,8 @@ class ReleaseAsset(BaseModel):
         return None
 
 
-class Release(BaseModel):
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
+@dataclass(frozen=True, kw_only=True)
+class Release(Record):
     tag: str
     name: str = ""
     published_at: datetime | None = None

@@ -1,16 +1,23 @@
-"""The typed results of ``up``, ``service`` and ``status`` (the CLI's ``--json`` and the API)."""
+"""The typed results of ``up``, ``service`` and ``status`` (the CLI's ``--json`` and the API).
+
+:class:`SwapStatus` and :class:`ServiceResult` stay pydantic models: they are result documents,
+dumped with only the keys the Manager set (:func:`backendmgr.api_models.dump`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..record import Record
 from ..results import Outcome
 
 __all__ = ["LoadedModel", "ServiceResult", "SwapStatus"]
 
 
-class LoadedModel(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+@dataclass(frozen=True, kw_only=True)
+class LoadedModel(Record):
+    """One model llama-swap has loaded, as its ``/running`` said it (screened for display)."""
 
     model: str
     state: str

@@ -4,6 +4,7 @@ costs the parse."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -38,19 +39,20 @@ def homes(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_second_start_reads_no_yaml(tmp_path: Path) -> None:
-    """The second process validates the kept parses without importing the YAML parser."""
+    """The second process reads the kept manifests without importing the YAML parser, or
+    pydantic (issue 30: what backendmgr kept is read back by ``record.load``)."""
     cache, user = homes(tmp_path)
     script = (
         "import sys; from pathlib import Path; from backendmgr.catalog.manifest import "
         "load_catalog; c = load_catalog(Path(sys.argv[1]), cache=Path(sys.argv[2])); "
-        "print(c.ids()[-1], 'ruamel.yaml' in sys.modules)"
+        "print(c.ids()[-1], 'ruamel.yaml' in sys.modules, 'pydantic' in sys.modules)"
     )
     argv = [sys.executable, "-c", script, str(user), str(cache)]
     first = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
-    assert first == ["mytool", "True"]
+    assert first == ["mytool", "True", "True"]
     assert len(kept(cache)) == 6  # five built-in manifests and the user's
     second = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
-    assert second == ["mytool", "False"]
+    assert second == ["mytool", "False", "False"]
 
 
 def test_changed_bytes_are_parsed_again(tmp_path: Path) -> None:
@@ -148,3 +150,18 @@ def test_completion_reads_kept_parses_and_writes_none(tmp_path: Path) -> None:
     assert kept(cache) == []
     load_catalog(cache=cache)
     assert component_ids(None, cache) == load_catalog(cache=cache).ids()
+
+
+def test_a_kept_manifest_that_is_not_one_is_parsed_again(tmp_path: Path) -> None:
+    """What is kept is the validated manifest, read back strictly: a kept document that fails
+    that read (a check, a missing or unknown key) is ignored and the YAML validated again."""
+    cache, user = homes(tmp_path)
+    load_catalog(user, cache=cache)
+    for path in kept(cache):
+        document = json.loads(path.read_text())
+        document["document"]["variants"] = []  # at least one variant
+        document["document"]["colour"] = "red"
+        path.write_text(json.dumps(document))
+    catalog = load_catalog(user, cache=cache)
+    assert catalog.ids()[-1] == "mytool"
+    assert all(manifest.variants for manifest in catalog)

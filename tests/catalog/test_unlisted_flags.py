@@ -11,7 +11,7 @@ from backendmgr.catalog.capabilities import (
 
 
 def caps(*options: str) -> Capabilities:
-    return Capabilities.model_validate({"options": list(options)})
+    return Capabilities(options=list(options))
 
 
 def test_flags_the_build_lacks_values_and_negative_numbers_are_not_flags() -> None:

@@ -155,3 +155,35 @@ def test_sync_filesystem_reports_a_missing_folder(tmp_path: Path) -> None:
     sync_filesystem(tmp_path)
     with pytest.raises(OSError):
         sync_filesystem(tmp_path / "gone")
+
+
+def test_a_receipt_is_read_strictly_but_a_later_backendmgrs_keys_are_ignored(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    """Issue 30: receipts are read back without pydantic. A key this backendmgr does not know
+    (a later one wrote it) leaves the build installed; a receipt that is not one (not JSON, a
+    list, a field missing or of the wrong type) makes the folder a leftover, not a build."""
+    home = tmp_path / "home"
+    build = installed_build(cli, mirror_root, home)
+    store = BuildStore(Paths.resolve(config=None, home=str(home)))
+    good = json.loads((build / RECEIPT).read_text())
+    later = {**good, "signed_by": "x", "assets": [{**a, "mirror": "y"} for a in good["assets"]]}
+    (build / RECEIPT).write_text(json.dumps(later))
+    receipt = store.read_receipt(build)
+    assert receipt is not None and receipt.assets[0].sha256 == good["assets"][0]["sha256"]
+    assert receipt.installed.tzinfo is not None  # the time as it was written
+    listed = json.loads(cli("--json", "list").out)
+    assert [b["id"] for b in listed] == ["llama-server@b100-vulkan"]
+    broken = [
+        "{",
+        "[]",
+        json.dumps({k: v for k, v in good.items() if k != "exe"}),
+        json.dumps({**good, "size_bytes": "12"}),
+        json.dumps({**good, "installed_at": "yesterday"}),
+        json.dumps({**good, "assets": [{**good["assets"][0], "verified_by": "trust"}]}),
+    ]
+    for text in broken:
+        (build / RECEIPT).write_text(text)
+        assert store.read_receipt(build) is None, text
+        assert store.leftovers() == [build]
+    assert json.loads(cli("--json", "list").out) == []

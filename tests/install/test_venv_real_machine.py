@@ -413,18 +413,19 @@ def test_the_real_vllm_installs_and_its_own_parser_accepts_the_emitted_command(
 def test_uvs_failed_fetch_from_the_pytorch_index_is_said_as_the_one_line(tmp_path: Path) -> None:
     """Without a mirror, uv's ``--torch-backend`` goes to the PyTorch index itself; its
     "Failed to fetch" (issue 31, step 2) becomes the same line a down mirror gets."""
-    from backendmgr.catalog.manifest import Manifest
+    from backendmgr.catalog.manifest import parse_manifest
     from backendmgr.errors import InstallFailed
     from backendmgr.install.venv_job import TorchIndex, VenvPlan, _torch_failure
 
-    manifest = Manifest.model_validate(
+    manifest = parse_manifest(
         {
             "id": "vllm",
             "kind": "vllm",
             "source": {"type": "pypi", "package": "vllm"},
             "exe": {"default": "bin/vllm"},
             "variants": [{"id": "cuda"}, {"id": "cpu", "torch_backend": "cpu"}],
-        }
+        },
+        "a test",
     )
     plan = VenvPlan(
         manifest, "0.33.0", "cpu", tmp_path, "uv", (), torch=TorchIndex("cpu"), index_only="cuda"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex, kind_family
 from ..config.models import Settings
-from ..install.probe import CapabilityCache
+from ..install.probe_cache import CapabilityCache
 from ..install.store import BuildStore
 from ..registry.kinds import normalize_kind
 

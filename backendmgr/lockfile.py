@@ -20,11 +20,10 @@ from typing import Annotated, Any, Literal
 from packaging.utils import canonicalize_name
 
 from ._fs import atomic_write_bytes
-from ._marks import Length, Tagged
 from ._yaml import load_yaml, read_limited
 from .errors import ConfigError, validation_problem
 from .install.store import InstalledEntry
-from .record import After, Limit, Record, plain, validate
+from .record import After, Length, Limit, Record, Tagged, plain, validate
 from .registry.rows import build_row_id
 
 __all__ = [

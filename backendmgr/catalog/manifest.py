@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from .._marks import Length, Tagged
 from ..errors import ConfigError, validation_problem
-from ..record import After, Invalid, Limit, Record, load, plain, validate
+from ..record import After, Invalid, Length, Limit, Record, Tagged, load, plain, validate
 from .files import ManifestText, builtin_manifest_dir, manifest_files
 
 __all__ = [

@@ -1,24 +1,28 @@
 """Typed shapes of what the CLI's ``--json`` prints and the HTTP API returns.
 
-The Manager's read operations return these models; the CLI's ``--json``, its tables and the
+The Manager's read operations return these results; the CLI's ``--json``, its tables and the
 HTTP API all serialise them with :func:`dump`, and a test holds the CLI's ``--json`` to the
-same models, so the two cannot drift apart. Mutations return an :class:`Outcome` subclass,
-which carries the human ``message`` beside the data. The keys are
-SPEC §13's; a model refuses keys it does not name (``extra="forbid"``), so a misspelt field
-is an error where the result is built, not a key that quietly appears.
+same classes, so the two cannot drift apart. Mutations return an :class:`Outcome` subclass,
+which carries the human ``message`` beside the data. The keys are SPEC §13's; a result takes
+no keyword it does not name, so a misspelt field is an error where the result is built, not a
+key that quietly appears. They are standard-library dataclasses (:class:`Result`): building
+and dumping one imports no pydantic, which the web API uses only for their schemas.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
-
+# the field types are imported here, not only for mypy: pydantic resolves them by name when
+# the web API makes the OpenAPI document's schemas
 from .catalog.capabilities import Capabilities
 from .config.models import BackendRow, Settings
 from .measure.reasons import FailureCause, cause_text
-from .results import Outcome
+from .record import plain
+from .results import Outcome, Result
 
 __all__ = [
     "ActivateResult",
@@ -64,10 +68,15 @@ __all__ = [
 ]
 
 
-class _Result(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
+_Result = Result
+
+# a field shown whole, every default included (ConfigInfo's settings): dump's rule of the
+# keys that were set is for results, not for what they carry
+EVERY_KEY = "every"
+EVERY: Mapping[str, Any] = {EVERY_KEY: True}
 
 
+@dataclass(kw_only=True)
 class VariantHere(_Result):
     id: str
     available: bool
@@ -75,6 +84,7 @@ class VariantHere(_Result):
     why_not: str | None = None  # why this host cannot run it (no GPU of the vendor it needs)
 
 
+@dataclass(kw_only=True)
 class CatalogEntry(_Result):
     id: str
     name: str
@@ -87,6 +97,7 @@ class CatalogEntry(_Result):
     activated: str | None
 
 
+@dataclass(kw_only=True)
 class ReleaseInfo(_Result):
     tag: str
     published_at: str | None
@@ -97,6 +108,7 @@ class ReleaseInfo(_Result):
     runs_here: list[str] | None = None  # of ``variants``, those this host's GPUs can run
 
 
+@dataclass(kw_only=True)
 class BuildInfo(_Result):
     id: str
     component: str
@@ -113,6 +125,7 @@ class BuildInfo(_Result):
     capabilities: Capabilities | None = None  # what its --help listed at install
 
 
+@dataclass(kw_only=True)
 class BackendRowInfo(_Result):
     id: str
     kind: str
@@ -133,9 +146,11 @@ class BackendRowInfo(_Result):
         capabilities; a result's message)."""
         from .registry.kinds import classes_of
 
-        return cls(**row.model_dump(), classes=sorted(classes_of(row.kind)), **more)
+        fields = plain(row) if dataclasses.is_dataclass(row) else row.model_dump()
+        return cls(**fields, classes=sorted(classes_of(row.kind)), **more)
 
 
+@dataclass(kw_only=True)
 class ModelBackend(_Result):
     id: str | None
     kind: str
@@ -143,6 +158,7 @@ class ModelBackend(_Result):
     reason: str
 
 
+@dataclass(kw_only=True)
 class VerifyResult(_Result):
     """One model's run: whether it served, why not, how long it took and what it used."""
 
@@ -176,11 +192,12 @@ class VerifyResult(_Result):
         return f"{self.id}: " + ", ".join(parts)
 
 
+@dataclass(kw_only=True)
 class ModelInfo(_Result):
     id: str
     path: str
     format: str
-    class_: str | None = Field(alias="class")
+    class_: str | None = field(metadata={"alias": "class"})
     role: str | None
     size_gb: float | None
     backend: ModelBackend | None
@@ -193,6 +210,7 @@ class ModelInfo(_Result):
     bench: list[dict[str, Any]] | None = None  # issue 32: the last `bench` figures per build
 
 
+@dataclass(kw_only=True)
 class CmdResult(_Result):
     id: str
     argv: list[str]
@@ -204,14 +222,16 @@ class CmdResult(_Result):
         return " ".join(render_token(t) for t in self.argv)
 
 
+@dataclass(kw_only=True)
 class DoctorReport(_Result):
     ok: bool
     problems: list[str]
     notes: list[str]
     fixed: list[str]
-    gpus: list[str] = Field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
+    gpus: list[str] = field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
 
 
+@dataclass(kw_only=True)
 class WhichResult(_Result):
     target: str
     type: str
@@ -222,6 +242,7 @@ class WhichResult(_Result):
     notes: list[str]
 
 
+@dataclass(kw_only=True)
 class ConfigInfo(_Result):
     config: str
     config_exists: bool
@@ -231,14 +252,11 @@ class ConfigInfo(_Result):
     downloads: str
     cache: str
     manifests: str
-    settings: Settings | None = None  # the config with every default filled in
-
-    @field_serializer("settings")
-    def _every_setting(self, settings: Settings | None) -> dict[str, Any] | None:
-        # all of them, defaults included: the dump's exclude_unset is for results, not this
-        return None if settings is None else settings.model_dump(mode="json")
+    # the config with every default filled in: all of them, defaults included (EVERY)
+    settings: Settings | None = field(default=None, metadata=EVERY)
 
 
+@dataclass(kw_only=True)
 class AssetInfo(_Result):
     """One downloaded (or, in a dry run, chosen) asset and how its bytes were checked."""
 
@@ -249,6 +267,7 @@ class AssetInfo(_Result):
     verified_by: str | None
 
 
+@dataclass(kw_only=True)
 class BuildOutcome(Outcome):
     """What installing or activating a build says about it: the build and whether it is active."""
 
@@ -260,6 +279,7 @@ class BuildOutcome(Outcome):
     activated: bool
 
 
+@dataclass(kw_only=True)
 class InstallResult(BuildOutcome):
     already_installed: bool
     assets: list[AssetInfo]
@@ -277,6 +297,7 @@ class InstallResult(BuildOutcome):
     interpreter: str | None = None  # the interpreter its venv is (or would be) made from
 
 
+@dataclass(kw_only=True)
 class Previewed(Outcome):
     """A change ``--dry-run`` can preview (issue 29): run up to the write, nothing written;
     ``changed`` is what the real run would report, ``diff`` the config file's unified diff."""
@@ -285,10 +306,12 @@ class Previewed(Outcome):
     diff: str | None = None
 
 
+@dataclass(kw_only=True)
 class ActivateResult(BuildOutcome, Previewed):
     """The build that is now (or already was) its component's active one."""
 
 
+@dataclass(kw_only=True)
 class UninstallResult(Previewed):
     id: str | None
     ids: list[str]
@@ -297,20 +320,24 @@ class UninstallResult(Previewed):
     models_fall_back: list[str]
 
 
+@dataclass(kw_only=True)
 class RemovedRow(Outcome):
     id: str
     removed: bool
 
 
+@dataclass(kw_only=True)
 class BackendRowResult(Outcome, BackendRowInfo):
     """``backends add`` and ``default``: the row as it now stands."""
 
 
+@dataclass(kw_only=True)
 class PinResult(Previewed):
     model: str
     backend: str | None
 
 
+@dataclass(kw_only=True)
 class ModelsDirResult(Previewed):
     """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
 
@@ -319,6 +346,7 @@ class ModelsDirResult(Previewed):
     models_dirs: list[str]
 
 
+@dataclass(kw_only=True)
 class ModelSettingsResult(Previewed):
     """``set``/``unset``: the model id and its overrides as stored (only those set)."""
 
@@ -337,11 +365,13 @@ class ModelSettingsResult(Previewed):
     env: list[str] | None = None  # KEY=VALUE words set after the device's variables
 
 
+@dataclass(kw_only=True)
 class SkippedModel(_Result):
     id: str
     reason: str
 
 
+@dataclass(kw_only=True)
 class GenerateResult(Outcome):
     output: str
     written: bool
@@ -351,25 +381,29 @@ class GenerateResult(Outcome):
     models_changed: list[str] | None = None  # ids whose entries a rewrite changed (issue 33)
 
 
+@dataclass(kw_only=True)
 class UpdateEntry(_Result):
     component: str
     variant: str
-    from_: str | None = Field(alias="from")
+    from_: str | None = field(metadata={"alias": "from"})
     to: str
     action: str
 
 
+@dataclass(kw_only=True)
 class UpdateResult(Outcome):
     updates: list[UpdateEntry]
     dry_run: bool
 
 
+@dataclass(kw_only=True)
 class PruneResult(Outcome):
     removed: list[str]
     freed_bytes: int
     dry_run: bool
 
 
+@dataclass(kw_only=True)
 class CacheCleanResult(Outcome):
     freed_bytes: int
     release_listings: list[str]
@@ -379,6 +413,7 @@ class CacheCleanResult(Outcome):
     dry_run: bool
 
 
+@dataclass(kw_only=True)
 class GeneratedText(_Result):
     """The llama-swap config as it is on disk, and whether it is valid and up to date."""
 
@@ -391,6 +426,7 @@ class GeneratedText(_Result):
     status: str
 
 
+@dataclass(kw_only=True)
 class ErrorBody(_Result):
     """Every error response: the CLI's one-line message and the exit status it would give."""
 
@@ -398,6 +434,7 @@ class ErrorBody(_Result):
     exit: int
 
 
+@dataclass(kw_only=True)
 class JobInfo(_Result):
     id: str
     kind: str
@@ -408,34 +445,87 @@ class JobInfo(_Result):
     error: ErrorBody | None = None
 
 
-def dump(value: BaseModel | Sequence[BaseModel]) -> Any:
+def dump(value: Any, *, every: bool = False) -> Any:
     """The one way a result becomes JSON, for the CLI's ``--json`` and the HTTP API alike:
-    aliases (``class``, ``from``) as SPEC §13 spells them, and only the keys the Manager set,
-    so a key added with a default stays out of documents that never carried it."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return [dump(item) for item in value]
+    aliases (``class``, ``from``) as SPEC §13 spells them, and only the keys the Manager set
+    (:meth:`Result.shown`), so a key added with a default stays out of documents that never
+    carried it. Lists and mappings item by item, a record whole (:func:`record.plain`).
+    ``every``: every field, defaults included, by its own name (what a cache keeps to read
+    back whole with :func:`record.load`)."""
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return value
+    if isinstance(value, Result):
+        return {
+            (f.name if every else _key(f)): dump(
+                getattr(value, f.name), every=every or EVERY_KEY in f.metadata
+            )
+            for f in _fields_by_name(type(value), None if every else value.shown())
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [dump(item, every=every) for item in value]
+    if isinstance(value, Mapping):
+        return {key: dump(item, every=every) for key, item in value.items()}
+    model_dump = getattr(value, "model_dump", None)
+    if model_dump is not None:  # a pydantic model another slice has not converted yet
+        if every:
+            return model_dump(mode="json")
+        return model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return plain(value)
 
 
-def extra_keys(model: BaseModel, where: str = "") -> list[str]:
-    """Keys a document carried that its model does not name, searched through nested models:
-    the test uses it to keep the models and the CLI's ``--json`` in step."""
-    found = [f"{where}{key}" for key in sorted(model.model_extra or {})]
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, BaseModel):
-                found += extra_keys(item, f"{where}{name}.")
-    return found
+def _key(f: dataclasses.Field[Any]) -> str:
+    alias: str = f.metadata.get("alias", f.name)
+    return alias
 
 
+_FIELDS: dict[type, dict[str, dataclasses.Field[Any]]] = {}
+
+
+def _fields_by_name(cls: type, names: list[str] | None) -> list[dataclasses.Field[Any]]:
+    """The fields of result class ``cls`` that ``names`` names (None: all), in that order."""
+    by_name = _FIELDS.get(cls)
+    if by_name is None:
+        by_name = _FIELDS[cls] = {f.name: f for f in dataclasses.fields(cls)}
+    return list(by_name.values()) if names is None else [by_name[n] for n in names]
+
+
+def extra_keys(cls: type, document: Any, where: str = "") -> list[str]:
+    """Keys a document carries that ``cls`` does not name (by their JSON spelling), searched
+    through nested results and records: the test uses it to keep the results and the CLI's
+    ``--json`` in step, naming the key a document carried that no result names."""
+    if not isinstance(document, Mapping) or not dataclasses.is_dataclass(cls):
+        return []
+    import typing
+
+    fields = {_key(f): f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    found = [f"{where}{key}" for key in document if key not in fields]
+    for key, f in fields.items():
+        inner = [
+            a for a in _flat(hints[f.name]) if isinstance(a, type) and dataclasses.is_dataclass(a)
+        ]
+        value = document.get(key)
+        for item in value if isinstance(value, list) else [value]:
+            for sub in inner[:1]:
+                found += extra_keys(sub, item, f"{where}{key}.")
+    return sorted(found)
+
+
+def _flat(tp: Any) -> list[Any]:
+    """``tp`` and every type inside it (``list[X] | None``: list, X, None)."""
+    import typing
+
+    return [tp, *(a for arg in typing.get_args(tp) for a in _flat(arg))]
+
+
+@dataclass(kw_only=True)
 class FetchResult(Outcome):
     dir: str
     fetched: list[str]
     present: list[str]
 
 
+@dataclass(kw_only=True)
 class LockResult(Outcome):
     path: str
     builds: list[str]
@@ -443,6 +533,7 @@ class LockResult(Outcome):
     fetch: FetchResult | None = None
 
 
+@dataclass(kw_only=True)
 class SyncResult(Outcome):
     lock: str
     install: list[str]
@@ -454,13 +545,15 @@ class SyncResult(Outcome):
     failed: dict[str, str] | None = None
 
 
+@dataclass(kw_only=True)
 class VerifyReport(_Result):
     results: list[VerifyResult]
     failed: int
     # issue 20: the models a run that stops at its first failure did not reach
-    unchecked: list[str] = Field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
 class BisectReport(Outcome):
     """What ``bisect`` found: the first bad and last good release, every release measured,
     the builds it installed and removed, and the Markdown report."""
@@ -470,13 +563,14 @@ class BisectReport(Outcome):
     threshold: float
     first_bad: dict[str, Any]
     last_good: dict[str, Any]
-    figures: list[dict[str, Any]] = Field(default_factory=list)  # every release measured
-    installs: list[str] = Field(default_factory=list)  # builds installed for the search
-    removed: list[str] = Field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)  # every release measured
+    installs: list[str] = field(default_factory=list)  # builds installed for the search
+    removed: list[str] = field(default_factory=list)
     releases: int  # how many releases the range holds
     report: str  # the Markdown
 
 
+@dataclass(kw_only=True)
 class CanaryReport(Outcome):
     """A canary switch: promoted or rolled back, with both builds' figures per canary."""
 
@@ -485,5 +579,5 @@ class CanaryReport(Outcome):
     previous: str  # the build the canaries ran on before
     tolerance: float  # percent
     models: list[str]
-    comparison: list[dict[str, Any]] = Field(default_factory=list)  # per canary: both figures
-    verified: dict[str, bool] = Field(default_factory=dict)
+    comparison: list[dict[str, Any]] = field(default_factory=list)  # per canary: both figures
+    verified: dict[str, bool] = field(default_factory=dict)

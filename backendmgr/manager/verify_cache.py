@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import read_record_file
-from ..api_models import VerifyResult
+from ..api_models import VerifyResult, dump
 from ..install.store import BuildStore
 from .facts import build_identity
 
@@ -64,15 +64,10 @@ class VerifyCache:
     def result(self, entry: Entry, cache: Mapping[str, dict[str, Any]]) -> VerifyResult | None:
         """The cached result for ``entry`` when its command and build are unchanged (a record
         of the wrong shape reads as not verified)."""
-        from pydantic import ValidationError
-
         record = cache.get(entry.model.id)
         if record is None or record.get("key") != self.key(entry):
             return None
-        try:
-            return VerifyResult.model_validate({k: v for k, v in record.items() if k != "key"})
-        except ValidationError:
-            return None
+        return _loaded({k: v for k, v in record.items() if k != "key"})
 
     def record(self, entry: Entry, result: VerifyResult) -> None:
         """Add one result: a locked read-modify-write, written atomically."""
@@ -83,9 +78,26 @@ class VerifyCache:
         self._locks.mkdir(parents=True, exist_ok=True)
         with FileLock(self._locks / "verify.lock", timeout=30):
             entries = _read(self.path)
-            entries[result.id] = {**result.model_dump(mode="json"), "key": self.key(entry)}
+            entries[result.id] = {**dump(result, every=True), "key": self.key(entry)}
             body = json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1)
             atomic_write_bytes(self.path, body.encode(), no_links_below=self.path.parent)
+
+
+def _loaded(data: dict[str, Any]) -> VerifyResult | None:
+    """A cached result as verify wrote it; a record of the wrong shape is None. Read strictly
+    without pydantic (what backendmgr wrote), by pydantic while a failure's cause is still a
+    pydantic model (the measure slice of issue 30 makes it a record)."""
+    import dataclasses
+
+    from ..measure.reasons import FailureCause
+    from ..record import load, validate
+
+    try:
+        if dataclasses.is_dataclass(FailureCause):
+            return load(VerifyResult, data, "verify cache")
+        return validate(VerifyResult, data)
+    except ValueError:  # record.Invalid and pydantic's ValidationError alike
+        return None
 
 
 def verified_text(record: VerifyResult | None, now: datetime | None = None) -> str:

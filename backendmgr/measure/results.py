@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..results import Outcome
@@ -47,9 +49,10 @@ class RepairResult(_Doc):
     message: str
 
 
+@dataclass(kw_only=True)
 class RepairReport(Outcome):
     dry_run: bool = False
-    results: list[RepairResult] = Field(default_factory=list)
+    results: list[RepairResult] = field(default_factory=list)
     failed: int = 0
 
 
@@ -78,8 +81,9 @@ class TuneResult(_Doc):
     message: str
 
 
+@dataclass(kw_only=True)
 class TuneReport(Outcome):
-    results: list[TuneResult] = Field(default_factory=list)
+    results: list[TuneResult] = field(default_factory=list)
     failed: int = 0
 
 
@@ -105,6 +109,7 @@ class BenchResult(_Doc):
     message: str
 
 
+@dataclass(kw_only=True)
 class BenchReport(Outcome):
-    results: list[BenchResult] = Field(default_factory=list)
+    results: list[BenchResult] = field(default_factory=list)
     failed: int = 0

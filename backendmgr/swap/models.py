@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..results import Outcome
@@ -40,6 +42,7 @@ class SwapStatus(BaseModel):
     service: str | None = None  # the installed service file, if any
 
 
+@dataclass(kw_only=True)
 class ServiceResult(Outcome):
     action: str
     file: str

@@ -8,7 +8,6 @@ import json
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import api_models as am
@@ -19,7 +18,7 @@ from .http import Call
 from .jobs import Job, OnEvent
 
 if TYPE_CHECKING:
-    from ..results import Outcome
+    from ..results import Outcome, Result
 
 # --- components and builds --------------------------------------------------------------
 
@@ -279,7 +278,7 @@ async def verify(c: Call) -> Job:
     return c.jobs.start("verify", req.fields(), run, message=_verify_message)
 
 
-def _verify_message(report: BaseModel) -> str:
+def _verify_message(report: Result) -> str:
     assert isinstance(report, am.VerifyReport)
     total = len(report.results)
     if not report.failed:

@@ -321,7 +321,7 @@ class SwapService:
             current = not differences
             if differences:
                 problems.append("it serves an older version of the file: " + "; ".join(differences))
-        loaded = [LoadedModel.model_validate(r) for r in seen.running]
+        loaded = [LoadedModel(**r) for r in seen.running]
         named = f"llama-swap {seen.version}" if seen.version else "llama-swap"
         head = f"{named} runs (pid {state.pid}) on {shown(state.url)}"
         message = f"{head}, serving {shown(config, 1000)}; {len(loaded)} model(s) loaded"

@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..results import Outcome
+from ..results import Outcome, Result
 
 __all__ = ["LoadedModel", "ServiceResult", "SwapStatus"]
 
 
-class LoadedModel(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+@dataclass(kw_only=True)
+class LoadedModel(Result):
+    __pydantic_config__: ClassVar[dict[str, Any]] = {}  # its schema as before: extra ignored
 
     model: str
     state: str
     cmd: str
 
 
-class SwapStatus(BaseModel):
+@dataclass(kw_only=True)
+class SwapStatus(Result):
     """Whether llama-swap runs, what it serves, and whether that is backendmgr's last file."""
 
-    model_config = ConfigDict(defer_build=True)
+    __pydantic_config__: ClassVar[dict[str, Any]] = {}
 
     running: bool
     message: str
@@ -36,9 +37,9 @@ class SwapStatus(BaseModel):
     output: str
     serves_output: bool | None = None  # it was given the file backendmgr writes
     current: bool | None = None  # and serves what that file says now
-    loaded: list[LoadedModel] = Field(default_factory=list)
-    served: list[str] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
+    loaded: list[LoadedModel] = field(default_factory=list)
+    served: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
     service: str | None = None  # the installed service file, if any
 
 

@@ -68,8 +68,6 @@ __all__ = [
 ]
 
 
-_Result = Result
-
 # a field shown whole, every default included (ConfigInfo's settings): dump's rule of the
 # keys that were set is for results, not for what they carry
 EVERY_KEY = "every"
@@ -77,7 +75,7 @@ EVERY: Mapping[str, Any] = {EVERY_KEY: True}
 
 
 @dataclass(kw_only=True)
-class VariantHere(_Result):
+class VariantHere(Result):
     id: str
     available: bool
     runs_here: bool = True
@@ -85,7 +83,7 @@ class VariantHere(_Result):
 
 
 @dataclass(kw_only=True)
-class CatalogEntry(_Result):
+class CatalogEntry(Result):
     id: str
     name: str
     kind: str
@@ -98,7 +96,7 @@ class CatalogEntry(_Result):
 
 
 @dataclass(kw_only=True)
-class ReleaseInfo(_Result):
+class ReleaseInfo(Result):
     tag: str
     published_at: str | None
     prerelease: bool
@@ -109,7 +107,7 @@ class ReleaseInfo(_Result):
 
 
 @dataclass(kw_only=True)
-class BuildInfo(_Result):
+class BuildInfo(Result):
     id: str
     component: str
     version: str
@@ -126,7 +124,7 @@ class BuildInfo(_Result):
 
 
 @dataclass(kw_only=True)
-class BackendRowInfo(_Result):
+class BackendRowInfo(Result):
     id: str
     kind: str
     name: str
@@ -151,7 +149,7 @@ class BackendRowInfo(_Result):
 
 
 @dataclass(kw_only=True)
-class ModelBackend(_Result):
+class ModelBackend(Result):
     id: str | None
     kind: str
     path: str | None
@@ -159,7 +157,7 @@ class ModelBackend(_Result):
 
 
 @dataclass(kw_only=True)
-class VerifyResult(_Result):
+class VerifyResult(Result):
     """One model's run: whether it served, why not, how long it took and what it used."""
 
     id: str
@@ -193,7 +191,7 @@ class VerifyResult(_Result):
 
 
 @dataclass(kw_only=True)
-class ModelInfo(_Result):
+class ModelInfo(Result):
     id: str
     path: str
     format: str
@@ -211,7 +209,7 @@ class ModelInfo(_Result):
 
 
 @dataclass(kw_only=True)
-class CmdResult(_Result):
+class CmdResult(Result):
     id: str
     argv: list[str]
 
@@ -223,7 +221,7 @@ class CmdResult(_Result):
 
 
 @dataclass(kw_only=True)
-class DoctorReport(_Result):
+class DoctorReport(Result):
     ok: bool
     problems: list[str]
     notes: list[str]
@@ -232,7 +230,7 @@ class DoctorReport(_Result):
 
 
 @dataclass(kw_only=True)
-class WhichResult(_Result):
+class WhichResult(Result):
     target: str
     type: str
     row: str | None
@@ -243,7 +241,7 @@ class WhichResult(_Result):
 
 
 @dataclass(kw_only=True)
-class ConfigInfo(_Result):
+class ConfigInfo(Result):
     config: str
     config_exists: bool
     output: str
@@ -257,7 +255,7 @@ class ConfigInfo(_Result):
 
 
 @dataclass(kw_only=True)
-class AssetInfo(_Result):
+class AssetInfo(Result):
     """One downloaded (or, in a dry run, chosen) asset and how its bytes were checked."""
 
     name: str
@@ -366,7 +364,7 @@ class ModelSettingsResult(Previewed):
 
 
 @dataclass(kw_only=True)
-class SkippedModel(_Result):
+class SkippedModel(Result):
     id: str
     reason: str
 
@@ -382,7 +380,7 @@ class GenerateResult(Outcome):
 
 
 @dataclass(kw_only=True)
-class UpdateEntry(_Result):
+class UpdateEntry(Result):
     component: str
     variant: str
     from_: str | None = field(metadata={"alias": "from"})
@@ -414,7 +412,7 @@ class CacheCleanResult(Outcome):
 
 
 @dataclass(kw_only=True)
-class GeneratedText(_Result):
+class GeneratedText(Result):
     """The llama-swap config as it is on disk, and whether it is valid and up to date."""
 
     output: str
@@ -427,7 +425,7 @@ class GeneratedText(_Result):
 
 
 @dataclass(kw_only=True)
-class ErrorBody(_Result):
+class ErrorBody(Result):
     """Every error response: the CLI's one-line message and the exit status it would give."""
 
     error: str
@@ -435,7 +433,7 @@ class ErrorBody(_Result):
 
 
 @dataclass(kw_only=True)
-class JobInfo(_Result):
+class JobInfo(Result):
     id: str
     kind: str
     request: dict[str, Any]
@@ -546,7 +544,7 @@ class SyncResult(Outcome):
 
 
 @dataclass(kw_only=True)
-class VerifyReport(_Result):
+class VerifyReport(Result):
     results: list[VerifyResult]
     failed: int
     # issue 20: the models a run that stops at its first failure did not reach

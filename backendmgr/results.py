@@ -1,4 +1,4 @@
-"""What an operation returns: one typed document that carries the sentence for people too.
+"""What an operation returns, and :func:`dump`, the one way it becomes a JSON document.
 
 Every read of the Manager returns a :class:`Result` (see :mod:`backendmgr.api_models`) and
 every mutation an :class:`Outcome`; the CLI prints ``message`` (or, with ``--json``, the whole
@@ -13,10 +13,14 @@ the operation goes (``warn``, what it changed on disk, a dry run's details).
 from __future__ import annotations
 
 import dataclasses
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
-__all__ = ["Outcome", "Result"]
+from .record import plain
+
+__all__ = ["EVERY", "Outcome", "Result", "dump", "extra_keys"]
 
 _PENDING = "_result_pending"
 _GIVEN = "_result_given"
@@ -88,3 +92,76 @@ class Outcome(Result):
         sees no GPU)."""
         if warnings:
             self.warnings = [*self.warnings, *warnings]
+
+
+# a field shown whole, every default included (ConfigInfo's settings): dump's rule of the
+# keys that were set is for results, not for what they carry
+EVERY_KEY = "every"
+EVERY: Mapping[str, Any] = {EVERY_KEY: True}
+
+
+def dump(value: Any, *, every: bool = False) -> Any:
+    """The one way a result becomes JSON, for the CLI's ``--json`` and the HTTP API alike:
+    aliases (``class``, ``from``) as SPEC §13 spells them, and only the keys the Manager set
+    (:meth:`Result.shown`), so a key added with a default stays out of documents that never
+    carried it. Lists and mappings item by item, a record whole (:func:`record.plain`).
+    ``every``: every field, defaults included, by its own name (what a cache keeps to read
+    back whole with :func:`record.load`)."""
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return value
+    if isinstance(value, Result):
+        return {
+            (f.name if every else _key(f)): dump(
+                getattr(value, f.name), every=every or EVERY_KEY in f.metadata
+            )
+            for f in _fields_by_name(type(value), None if every else value.shown())
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [dump(item, every=every) for item in value]
+    if isinstance(value, Mapping):
+        return {key: dump(item, every=every) for key, item in value.items()}
+    model_dump = getattr(value, "model_dump", None)
+    if model_dump is not None:  # a pydantic model another slice has not converted yet
+        if every:
+            return model_dump(mode="json")
+        return model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return plain(value)
+
+
+def _key(f: dataclasses.Field[Any]) -> str:
+    alias: str = f.metadata.get("alias", f.name)
+    return alias
+
+
+_FIELDS: dict[type, dict[str, dataclasses.Field[Any]]] = {}
+
+
+def _fields_by_name(cls: type, names: list[str] | None) -> list[dataclasses.Field[Any]]:
+    """The fields of result class ``cls`` that ``names`` names (None: all), in that order."""
+    by_name = _FIELDS.get(cls)
+    if by_name is None:
+        by_name = _FIELDS[cls] = {f.name: f for f in dataclasses.fields(cls)}
+    return list(by_name.values()) if names is None else [by_name[n] for n in names]
+
+
+def extra_keys(cls: type, document: Any, where: str = "") -> list[str]:
+    """Keys a document carries that ``cls`` does not name (by their JSON spelling), searched
+    through nested results and records: the test uses it to keep the results and the CLI's
+    ``--json`` in step, naming the key a document carried that no result names."""
+    if not isinstance(document, Mapping) or not dataclasses.is_dataclass(cls):
+        return []
+    fields = {_key(f): f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    found = [f"{where}{key}" for key in document if key not in fields]
+    for key, f in fields.items():
+        inner = next((t for t in _flat(hints[f.name]) if dataclasses.is_dataclass(t)), None)
+        value = document.get(key)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(inner, type):
+                found += extra_keys(inner, item, f"{where}{key}.")
+    return sorted(found)
+
+
+def _flat(tp: Any) -> list[Any]:
+    """``tp`` and every type inside it (``list[X] | None``: list, X, None)."""
+    return [tp, *(a for arg in typing.get_args(tp) for a in _flat(arg))]

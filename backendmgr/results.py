@@ -16,12 +16,16 @@ import dataclasses
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from .record import plain
 
 __all__ = ["EVERY", "Outcome", "Result", "dump", "extra_keys"]
 
+# a field shown whole, every default included (ConfigInfo's settings): dump's rule of the
+# keys that were set is for results, not for what they carry
+EVERY_KEY = "every"
+EVERY: Mapping[str, Any] = {EVERY_KEY: True}
 _PENDING = "_result_pending"
 _GIVEN = "_result_given"
 
@@ -45,7 +49,7 @@ class Result:
         # keywords seen) shows every field, as one read back from a whole document
         state = self.__dict__
         given = state.pop(_PENDING, None)
-        state[_GIVEN] = set(given) if given is not None else {f.name for f in _fields(self)}
+        state[_GIVEN] = set(given if given is not None else _layout(type(self)))
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -56,12 +60,23 @@ class Result:
     def shown(self) -> list[str]:
         """The names of the fields its document carries, in field order."""
         given = self.__dict__.get(_GIVEN)
-        names = [f.name for f in _fields(self)]
-        return names if given is None else [n for n in names if n in given]
+        names = _layout(type(self))
+        return list(names) if given is None else [n for n in names if n in given]
 
 
-def _fields(result: Result) -> tuple[dataclasses.Field[Any], ...]:
-    return dataclasses.fields(cast(Any, result))
+_LAYOUTS: dict[type, dict[str, tuple[str, bool]]] = {}
+
+
+def _layout(cls: type) -> dict[str, tuple[str, bool]]:
+    """Each field of result class ``cls`` in order: its JSON key (its alias) and whether it is
+    shown whole (:data:`EVERY`); made once per class, as dumping a long list asks often."""
+    found = _LAYOUTS.get(cls)
+    if found is None:
+        found = _LAYOUTS[cls] = {
+            f.name: (f.metadata.get("alias", f.name), EVERY_KEY in f.metadata)
+            for f in dataclasses.fields(cls)
+        }
+    return found
 
 
 @dataclass(kw_only=True)
@@ -94,12 +109,6 @@ class Outcome(Result):
             self.warnings = [*self.warnings, *warnings]
 
 
-# a field shown whole, every default included (ConfigInfo's settings): dump's rule of the
-# keys that were set is for results, not for what they carry
-EVERY_KEY = "every"
-EVERY: Mapping[str, Any] = {EVERY_KEY: True}
-
-
 def dump(value: Any, *, every: bool = False) -> Any:
     """The one way a result becomes JSON, for the CLI's ``--json`` and the HTTP API alike:
     aliases (``class``, ``from``) as SPEC §13 spells them, and only the keys the Manager set
@@ -110,12 +119,12 @@ def dump(value: Any, *, every: bool = False) -> Any:
     if value is None or isinstance(value, str | int | float):  # bool is an int
         return value
     if isinstance(value, Result):
-        return {
-            (f.name if every else _key(f)): dump(
-                getattr(value, f.name), every=every or EVERY_KEY in f.metadata
-            )
-            for f in _fields_by_name(type(value), None if every else value.shown())
-        }
+        layout = _layout(type(value))
+        out = {}
+        for name in layout if every else value.shown():
+            key, whole = layout[name]
+            out[name if every else key] = dump(getattr(value, name), every=every or whole)
+        return out
     if isinstance(value, list | tuple | set | frozenset):
         return [dump(item, every=every) for item in value]
     if isinstance(value, Mapping):
@@ -128,29 +137,13 @@ def dump(value: Any, *, every: bool = False) -> Any:
     return plain(value)
 
 
-def _key(f: dataclasses.Field[Any]) -> str:
-    alias: str = f.metadata.get("alias", f.name)
-    return alias
-
-
-_FIELDS: dict[type, dict[str, dataclasses.Field[Any]]] = {}
-
-
-def _fields_by_name(cls: type, names: list[str] | None) -> list[dataclasses.Field[Any]]:
-    """The fields of result class ``cls`` that ``names`` names (None: all), in that order."""
-    by_name = _FIELDS.get(cls)
-    if by_name is None:
-        by_name = _FIELDS[cls] = {f.name: f for f in dataclasses.fields(cls)}
-    return list(by_name.values()) if names is None else [by_name[n] for n in names]
-
-
 def extra_keys(cls: type, document: Any, where: str = "") -> list[str]:
     """Keys a document carries that ``cls`` does not name (by their JSON spelling), searched
     through nested results and records: the test uses it to keep the results and the CLI's
     ``--json`` in step, naming the key a document carried that no result names."""
     if not isinstance(document, Mapping) or not dataclasses.is_dataclass(cls):
         return []
-    fields = {_key(f): f for f in dataclasses.fields(cls)}
+    fields = {f.metadata.get("alias", f.name): f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     found = [f"{where}{key}" for key in document if key not in fields]
     for key, f in fields.items():

@@ -116,8 +116,13 @@ def dump(value: Any, *, every: bool = False) -> Any:
     carried it. Lists and mappings item by item, a record whole (:func:`record.plain`).
     ``every``: every field, defaults included, by its own name (what a cache keeps to read
     back whole with :func:`record.load`)."""
-    if value is None or isinstance(value, str | int | float):  # bool is an int
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is float or kind is bool:
         return value
+    if isinstance(value, str):  # ruamel.yaml's scalars as their plain values, as pydantic did
+        return str(value)
+    if isinstance(value, int | float):  # ScalarBoolean is an int: 1, as pydantic wrote it
+        return float(value) if isinstance(value, float) else int(value)
     if isinstance(value, Result):
         layout = _layout(type(value))
         out = {}

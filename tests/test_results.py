@@ -78,6 +78,27 @@ def test_a_field_assigned_later_is_set_even_to_its_default() -> None:
     assert dump(result) == shown
 
 
+def test_yaml_scalars_are_dumped_as_plain_values() -> None:
+    """A passthrough read from the config file keeps ruamel.yaml's scalar types; the document
+    has their plain values, as pydantic's dump did (``true`` read as ScalarBoolean is 1)."""
+    from ruamel.yaml.scalarbool import ScalarBoolean
+    from ruamel.yaml.scalarfloat import ScalarFloat
+    from ruamel.yaml.scalarint import HexInt
+    from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
+    passthrough = {"aliases": [SingleQuotedScalarString("a")], "n": HexInt(16),
+                   "f": ScalarFloat(1.5), "b": ScalarBoolean(True)}  # fmt: skip
+    result = am.ModelSettingsResult(message="m", model="q", llama_swap=passthrough)
+    shown = dump(result)["llama_swap"]
+    assert shown == {"aliases": ["a"], "n": 16, "f": 1.5, "b": 1}
+    assert [type(v) for v in (shown["aliases"][0], shown["n"], shown["f"], shown["b"])] == [
+        str,
+        int,
+        float,
+        int,
+    ]
+
+
 def test_config_info_shows_every_setting_and_every_shows_every_field() -> None:
     from backendmgr.record import plain
 

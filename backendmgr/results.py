@@ -64,16 +64,19 @@ class Result:
         return list(names) if given is None else [n for n in names if n in given]
 
 
-_LAYOUTS: dict[type, dict[str, tuple[str, bool]]] = {}
+_LAYOUTS: dict[type, dict[str, tuple[str, bool, bool]]] = {}
+_REAL = ("float", "float | None", float, float | None)
 
 
-def _layout(cls: type) -> dict[str, tuple[str, bool]]:
-    """Each field of result class ``cls`` in order: its JSON key (its alias) and whether it is
-    shown whole (:data:`EVERY`); made once per class, as dumping a long list asks often."""
+def _layout(cls: type) -> dict[str, tuple[str, bool, bool]]:
+    """Each field of result class ``cls`` in order: its JSON key (its alias), whether it is
+    shown whole (:data:`EVERY`), and whether it is a number with a fraction (``float``: an
+    int given is shown as ``16.0``, as pydantic did); made once per class, as dumping a long
+    list asks often."""
     found = _LAYOUTS.get(cls)
     if found is None:
         found = _LAYOUTS[cls] = {
-            f.name: (f.metadata.get("alias", f.name), EVERY_KEY in f.metadata)
+            f.name: (f.metadata.get("alias", f.name), EVERY_KEY in f.metadata, f.type in _REAL)
             for f in dataclasses.fields(cls)
         }
     return found
@@ -127,8 +130,11 @@ def dump(value: Any, *, every: bool = False) -> Any:
         layout = _layout(type(value))
         out = {}
         for name in layout if every else value.shown():
-            key, whole = layout[name]
-            out[name if every else key] = dump(getattr(value, name), every=every or whole)
+            key, whole, real = layout[name]
+            item = getattr(value, name)
+            if real and type(item) is int:
+                item = float(item)
+            out[name if every else key] = dump(item, every=every or whole)
         return out
     if isinstance(value, list | tuple | set | frozenset):
         return [dump(item, every=every) for item in value]

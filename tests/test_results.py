@@ -78,6 +78,16 @@ def test_a_field_assigned_later_is_set_even_to_its_default() -> None:
     assert dump(result) == shown
 
 
+def test_a_whole_number_in_a_float_field_is_shown_as_a_float() -> None:
+    result = am.VerifyResult(id="q", ok=True, reason=None, ready_s=1, gpu_gib=None,
+                             est_vram_gb=None, budget_gb=16)  # fmt: skip
+    assert dump(result)["ready_s"] == 1.0 and type(dump(result)["budget_gb"]) is float
+    assert json.dumps(dump(result, every=True)["ready_s"]) == "1.0"
+    report = am.BisectReport(message="m", model="q", metric="m", threshold=5, first_bad={},
+                             last_good={}, releases=1, report="")  # fmt: skip
+    assert json.dumps(dump(report)["threshold"]) == "5.0"
+
+
 def test_yaml_scalars_are_dumped_as_plain_values() -> None:
     """A passthrough read from the config file keeps ruamel.yaml's scalar types; the document
     has their plain values, as pydantic's dump did (``true`` read as ScalarBoolean is 1)."""

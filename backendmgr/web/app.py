@@ -51,7 +51,7 @@ def endpoint(op: Op, manager: Manager, jobs: Jobs) -> Handler:
             return result
         if isinstance(result, Job):
             return answer_json(result.summary(), op.status)
-        # a typed result as ``--json`` dumps it; plain data (a job's summary) as it is
+        # a typed result as ``--json`` dumps it; plain data (the jobs' summaries) as it is
         return answer_json(am.dump(result), op.status)
 
     return guarded(handle)

@@ -1,25 +1,24 @@
 """Typed shapes of what the CLI's ``--json`` prints and the HTTP API returns.
 
-The Manager's read operations return these models; the CLI's ``--json``, its tables and the
+The Manager's read operations return these results; the CLI's ``--json``, its tables and the
 HTTP API all serialise them with :func:`dump`, and a test holds the CLI's ``--json`` to the
-same models, so the two cannot drift apart. Mutations return an :class:`Outcome` subclass,
-which carries the human ``message`` beside the data. The keys are
-SPEC §13's; a model refuses keys it does not name (``extra="forbid"``), so a misspelt field
-is an error where the result is built, not a key that quietly appears.
+same classes, so the two cannot drift apart. Mutations return an :class:`Outcome` subclass,
+which carries the human ``message`` beside the data. The keys are SPEC §13's; a result (a
+standard-library dataclass, :class:`Result`) takes no keyword it does not name, so a misspelt
+field is an error where the result is built, not a key that quietly appears.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
-
+# imported at run time, not only for mypy: pydantic resolves them for the OpenAPI schemas
 from .catalog.capabilities import Capabilities
 from .config.models import BackendRow, Settings
 from .measure.reasons import FailureCause, cause_text
 from .record import plain
-from .results import Outcome
+from .results import EVERY, Outcome, Result, dump, extra_keys
 
 __all__ = [
     "ActivateResult",
@@ -65,18 +64,16 @@ __all__ = [
 ]
 
 
-class _Result(BaseModel):
-    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
-
-
-class VariantHere(_Result):
+@dataclass(kw_only=True)
+class VariantHere(Result):
     id: str
     available: bool
     runs_here: bool = True
     why_not: str | None = None  # why this host cannot run it (no GPU of the vendor it needs)
 
 
-class CatalogEntry(_Result):
+@dataclass(kw_only=True)
+class CatalogEntry(Result):
     id: str
     name: str
     kind: str
@@ -88,7 +85,8 @@ class CatalogEntry(_Result):
     activated: str | None
 
 
-class ReleaseInfo(_Result):
+@dataclass(kw_only=True)
+class ReleaseInfo(Result):
     tag: str
     published_at: str | None
     prerelease: bool
@@ -98,7 +96,8 @@ class ReleaseInfo(_Result):
     runs_here: list[str] | None = None  # of ``variants``, those this host's GPUs can run
 
 
-class BuildInfo(_Result):
+@dataclass(kw_only=True)
+class BuildInfo(Result):
     id: str
     component: str
     version: str
@@ -114,7 +113,8 @@ class BuildInfo(_Result):
     capabilities: Capabilities | None = None  # what its --help listed at install
 
 
-class BackendRowInfo(_Result):
+@dataclass(kw_only=True)
+class BackendRowInfo(Result):
     id: str
     kind: str
     name: str
@@ -137,14 +137,16 @@ class BackendRowInfo(_Result):
         return cls(**plain(row), classes=sorted(classes_of(row.kind)), **more)
 
 
-class ModelBackend(_Result):
+@dataclass(kw_only=True)
+class ModelBackend(Result):
     id: str | None
     kind: str
     path: str | None
     reason: str
 
 
-class VerifyResult(_Result):
+@dataclass(kw_only=True)
+class VerifyResult(Result):
     """One model's run: whether it served, why not, how long it took and what it used."""
 
     id: str
@@ -177,11 +179,12 @@ class VerifyResult(_Result):
         return f"{self.id}: " + ", ".join(parts)
 
 
-class ModelInfo(_Result):
+@dataclass(kw_only=True)
+class ModelInfo(Result):
     id: str
     path: str
     format: str
-    class_: str | None = Field(alias="class")
+    class_: str | None = field(metadata={"alias": "class"})
     role: str | None
     size_gb: float | None
     backend: ModelBackend | None
@@ -194,7 +197,8 @@ class ModelInfo(_Result):
     bench: list[dict[str, Any]] | None = None  # issue 32: the last `bench` figures per build
 
 
-class CmdResult(_Result):
+@dataclass(kw_only=True)
+class CmdResult(Result):
     id: str
     argv: list[str]
 
@@ -205,15 +209,17 @@ class CmdResult(_Result):
         return " ".join(render_token(t) for t in self.argv)
 
 
-class DoctorReport(_Result):
+@dataclass(kw_only=True)
+class DoctorReport(Result):
     ok: bool
     problems: list[str]
     notes: list[str]
     fixed: list[str]
-    gpus: list[str] = Field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
+    gpus: list[str] = field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
 
 
-class WhichResult(_Result):
+@dataclass(kw_only=True)
+class WhichResult(Result):
     target: str
     type: str
     row: str | None
@@ -223,7 +229,8 @@ class WhichResult(_Result):
     notes: list[str]
 
 
-class ConfigInfo(_Result):
+@dataclass(kw_only=True)
+class ConfigInfo(Result):
     config: str
     config_exists: bool
     output: str
@@ -232,15 +239,12 @@ class ConfigInfo(_Result):
     downloads: str
     cache: str
     manifests: str
-    settings: Settings | None = None  # the config with every default filled in
-
-    @field_serializer("settings")
-    def _every_setting(self, settings: Settings | None) -> dict[str, Any] | None:
-        # all of them, defaults included: the dump's exclude_unset is for results, not this
-        return None if settings is None else plain(settings)
+    # the config with every default filled in: all of them, defaults included (EVERY)
+    settings: Settings | None = field(default=None, metadata=EVERY)
 
 
-class AssetInfo(_Result):
+@dataclass(kw_only=True)
+class AssetInfo(Result):
     """One downloaded (or, in a dry run, chosen) asset and how its bytes were checked."""
 
     name: str
@@ -250,6 +254,7 @@ class AssetInfo(_Result):
     verified_by: str | None
 
 
+@dataclass(kw_only=True)
 class BuildOutcome(Outcome):
     """What installing or activating a build says about it: the build and whether it is active."""
 
@@ -261,6 +266,7 @@ class BuildOutcome(Outcome):
     activated: bool
 
 
+@dataclass(kw_only=True)
 class InstallResult(BuildOutcome):
     already_installed: bool
     assets: list[AssetInfo]
@@ -278,6 +284,7 @@ class InstallResult(BuildOutcome):
     interpreter: str | None = None  # the interpreter its venv is (or would be) made from
 
 
+@dataclass(kw_only=True)
 class Previewed(Outcome):
     """A change ``--dry-run`` can preview (issue 29): run up to the write, nothing written;
     ``changed`` is what the real run would report, ``diff`` the config file's unified diff."""
@@ -286,10 +293,12 @@ class Previewed(Outcome):
     diff: str | None = None
 
 
+@dataclass(kw_only=True)
 class ActivateResult(BuildOutcome, Previewed):
     """The build that is now (or already was) its component's active one."""
 
 
+@dataclass(kw_only=True)
 class UninstallResult(Previewed):
     id: str | None
     ids: list[str]
@@ -298,20 +307,24 @@ class UninstallResult(Previewed):
     models_fall_back: list[str]
 
 
+@dataclass(kw_only=True)
 class RemovedRow(Outcome):
     id: str
     removed: bool
 
 
+@dataclass(kw_only=True)
 class BackendRowResult(Outcome, BackendRowInfo):
     """``backends add`` and ``default``: the row as it now stands."""
 
 
+@dataclass(kw_only=True)
 class PinResult(Previewed):
     model: str
     backend: str | None
 
 
+@dataclass(kw_only=True)
 class ModelsDirResult(Previewed):
     """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
 
@@ -320,6 +333,7 @@ class ModelsDirResult(Previewed):
     models_dirs: list[str]
 
 
+@dataclass(kw_only=True)
 class ModelSettingsResult(Previewed):
     """``set``/``unset``: the model id and its overrides as stored (only those set)."""
 
@@ -338,11 +352,13 @@ class ModelSettingsResult(Previewed):
     env: list[str] | None = None  # KEY=VALUE words set after the device's variables
 
 
-class SkippedModel(_Result):
+@dataclass(kw_only=True)
+class SkippedModel(Result):
     id: str
     reason: str
 
 
+@dataclass(kw_only=True)
 class GenerateResult(Outcome):
     output: str
     written: bool
@@ -352,25 +368,29 @@ class GenerateResult(Outcome):
     models_changed: list[str] | None = None  # ids whose entries a rewrite changed (issue 33)
 
 
-class UpdateEntry(_Result):
+@dataclass(kw_only=True)
+class UpdateEntry(Result):
     component: str
     variant: str
-    from_: str | None = Field(alias="from")
+    from_: str | None = field(metadata={"alias": "from"})
     to: str
     action: str
 
 
+@dataclass(kw_only=True)
 class UpdateResult(Outcome):
     updates: list[UpdateEntry]
     dry_run: bool
 
 
+@dataclass(kw_only=True)
 class PruneResult(Outcome):
     removed: list[str]
     freed_bytes: int
     dry_run: bool
 
 
+@dataclass(kw_only=True)
 class CacheCleanResult(Outcome):
     freed_bytes: int
     release_listings: list[str]
@@ -380,7 +400,8 @@ class CacheCleanResult(Outcome):
     dry_run: bool
 
 
-class GeneratedText(_Result):
+@dataclass(kw_only=True)
+class GeneratedText(Result):
     """The llama-swap config as it is on disk, and whether it is valid and up to date."""
 
     output: str
@@ -392,14 +413,16 @@ class GeneratedText(_Result):
     status: str
 
 
-class ErrorBody(_Result):
+@dataclass(kw_only=True)
+class ErrorBody(Result):
     """Every error response: the CLI's one-line message and the exit status it would give."""
 
     error: str
     exit: int
 
 
-class JobInfo(_Result):
+@dataclass(kw_only=True)
+class JobInfo(Result):
     id: str
     kind: str
     request: dict[str, Any]
@@ -409,34 +432,14 @@ class JobInfo(_Result):
     error: ErrorBody | None = None
 
 
-def dump(value: BaseModel | Sequence[BaseModel]) -> Any:
-    """The one way a result becomes JSON, for the CLI's ``--json`` and the HTTP API alike:
-    aliases (``class``, ``from``) as SPEC §13 spells them, and only the keys the Manager set,
-    so a key added with a default stays out of documents that never carried it."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return [dump(item) for item in value]
-
-
-def extra_keys(model: BaseModel, where: str = "") -> list[str]:
-    """Keys a document carried that its model does not name, searched through nested models:
-    the test uses it to keep the models and the CLI's ``--json`` in step."""
-    found = [f"{where}{key}" for key in sorted(model.model_extra or {})]
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, BaseModel):
-                found += extra_keys(item, f"{where}{name}.")
-    return found
-
-
+@dataclass(kw_only=True)
 class FetchResult(Outcome):
     dir: str
     fetched: list[str]
     present: list[str]
 
 
+@dataclass(kw_only=True)
 class LockResult(Outcome):
     path: str
     builds: list[str]
@@ -444,6 +447,7 @@ class LockResult(Outcome):
     fetch: FetchResult | None = None
 
 
+@dataclass(kw_only=True)
 class SyncResult(Outcome):
     lock: str
     install: list[str]
@@ -455,13 +459,15 @@ class SyncResult(Outcome):
     failed: dict[str, str] | None = None
 
 
-class VerifyReport(_Result):
+@dataclass(kw_only=True)
+class VerifyReport(Result):
     results: list[VerifyResult]
     failed: int
     # issue 20: the models a run that stops at its first failure did not reach
-    unchecked: list[str] = Field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
 class BisectReport(Outcome):
     """What ``bisect`` found: the first bad and last good release, every release measured,
     the builds it installed and removed, and the Markdown report."""
@@ -471,13 +477,14 @@ class BisectReport(Outcome):
     threshold: float
     first_bad: dict[str, Any]
     last_good: dict[str, Any]
-    figures: list[dict[str, Any]] = Field(default_factory=list)  # every release measured
-    installs: list[str] = Field(default_factory=list)  # builds installed for the search
-    removed: list[str] = Field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)  # every release measured
+    installs: list[str] = field(default_factory=list)  # builds installed for the search
+    removed: list[str] = field(default_factory=list)
     releases: int  # how many releases the range holds
     report: str  # the Markdown
 
 
+@dataclass(kw_only=True)
 class CanaryReport(Outcome):
     """A canary switch: promoted or rolled back, with both builds' figures per canary."""
 
@@ -486,5 +493,5 @@ class CanaryReport(Outcome):
     previous: str  # the build the canaries ran on before
     tolerance: float  # percent
     models: list[str]
-    comparison: list[dict[str, Any]] = Field(default_factory=list)  # per canary: both figures
-    verified: dict[str, bool] = Field(default_factory=dict)
+    comparison: list[dict[str, Any]] = field(default_factory=list)  # per canary: both figures
+    verified: dict[str, bool] = field(default_factory=dict)

@@ -168,7 +168,8 @@ class Bisect:
             releases=span,
             report="",
         )
-        return report.model_copy(update={"report": markdown(report, device_of(self.site))})
+        report.report = markdown(report, device_of(self.site))
+        return report
 
 
 def _cell(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..api_models import ActivateResult, PinResult
     from ..config.models import Settings
     from ..install.store import BuildStore
+    from ..results import Outcome
     from .activate import Activation
     from .models import Models
     from .registry import Registry
@@ -40,7 +41,7 @@ class Switches:
         models = followers(plan, entry.receipt.component)
         kept = check_switch(plan.settings, models, entry, force=req.force)
         result = await self.activation.activate(req)
-        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+        return _warned(result, kept)
 
     async def pin(self, req: PinRequest) -> PinResult:
         """Pin the model to the row; a build that does not list a flag of the model's
@@ -50,7 +51,7 @@ class Switches:
         entry = pin_target(settings, self.builds, req.row)
         kept = check_switch(settings, [req.model], entry, force=req.force) if entry else []
         result = await self.registry.pin(req)
-        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+        return _warned(result, kept)
 
     async def unpin(self, req: UnpinRequest) -> PinResult:
         """Unpin the model; a flag the build it then runs does not list is a warning."""
@@ -58,4 +59,14 @@ class Switches:
         lines = (settings, self.models.pipeline, self.builds, req.model)
         kept = await anyio.to_thread.run_sync(unpin_lines, *lines)
         result = await self.registry.unpin(req)
-        return result.model_copy(update={"warnings": [*kept, *result.warnings]}) if kept else result
+        return _warned(result, kept)
+
+
+R = TypeVar("R", bound="Outcome")
+
+
+def _warned(result: R, kept: list[str]) -> R:
+    """``result`` with the flag check's warnings before its own."""
+    if kept:
+        result.warnings = [*kept, *result.warnings]
+    return result

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import read_record_file
-from ..api_models import VerifyResult
+from ..api_models import VerifyResult, dump
 from ..install.store import BuildStore
-from ..record import load, plain
 from .facts import build_identity
 
 if TYPE_CHECKING:
@@ -28,21 +27,6 @@ CACHE_VERSION = 1
 CACHE_CAP = 4 << 20  # bytes read from the cache; a larger file is ignored
 REASON_SHOWN = 100
 """Characters of a failure's reason that ``models`` shows beside the entry."""
-
-
-def _loaded(data: dict[str, Any]) -> VerifyResult:
-    """A result as verify wrote it; raises ValueError when it is not one."""
-    # pydantic's, until VerifyResult is a record (api_models' own conversion): then load alone
-    validate_model = getattr(VerifyResult, "model_validate", None)
-    if validate_model is not None:
-        return validate_model(data)  # type: ignore[no-any-return]
-    return load(VerifyResult, data, CACHE_NAME)
-
-
-def _stored(result: VerifyResult) -> dict[str, Any]:
-    """A result as verify writes it: every field, as JSON data."""
-    dump_model = getattr(result, "model_dump", None)  # as in _loaded
-    return dump_model(mode="json") if dump_model is not None else plain(result)  # type: ignore[no-any-return]
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
@@ -83,10 +67,7 @@ class VerifyCache:
         record = cache.get(entry.model.id)
         if record is None or record.get("key") != self.key(entry):
             return None
-        try:
-            return _loaded({k: v for k, v in record.items() if k != "key"})
-        except ValueError:  # pydantic's ValidationError, or the record's Invalid
-            return None
+        return _loaded({k: v for k, v in record.items() if k != "key"})
 
     def record(self, entry: Entry, result: VerifyResult) -> None:
         """Add one result: a locked read-modify-write, written atomically."""
@@ -97,9 +78,20 @@ class VerifyCache:
         self._locks.mkdir(parents=True, exist_ok=True)
         with FileLock(self._locks / "verify.lock", timeout=30):
             entries = _read(self.path)
-            entries[result.id] = {**_stored(result), "key": self.key(entry)}
+            entries[result.id] = {**dump(result, every=True), "key": self.key(entry)}
             body = json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1)
             atomic_write_bytes(self.path, body.encode(), no_links_below=self.path.parent)
+
+
+def _loaded(data: dict[str, Any]) -> VerifyResult | None:
+    """A cached result as verify wrote it, read strictly (what backendmgr wrote); a record of
+    the wrong shape is None (not verified)."""
+    from ..record import Invalid, load
+
+    try:
+        return load(VerifyResult, data, "verify cache")
+    except Invalid:
+        return None
 
 
 def verified_text(record: VerifyResult | None, now: datetime | None = None) -> str:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydantic import Field
-
 from ..record import Record
 from ..results import Outcome
 from .reasons import FailureCause, cause_text
@@ -51,9 +49,10 @@ class RepairResult(Record):
     message: str
 
 
+@dataclass(kw_only=True)
 class RepairReport(Outcome):
     dry_run: bool = False
-    results: list[RepairResult] = Field(default_factory=list)
+    results: list[RepairResult] = field(default_factory=list)
     failed: int = 0
 
 
@@ -84,8 +83,9 @@ class TuneResult(Record):
     message: str
 
 
+@dataclass(kw_only=True)
 class TuneReport(Outcome):
-    results: list[TuneResult] = Field(default_factory=list)
+    results: list[TuneResult] = field(default_factory=list)
     failed: int = 0
 
 
@@ -112,6 +112,7 @@ class BenchResult(Record):
     message: str
 
 
+@dataclass(kw_only=True)
 class BenchReport(Outcome):
-    results: list[BenchResult] = Field(default_factory=list)
+    results: list[BenchResult] = field(default_factory=list)
     failed: int = 0

@@ -1,33 +1,30 @@
-"""The typed results of ``up``, ``service`` and ``status`` (the CLI's ``--json`` and the API).
-
-:class:`SwapStatus` and :class:`ServiceResult` stay pydantic models: they are result documents,
-dumped with only the keys the Manager set (:func:`backendmgr.api_models.dump`)."""
+"""The typed results of ``up``, ``service`` and ``status`` (the CLI's ``--json`` and the API):
+result documents, dumped with only the keys the Manager set (:func:`backendmgr.results.dump`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..record import Record
-from ..results import Outcome
+from ..results import Outcome, Result
 
 __all__ = ["LoadedModel", "ServiceResult", "SwapStatus"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoadedModel(Record):
-    """One model llama-swap has loaded, as its ``/running`` said it (screened for display)."""
+@dataclass(kw_only=True)
+class LoadedModel(Result):
+    __pydantic_config__: ClassVar[dict[str, Any]] = {}  # its schema as before: extra ignored
 
     model: str
     state: str
     cmd: str
 
 
-class SwapStatus(BaseModel):
+@dataclass(kw_only=True)
+class SwapStatus(Result):
     """Whether llama-swap runs, what it serves, and whether that is backendmgr's last file."""
 
-    model_config = ConfigDict(defer_build=True)
+    __pydantic_config__: ClassVar[dict[str, Any]] = {}
 
     running: bool
     message: str
@@ -41,12 +38,13 @@ class SwapStatus(BaseModel):
     output: str
     serves_output: bool | None = None  # it was given the file backendmgr writes
     current: bool | None = None  # and serves what that file says now
-    loaded: list[LoadedModel] = Field(default_factory=list)
-    served: list[str] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
+    loaded: list[LoadedModel] = field(default_factory=list)
+    served: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
     service: str | None = None  # the installed service file, if any
 
 
+@dataclass(kw_only=True)
 class ServiceResult(Outcome):
     action: str
     file: str

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -52,16 +51,10 @@ def endpoint(op: Op, manager: Manager, jobs: Jobs) -> Handler:
             return result
         if isinstance(result, Job):
             return answer_json(result.summary(), op.status)
-        return answer_json(_jsonable(result), op.status)
+        # a typed result as ``--json`` dumps it; plain data (the jobs' summaries) as it is
+        return answer_json(am.dump(result), op.status)
 
     return guarded(handle)
-
-
-def _jsonable(result: Any) -> Any:
-    """A typed result as ``--json`` dumps it (``api_models.dump``); plain data as it is."""
-    if isinstance(result, list):
-        return [_jsonable(item) for item in result]
-    return am.dump(result) if isinstance(result, BaseModel) else result
 
 
 def create_app(manager: Manager, guard: Guard) -> Starlette:

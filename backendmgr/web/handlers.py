@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
-from pydantic import BaseModel
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import api_models as am
@@ -20,7 +19,7 @@ from .http import Call
 from .jobs import Job, OnEvent
 
 if TYPE_CHECKING:
-    from ..results import Outcome
+    from ..results import Outcome, Result
 
 # --- components and builds --------------------------------------------------------------
 
@@ -282,7 +281,7 @@ async def verify(c: Call) -> Job:
     return c.jobs.start("verify", req.fields(), run, message=_verify_message)
 
 
-def _verify_message(report: BaseModel) -> str:
+def _verify_message(report: Result) -> str:
     assert isinstance(report, am.VerifyReport)
     total = len(report.results)
     if not report.failed:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -68,7 +68,7 @@ class Op:
     method: str
     path: str
     run: Run
-    answer: type[BaseModel] | None = None
+    answer: type[Any] | None = None  # a result (or a pydantic model) its schema is made of
     body: type[OperationRequest] | None = None
     many: bool = False
     status: int = 200
@@ -83,11 +83,12 @@ def answer_json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
-_ADAPTERS: dict[type[OperationRequest], TypeAdapter[Any]] = {}
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
-def adapter(model: type[OperationRequest]) -> TypeAdapter[Any]:
-    """pydantic's validator of a request class (built once: building costs milliseconds)."""
+def adapter(model: type[Any]) -> TypeAdapter[Any]:
+    """pydantic's validator (and schema) of a request or result class (built once: building
+    costs milliseconds)."""
     found = _ADAPTERS.get(model)
     if found is None:
         found = _ADAPTERS[model] = TypeAdapter(model)

@@ -11,15 +11,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
-
 from ..api_models import dump
 from ..boundary import failure_of
 from ..errors import Refused, escaped
 from ..events import JobEvent, ProgressEvent
 
 if TYPE_CHECKING:
-    from ..results import Outcome
+    from ..results import Result
 
 __all__ = ["Job", "Jobs", "error_body", "one_line"]
 
@@ -125,9 +123,9 @@ class Jobs:
         self,
         kind: str,
         request: dict[str, Any],
-        run: Callable[[OnEvent], Awaitable[Outcome | BaseModel]],
+        run: Callable[[OnEvent], Awaitable[Result]],
         *,
-        message: Callable[[BaseModel], str] | None = None,
+        message: Callable[[Result], str] | None = None,
     ) -> Job:
         """Start ``run(on_event)`` as a task and return its job at once; its typed outcome
         becomes the job's result, dumped as the CLI's ``--json`` dumps it. ``message`` says

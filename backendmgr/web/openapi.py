@@ -6,8 +6,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from .. import api_models as am
 from ..requests import Request
 from .http import Call, Op, adapter, not_in_body
@@ -26,8 +24,9 @@ def openapi_document(table: Sequence[Op]) -> dict[str, Any]:
 
     schemas: dict[str, Any] = {}
 
-    def ref(model: type[BaseModel]) -> dict[str, Any]:
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    def ref(model: type[Any]) -> dict[str, Any]:
+        """A result's schema, by pydantic, as the API answers it (``class``, not ``class_``)."""
+        schema = adapter(model).json_schema(ref_template="#/components/schemas/{model}")
         for name, sub in schema.pop("$defs", {}).items():
             schemas.setdefault(name, sub)
         schemas.setdefault(model.__name__, schema)

@@ -164,3 +164,30 @@ def test_a_table_wider_than_the_pipe_loads_no_rich(
     out, loaded = loaded_after("models")
     widths = {len(line) for line in out.splitlines() if line.startswith(("+", "|"))}
     assert widths == {200} and "rich" not in loaded
+
+
+def test_reads_and_an_edit_load_neither_pydantic_nor_an_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: once the config's snapshot and the manifests' parses are kept, every read
+    runs on records and plain calls: no pydantic, no event loop (anyio, asyncio), no lock,
+    no YAML library, no rich; an edit of that config validates nothing again either."""
+    config = _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
+    manual = {"id": "mine", "kind": "llama", "path": sys.executable}
+    config.write_text(config.read_text() + f"backends: [{json.dumps(manual)}]\n")
+    loaded_after("which", "tiny-q4_k_m")  # the first read keeps the parses
+    heavy = ("pydantic", "asyncio", "anyio", "filelock", "ruamel.yaml", "rich", "httpx")
+    for argv in (
+        ("list",),
+        ("backends",),
+        ("which", "tiny-q4_k_m"),
+        ("models",),
+        ("cmd", "tiny-q4_k_m"),
+        ("config", "path"),
+    ):
+        out, loaded = loaded_after(*argv, heavy=heavy)
+        assert out.strip() and loaded == [], argv
+    out, loaded = loaded_after("set", "tiny-q4_k_m", "ctx=4096", heavy=heavy)
+    assert "ctx=4096" in out and "pydantic" not in loaded  # the lock and the loop are needed
+    out, loaded = loaded_after("--json", "list", heavy=heavy)
+    assert json.loads(out) == [] and loaded == []

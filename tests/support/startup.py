@@ -9,8 +9,8 @@ import sys
 HEAVY = ("pydantic", "rich", "httpx", "anyio", "ruamel.yaml", "filelock")
 
 
-def loaded_after(*argv: str) -> tuple[str, list[str]]:
-    """Run ``main(argv)`` in a fresh interpreter; its stdout and the heavy modules it loaded."""
+def loaded_after(*argv: str, heavy: tuple[str, ...] = HEAVY) -> tuple[str, list[str]]:
+    """Run ``main(argv)`` in a fresh interpreter; its stdout and which of ``heavy`` it loaded."""
     code = (
         "import sys\n"
         "from backendmgr.cli.main import main\n"
@@ -18,7 +18,7 @@ def loaded_after(*argv: str) -> tuple[str, list[str]]:
         f"    main({list(argv)!r})\n"
         "except SystemExit:\n"
         "    pass\n"
-        f"print('LOADED', *[m for m in {HEAVY!r} if m in sys.modules])\n"
+        f"print('LOADED', *[m for m in {heavy!r} if m in sys.modules])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True

@@ -8,13 +8,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from ...manager import Manager
-    from ...results import Outcome
+    from ...results import Outcome, Result
     from ..render import Renderer
 
-    T = TypeVar("T", bound=BaseModel)
+    T = TypeVar("T", bound=Result)
     # a command's handler: a coroutine, or a plain function for a read (run with no event loop)
     Handler = Callable[[Manager, argparse.Namespace, Renderer], Awaitable[int] | int]
 

@@ -24,6 +24,8 @@ from .models import Settings
 from .snapshot import load_snapshot, save_snapshot
 
 if TYPE_CHECKING:
+    from ruamel.yaml.comments import CommentedMap
+
     from .roundtrip import LoadedConfig
 
 __all__ = ["ConfigStore", "text_diff"]
@@ -88,7 +90,7 @@ class ConfigStore:
         """Apply ``change`` under the file lock; write only when the file's text changes."""
         from filelock import FileLock, Timeout  # an edit's: a read takes no lock
 
-        from .roundtrip import render_document, settings_of
+        from .roundtrip import render_document
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -99,7 +101,7 @@ class ConfigStore:
                 if data != loaded.raw:
                     atomic_write_bytes(self.path, data)
                     with contextlib.suppress(ConfigError):  # the next read will say why
-                        written = settings_of(self.path, doc)
+                        written = _said(self.path, doc)
                         save_snapshot(self.path, data, parser_name(), _snapshot_of(written))
                     config_written(self.path)  # for the command's result (issue 33)
                 return result
@@ -144,3 +146,15 @@ def text_diff(path: Path, old: bytes, new: bytes) -> str:
         tofile=name,
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _said(path: Path, doc: CommentedMap) -> Settings:
+    """What the document just written says, for its snapshot: read strictly where its values
+    already have their settings' types (an edit of a file backendmgr wrote: no pydantic),
+    else validated as any person's YAML is."""
+    from .roundtrip import plain, settings_of
+
+    try:
+        return load(Settings, plain(doc), "config")
+    except Invalid:
+        return settings_of(path, doc)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import stat
 import sys
 from collections.abc import Callable
@@ -100,7 +99,7 @@ def _create_private(folder: Path, name: str) -> tuple[int, Path]:
     """A new file beside the target, created with mode 0666 so that the kernel applies the
     user's umask (``mkstemp`` would make it 0600)."""
     for _ in range(100):
-        tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        tmp = folder / f".{name}.{os.urandom(6).hex()}.tmp"
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o666), tmp
         except FileExistsError:
@@ -233,7 +232,7 @@ def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
             writable = os.access(name, os.W_OK, dir_fd=folder)
             mode = _kept_mode(st, writable, path, path)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
-        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        tmp = f".{name}.{os.urandom(6).hex()}.tmp"
         fd = os.open(tmp, flags, 0o666, dir_fd=folder)
         try:
             _fill(fd, data, mode)
@@ -315,7 +314,7 @@ def apply_umask(folder: Path) -> None:
     The umask is read by letting the kernel apply it to a probe folder, since ``os.umask``
     can only be read by changing it, which races with other threads.
     """
-    probe = folder / f".umask-{secrets.token_hex(4)}"
+    probe = folder / f".umask-{os.urandom(4).hex()}"
     os.mkdir(probe, 0o777)
     try:
         mode = stat.S_IMODE(probe.stat().st_mode)

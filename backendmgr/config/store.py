@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._fs import atomic_write_bytes
 from .._yaml import parser_name, read_limited
-from ..changes import config_written
 from ..errors import ConfigError, Refused
 from ..record import Invalid, load, plain
 from .models import Settings
@@ -103,6 +102,8 @@ class ConfigStore:
                     with contextlib.suppress(ConfigError):  # the next read will say why
                         written = _said(self.path, doc)
                         save_snapshot(self.path, data, parser_name(), _snapshot_of(written))
+                    from ..changes import config_written
+
                     config_written(self.path)  # for the command's result (issue 33)
                 return result
         except Timeout as exc:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 __all__ = [
@@ -172,6 +171,8 @@ def _go_float(value: float, eprec: int) -> str:
         return "NaN"
     if value in (float("inf"), float("-inf")):
         return "+Inf" if value > 0 else "-Inf"
+    from decimal import Decimal  # a float macro value is rare: loaded when one is written
+
     sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
     assert isinstance(exponent, int)
     text = "".join(map(str, digits)) if any(digits) else "0"

@@ -31,7 +31,9 @@ class Which:
             row = settings.row(find_build(self.ctx.builds, target).id)
         if row is not None:
             return _which_row(settings, target, row.id)
-        if target in self.ctx.catalog.ids():
+        from ..catalog.files import component_ids  # the ids alone: no manifest validated
+
+        if target in component_ids(self.ctx.paths.user_manifests, self.ctx.paths.cache):
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
         for model in self.models.info(only=target):  # planned alone
             if model.id != target:

@@ -9,6 +9,7 @@ no row recognises keeps the plain reason (exit status and last lines) and gets n
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import string
@@ -116,9 +117,14 @@ CAUSES: tuple[Cause, ...] = (
         ("backendmgr cmd {model}",),
     ),
 )
-_COMPILED = tuple(
-    (cause, tuple(re.compile(p, re.IGNORECASE) for p in cause.patterns)) for cause in CAUSES
-)
+
+
+@functools.cache
+def _compiled() -> tuple[tuple[Cause, tuple[re.Pattern[str], ...]], ...]:
+    """The causes' patterns, compiled at the first failure read (a read never needs them)."""
+    return tuple(
+        (cause, tuple(re.compile(p, re.IGNORECASE) for p in cause.patterns)) for cause in CAUSES
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +147,7 @@ def classify(reason: str | None) -> Match | None:
     if not reason:
         return None
     text = reason[-SCANNED_CHARS:]
-    for cause, patterns in _COMPILED:
+    for cause, patterns in _compiled():
         for pattern in patterns:
             hit = pattern.search(text)
             if hit is not None:

@@ -67,7 +67,8 @@ class _Only:
         if name == self._only:
             parser: argparse.ArgumentParser = self._sub.add_parser(name, **kwargs)
             return parser
-        return argparse.ArgumentParser(add_help=False)  # never parsed with
+        stand_in: argparse.ArgumentParser = self._sub._parser_class(add_help=False, stub=True)
+        return stand_in  # never parsed with
 
 
 def register(sub: argparse._SubParsersAction[Any], only: str | None = None) -> None:

@@ -31,9 +31,7 @@ class Which:
             row = settings.row(find_build(self.ctx.builds, target).id)
         if row is not None:
             return _which_row(settings, target, row.id)
-        from ..catalog.files import component_ids  # the ids alone: no manifest validated
-
-        if target in component_ids(self.ctx.paths.user_manifests, self.ctx.paths.cache):
+        if target in self.ctx.catalog.ids():
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
         for model in self.models.info(only=target):  # planned alone
             if model.id != target:

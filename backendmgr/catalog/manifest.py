@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -161,24 +161,48 @@ class Manifest(Record):
 
 
 class Catalog:
-    """Every known component, built-ins first, in a stable order."""
+    """Every known component, built-ins first, in a stable order.
 
-    def __init__(self, manifests: Iterable[Manifest]) -> None:
-        self._by_id: dict[str, Manifest] = {}
-        for manifest in manifests:
-            self._by_id[manifest.id] = manifest
+    The user's manifests are given read; a built-in one (``builtin``: its id, which names its
+    file, and the file) is read when it is first asked for, so an install reads its own
+    manifest and the user's, not all six."""
+
+    def __init__(
+        self,
+        manifests: Iterable[Manifest] = (),
+        *,
+        builtin: Mapping[str, Path] | None = None,
+        cache: Path | None = None,
+    ) -> None:
+        self._builtin: dict[str, Manifest | Path] = dict(builtin or {})
+        self._user = {manifest.id: manifest for manifest in manifests}
+        self._cache = cache
+
+    def _read(self, component: str) -> Manifest:
+        found = self._builtin[component]
+        if isinstance(found, Manifest):
+            return found
+        manifest = _load_file(found, self._cache)
+        if manifest.id != component:  # a packaging mistake: the id is the file's name
+            raise ConfigError(f'manifest {found}: its id is "{manifest.id}", not its name')
+        self._builtin[component] = manifest
+        return manifest
 
     def __iter__(self) -> Iterator[Manifest]:
-        return iter(self._by_id.values())
+        for component in list(self._builtin):
+            yield self._read(component)
+        yield from self._user.values()
 
     def __contains__(self, component: object) -> bool:
-        return component in self._by_id
+        return component in self._builtin or component in self._user
 
     def ids(self) -> list[str]:
-        return list(self._by_id)
+        return [*self._builtin, *self._user]
 
     def get(self, component: str) -> Manifest | None:
-        return self._by_id.get(component)
+        if component in self._builtin:
+            return self._read(component)
+        return self._user.get(component)
 
 
 def parse_manifest(data: Any, source: str) -> Manifest:
@@ -213,16 +237,24 @@ def load_catalog(
     user_dir: Path | None = None, builtin_dir: Path | None = None, cache: Path | None = None
 ) -> Catalog:
     """Built-in manifests, then the user's; a user manifest may not reuse a known id.
-    ``cache``: the data home's cache folder, where each manifest's parse is kept."""
-    manifests: list[Manifest] = []
+    ``cache``: the data home's cache folder, where each manifest's parse is kept. The user's
+    manifests are read now (a mistake in one is reported by any command that needs the
+    catalog), a built-in one when it is first asked for (:class:`Catalog`)."""
+    builtin = builtin_dir or builtin_manifest_dir()
+    known: dict[str, Path] = {}
     seen: dict[str, Path] = {}
-    for path in manifest_files(user_dir, builtin_dir):
+    manifests: list[Manifest] = []
+    for path in manifest_files(user_dir, builtin):
+        if path.parent == builtin:
+            known.setdefault(path.stem, path)
+            continue
         manifest = _load_file(path, cache)
-        if manifest.id in seen:
+        prior = known.get(manifest.id) or seen.get(manifest.id)
+        if prior is not None:
             raise ConfigError(
                 f'manifest {path}: component id "{manifest.id}" is already defined by '
-                f"{seen[manifest.id]}; pick another id"
+                f"{prior}; pick another id"
             )
         seen[manifest.id] = path
         manifests.append(manifest)
-    return Catalog(manifests)
+    return Catalog(manifests, builtin=known, cache=cache)

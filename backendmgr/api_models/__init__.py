@@ -16,6 +16,8 @@ since pydantic (the OpenAPI schemas) and :func:`backendmgr.record.hints` resolve
 
 from typing import TYPE_CHECKING
 
+from ..lazy import loader
+
 # re-exported: the bases and the document writer every caller shares, loaded at once
 from ..results import EVERY as EVERY
 from ..results import Outcome as Outcome
@@ -135,16 +137,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """A result from its group's module, loaded on first use."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{where}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = loader(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

@@ -22,6 +22,7 @@ most of an import's cost, and a command needs its own few. Nothing here imports 
 from typing import TYPE_CHECKING
 
 from ..contract import Arg, Request, args_of
+from ..lazy import loader
 
 if TYPE_CHECKING:
     from ._shared import MAX_BUILDS, MAX_COMPONENTS, MAX_MODELS
@@ -116,16 +117,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """A request (or a shared bound) from its group's module, loaded on first use."""
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{where}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = loader(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:

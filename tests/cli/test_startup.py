@@ -194,3 +194,21 @@ def test_reads_and_an_edit_load_neither_pydantic_nor_an_event_loop(
     assert "pinned" in out and "pydantic" not in loaded
     out, loaded = loaded_after("--json", "list", heavy=heavy)
     assert json.loads(out) == [] and loaded == []
+
+
+def test_a_read_makes_only_its_own_result_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: ``api_models`` loads a group's module when one of its results is named, so
+    ``list`` and ``backends`` make the two inventory classes, not all forty."""
+    from backendmgr import api_models
+
+    _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
+    groups = tuple(sorted({f"backendmgr.api_models.{m}" for m in api_models._WHERE.values()}))
+    for argv, wanted in (
+        (("list",), ["inventory"]),
+        (("backends",), ["inventory"]),
+        (("models",), ["models"]),
+    ):
+        out, loaded = loaded_after(*argv, heavy=groups)
+        assert out.strip() and loaded == [f"backendmgr.api_models.{m}" for m in wanted], argv

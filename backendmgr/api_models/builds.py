@@ -1,0 +1,109 @@
+"""The catalog and the builds' changes: ``components``, ``releases``, ``install``,
+``activate``, ``uninstall``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# imported at run time, not only for mypy: pydantic resolves it for the OpenAPI schemas
+from ..catalog.capabilities import Capabilities
+from ..results import Outcome, Result
+from ._shared import Previewed
+
+__all__ = [
+    "ActivateResult",
+    "AssetInfo",
+    "BuildOutcome",
+    "CatalogEntry",
+    "InstallResult",
+    "ReleaseInfo",
+    "UninstallResult",
+    "VariantHere",
+]
+
+
+@dataclass(kw_only=True)
+class VariantHere(Result):
+    id: str
+    available: bool
+    runs_here: bool = True
+    why_not: str | None = None  # why this host cannot run it (no GPU of the vendor it needs)
+
+
+@dataclass(kw_only=True)
+class CatalogEntry(Result):
+    id: str
+    name: str
+    kind: str
+    source: str
+    variants: list[VariantHere]
+    suggested: str | None
+    why: str
+    installed: list[str]
+    activated: str | None
+
+
+@dataclass(kw_only=True)
+class ReleaseInfo(Result):
+    tag: str
+    published_at: str | None
+    prerelease: bool
+    variants: list[str]
+    installed: list[str]
+    activated: str | None
+    runs_here: list[str] | None = None  # of ``variants``, those this host's GPUs can run
+
+
+@dataclass(kw_only=True)
+class AssetInfo(Result):
+    """One downloaded (or, in a dry run, chosen) asset and how its bytes were checked."""
+
+    name: str
+    url: str
+    size: int | None
+    sha256: str | None
+    verified_by: str | None
+
+
+@dataclass(kw_only=True)
+class BuildOutcome(Outcome):
+    """What installing or activating a build says about it: the build and whether it is active."""
+
+    id: str
+    component: str
+    version: str
+    variant: str
+    path: str
+    activated: bool
+
+
+@dataclass(kw_only=True)
+class InstallResult(BuildOutcome):
+    already_installed: bool
+    assets: list[AssetInfo]
+    python: str | None = None
+    packages: dict[str, str] | None = None  # a venv build's distributions, name -> version
+    capabilities: Capabilities | None = None  # what its --help listed (archive and venv builds)
+    # a dry run says where and what it would install
+    dry_run: bool | None = None
+    dir: str | None = None
+    release: str | None = None
+    installer: str | None = None
+    requirement: str | None = None
+    pip_args: list[str] | None = None
+    requires_python: str | None = None  # a venv build: the package's own Requires-Python
+    interpreter: str | None = None  # the interpreter its venv is (or would be) made from
+
+
+@dataclass(kw_only=True)
+class ActivateResult(BuildOutcome, Previewed):
+    """The build that is now (or already was) its component's active one."""
+
+
+@dataclass(kw_only=True)
+class UninstallResult(Previewed):
+    id: str | None
+    ids: list[str]
+    removed: bool
+    rows_removed: list[str]
+    models_fall_back: list[str]

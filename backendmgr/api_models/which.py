@@ -1,0 +1,36 @@
+"""The reads that explain: ``which`` (what a target resolves to, and why) and ``config``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# imported at run time, not only for mypy: pydantic resolves it for the OpenAPI schemas
+from ..config.models import Settings
+from ..results import EVERY, Result
+
+__all__ = ["ConfigInfo", "WhichResult"]
+
+
+@dataclass(kw_only=True)
+class WhichResult(Result):
+    target: str
+    type: str
+    row: str | None
+    path: str | None
+    exists: bool
+    reason: str
+    notes: list[str]
+
+
+@dataclass(kw_only=True)
+class ConfigInfo(Result):
+    config: str
+    config_exists: bool
+    output: str
+    home: str
+    builds: str
+    downloads: str
+    cache: str
+    manifests: str
+    # the config with every default filled in: all of them, defaults included (EVERY)
+    settings: Settings | None = field(default=None, metadata=EVERY)

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._fs import LinkRefused, atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes, read_regular_stat
 from .._version import __version__
 
 __all__ = [
@@ -64,12 +64,10 @@ def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any
 def load_parsed(where: Path, source: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
     """The plain document kept at ``where`` for exactly ``raw`` (``source``'s bytes) as
     ``parser`` read them, or ``None`` when none matches them."""
-    try:
-        with where.open("rb") as fh:
-            wider = os.fstat(fh.fileno()).st_mode & 0o077 & ~os.stat(source).st_mode
-            if wider:  # the source was made private since: rewrite the snapshot as private
-                return None
-            data = fh.read(MAX_BYTES + 1)
+    try:  # a link, a FIFO or a device in its place is no snapshot of ours (nor waited on)
+        data, st = read_regular_stat(where, MAX_BYTES, follow=False)
+        if st.st_mode & 0o077 & ~os.stat(source).st_mode:
+            return None  # the source was made private since: rewrite the snapshot as private
         if len(data) > MAX_BYTES:
             return None
         found = json.loads(data)

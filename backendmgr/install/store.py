@@ -18,7 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment, sync_filesystem
+from .._fs import (
+    apply_umask,
+    atomic_write_bytes,
+    fsync_dir,
+    read_regular,
+    sanitize_segment,
+    sync_filesystem,
+)
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
 from ..record import After, Before, Invalid, Record, load, plain
@@ -195,8 +202,7 @@ class BuildStore:
         """The receipt in ``folder``, or None when there is none or it is not a receipt this
         backendmgr can read (corrupt, foreign, a version it could not install)."""
         try:
-            with (folder / RECEIPT).open("rb") as fh:
-                raw = fh.read(MAX_RECEIPT_BYTES + 1)
+            raw = read_regular(folder / RECEIPT, MAX_RECEIPT_BYTES)  # a FIFO: no receipt
             if len(raw) > MAX_RECEIPT_BYTES:
                 return None
             return load(Receipt, _known(Receipt, json.loads(raw)), str(folder / RECEIPT))

@@ -267,6 +267,11 @@ def load(cls: type[T], data: Any, where: str = "") -> T:
         raise Invalid(f"{where or 'value'}: {exc}") from None
 
 
+_INT_BOUND = 1 << 64
+"""No integer backendmgr keeps (a size, a time in nanoseconds, a context) reaches 2**64; one
+of thousands of digits would fail later, formatted as a size (OverflowError)."""
+
+
 def _name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp)
 
@@ -319,6 +324,8 @@ def _load(tp: Any, data: Any, where: str) -> Any:
         raise Invalid(f"{where}: expected true or false")
     if tp is int:
         if isinstance(data, int) and not isinstance(data, bool):
+            if not -_INT_BOUND < data < _INT_BOUND:  # no count, size or time of ours is
+                raise Invalid(f"{where}: integer too large")
             return data
         raise Invalid(f"{where}: expected an integer")
     if tp is float:

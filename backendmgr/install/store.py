@@ -28,7 +28,7 @@ from .._fs import (
 )
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
-from ..record import After, Before, Invalid, Record, load, plain
+from ..record import After, Before, Invalid, Limit, Record, load, plain
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
 if TYPE_CHECKING:
@@ -62,6 +62,14 @@ def _usable_version(value: str) -> str:
     return value
 
 
+def _inside(value: str) -> str:
+    """The executable, relative to the build folder and inside it, as installs write it: an
+    absolute path or a ``..`` would make another program this build's."""
+    if not value or value.startswith("/") or any(p in ("", ".", "..") for p in value.split("/")):
+        raise ValueError(f"not a path inside the build folder: {value!r}")
+    return value
+
+
 def _instant(value: str) -> str:
     """An install time as ISO 8601 text (as receipts have always held it)."""
     datetime.fromisoformat(value)  # ValueError: not a time
@@ -85,7 +93,7 @@ def _assets(value: Any) -> Any:
 class AssetRecord(Record):
     name: str
     url: str
-    size: int
+    size: Annotated[int, Limit(ge=0)]
     sha256: str
     verified_by: Literal["digest", "checksums", "none"]
 
@@ -99,13 +107,13 @@ class Receipt(Record):
     version: Annotated[str, After(_usable_version)]
     variant: str
     source: str
-    exe: str
+    exe: Annotated[str, After(_inside)]
     kind: str = ""
     name: str = ""
     assets: Annotated[list[AssetRecord], Before(_assets)] = field(default_factory=list)
     installed_at: Annotated[str, After(_instant)]
     """ISO 8601 text, as the file holds it (:attr:`installed`: the time itself)."""
-    size_bytes: int = 0
+    size_bytes: Annotated[int, Limit(ge=0)] = 0
     backendmgr_version: str
     python: str | None = None
     packages: dict[str, str] | None = None

@@ -11,13 +11,13 @@ field is an error where the result is built, not a key that quietly appears.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 # imported at run time, not only for mypy: pydantic resolves them for the OpenAPI schemas
 from .catalog.capabilities import Capabilities
 from .config.models import BackendRow, Settings
 from .measure.reasons import FailureCause, cause_text
-from .record import plain
+from .record import After, instant, plain
 from .results import EVERY, Outcome, Result, dump, extra_keys
 
 __all__ = [
@@ -156,7 +156,7 @@ class VerifyResult(Result):
     gpu_gib: float | None
     est_vram_gb: float | None
     backend: str | None = None
-    verified_at: str | None = None
+    verified_at: Annotated[str | None, After(instant)] = None  # as verify writes it
     device: str | None = None  # the GPU(s) the build said it loaded onto
     cause: FailureCause | None = None  # the recognised cause of a failure (issue 22)
     budget_gb: float | None = None  # what the model was sized for (issue 20)

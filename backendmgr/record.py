@@ -39,6 +39,7 @@ __all__ = [
     "Record",
     "Tagged",
     "hints",
+    "instant",
     "load",
     "plain",
     "validate",
@@ -265,6 +266,20 @@ def load(cls: type[T], data: Any, where: str = "") -> T:
         raise
     except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:  # a check refused it
         raise Invalid(f"{where or 'value'}: {exc}") from None
+
+
+def instant(value: str) -> str:
+    """A field check: ISO 8601 text of a time that can be said in UTC, as backendmgr writes
+    its times (a receipt's install, a verify's run). The calendar's first and last days in
+    another zone cannot (OverflowError): every reader that shows "3 days ago" would fail."""
+    from datetime import UTC, datetime
+
+    when = datetime.fromisoformat(value)  # ValueError: not a time
+    try:
+        when.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"not a time backendmgr writes: {value!r}") from None
+    return value
 
 
 _INT_BOUND = 1 << 64

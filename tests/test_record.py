@@ -12,7 +12,17 @@ from typing import Annotated, Any, Literal
 import pytest
 
 from backendmgr.errors import validation_problem
-from backendmgr.record import After, Before, Invalid, Limit, Record, load, plain, validate
+from backendmgr.record import (
+    After,
+    Before,
+    Invalid,
+    Limit,
+    Record,
+    instant,
+    load,
+    plain,
+    validate,
+)
 
 
 def _device(value: Any) -> Any:
@@ -159,3 +169,22 @@ def test_load_refuses_what_no_writer_of_ours_makes(data: Any, says: str) -> None
 def test_load_keeps_free_form_data_as_deep_as_a_config_may_nest() -> None:
     assert load(Free, {"extra": {"k": json_nested(60)}, "size": 10**300}).size == 1e300
     assert load(Free, {"name": "naïve ☃"}).name == "naïve ☃"
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+12:00"])
+def test_a_time_at_the_calendars_end_is_no_time_of_ours(when: str) -> None:
+    """A verify result or a receipt holding one was read, then ``models`` failed saying how
+    long ago it was (OverflowError): now the record is refused as any other bad value."""
+    from backendmgr.manager.verify_cache import _loaded, verified_text
+
+    kept = {"id": "m", "ok": True, "reason": None, "ready_s": 1.0, "gpu_gib": 2.0}
+    kept |= {"est_vram_gb": None, "verified_at": when}
+    assert _loaded(kept) is None and verified_text(_loaded(kept)) == "not verified"
+    assert _loaded({**kept, "verified_at": "2026-01-01T10:00:00+02:00"}) is not None
+    with pytest.raises(Invalid, match="not a time backendmgr writes"):
+        load(Stamped, {"at": when})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stamped(Record):
+    at: Annotated[str, After(instant)]

@@ -28,7 +28,7 @@ from .._fs import (
 )
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
-from ..record import After, Before, Invalid, Limit, Record, load, plain
+from ..record import After, Before, Invalid, Limit, Record, instant, load, plain
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
 if TYPE_CHECKING:
@@ -70,12 +70,6 @@ def _inside(value: str) -> str:
     return value
 
 
-def _instant(value: str) -> str:
-    """An install time as ISO 8601 text (as receipts have always held it)."""
-    datetime.fromisoformat(value)  # ValueError: not a time
-    return value
-
-
 def _capabilities_or_unknown(value: Any) -> Any:
     """A malformed probe record means "unknown"; it must never un-install the build."""
     try:
@@ -111,7 +105,7 @@ class Receipt(Record):
     kind: str = ""
     name: str = ""
     assets: Annotated[list[AssetRecord], Before(_assets)] = field(default_factory=list)
-    installed_at: Annotated[str, After(_instant)]
+    installed_at: Annotated[str, After(instant)]
     """ISO 8601 text, as the file holds it (:attr:`installed`: the time itself)."""
     size_bytes: Annotated[int, Limit(ge=0)] = 0
     backendmgr_version: str

@@ -190,3 +190,27 @@ def test_a_hostile_snapshot_is_parsed_again_through_the_cli(config: Path, attack
     _hostile(config, attack)
     got = run_backendmgr("--json", "config", "show", env=env, timeout=30)
     assert (got.returncode, got.stdout, got.stderr) == (0, want.stdout, want.stderr)
+
+
+def test_a_snapshot_that_came_with_a_copy_of_its_config_is_not_used(
+    config: Path, tmp_path: Path
+) -> None:
+    """A folder shipped with a config and a hand-made snapshot whose stamp matches the config's
+    bytes (a cloned dotfiles repository, an archive): a read once took the hidden file's
+    settings, not the YAML the user reviewed. The stamp names the file it was made from."""
+    from tests.support.cli import run_backendmgr
+
+    ConfigStore(config).read()
+    forge(
+        config, models_dirs=["/forged"], backends=[{"id": "evil", "kind": "custom", "path": "/x"}]
+    )
+    assert ConfigStore(config).read().models_dirs == ["/forged"]  # that very file: trusted
+    copy = tmp_path / "clone" / "config.yaml"
+    copy.parent.mkdir()
+    for path in (config, snapshot_path(config)):  # as git, tar or cp -a would bring them
+        (copy.parent / path.name).write_bytes(path.read_bytes())
+    shown = run_backendmgr("--json", "config", "show", env={"BACKENDMGR_CONFIG": str(copy)})
+    settings = json.loads(shown.stdout)
+    assert shown.returncode == 0, shown.stderr
+    assert "/forged" not in shown.stdout and "evil" not in shown.stdout, settings
+    assert ConfigStore(copy).read() == fresh(copy)

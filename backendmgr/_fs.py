@@ -23,6 +23,7 @@ __all__ = [
     "link_refused",
     "read_record_file",
     "read_regular",
+    "read_regular_stat",
     "sanitize_segment",
     "sync_filesystem",
     "unlink_no_follow",
@@ -264,12 +265,18 @@ def read_regular(path: Path, cap: int, *, follow: bool = True) -> bytes:
     Anything but a regular file is an :class:`OSError`, found without blocking: a FIFO in its
     place would hang the open, ``/dev/zero`` would be read forever. ``follow`` False: a link at
     ``path`` itself is an OSError too (a marker of ours that no one links on purpose)."""
+    return read_regular_stat(path, cap, follow=follow)[0]
+
+
+def read_regular_stat(path: Path, cap: int, *, follow: bool = True) -> tuple[bytes, os.stat_result]:
+    """:func:`read_regular`, and the status of the very file it read (its mode, its inode)."""
     flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NONBLOCK", 0)
     fd = os.open(path, flags if follow else flags | _NOFOLLOW)
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(f"{path} is not a regular file")
-        return fh.read(cap + 1)
+        return fh.read(cap + 1), st
 
 
 def create_exclusive(path: Path, data: bytes) -> bool:

@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
+from . import _yaml
+
 __all__ = [
     "After",
     "Before",
@@ -37,6 +39,7 @@ __all__ = [
     "Record",
     "Tagged",
     "hints",
+    "instant",
     "load",
     "plain",
     "validate",
@@ -261,8 +264,27 @@ def load(cls: type[T], data: Any, where: str = "") -> T:
         return typing.cast(T, _load(cls, data, where))
     except Invalid:
         raise
-    except (ValueError, TypeError, RecursionError) as exc:  # a check or a rule refused it
+    except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:  # a check refused it
         raise Invalid(f"{where or 'value'}: {exc}") from None
+
+
+def instant(value: str) -> str:
+    """A field check: ISO 8601 text of a time that can be said in UTC, as backendmgr writes
+    its times (a receipt's install, a verify's run). The calendar's first and last days in
+    another zone cannot (OverflowError): every reader that shows "3 days ago" would fail."""
+    from datetime import UTC, datetime
+
+    when = datetime.fromisoformat(value)  # ValueError: not a time
+    try:
+        when.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"not a time backendmgr writes: {value!r}") from None
+    return value
+
+
+_INT_BOUND = 1 << 64
+"""No integer backendmgr keeps (a size, a time in nanoseconds, a context) reaches 2**64; one
+of thousands of digits would fail later, formatted as a size (OverflowError)."""
 
 
 def _name(tp: Any) -> str:
@@ -272,6 +294,7 @@ def _name(tp: Any) -> str:
 def _load(tp: Any, data: Any, where: str) -> Any:
     origin = get_origin(tp)
     if tp is Any or tp is object:
+        _shallow(data, where)
         return data
     if origin is typing.Annotated:
         inner, *marks = get_args(tp)
@@ -316,15 +339,23 @@ def _load(tp: Any, data: Any, where: str) -> Any:
         raise Invalid(f"{where}: expected true or false")
     if tp is int:
         if isinstance(data, int) and not isinstance(data, bool):
+            if not -_INT_BOUND < data < _INT_BOUND:  # no count, size or time of ours is
+                raise Invalid(f"{where}: integer too large")
             return data
         raise Invalid(f"{where}: expected an integer")
     if tp is float:
         if isinstance(data, int | float) and not isinstance(data, bool):
-            return float(data)
+            try:
+                number = float(data)
+            except OverflowError:  # an integer of hundreds of digits
+                raise Invalid(f"{where}: number too large") from None
+            if number != number:  # NaN: no measurement or setting of ours is one
+                raise Invalid(f"{where}: not a number (NaN)")
+            return number
         raise Invalid(f"{where}: expected a number")
     if tp is str:
         if isinstance(data, str):
-            return data
+            return _text(data, where)
         raise Invalid(f"{where}: expected a string")
     if isinstance(tp, type) and issubclass(tp, PurePath):
         if isinstance(data, str):
@@ -354,6 +385,43 @@ def _load(tp: Any, data: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _record(tp, data, where)
     raise Invalid(f"{where}: cannot read a {_name(tp)}")
+
+
+def _text(data: str, where: str) -> str:
+    """``data``, unless JSON's ``\\ud800`` made it text no file or terminal can hold (a lone
+    surrogate): backendmgr never writes one, and printing it would fail."""
+    if not data.isascii():
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Invalid(f"{where}: not text (a lone surrogate)") from None
+    return data
+
+
+MAX_DEPTH = _yaml.MAX_DEPTH
+"""How deep a free-form value (a passthrough, a header) may nest: as deep as a config's YAML
+may, so whatever walks it later (a rule, the emitter, ``plain``) never runs out of stack."""
+
+
+def _shallow(data: Any, where: str) -> None:
+    """Refuse free-form ``data`` nested deeper than :data:`MAX_DEPTH`, holding text that is
+    not text or a NaN, which no writer of ours keeps (iterative: the check itself cannot run
+    out of stack)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _text(item, where)
+        elif isinstance(item, float) and item != item:
+            raise Invalid(f"{where}: not a number (NaN)")
+        elif isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                raise Invalid(f"{where}: nested deeper than {MAX_DEPTH} levels")
+            values = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, value in values:
+                if isinstance(key, str):
+                    _text(key, where)
+                stack.append((value, depth + 1))
 
 
 def _record(cls: type, data: Any, where: str) -> Any:

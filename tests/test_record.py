@@ -4,6 +4,7 @@ and both run the same field checks and rule; a copy made with ``replace`` does t
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -11,7 +12,17 @@ from typing import Annotated, Any, Literal
 import pytest
 
 from backendmgr.errors import validation_problem
-from backendmgr.record import After, Before, Invalid, Limit, Record, load, plain, validate
+from backendmgr.record import (
+    After,
+    Before,
+    Invalid,
+    Limit,
+    Record,
+    instant,
+    load,
+    plain,
+    validate,
+)
 
 
 def _device(value: Any) -> Any:
@@ -48,6 +59,14 @@ class Settings(Record):
 
     def rule(self) -> str | None:
         return "at most two rows" if len(self.backends) > 2 else None
+
+
+def json_nested(depth: int) -> Any:
+    """A list in a list … ``depth`` deep, made without recursion."""
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 GOOD = {
@@ -117,3 +136,55 @@ def test_a_copy_is_checked_as_a_new_record_is() -> None:
     with pytest.raises(ValueError, match="id: must be one word"):
         Row(id="a b", path=Path("x"))
     assert dataclasses.replace(settings, ttl=7).ttl == 7
+
+
+@dataclass(frozen=True, kw_only=True)
+class Free(Record):
+    name: str = ""
+    size: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({"size": 10**400}, "size: number too large"),  # float() of it: OverflowError
+        ({"size": float("nan")}, "size: not a number (NaN)"),
+        ({"name": "a\ud800b"}, "name: not text (a lone surrogate)"),
+        ({"extra": {"k": "\udfff"}}, "extra.k: not text"),
+        ({"extra": {"\ud800": 1}}, "extra: not text"),
+        ({"extra": {"k": [float("nan")]}}, "extra.k: not a number (NaN)"),
+        ({"extra": {"k": json_nested(70)}}, "extra.k: nested deeper than 64 levels"),
+        ({"extra": {"k": json_nested(5000)}}, "extra.k: nested deeper than 64 levels"),
+    ],
+)
+def test_load_refuses_what_no_writer_of_ours_makes(data: Any, says: str) -> None:
+    """Each of these once passed :func:`load` and then failed later, far from the file (an
+    OverflowError, a UnicodeEncodeError printing, a RecursionError in a rule or the emitter),
+    or showed NaN as a value."""
+    with pytest.raises(Invalid, match=re.escape(says)):
+        load(Free, data)
+
+
+def test_load_keeps_free_form_data_as_deep_as_a_config_may_nest() -> None:
+    assert load(Free, {"extra": {"k": json_nested(60)}, "size": 10**300}).size == 1e300
+    assert load(Free, {"name": "naïve ☃"}).name == "naïve ☃"
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+12:00"])
+def test_a_time_at_the_calendars_end_is_no_time_of_ours(when: str) -> None:
+    """A verify result or a receipt holding one was read, then ``models`` failed saying how
+    long ago it was (OverflowError): now the record is refused as any other bad value."""
+    from backendmgr.manager.verify_cache import _loaded, verified_text
+
+    kept = {"id": "m", "ok": True, "reason": None, "ready_s": 1.0, "gpu_gib": 2.0}
+    kept |= {"est_vram_gb": None, "verified_at": when}
+    assert _loaded(kept) is None and verified_text(_loaded(kept)) == "not verified"
+    assert _loaded({**kept, "verified_at": "2026-01-01T10:00:00+02:00"}) is not None
+    with pytest.raises(Invalid, match="not a time backendmgr writes"):
+        load(Stamped, {"at": when})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stamped(Record):
+    at: Annotated[str, After(instant)]

@@ -4,10 +4,11 @@ model's ``verify`` run."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 # imported at run time, not only for mypy: pydantic resolves it for the OpenAPI schemas
 from ..measure.reasons import FailureCause, cause_text
+from ..record import After, instant
 from ..results import Result
 
 __all__ = ["CmdResult", "ModelBackend", "ModelInfo", "VerifyResult"]
@@ -32,7 +33,7 @@ class VerifyResult(Result):
     gpu_gib: float | None
     est_vram_gb: float | None
     backend: str | None = None
-    verified_at: str | None = None
+    verified_at: Annotated[str | None, After(instant)] = None  # as verify writes it
     device: str | None = None  # the GPU(s) the build said it loaded onto
     cause: FailureCause | None = None  # the recognised cause of a failure (issue 22)
     budget_gb: float | None = None  # what the model was sized for (issue 20)

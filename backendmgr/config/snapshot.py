@@ -4,9 +4,10 @@ Parsing the YAML round-trip (ruamel, the safety checks, line numbers for errors)
 it (pydantic) cost more than everything a read does with the result. So each time the config is
 parsed or written, the settings it validated to are kept as JSON in ``.<config name>.parsed.json``
 beside it, stamped with a format version, backendmgr's and the YAML parser's versions and the
-SHA-256 of the config file's own bytes. A read whose config bytes hash the same reads those
-settings back strictly (:func:`..record.load`, no pydantic) instead of parsing the YAML; any
-other file (edited by hand, by another version, half written) is parsed again and the snapshot
+SHA-256 of the config file's own bytes and its identity (device, inode). A read of that very
+file whose bytes hash the same reads those settings back strictly (:func:`..record.load`, no
+pydantic) instead of parsing the YAML; any other file (edited by hand, by another version, half
+written, or a snapshot that came beside a copy of the config) is parsed again and the snapshot
 rewritten. Only the config's parse is cached: the GPU, ``PATH``, folders and clock stay live.
 
 :func:`load_parsed` and :func:`save_parsed` are the same mechanism for any YAML file whose
@@ -23,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._fs import LinkRefused, atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes, read_regular_stat
 from .._version import __version__
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
     "snapshot_path",
 ]
 
-FORMAT = 2  # 2: the config's snapshot holds the validated settings, not the parsed YAML
+FORMAT = 3  # 2: the validated settings, not the parsed YAML; 3: stamped with the source's inode
 
 MAX_BYTES = 32 << 20  # a bigger snapshot is ignored: the YAML is parsed instead
 
@@ -44,9 +45,20 @@ def snapshot_path(config: Path) -> Path:
     return config.with_name(f".{config.name}.parsed.json")
 
 
-def _stamp(raw: bytes, parser: str) -> dict[str, Any]:
+def _stamp(raw: bytes, parser: str, source: os.stat_result) -> dict[str, Any]:
+    """What a snapshot was made from: these bytes, by this parser, in this very file. The
+    file's identity (device, inode) makes a snapshot that arrived with a copy of its source (a
+    cloned dotfiles repository, an unpacked archive, a restored backup) no snapshot: the YAML a
+    person reviewed decides, never a hidden file that came beside it."""
     digest = hashlib.sha256(raw).hexdigest()
-    return {"format": FORMAT, "backendmgr": __version__, "parser": parser, "sha256": digest}
+    file = [source.st_dev, source.st_ino]
+    return {
+        "format": FORMAT,
+        "backendmgr": __version__,
+        "parser": parser,
+        "sha256": digest,
+        "file": file,
+    }
 
 
 def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
@@ -64,18 +76,17 @@ def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any
 def load_parsed(where: Path, source: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
     """The plain document kept at ``where`` for exactly ``raw`` (``source``'s bytes) as
     ``parser`` read them, or ``None`` when none matches them."""
-    try:
-        with where.open("rb") as fh:
-            wider = os.fstat(fh.fileno()).st_mode & 0o077 & ~os.stat(source).st_mode
-            if wider:  # the source was made private since: rewrite the snapshot as private
-                return None
-            data = fh.read(MAX_BYTES + 1)
+    try:  # a link, a FIFO or a device in its place is no snapshot of ours (nor waited on)
+        data, st = read_regular_stat(where, MAX_BYTES, follow=False)
+        made_from = os.stat(source)
+        if st.st_mode & 0o077 & ~made_from.st_mode:
+            return None  # the source was made private since: rewrite the snapshot as private
         if len(data) > MAX_BYTES:
             return None
         found = json.loads(data)
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(found, dict) or found.get("stamp") != _stamp(raw, parser):
+    if not isinstance(found, dict) or found.get("stamp") != _stamp(raw, parser, made_from):
         return None
     document = found.get("document")
     return document if isinstance(document, dict) else None
@@ -89,12 +100,14 @@ def save_parsed(
     not give back equal (a number key, NaN, a date) is not kept. It holds what ``source``
     holds, so nobody may read it who cannot read the source: it gets the source's mode."""
     with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, LinkRefused):
-        body = json.dumps({"stamp": _stamp(raw, parser), "document": document}, ensure_ascii=False)
+        made_from = os.stat(source)
+        stamp = _stamp(raw, parser, made_from)
+        body = json.dumps({"stamp": stamp, "document": document}, ensure_ascii=False)
         if json.loads(body)["document"] != document:
             return
         if where.is_symlink():  # ours: a link in its place is never chmod-ed or written through
             return
-        mode = (os.stat(source).st_mode & 0o666) | 0o200  # the owner rewrites it
+        mode = (made_from.st_mode & 0o666) | 0o200  # the owner rewrites it
         try:
             os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._fs import LinkRefused, atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import Record, load
 from .files import walk_model_files
 from .gguf import GgufError, read_gguf_metadata
@@ -53,6 +53,7 @@ def scan_folders(dirs: list[str]) -> Scan:
     return Scan(folders, inputs)
 
 
+MAX_CACHE_BYTES = 64 << 20  # a larger header cache is read as none (and written anew)
 MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few KB; a larger one is not read
 
 
@@ -93,7 +94,10 @@ class MetaCache:
         self.dirty = False
         if path is not None:
             try:  # an unreadable, foreign or malformed cache only costs reading the headers
-                data = load(CacheFile, json.loads(path.read_bytes()), path.name)
+                raw = read_regular(path, MAX_CACHE_BYTES, follow=False)
+                if len(raw) > MAX_CACHE_BYTES:
+                    raise ValueError("too large")
+                data = load(CacheFile, json.loads(raw), path.name)
                 if data.format == CACHE_FORMAT:
                     self.entries = data.entries
             except (OSError, ValueError, RecursionError):  # Invalid is a ValueError

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._fs import LinkRefused, atomic_write_bytes
+from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..catalog.capabilities import Capabilities
 from ..record import Invalid, load, plain
 
@@ -47,8 +47,7 @@ class CapabilityCache:
         self.entries: dict[str, list[Any]] = {}
         self.dirty = False
         try:
-            with path.open("rb") as fh:
-                raw = fh.read(MAX_CACHE_BYTES + 1)
+            raw = read_regular(path, MAX_CACHE_BYTES, follow=False)  # never a FIFO's wait
             data = json.loads(raw) if len(raw) <= MAX_CACHE_BYTES else None
             if isinstance(data, dict) and data.get("format") == CACHE_FORMAT:
                 entries = data.get("entries")
@@ -58,7 +57,7 @@ class CapabilityCache:
                         for k, v in entries.items()
                         if isinstance(v, list) and len(v) == 3 and isinstance(v[2], dict)
                     }
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep
             self.entries = {}
 
     def get(self, key: tuple[str, int, int]) -> Capabilities | None:

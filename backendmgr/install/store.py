@@ -18,10 +18,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment, sync_filesystem
+from .._fs import (
+    apply_umask,
+    atomic_write_bytes,
+    fsync_dir,
+    read_regular,
+    sanitize_segment,
+    sync_filesystem,
+)
 from ..catalog.capabilities import Capabilities
 from ..config.paths import Paths
-from ..record import After, Before, Invalid, Record, load, plain
+from ..record import After, Before, Invalid, Limit, Record, instant, load, plain
 from ..registry.rows import InstalledBuild, build_age_key, build_row_id
 
 if TYPE_CHECKING:
@@ -55,9 +62,11 @@ def _usable_version(value: str) -> str:
     return value
 
 
-def _instant(value: str) -> str:
-    """An install time as ISO 8601 text (as receipts have always held it)."""
-    datetime.fromisoformat(value)  # ValueError: not a time
+def _inside(value: str) -> str:
+    """The executable, relative to the build folder and inside it, as installs write it: an
+    absolute path or a ``..`` would make another program this build's."""
+    if not value or value.startswith("/") or any(p in ("", ".", "..") for p in value.split("/")):
+        raise ValueError(f"not a path inside the build folder: {value!r}")
     return value
 
 
@@ -78,7 +87,7 @@ def _assets(value: Any) -> Any:
 class AssetRecord(Record):
     name: str
     url: str
-    size: int
+    size: Annotated[int, Limit(ge=0)]
     sha256: str
     verified_by: Literal["digest", "checksums", "none"]
 
@@ -92,13 +101,13 @@ class Receipt(Record):
     version: Annotated[str, After(_usable_version)]
     variant: str
     source: str
-    exe: str
+    exe: Annotated[str, After(_inside)]
     kind: str = ""
     name: str = ""
     assets: Annotated[list[AssetRecord], Before(_assets)] = field(default_factory=list)
-    installed_at: Annotated[str, After(_instant)]
+    installed_at: Annotated[str, After(instant)]
     """ISO 8601 text, as the file holds it (:attr:`installed`: the time itself)."""
-    size_bytes: int = 0
+    size_bytes: Annotated[int, Limit(ge=0)] = 0
     backendmgr_version: str
     python: str | None = None
     packages: dict[str, str] | None = None
@@ -195,8 +204,7 @@ class BuildStore:
         """The receipt in ``folder``, or None when there is none or it is not a receipt this
         backendmgr can read (corrupt, foreign, a version it could not install)."""
         try:
-            with (folder / RECEIPT).open("rb") as fh:
-                raw = fh.read(MAX_RECEIPT_BYTES + 1)
+            raw = read_regular(folder / RECEIPT, MAX_RECEIPT_BYTES)  # a FIFO: no receipt
             if len(raw) > MAX_RECEIPT_BYTES:
                 return None
             return load(Receipt, _known(Receipt, json.loads(raw)), str(folder / RECEIPT))

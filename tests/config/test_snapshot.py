@@ -155,3 +155,62 @@ def test_a_read_from_the_snapshot_says_what_a_parse_says(config: Path, extra: st
     )
     warm = store.read()
     assert json.dumps(plain(warm)) == json.dumps(plain(cold)) == json.dumps(plain(fresh(config)))
+
+
+def _hostile(config: Path, attack: str) -> None:
+    """Put ``attack`` in the snapshot's place, the stamp kept where there is a document."""
+    where = snapshot_path(config)
+    stamp = json.loads(where.read_text())["stamp"]
+    where.unlink()
+    deep = "[" * 900 + "1" + "]" * 900  # parses as JSON; a rule walking it would not finish
+    documents = {
+        "huge int": '{"max_unpacked_gb": 1' + "0" * 4000 + "}",
+        "deep": '{"models": {"qwen": {"llama_swap": {"x": ' + deep + "}}}}",
+        "surrogate": '{"output": "\\ud800"}',
+        "nan": '{"llama_swap": {"healthCheckTimeout": NaN}}',
+    }
+    if attack == "fifo":
+        os.mkfifo(where)
+    elif attack == "link":
+        where.symlink_to("/dev/zero")
+    else:
+        where.write_text(f'{{"stamp": {json.dumps(stamp)}, "document": {documents[attack]}}}')
+
+
+@pytest.mark.parametrize("attack", ["fifo", "link", "huge int", "deep", "surrogate", "nan"])
+def test_a_hostile_snapshot_is_parsed_again_through_the_cli(config: Path, attack: str) -> None:
+    """A FIFO once hung every read; a 4000-digit float, a 900-deep passthrough or a lone
+    surrogate passed the strict read and then failed the command (OverflowError, RecursionError,
+    UnicodeEncodeError); a NaN showed as a setting. Each is now no snapshot: the YAML decides."""
+    from tests.support.cli import run_backendmgr
+
+    env = {"BACKENDMGR_CONFIG": str(config)}
+    want = run_backendmgr("--json", "config", "show", env=env, timeout=30)
+    assert want.returncode == 0, want.stderr
+    _hostile(config, attack)
+    got = run_backendmgr("--json", "config", "show", env=env, timeout=30)
+    assert (got.returncode, got.stdout, got.stderr) == (0, want.stdout, want.stderr)
+
+
+def test_a_snapshot_that_came_with_a_copy_of_its_config_is_not_used(
+    config: Path, tmp_path: Path
+) -> None:
+    """A folder shipped with a config and a hand-made snapshot whose stamp matches the config's
+    bytes (a cloned dotfiles repository, an archive): a read once took the hidden file's
+    settings, not the YAML the user reviewed. The stamp names the file it was made from."""
+    from tests.support.cli import run_backendmgr
+
+    ConfigStore(config).read()
+    forge(
+        config, models_dirs=["/forged"], backends=[{"id": "evil", "kind": "custom", "path": "/x"}]
+    )
+    assert ConfigStore(config).read().models_dirs == ["/forged"]  # that very file: trusted
+    copy = tmp_path / "clone" / "config.yaml"
+    copy.parent.mkdir()
+    for path in (config, snapshot_path(config)):  # as git, tar or cp -a would bring them
+        (copy.parent / path.name).write_bytes(path.read_bytes())
+    shown = run_backendmgr("--json", "config", "show", env={"BACKENDMGR_CONFIG": str(copy)})
+    settings = json.loads(shown.stdout)
+    assert shown.returncode == 0, shown.stderr
+    assert "/forged" not in shown.stdout and "evil" not in shown.stdout, settings
+    assert ConfigStore(copy).read() == fresh(copy)

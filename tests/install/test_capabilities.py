@@ -188,3 +188,32 @@ def test_manual_rows_are_probed_once_and_again_when_the_file_changes(
     ok(cli("--json", "backends"))
     assert counter.read_text().count("x") == 3
     assert json.loads(cache.read_text())["format"] == 1
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo", "link"])
+def test_a_hostile_capabilities_cache_is_no_cache(tmp_path: Path, kind: str) -> None:
+    """JSON nested 100 000 deep once escaped the cache's reader (RecursionError), a FIFO in its
+    place hung every command that probes; the GGUF header cache is read the same way."""
+    import os
+    import threading
+
+    from backendmgr.discovery.walk import MetaCache
+    from backendmgr.install.probe_cache import CapabilityCache
+
+    for path in (tmp_path / "capabilities.json", tmp_path / "gguf-meta.json"):
+        if kind == "deep":
+            path.write_text("[" * 100_000 + "]" * 100_000)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.symlink_to("/dev/zero")
+    made: list[object] = []
+
+    def read() -> None:
+        made.append(CapabilityCache(tmp_path / "capabilities.json").entries)
+        made.append(MetaCache(tmp_path / "gguf-meta.json").entries)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(20)
+    assert made == [{}, {}]

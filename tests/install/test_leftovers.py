@@ -16,7 +16,7 @@ from backendmgr.config.paths import Paths
 from backendmgr.install.store import RECEIPT, BuildStore
 from backendmgr.mirror import MirrorServer
 from tests.support import publish_llama
-from tests.support.cli import Cli
+from tests.support.cli import Cli, run_backendmgr
 
 
 def installed_build(cli: Cli, mirror_root: Path, home: Path) -> Path:
@@ -181,9 +181,23 @@ def test_a_receipt_is_read_strictly_but_a_later_backendmgrs_keys_are_ignored(
         json.dumps({**good, "size_bytes": "12"}),
         json.dumps({**good, "installed_at": "yesterday"}),
         json.dumps({**good, "assets": [{**good["assets"][0], "verified_by": "trust"}]}),
+        # these once read as builds: a size ``list`` failed to print (OverflowError), a
+        # negative size, an executable outside the build folder
+        json.dumps(good).replace(
+            f'"size_bytes": {good["size_bytes"]}', '"size_bytes": 1' + "0" * 4000
+        ),
+        json.dumps({**good, "size_bytes": -1}),
+        json.dumps({**good, "exe": "../../../../bin/sh"}),
+        json.dumps({**good, "exe": "/bin/sh"}),
+        json.dumps({**good, "assets": [{**good["assets"][0], "size": -5}]}),
     ]
     for text in broken:
         (build / RECEIPT).write_text(text)
         assert store.read_receipt(build) is None, text
         assert store.leftovers() == [build]
     assert json.loads(cli("--json", "list").out) == []
+    assert cli("list").code == 0
+    (build / RECEIPT).unlink()
+    os.mkfifo(build / RECEIPT)  # once waited on for ever by every read that lists builds
+    listed = run_backendmgr("--json", "list", env={"BACKENDMGR_HOME": str(home)}, timeout=30)
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])

@@ -140,11 +140,6 @@ def dump(value: Any, *, every: bool = False) -> Any:
         return [dump(item, every=every) for item in value]
     if isinstance(value, Mapping):
         return {key: dump(item, every=every) for key, item in value.items()}
-    model_dump = getattr(value, "model_dump", None)
-    if model_dump is not None:  # a pydantic model another slice has not converted yet
-        if every:
-            return model_dump(mode="json")
-        return model_dump(mode="json", by_alias=True, exclude_unset=True)
     return plain(value)
 
 

@@ -115,7 +115,7 @@ def test_config_info_shows_every_setting_and_every_shows_every_field() -> None:
     settings = Settings()
     info = am.ConfigInfo(config="c", config_exists=False, output="o", home="h", builds="b",
                          downloads="d", cache="x", manifests="m", settings=settings)  # fmt: skip
-    every = settings.model_dump(mode="json") if hasattr(settings, "model_dump") else plain(settings)
+    every = plain(settings)
     assert dump(info)["settings"] == every and "ttl" in every
     assert dump(info)["settings"] == dump(info, every=True)["settings"]
     bare = am.VariantHere(id="v", available=False)

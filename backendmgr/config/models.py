@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from ..discovery.models import unsafe_char
+from ..discovery.chars import unsafe_char
 from ..emit.expand import strip_comments
 from ..emit.macros import MERGE_KEY, declared, env_names, macro_problem, value_problem
 from ..emit.schema import string_field_problems

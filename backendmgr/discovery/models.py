@@ -6,11 +6,11 @@ Pure functions over what the walk found; the walk itself lives in :mod:`.walk`.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..record import Record
+from .chars import printable, unsafe_char
 from .meta import ModelMeta, meta_from_gguf, meta_from_hf
 
 __all__ = [
@@ -90,19 +90,6 @@ class Discovery:
 
 # Control, format (bidi overrides), surrogate (a file name that is not UTF-8) and line/paragraph
 # separator characters: none belongs in a model id, a command line or a YAML comment.
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def unsafe_char(text: str) -> str | None:
-    """The first character of ``text`` that no id or path may hold, as ``U+XXXX``."""
-    for ch in text:
-        if unicodedata.category(ch) in _UNSAFE_CATEGORIES:
-            return f"U+{ord(ch):04X}"
-    return None
-
-
-def _printable(text: str) -> str:
-    return "".join("?" if unicodedata.category(ch) in _UNSAFE_CATEGORIES else ch for ch in text)
 
 
 def _refuse_unsafe(
@@ -119,7 +106,7 @@ def _refuse_unsafe(
         what, bad = ("name", unsafe_char(base))
     if bad is None:
         return entry
-    return (_printable(base), path, None, f"{what} holds control character {bad}; rename it")
+    return (printable(base), path, None, f"{what} holds control character {bad}; rename it")
 
 
 def split_parts(name: str) -> tuple[str, int, int] | None:

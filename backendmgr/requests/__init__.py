@@ -14,7 +14,7 @@ that one declaration:
   (``__pydantic_config__`` refuses unknown keys; pydantic calls ``__post_init__``), and its
   OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
 
-Each group of commands has its own module (``builds``, ``registry``, ``models`` …) and this
+Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …) and this
 package loads a request's module when the request is first named: making the classes is
 most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
 """
@@ -37,15 +37,9 @@ if TYPE_CHECKING:
     from .checks import CanaryRequest, VerifyRequest
     from .lock import FetchRequest, LockRequest, SyncRequest
     from .models import CmdRequest, GenerateRequest, ModelsDirRequest
-    from .registry import (
-        AddBackendRequest,
-        DefaultRequest,
-        PinRequest,
-        RemoveBackendRequest,
-        SetRequest,
-        UnpinRequest,
-        UnsetRequest,
-    )
+    from .overrides import SetRequest, UnsetRequest
+    from .pins import PinRequest, UnpinRequest
+    from .registry import AddBackendRequest, DefaultRequest, RemoveBackendRequest
     from .serve import ServeRequest
     from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
 
@@ -101,16 +95,16 @@ _WHERE = {
     "MAX_COMPONENTS": "_shared",
     "MAX_MODELS": "_shared",
     "ModelsDirRequest": "models",
-    "PinRequest": "registry",
+    "PinRequest": "pins",
     "PruneRequest": "upkeep",
     "ReleasesQuery": "builds",
     "RemoveBackendRequest": "registry",
     "ServeRequest": "serve",
-    "SetRequest": "registry",
+    "SetRequest": "overrides",
     "SyncRequest": "lock",
     "UninstallRequest": "builds",
-    "UnpinRequest": "registry",
-    "UnsetRequest": "registry",
+    "UnpinRequest": "pins",
+    "UnsetRequest": "overrides",
     "UpdateRequest": "upkeep",
     "VerifyRequest": "checks",
     "WhichRequest": "upkeep",

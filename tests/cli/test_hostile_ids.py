@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backendmgr.discovery.models import unsafe_char
+from backendmgr.discovery.chars import unsafe_char
 from tests.support.cli import Cli, CliResult, run_backendmgr
 
 CONFIG = """\

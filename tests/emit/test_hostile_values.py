@@ -33,7 +33,8 @@ from backendmgr.config.models import (
     macro_names,
     override_problem,
 )
-from backendmgr.discovery.models import DiscoveredModel, unsafe_char
+from backendmgr.discovery.chars import unsafe_char
+from backendmgr.discovery.models import DiscoveredModel
 from backendmgr.emit.document import build_document, dump
 from backendmgr.emit.entries import screen
 from backendmgr.emit.plan import Entry, plan_model

@@ -1,0 +1,33 @@
+"""``pin`` and ``unpin``: which row one model runs on."""
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from ..contract import Arg, Request
+from ._shared import DRY_RUN, MODEL, NO_GENERATE
+
+__all__ = ["PinRequest", "UnpinRequest"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinRequest(Request):
+    model: Annotated[str, MODEL]
+    row: Annotated[
+        str,
+        Arg(
+            "a row id from 'backendmgr backends', e.g. llama-server@b10800-rocm",
+            positional=True,
+        ),
+    ]
+    generate: Annotated[bool, NO_GENERATE] = True
+    dry_run: Annotated[bool, DRY_RUN] = False
+    force: Annotated[
+        bool, Arg("pin even when the model's extra_args uses a flag the build does not list")
+    ] = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnpinRequest(Request):
+    model: Annotated[str, Arg("a model id", positional=True)]
+    generate: Annotated[bool, NO_GENERATE] = True
+    dry_run: Annotated[bool, DRY_RUN] = False

@@ -17,11 +17,22 @@ def entry() -> NoReturn:
     # None entry makes that import fail as if they were missing, which both libraries expect.
     for unused in ("httpx._main", "trio"):
         sys.modules.setdefault(unused, None)  # type: ignore[arg-type]
+    sys.unraisablehook = _unraisable
     try:
         from backendmgr.cli.main import main
     except KeyboardInterrupt:  # Ctrl-C while Python imports: no traceback either
         raise SystemExit(130) from None
     leave(main())
+
+
+def _unraisable(info: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that lands in code that cannot raise (a weak reference's callback, a
+    finaliser: the interpreter prints those with a traceback and goes on) is no error of the
+    command's: it goes unsaid, as the presses the command did hear are answered. Anything
+    else is printed as the interpreter would."""
+    if isinstance(info.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(info)
 
 
 def leave(code: int) -> NoReturn:

@@ -14,9 +14,9 @@ that one declaration:
   (``__pydantic_config__`` refuses unknown keys; pydantic calls ``__post_init__``), and its
   OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
 
-Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …) and this
-package loads a request's module when the request is first named: making the classes is
-most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
+Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …)
+and this package loads a request's module when the request is first named: making the classes
+is most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
 """
 
 from typing import TYPE_CHECKING

@@ -159,7 +159,8 @@ def test_the_cli_sees_only_the_manager_and_the_contract() -> None:
 def _tricks(tree: ast.Module) -> list[str]:
     """Start-up tricks the package must not play: a module's own ``TYPE_CHECKING`` constant
     (typing's is the one mypy and readers know) and an assignment into a standard-library
-    module (``argparse._ = …`` changes every other user of that module)."""
+    module (``argparse._ = …`` changes every other user of that module). The interpreter's
+    hooks (``sys.unraisablehook`` …) are set by assignment: that is what they are for."""
     stdlib = {
         alias.asname or alias.name.split(".")[0]
         for node in ast.walk(tree)
@@ -175,6 +176,13 @@ def _tricks(tree: ast.Module) -> list[str]:
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
         for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "sys"
+                and target.attr in SYS_HOOKS
+            ):
+                continue
             if isinstance(target, ast.Name) and target.id == "TYPE_CHECKING":
                 found.append(f"line {node.lineno}: TYPE_CHECKING = …")
             while isinstance(target, ast.Attribute):
@@ -182,6 +190,9 @@ def _tricks(tree: ast.Module) -> list[str]:
                 if isinstance(target, ast.Name) and target.id in stdlib:
                     found.append(f"line {node.lineno}: assigns into {target.id}")
     return found
+
+
+SYS_HOOKS = frozenset({"unraisablehook", "excepthook", "displayhook", "breakpointhook"})
 
 
 def test_no_start_up_tricks() -> None:
@@ -200,6 +211,8 @@ def test_the_trick_check_finds_tricks() -> None:
         "line 5: assigns into os",
     ]
     assert _tricks(ast.parse("from typing import TYPE_CHECKING\nx = 1\nself_x = object()\n")) == []
+    hooks = "import sys\nsys.unraisablehook = print\nsys.modules = {}\nsys.flags.x = 1\n"
+    assert _tricks(ast.parse(hooks)) == ["line 3: assigns into sys", "line 4: assigns into sys"]
 
 
 def _service_names() -> set[str]:

@@ -82,6 +82,15 @@ class After:
         return core_schema.no_info_after_validator_function(self.fn, handler(source))
 
 
+def _bounded(source: Any, marks: list[Any], handler: Any) -> Any:
+    """pydantic's schema of ``source`` with ``marks`` (annotated-types bounds) on it; on
+    ``X | None`` they bound the ``X``."""
+    inner = [a for a in get_args(source) if a is not type(None)]
+    if get_origin(source) in (Union, types.UnionType) and len(inner) == 1:
+        return handler(typing.Optional[typing.Annotated[(inner[0], *marks)]])  # noqa: UP045
+    return handler(typing.Annotated[(source, *marks)])
+
+
 class Limit:
     """Numeric bounds in pydantic's own words (``Input should be greater than 0``), for a
     number or ``None``."""
@@ -129,11 +138,7 @@ class Limit:
             from pydantic import Field
 
             marks.append(Field(pattern=self.pattern))
-        inner = [a for a in get_args(source) if a is not type(None)]
-        if get_origin(source) in (Union, types.UnionType) and len(inner) == 1:
-            # ``float | None``: the bounds are the number's
-            return handler(typing.Optional[typing.Annotated[(inner[0], *marks)]])  # noqa: UP045
-        return handler(typing.Annotated[(source, *marks)])
+        return _bounded(source, marks, handler)
 
 
 _NOUN: dict[type, tuple[str, str]] = {str: ("String", "character"), dict: ("Dictionary", "item")}
@@ -169,11 +174,7 @@ class Length(After):
             marks.append(at.MinLen(self.min))
         if self.max is not None:
             marks.append(at.MaxLen(self.max))
-        inner = [a for a in get_args(source) if a is not type(None)]
-        if get_origin(source) in (Union, types.UnionType) and len(inner) == 1:
-            # ``list[str] | None``: the bounds are the list's
-            return handler(typing.Optional[typing.Annotated[(inner[0], *marks)]])  # noqa: UP045
-        return handler(typing.Annotated[(source, *marks)])
+        return _bounded(source, marks, handler)
 
 
 class Tagged:

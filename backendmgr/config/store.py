@@ -153,9 +153,10 @@ def _said(path: Path, doc: CommentedMap) -> Settings:
     """What the document just written says, for its snapshot: read strictly where its values
     already have their settings' types (an edit of a file backendmgr wrote: no pydantic),
     else validated as any person's YAML is."""
-    from .roundtrip import plain, settings_of
+    from .roundtrip import plain as as_data
+    from .roundtrip import settings_of
 
     try:
-        return load(Settings, plain(doc), "config")
+        return load(Settings, as_data(doc), "config")
     except Invalid:
         return settings_of(path, doc)

@@ -144,10 +144,10 @@ class Models:
         """:meth:`pipeline` on the current settings, in a worker thread (for async callers)."""
         import anyio
 
-        return await anyio.to_thread.run_sync(self.planned, only)
+        return await anyio.to_thread.run_sync(self.plan_now, only)
 
-    def planned(self, only: str | None = None) -> Plan:
-        """:meth:`pipeline` on the current settings."""
+    def plan_now(self, only: str | None = None) -> Plan:
+        """:meth:`pipeline` on the current settings, in this thread."""
         return self.pipeline(self.ctx.store.read(), only)
 
     def info(self, only: str | None = None) -> list[ModelInfo]:
@@ -157,7 +157,7 @@ class Models:
         from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
 
-        plan = self.planned(only)
+        plan = self.plan_now(only)
         cache = self.verified.read()
         benched = self.benched.records()
         out = []
@@ -217,7 +217,7 @@ class Models:
     def cmd(self, model_id: str) -> CmdResult:
         from ..emit.plan import Entry
 
-        plan = self.planned()
+        plan = self.plan_now()
         planned = plan.planned(model_id)
         if isinstance(planned, Entry):
             return CmdResult(id=model_id, argv=planned.argv)

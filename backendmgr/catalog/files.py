@@ -1,6 +1,8 @@
 """Where manifests live, what each says as plain data, and their ids read without validating
-them: shell completion lists component ids at every <TAB>, and must not pay for pydantic and
-the whole catalog.
+them: shell completion lists component ids at every <TAB>, and must not pay for pydantic, the
+YAML library or the whole catalog. A built-in manifest's id is its file's name (the catalog
+refuses one that says otherwise), so <TAB> lists those from the folder and reads only the
+user's manifests, and ``--variant <TAB>`` reads the one manifest it names.
 
 Parsing YAML in pure Python costs more than everything else a command does with the manifests,
 at every start, for files that change only with an upgrade, and so does pydantic's validation
@@ -14,18 +16,18 @@ other bytes are parsed and validated again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._yaml import load_yaml, parser_name, read_limited
-from ..config.locate import builtin_manifest_dir
+from ..config.locate import builtin_folder, builtin_manifest_dir
 from ..errors import ConfigError
 
 __all__ = [
     "ManifestText",
+    "builtin_ids",
     "builtin_manifest_dir",
     "component_ids",
     "manifest_files",
@@ -34,22 +36,42 @@ __all__ = [
 ]
 
 
+def _names(folder: str | os.PathLike[str]) -> list[str]:
+    """The manifests' file names in ``folder``, in the order the catalog loads them (``*.yaml``
+    sorted, then ``*.yml``); none when it cannot be listed."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.endswith(".yaml")) + sorted(
+        n for n in names if n.endswith(".yml")
+    )
+
+
 def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None) -> list[Path]:
     """The built-in manifests, then the user's, in the order the catalog loads them."""
     folders = [builtin_dir or builtin_manifest_dir()]
     if user_dir is not None and user_dir.is_dir():
         folders.append(user_dir)
-    return [
-        path
-        for folder in folders
-        for path in sorted(folder.glob("*.yaml")) + sorted(folder.glob("*.yml"))
-    ]
+    return [folder / name for folder in folders for name in _names(folder)]
+
+
+def builtin_ids(builtin_dir: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Each built-in component's id (its manifest's file name without the suffix, as the
+    catalog names it) and its file, in the catalog's order; no file is read."""
+    folder = builtin_folder() if builtin_dir is None else os.fspath(builtin_dir)
+    found: dict[str, str] = {}
+    for name in _names(folder):
+        found.setdefault(os.path.splitext(name)[0], os.path.join(folder, name))
+    return found
 
 
 def _kept_at(path: Path, cache: Path) -> Path | None:
     """Where ``path``'s parse is kept below ``cache`` (one file per manifest path, so an edit
     replaces it), or ``None`` when anything but a plain file and folder sits there: a file of
     ours is never read or written through a link we did not make (nor a FIFO opened)."""
+    import hashlib
+
     name = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()
     kept = cache / "manifests" / f"{name[:32]}.json"
     try:
@@ -62,14 +84,16 @@ def _kept_at(path: Path, cache: Path) -> Path | None:
     return kept
 
 
-@dataclass(frozen=True)
 class ManifestText:
     """One manifest's exact bytes, and where what they say is kept below the cache folder."""
 
-    path: Path
-    raw: bytes
-    kept_at: Path | None
-    """None: nothing is kept (no cache given, no data home yet, a link or a FIFO there)."""
+    __slots__ = ("kept_at", "path", "raw")
+
+    def __init__(self, path: Path, raw: bytes, kept_at: Path | None) -> None:
+        self.path = path
+        self.raw = raw
+        self.kept_at = kept_at
+        """None: nothing is kept (no cache given, no data home yet, a link or a FIFO there)."""
 
     @classmethod
     def read(cls, path: Path, cache: Path | None = None) -> ManifestText:
@@ -126,30 +150,47 @@ def read_manifest(path: Path, cache: Path | None = None) -> Any:
     return kept if kept is not None else text.parse()
 
 
-def _manifests(user_dir: Path | None, cache: Path | None) -> list[dict[str, Any]]:
-    """Each manifest with a string ``id``, as written; a file that cannot be read is left out
-    rather than failing a completion, and a <TAB> reads kept parses but writes none."""
-    found: list[dict[str, Any]] = []
-    for path in manifest_files(user_dir):
-        with contextlib.suppress(Exception):
-            data = read_manifest(path, cache)
-            if isinstance(data, dict) and isinstance(data.get("id"), str):
-                found.append(data)
-    return found
+def _said(path: Path, cache: Path | None) -> dict[str, Any] | None:
+    """The manifest at ``path`` as written, when it can be read and has a string ``id``: a
+    file that cannot be read is left out rather than failing a completion, and a <TAB> reads
+    kept parses but writes none."""
+    with contextlib.suppress(Exception):
+        data = read_manifest(path, cache)
+        if isinstance(data, dict) and isinstance(data.get("id"), str):
+            return data
+    return None
+
+
+def _users(user_dir: Path | None, cache: Path | None) -> list[dict[str, Any]]:
+    """The user's manifests that say an ``id`` (:func:`_said`), in the catalog's order."""
+    if user_dir is None or not os.path.isdir(user_dir):
+        return []
+    said = (_said(user_dir / name, cache) for name in _names(user_dir))
+    return [data for data in said if data is not None]
 
 
 def component_ids(user_dir: Path | None = None, cache: Path | None = None) -> list[str]:
-    """Each manifest's ``id`` as written (the catalog validates them when it loads)."""
-    return list(dict.fromkeys(data["id"] for data in _manifests(user_dir, cache)))
+    """The built-in components' ids (from their files' names), then each of the user's
+    manifests' ``id`` as written (the catalog validates them when it loads)."""
+    ids = list(builtin_ids())
+    return list(dict.fromkeys([*ids, *(data["id"] for data in _users(user_dir, cache))]))
 
 
 def variant_ids(
     component: str | None, user_dir: Path | None = None, cache: Path | None = None
 ) -> list[str]:
     """The variant ids ``component``'s manifest lists (every manifest's for ``None`` or an
-    unknown one), as written: ``install COMPONENT --variant <TAB>``."""
-    manifests = _manifests(user_dir, cache)
-    chosen = [m for m in manifests if m["id"] == component][:1] or manifests
+    unknown one), as written: ``install COMPONENT --variant <TAB>``. A built-in component's
+    is the only file read."""
+    builtin = builtin_ids()
+    if component in builtin:
+        chosen = [data for data in [_said(Path(builtin[component]), cache)] if data is not None]
+    else:
+        users = _users(user_dir, cache)
+        chosen = [m for m in users if m["id"] == component][:1]
+        if not chosen:
+            every = (_said(Path(file), cache) for file in builtin.values())
+            chosen = [data for data in every if data is not None] + users
     ids: list[str] = []
     for data in chosen:
         variants = data.get("variants")

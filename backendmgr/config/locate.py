@@ -8,9 +8,15 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["APP", "builtin_manifest_dir", "locate"]
+__all__ = ["APP", "CACHE", "USER_MANIFESTS", "builtin_folder", "builtin_manifest_dir", "locate"]
 
 APP = "backendmgr"
+
+USER_MANIFESTS = "manifests"
+"""The user's manifests: this folder beside the config file (SPEC §1)."""
+
+CACHE = "cache"
+"""The cache folder below the data home (SPEC §1)."""
 
 
 def locate(
@@ -35,8 +41,15 @@ def locate(
     )
 
 
+def builtin_folder() -> str:
+    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout
+    (a text, for <TAB>: listing them needs no :mod:`pathlib`)."""
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    bundled = os.path.join(package, "_manifests")
+    checkout = os.path.join(os.path.dirname(package), "manifests")
+    return bundled if os.path.isdir(bundled) else checkout
+
+
 def builtin_manifest_dir() -> Path:
-    """The shipped manifests: ``backendmgr/_manifests`` in a wheel, ``manifests/`` in a checkout."""
-    package = Path(__file__).resolve().parent.parent
-    bundled = package / "_manifests"
-    return bundled if bundled.is_dir() else package.parent / "manifests"
+    """:func:`builtin_folder` as a path."""
+    return Path(builtin_folder())

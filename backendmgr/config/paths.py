@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .locate import locate
+from .locate import CACHE, USER_MANIFESTS, locate
 
 __all__ = ["Paths"]
 
@@ -51,9 +51,9 @@ class Paths:
         return self.config_file.with_name(self.config_file.name + ".lock")
 
     # the folders SPEC §1 places below the config file's folder and below the data home
-    user_manifests = _Below("manifests", config=True)
+    user_manifests = _Below(USER_MANIFESTS, config=True)
     default_output = _Below("llama-swap.yaml", config=True)
     builds = _Below("builds")
     downloads = _Below("downloads")
-    cache = _Below("cache")
+    cache = _Below(CACHE)
     locks = _Below("locks")

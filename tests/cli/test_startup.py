@@ -44,6 +44,26 @@ def test_completing_a_component_reads_the_manifests_without_the_manager(
     assert loaded_after("__complete", "--", "install", "my")[0].split() == ["my-server"]
 
 
+def test_completing_a_built_in_component_parses_no_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: a built-in manifest's id is its file's name (the catalog refuses one that says
+    otherwise), so ``install <TAB>`` lists them without reading one; ``--variant <TAB>`` reads
+    the one manifest it names: its YAML, and once the catalog kept its parse, that parse."""
+    from backendmgr.catalog.manifest import load_catalog
+
+    monkeypatch.setenv("BACKENDMGR_CONFIG", str(tmp_path / "cfg" / "config.yaml"))
+    monkeypatch.setenv("BACKENDMGR_HOME", str(tmp_path / "home"))
+    out, loaded = loaded_after("__complete", "--", "install", "")
+    assert out.split() == load_catalog().ids() and loaded == []
+    variant = ("__complete", "--", "install", "vllm", "--variant", "")
+    out, loaded = loaded_after(*variant)
+    assert out.split() == ["cuda", "cpu", "rocm"] and loaded == ["ruamel.yaml"]
+    (tmp_path / "home").mkdir()
+    list(load_catalog(cache=tmp_path / "home" / "cache"))
+    assert loaded_after(*variant) == (out, [])
+
+
 def test_completing_a_build_reads_local_state_without_pydantic() -> None:
     out, loaded = loaded_after("__complete", "--", "activate", "")
     assert out.split() == []  # nothing installed in this fresh home

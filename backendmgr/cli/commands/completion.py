@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..parser import build_parser, usage_check
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ...manager import Manager
     from ..render import Renderer
 
@@ -237,6 +239,15 @@ def _local_ids(
     return mgr.local_names(kind)
 
 
+def _manifest_folders(config: str | None, home: str | None) -> tuple[Path, Path]:
+    """The user's manifests and the cache folder, found as :class:`...config.paths.Paths`
+    finds them but without making one (a dataclass: its module costs more than the <TAB>)."""
+    from ...config.locate import CACHE, USER_MANIFESTS, locate
+
+    config_file, data_home = locate(config, home)
+    return config_file.parent / USER_MANIFESTS, data_home / CACHE
+
+
 def _clean(name: str) -> bool:
     return bool(name) and name.isprintable()
 
@@ -271,14 +282,12 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
             if item == "kind:components":  # the commonest <TAB>: the manifests' ids, no pydantic
                 from ...catalog.files import component_ids
 
-                paths = where()
-                names += component_ids(paths.user_manifests, paths.cache)
+                names += component_ids(*_manifest_folders(config, home))
             elif item.startswith("kind:variants:"):
                 from ...catalog.files import variant_ids
 
                 _, _, component, prefix = item.split(":", 3)
-                paths = where()
-                found = variant_ids(component, paths.user_manifests, paths.cache)
+                found = variant_ids(component, *_manifest_folders(config, home))
                 names += [prefix + v for v in found]
             elif item.count(":") >= 3:  # an option's value: kind:KIND:COMPONENT:PREFIX
                 _, kind, _, prefix = item.split(":", 3)

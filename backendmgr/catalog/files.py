@@ -1,8 +1,5 @@
-"""Where manifests live, what each says as plain data, and their ids read without validating
-them: shell completion lists component ids at every <TAB>, and must not pay for pydantic, the
-YAML library or the whole catalog. A built-in manifest's id is its file's name (the catalog
-refuses one that says otherwise), so <TAB> lists those from the folder and reads only the
-user's manifests, and ``--variant <TAB>`` reads the one manifest it names.
+"""Where manifests live and what each says as plain data, read without validating it (the
+ids <TAB> offers are :mod:`.ids`'s).
 
 Parsing YAML in pure Python costs more than everything else a command does with the manifests,
 at every start, for files that change only with an upgrade, and so does pydantic's validation
@@ -16,36 +13,26 @@ other bytes are parsed and validated again.
 from __future__ import annotations
 
 import contextlib
-import os
 import stat
 from pathlib import Path
 from typing import Any
 
 from .._yaml import load_yaml, parser_name, read_limited
-from ..config.locate import builtin_folder, builtin_manifest_dir
+from ..config.locate import builtin_folder
 from ..errors import ConfigError
+from .ids import manifest_names
 
 __all__ = [
     "ManifestText",
-    "builtin_ids",
     "builtin_manifest_dir",
-    "component_ids",
     "manifest_files",
     "read_manifest",
-    "variant_ids",
 ]
 
 
-def _names(folder: str | os.PathLike[str]) -> list[str]:
-    """The manifests' file names in ``folder``, in the order the catalog loads them (``*.yaml``
-    sorted, then ``*.yml``); none when it cannot be listed."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return sorted(n for n in names if n.endswith(".yaml")) + sorted(
-        n for n in names if n.endswith(".yml")
-    )
+def builtin_manifest_dir() -> Path:
+    """The shipped manifests' folder (:func:`..config.locate.builtin_folder`)."""
+    return Path(builtin_folder())
 
 
 def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None) -> list[Path]:
@@ -53,17 +40,7 @@ def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None
     folders = [builtin_dir or builtin_manifest_dir()]
     if user_dir is not None and user_dir.is_dir():
         folders.append(user_dir)
-    return [folder / name for folder in folders for name in _names(folder)]
-
-
-def builtin_ids(builtin_dir: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """Each built-in component's id (its manifest's file name without the suffix, as the
-    catalog names it) and its file, in the catalog's order; no file is read."""
-    folder = builtin_folder() if builtin_dir is None else os.fspath(builtin_dir)
-    found: dict[str, str] = {}
-    for name in _names(folder):
-        found.setdefault(os.path.splitext(name)[0], os.path.join(folder, name))
-    return found
+    return [folder / name for folder in folders for name in manifest_names(folder)]
 
 
 def _kept_at(path: Path, cache: Path) -> Path | None:
@@ -148,53 +125,3 @@ def read_manifest(path: Path, cache: Path | None = None) -> Any:
     text = ManifestText.read(path, cache)
     kept = text.kept()
     return kept if kept is not None else text.parse()
-
-
-def _said(path: Path, cache: Path | None) -> dict[str, Any] | None:
-    """The manifest at ``path`` as written, when it can be read and has a string ``id``: a
-    file that cannot be read is left out rather than failing a completion, and a <TAB> reads
-    kept parses but writes none."""
-    with contextlib.suppress(Exception):
-        data = read_manifest(path, cache)
-        if isinstance(data, dict) and isinstance(data.get("id"), str):
-            return data
-    return None
-
-
-def _users(user_dir: Path | None, cache: Path | None) -> list[dict[str, Any]]:
-    """The user's manifests that say an ``id`` (:func:`_said`), in the catalog's order."""
-    if user_dir is None or not os.path.isdir(user_dir):
-        return []
-    said = (_said(user_dir / name, cache) for name in _names(user_dir))
-    return [data for data in said if data is not None]
-
-
-def component_ids(user_dir: Path | None = None, cache: Path | None = None) -> list[str]:
-    """The built-in components' ids (from their files' names), then each of the user's
-    manifests' ``id`` as written (the catalog validates them when it loads)."""
-    ids = list(builtin_ids())
-    return list(dict.fromkeys([*ids, *(data["id"] for data in _users(user_dir, cache))]))
-
-
-def variant_ids(
-    component: str | None, user_dir: Path | None = None, cache: Path | None = None
-) -> list[str]:
-    """The variant ids ``component``'s manifest lists (every manifest's for ``None`` or an
-    unknown one), as written: ``install COMPONENT --variant <TAB>``. A built-in component's
-    is the only file read."""
-    builtin = builtin_ids()
-    if component in builtin:
-        chosen = [data for data in [_said(Path(builtin[component]), cache)] if data is not None]
-    else:
-        users = _users(user_dir, cache)
-        chosen = [m for m in users if m["id"] == component][:1]
-        if not chosen:
-            every = (_said(Path(file), cache) for file in builtin.values())
-            chosen = [data for data in every if data is not None] + users
-    ids: list[str] = []
-    for data in chosen:
-        variants = data.get("variants")
-        for variant in variants if isinstance(variants, list) else []:
-            if isinstance(variant, dict) and isinstance(variant.get("id"), str):
-                ids.append(variant["id"])
-    return list(dict.fromkeys(ids))

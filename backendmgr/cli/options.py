@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ..errors import InvalidInput
 from ..limits import Bounds
 from ..requests import Arg, Request, args_of
-from .parser import usage_check
+from .parser import stand_in, usage_check
 
 __all__ = ["add_fields", "add_request", "as_typed", "kind_of", "made", "request_in"]
 
@@ -107,6 +107,8 @@ def add_fields(
     command makes besides its own (``verify --repair``, ``activate --canary``: see
     :func:`made`). ``unset``: an option not given stays None (its help names the request's
     default, which :func:`made` then applies), so the command can tell it was not given."""
+    if stand_in(parser):
+        return
     types = types or {}
     for name, arg in args_of(cls):
         if name in skip or not arg.cli:

@@ -27,6 +27,7 @@ __all__ = [
     "UsageError",
     "build_parser",
     "command_of",
+    "stand_in",
     "usage_check",
     "wants_json",
 ]
@@ -85,6 +86,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._operand_seen = False
         self._globals: tuple[argparse.Action, ...] = ()
+        self.stub = stub
         if not stub:  # a stand-in for a command not being run is never parsed with
             self._globals = _add_global_options(self, top=top)
 
@@ -154,6 +156,12 @@ def _command_parser(
         if sub is None or name not in sub.choices:
             return parser
         parser = sub.choices[name]
+
+
+def stand_in(parser: argparse.ArgumentParser) -> bool:
+    """Whether ``parser`` stands in for a command not being run (:func:`build_parser`): it is
+    never parsed with, so the arguments a command's module would add to it go unused."""
+    return isinstance(parser, _Parser) and parser.stub
 
 
 def usage_check(parser: argparse.ArgumentParser, check: Check) -> None:

@@ -40,7 +40,7 @@ class Paths:
     ) -> Paths:
         """Pick each location from the argument, else ``BACKENDMGR_*``, else platformdirs."""
         config_file, home_dir = locate(config, home, environ)
-        return cls(config_file=config_file, home=home_dir)
+        return cls(config_file=Path(config_file), home=Path(home_dir))
 
     @property
     def config_dir(self) -> Path:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from backendmgr.catalog.files import component_ids, manifest_files
+from backendmgr.catalog.files import manifest_files
+from backendmgr.catalog.ids import component_ids
 from backendmgr.catalog.manifest import load_catalog
 from backendmgr.errors import ConfigError
 

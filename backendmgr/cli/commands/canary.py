@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ... import requests
 from ...contract import args_of
 from ...errors import InvalidInput
-from ...requests import CanaryRequest
 from ..options import add_fields, made
-from ..parser import usage_check
+from ..parser import stand_in, usage_check
 
 if TYPE_CHECKING:
     from ...manager import Manager
@@ -21,7 +21,9 @@ __all__ = ["add_canary_options", "run_canary"]
 def add_canary_options(parser: argparse.ArgumentParser) -> None:
     """The canary's fields on ``activate`` and ``update``; ``--canary`` itself is optional
     there (without it, the command is a plain activate or update)."""
-    canary = dict(args_of(CanaryRequest))["models"]
+    if stand_in(parser):  # activate's or update's, while the other runs: its request unmade
+        return
+    canary = dict(args_of(requests.CanaryRequest))["models"]
     parser.add_argument(
         canary.flag or "--canary",
         dest="canary",
@@ -30,7 +32,7 @@ def add_canary_options(parser: argparse.ArgumentParser) -> None:
         metavar=canary.metavar,
         help=canary.text(),
     )
-    add_fields(parser, CanaryRequest, skip=("build", "models"), unset=True)
+    add_fields(parser, requests.CanaryRequest, skip=("build", "models"), unset=True)
     usage_check(parser, _canary_usage)
 
 
@@ -40,7 +42,7 @@ def _canary_usage(args: argparse.Namespace) -> str | None:
     if args.canary is None:
         stray = [
             arg.option(name)
-            for name, arg in args_of(CanaryRequest)
+            for name, arg in args_of(requests.CanaryRequest)
             if name not in ("build", "models") and getattr(args, name) is not None
         ]
         return f"{stray[0]} only applies with --canary" if stray else None
@@ -51,7 +53,12 @@ def _canary_usage(args: argparse.Namespace) -> str | None:
     if args.force:
         return "--force does not apply with --canary: a promotion keeps no flag the build lacks"
     try:  # the canary's own limits, before anything is installed (update's build: not yet)
-        made(args, CanaryRequest, build=getattr(args, "build", None) or "-", models=args.canary)
+        made(
+            args,
+            requests.CanaryRequest,
+            build=getattr(args, "build", None) or "-",
+            models=args.canary,
+        )
     except InvalidInput as exc:
         return str(exc)
     return None
@@ -73,7 +80,7 @@ async def run_canary(mgr: Manager, args: argparse.Namespace, out: Renderer, buil
     """Canary ``build`` (``activate``'s operand, or the build ``update`` installed)."""
     from ...api_models import dump
 
-    request = made(args, CanaryRequest, build=build, models=args.canary)
+    request = made(args, requests.CanaryRequest, build=build, models=args.canary)
 
     def shown(model: str, build: str, n: int, run: Any) -> None:
         from ...measure.bench import run_line

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..parser import build_parser, usage_check
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ...manager import Manager
     from ..render import Renderer
 
@@ -239,15 +237,6 @@ def _local_ids(
     return mgr.local_names(kind)
 
 
-def _manifest_folders(config: str | None, home: str | None) -> tuple[Path, Path]:
-    """The user's manifests and the cache folder, found as :class:`...config.paths.Paths`
-    finds them but without making one (a dataclass: its module costs more than the <TAB>)."""
-    from ...config.locate import CACHE, USER_MANIFESTS, locate
-
-    config_file, data_home = locate(config, home)
-    return config_file.parent / USER_MANIFESTS, data_home / CACHE
-
-
 def _clean(name: str) -> bool:
     return bool(name) and name.isprintable()
 
@@ -280,14 +269,16 @@ def complete_now(args: argparse.Namespace, stdout: TextIO, mgr: Manager | None =
 
         for item in kinds:
             if item == "kind:components":  # the commonest <TAB>: the manifests' ids, no pydantic
-                from ...catalog.files import component_ids
+                from ...catalog.ids import component_ids
+                from ...config.locate import manifest_folders
 
-                names += component_ids(*_manifest_folders(config, home))
+                names += component_ids(*manifest_folders(config, home))
             elif item.startswith("kind:variants:"):
-                from ...catalog.files import variant_ids
+                from ...catalog.ids import variant_ids
+                from ...config.locate import manifest_folders
 
                 _, _, component, prefix = item.split(":", 3)
-                found = variant_ids(component, *_manifest_folders(config, home))
+                found = variant_ids(component, *manifest_folders(config, home))
                 names += [prefix + v for v in found]
             elif item.count(":") >= 3:  # an option's value: kind:KIND:COMPONENT:PREFIX
                 _, kind, _, prefix = item.split(":", 3)

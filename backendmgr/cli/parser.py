@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeAlias
 
 from .._version import __version__
-from ..errors import close_matches, did_you_mean
 from . import commands
 
 # A check of a command's arguments together (``--platform`` needs ``--dry-run``): the usage
@@ -119,6 +118,8 @@ class _Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         command = _command_parser(self, parsed)
         if extras:
+            from ..errors import close_matches, did_you_mean
+
             known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
             flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
             best = close_matches(flags[0], known, limit=1) if flags else []  # one, not three
@@ -139,6 +140,8 @@ class _Parser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
         if choices is not None and value not in choices:
+            from ..errors import did_you_mean  # a mistake's words: not loaded by --help
+
             names = [str(c) for c in choices if not str(c).startswith("__")]  # hidden ones
             hint = did_you_mean(str(value), names) or f"; choose from {', '.join(names)}"
             if isinstance(action, argparse._SubParsersAction):

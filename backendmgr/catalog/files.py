@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .._yaml import load_yaml, parser_name, read_limited
-from ..config.locate import builtin_folder
+from ..config.locate import builtin_folder, manifest_names
 from ..errors import ConfigError
-from .ids import manifest_names
 
 __all__ = [
     "ManifestText",

@@ -13,21 +13,9 @@ import contextlib
 import os
 from typing import Any
 
-from ..config.locate import builtin_folder
+from ..config.locate import builtin_folder, manifest_names
 
-__all__ = ["builtin_ids", "component_ids", "manifest_names", "variant_ids"]
-
-
-def manifest_names(folder: str | os.PathLike[str]) -> list[str]:
-    """The manifests' file names in ``folder``, in the order the catalog loads them (``*.yaml``
-    sorted, then ``*.yml``); none when it cannot be listed."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return sorted(n for n in names if n.endswith(".yaml")) + sorted(
-        n for n in names if n.endswith(".yml")
-    )
+__all__ = ["builtin_ids", "component_ids", "variant_ids"]
 
 
 def builtin_ids(builtin_dir: str | os.PathLike[str] | None = None) -> dict[str, str]:

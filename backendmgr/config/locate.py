@@ -14,6 +14,7 @@ __all__ = [
     "builtin_folder",
     "locate",
     "manifest_folders",
+    "manifest_names",
 ]
 
 APP = "backendmgr"
@@ -68,3 +69,15 @@ def builtin_folder() -> str:
     bundled = os.path.join(package, "_manifests")
     checkout = os.path.join(os.path.dirname(package), "manifests")
     return bundled if os.path.isdir(bundled) else checkout
+
+
+def manifest_names(folder: str | os.PathLike[str]) -> list[str]:
+    """The manifests' file names in ``folder``, in the order the catalog loads them (``*.yaml``
+    sorted, then ``*.yml``); none when it cannot be listed."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.endswith(".yaml")) + sorted(
+        n for n in names if n.endswith(".yml")
+    )

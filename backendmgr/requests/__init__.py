@@ -14,7 +14,8 @@ that one declaration:
   (``__pydantic_config__`` refuses unknown keys; pydantic calls ``__post_init__``), and its
   OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
 
-Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …)
+Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …;
+``install``, ``releases`` and ``list`` one each, as the commands <TAB> and reads run most)
 and this package loads a request's module when the request is first named: making the classes
 is most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
 """
@@ -26,20 +27,16 @@ from ..lazy import loader
 
 if TYPE_CHECKING:
     from ._shared import MAX_BUILDS, MAX_COMPONENTS, MAX_MODELS
-    from .builds import (
-        ActivateRequest,
-        DoctorRequest,
-        InstallRequest,
-        ListRequest,
-        ReleasesQuery,
-        UninstallRequest,
-    )
+    from .builds import ActivateRequest, DoctorRequest, UninstallRequest
     from .checks import CanaryRequest, VerifyRequest
+    from .install import InstallRequest
+    from .listing import ListRequest
     from .lock import FetchRequest, LockRequest, SyncRequest
     from .models import CmdRequest, GenerateRequest, ModelsDirRequest
     from .overrides import SetRequest, UnsetRequest
     from .pins import PinRequest, UnpinRequest
     from .registry import AddBackendRequest, DefaultRequest, RemoveBackendRequest
+    from .releases import ReleasesQuery
     from .serve import ServeRequest
     from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
 
@@ -88,8 +85,8 @@ _WHERE = {
     "DoctorRequest": "builds",
     "FetchRequest": "lock",
     "GenerateRequest": "models",
-    "InstallRequest": "builds",
-    "ListRequest": "builds",
+    "InstallRequest": "install",
+    "ListRequest": "listing",
     "LockRequest": "lock",
     "MAX_BUILDS": "_shared",
     "MAX_COMPONENTS": "_shared",
@@ -97,7 +94,7 @@ _WHERE = {
     "ModelsDirRequest": "models",
     "PinRequest": "pins",
     "PruneRequest": "upkeep",
-    "ReleasesQuery": "builds",
+    "ReleasesQuery": "releases",
     "RemoveBackendRequest": "registry",
     "ServeRequest": "serve",
     "SetRequest": "overrides",

@@ -75,6 +75,26 @@ def test_completing_a_build_reads_local_state_without_pydantic() -> None:
     assert loaded == []  # receipts are records, read back strictly (issue 30)
 
 
+def test_a_command_makes_only_its_own_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: making a request class is most of a <TAB>'s cost, so ``install <TAB>`` builds
+    install's parser from its request alone and ``list`` makes its own: neither a sibling's in
+    the same command module nor a canary's."""
+    from backendmgr import requests
+
+    _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
+    modules = {m for m in requests._WHERE.values() if not m.startswith("_")}
+    groups = tuple(sorted(f"backendmgr.requests.{m}" for m in modules))
+    for argv, wanted in (
+        (("__complete", "--", "install", ""), "install"),
+        (("__complete", "--", "install", "--"), "install"),
+        (("list",), "listing"),
+    ):
+        out, loaded = loaded_after(*argv, heavy=groups)
+        assert out.strip() and loaded == [f"backendmgr.requests.{wanted}"], argv
+
+
 def test_the_command_table_is_what_the_modules_build() -> None:
     """``--help`` and unknown commands read the table; a run builds one command's parser."""
     from backendmgr.cli.commands import COMMANDS

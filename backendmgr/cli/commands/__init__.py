@@ -2,7 +2,9 @@
 
 ``COMMANDS`` is the table of every command (its module and its help, in ``--help`` order): a
 run builds only its own command's parser from the module, and a stand-in carrying the help for
-each of the others, since building all ~35 costs more than the interpreter's start-up.
+each of the others, since building all ~35 costs more than the interpreter's start-up. A
+module whose ``PARSERS`` maps each of its commands to the function that adds its parser has
+that one function called; any other module's ``register`` builds its siblings as throwaways.
 ``tests/cli/test_startup.py`` holds it to what the modules build.
 """
 
@@ -83,7 +85,11 @@ def register(sub: argparse._SubParsersAction[Any], only: str | None = None) -> N
             if module_name not in done:
                 done.add(module_name)
                 module = importlib.import_module(f".{module_name}", __name__)
-                module.register(sub if only is None else _Only(sub, name))
+                own = getattr(module, "PARSERS", {})  # a module that builds each on its own
+                if only is not None and name in own:
+                    own[name](sub)
+                else:
+                    module.register(sub if only is None else _Only(sub, name))
             continue
         if stand_in is None:
             stand_in = sub._parser_class(add_help=False, stub=True)

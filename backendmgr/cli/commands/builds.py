@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...requests import (
-    ActivateRequest,
-    DoctorRequest,
-    InstallRequest,
-    ListRequest,
-    ReleasesQuery,
-    UninstallRequest,
-)
+from ... import requests
 from ...units import format_size
 from ..options import add_request, request_in
+from .canary import add_canary_options, run_canary
 from .common import command, report, table
 
 if TYPE_CHECKING:
@@ -22,29 +17,57 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def _catalog(sub: argparse._SubParsersAction[Any]) -> None:
     command(sub, "catalog", catalog, help="components, variants here, suggested variant and why")
 
+
+def _releases(sub: argparse._SubParsersAction[Any]) -> None:
     r = command(sub, "releases", releases, help="recent versions and the variants each ships here")
-    add_request(r, ReleasesQuery)
+    add_request(r, requests.ReleasesQuery)
 
+
+def _install(sub: argparse._SubParsersAction[Any]) -> None:
     i = command(sub, "install", install, help="install a build (VERSION defaults to the latest)")
-    add_request(i, InstallRequest)
+    add_request(i, requests.InstallRequest)
 
+
+def _uninstall(sub: argparse._SubParsersAction[Any]) -> None:
     u = command(sub, "uninstall", uninstall, help="remove installed builds (all or none)")
-    add_request(u, UninstallRequest)
+    add_request(u, requests.UninstallRequest)
 
+
+def _activate(sub: argparse._SubParsersAction[Any]) -> None:
     a = command(sub, "activate", activate, help="switch the activated build of a component")
-    add_request(a, ActivateRequest)
-    from .canary import add_canary_options
-
+    add_request(a, requests.ActivateRequest)
     add_canary_options(a)
 
-    li = command(sub, "list", list_builds, help="installed builds")
-    add_request(li, ListRequest)
 
+def _list(sub: argparse._SubParsersAction[Any]) -> None:
+    li = command(sub, "list", list_builds, help="installed builds")
+    add_request(li, requests.ListRequest)
+
+
+def _doctor(sub: argparse._SubParsersAction[Any]) -> None:
     d = command(sub, "doctor", doctor, help="registry vs disk, stale pins, leftovers")
-    add_request(d, DoctorRequest)
+    add_request(d, requests.DoctorRequest)
+
+
+PARSERS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
+    "catalog": _catalog,
+    "releases": _releases,
+    "install": _install,
+    "uninstall": _uninstall,
+    "activate": _activate,
+    "list": _list,
+    "doctor": _doctor,
+}
+"""Each command's parser on its own (:func:`..commands.register` builds the one being run):
+naming a request makes its class, and a run makes only its own command's."""
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    for add in PARSERS.values():
+        add(sub)
 
 
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -79,7 +102,7 @@ def _here(variant: str, runs: bool) -> str:
 async def releases(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return table(
         out,
-        await mgr.releases(request_in(args, ReleasesQuery)),
+        await mgr.releases(request_in(args, requests.ReleasesQuery)),
         ["tag", "published", "pre", "variants here", "installed"],
         lambda r: [
             r.tag,
@@ -99,7 +122,7 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
     started = time.monotonic()
     with ProgressView(out) as view:
-        outcome = await mgr.install(request_in(args, InstallRequest), on_event=view)
+        outcome = await mgr.install(request_in(args, requests.InstallRequest), on_event=view)
     summary = install_summary(outcome, time.monotonic() - started, view)
     if summary:
         out.note(summary)
@@ -107,21 +130,19 @@ async def install(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.uninstall(request_in(args, UninstallRequest)))
+    return report(out, await mgr.uninstall(request_in(args, requests.UninstallRequest)))
 
 
 async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if args.canary:
-        from .canary import run_canary
-
         return await run_canary(mgr, args, out, args.build)
-    return report(out, await mgr.activate(request_in(args, ActivateRequest)))
+    return report(out, await mgr.activate(request_in(args, requests.ActivateRequest)))
 
 
 def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return table(
         out,
-        mgr.list_builds(request_in(args, ListRequest)),
+        mgr.list_builds(request_in(args, requests.ListRequest)),
         ["build", "version", "variant", "activated", "pinned by", "size", "path"],
         lambda r: [
             r.id,
@@ -139,7 +160,7 @@ def list_builds(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 async def doctor(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    result = await mgr.doctor(request_in(args, DoctorRequest))
+    result = await mgr.doctor(request_in(args, requests.DoctorRequest))
     if out.json_mode:
         out.document(dump(result))
     else:

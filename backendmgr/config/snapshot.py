@@ -3,9 +3,9 @@
 Parsing the YAML round-trip (ruamel, the safety checks, line numbers for errors) and validating
 it (pydantic) cost more than everything a read does with the result. So each time the config is
 parsed or written, the settings it validated to are kept as JSON in ``.<config name>.parsed.json``
-beside it, stamped with a format version, backendmgr's and the YAML parser's versions and the
-SHA-256 of the config file's own bytes and its identity (device, inode). A read of that very
-file whose bytes hash the same reads those settings back strictly (:func:`..record.load`, no
+beside it, stamped with a format version, backendmgr's and the YAML parser's versions, the
+config file's own bytes and its identity (device, inode). A read of that very file whose bytes
+are the same reads those settings back strictly (:func:`..record.load`, no
 pydantic) instead of parsing the YAML; any other file (edited by hand, by another version, half
 written, or a snapshot that came beside a copy of the config) is parsed again and the snapshot
 rewritten. Only the config's parse is cached: the GPU, ``PATH``, folders and clock stay live.
@@ -18,7 +18,6 @@ changed), kept wherever its owner chooses.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -36,7 +35,9 @@ __all__ = [
     "snapshot_path",
 ]
 
-FORMAT = 3  # 2: the validated settings, not the parsed YAML; 3: stamped with the source's inode
+FORMAT = 4
+# 2: the validated settings, not the parsed YAML; 3: stamped with the source's inode; 4: with the
+# source's bytes themselves, not their SHA-256 (hashlib's OpenSSL was a fifth of a read's start)
 
 MAX_BYTES = 32 << 20  # a bigger snapshot is ignored: the YAML is parsed instead
 
@@ -49,14 +50,15 @@ def _stamp(raw: bytes, parser: str, source: os.stat_result) -> dict[str, Any]:
     """What a snapshot was made from: these bytes, by this parser, in this very file. The
     file's identity (device, inode) makes a snapshot that arrived with a copy of its source (a
     cloned dotfiles repository, an unpacked archive, a restored backup) no snapshot: the YAML a
-    person reviewed decides, never a hidden file that came beside it."""
-    digest = hashlib.sha256(raw).hexdigest()
+    person reviewed decides, never a hidden file that came beside it. The bytes are kept as
+    they are (each byte one character: JSON holds any), not as a digest: comparing a config's
+    few kilobytes is exact and costs less than loading a hash function."""
     file = [source.st_dev, source.st_ino]
     return {
         "format": FORMAT,
         "backendmgr": __version__,
         "parser": parser,
-        "sha256": digest,
+        "source": raw.decode("latin-1"),
         "file": file,
     }
 

@@ -82,7 +82,7 @@ def test_a_forged_kept_parse_is_not_believed(tmp_path: Path) -> None:
     cache, user = homes(tmp_path)
     list(load_catalog(user, cache=cache))
     for path in kept(cache):
-        path.write_text(path.read_text().replace('"sha256": "', '"sha256": "0'))
+        path.write_text(path.read_text().replace('"source": "', '"source": "#'))
         path.write_text(path.read_text().replace('"mytool"', '"forged"'))
     assert read_all(user, cache=cache)[-1] == "mytool"
     assert "forged" not in "".join(p.read_text() for p in kept(cache))

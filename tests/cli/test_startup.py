@@ -232,6 +232,8 @@ def test_reads_and_an_edit_load_neither_pydantic_nor_an_event_loop(
     ):
         out, loaded = loaded_after(*argv, heavy=heavy)
         assert out.strip() and loaded == [], argv
+    for argv in (("list",), ("backends",)):  # the snapshot is stamped with the config's bytes
+        assert loaded_after(*argv, heavy=("hashlib",))[1] == [], argv  # no OpenSSL to load
     # ``set`` validates the values a person typed (pydantic); ``pin`` names a row, and needs
     # only the lock, the loop and the YAML library it edits with
     out, loaded = loaded_after("pin", "tiny-q4_k_m", "mine", heavy=heavy)

@@ -16,7 +16,7 @@ from .limits import Bounds
 __all__ = ["Arg", "Request", "args_of"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Arg:
     """One field's declaration beyond its type and default: the help (the CLI's ``--help`` and
     the API schema's description), how the command line gives it, and its limits.

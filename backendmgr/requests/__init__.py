@@ -29,13 +29,14 @@ if TYPE_CHECKING:
     from ._shared import MAX_BUILDS, MAX_COMPONENTS, MAX_MODELS
     from .builds import ActivateRequest, DoctorRequest, UninstallRequest
     from .checks import CanaryRequest, VerifyRequest
+    from .default import DefaultRequest
     from .install import InstallRequest
     from .listing import ListRequest
     from .lock import FetchRequest, LockRequest, SyncRequest
     from .models import CmdRequest, GenerateRequest, ModelsDirRequest
     from .overrides import SetRequest, UnsetRequest
     from .pins import PinRequest, UnpinRequest
-    from .registry import AddBackendRequest, DefaultRequest, RemoveBackendRequest
+    from .registry import AddBackendRequest, RemoveBackendRequest
     from .releases import ReleasesQuery
     from .serve import ServeRequest
     from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
@@ -81,7 +82,7 @@ _WHERE = {
     "CacheCleanRequest": "upkeep",
     "CanaryRequest": "checks",
     "CmdRequest": "models",
-    "DefaultRequest": "registry",
+    "DefaultRequest": "default",
     "DoctorRequest": "builds",
     "FetchRequest": "lock",
     "GenerateRequest": "models",

@@ -1,4 +1,5 @@
-"""The registry's rows: ``backends add|remove`` and ``default``."""
+"""The registry's manual rows: ``backends add|remove`` (``default`` has its own module: a
+``backends`` read makes these two, ``default`` its one)."""
 
 from dataclasses import dataclass
 from typing import Annotated
@@ -6,7 +7,7 @@ from typing import Annotated
 from ..contract import Arg, Request
 from ._shared import MAX_PATH, NO_GENERATE
 
-__all__ = ["AddBackendRequest", "DefaultRequest", "RemoveBackendRequest"]
+__all__ = ["AddBackendRequest", "RemoveBackendRequest"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,10 +26,4 @@ class AddBackendRequest(Request):
 @dataclass(frozen=True, kw_only=True)
 class RemoveBackendRequest(Request):
     id: Annotated[str, Arg("a manual row id from 'backendmgr backends'", positional=True)]
-    generate: Annotated[bool, NO_GENERATE] = True
-
-
-@dataclass(frozen=True, kw_only=True)
-class DefaultRequest(Request):
-    row: Annotated[str, Arg("a row id from 'backendmgr backends'", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -107,6 +108,11 @@ def test_the_command_table_is_what_the_modules_build() -> None:
     assert {name: helps.get(name) for name in sub.choices} == {
         name: help_text for name, (_, help_text) in COMMANDS.items()
     }
+    for module_name in {module for module, _ in COMMANDS.values()}:
+        module = importlib.import_module(f"backendmgr.cli.commands.{module_name}")
+        own = getattr(module, "PARSERS", None)  # each of its commands' parser on its own
+        listed = [name for name, (where, _) in COMMANDS.items() if where == module_name]
+        assert own is None or list(own) == listed, module_name
     lazy = build_parser(["--help"])
     assert lazy.format_help() == full.format_help()
     one = build_parser(["--json", "install", "llama-server"])

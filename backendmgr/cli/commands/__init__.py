@@ -3,8 +3,9 @@
 ``COMMANDS`` is the table of every command (its module and its help, in ``--help`` order): a
 run builds only its own command's parser from the module, and a stand-in carrying the help for
 each of the others, since building all ~35 costs more than the interpreter's start-up. A
-module whose ``PARSERS`` maps each of its commands to the function that adds its parser has
-that one function called; any other module's ``register`` builds its siblings as throwaways.
+module's ``PARSERS`` maps each of its commands to the function that adds its parser (only the
+one being run is called); a module's ``register`` instead adds them all, its siblings' as
+throwaways when one runs.
 ``tests/cli/test_startup.py`` holds it to what the modules build.
 """
 
@@ -85,9 +86,10 @@ def register(sub: argparse._SubParsersAction[Any], only: str | None = None) -> N
             if module_name not in done:
                 done.add(module_name)
                 module = importlib.import_module(f".{module_name}", __name__)
-                own = getattr(module, "PARSERS", {})  # a module that builds each on its own
-                if only is not None and name in own:
-                    own[name](sub)
+                own = getattr(module, "PARSERS", None)  # a module that builds each on its own
+                if own is not None:
+                    for add in own.values() if only is None else [own[name]]:
+                        add(sub)
                 else:
                     module.register(sub if only is None else _Only(sub, name))
             continue

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...requests import AddBackendRequest, DefaultRequest, RemoveBackendRequest
+from ... import requests
 from ..options import add_request, request_in
 from .common import command, report
 
@@ -14,18 +15,27 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def _backends(sub: argparse._SubParsersAction[Any]) -> None:
     p = command(
         sub, "backends", list_backends, help="the registry in order; add or remove manual rows"
     )
     actions = p.add_subparsers(dest="backends_action", metavar="ACTION", parser_class=type(p))
     add = command(actions, "add", add_backend, help="append a manual row")
-    add_request(add, AddBackendRequest, types={"kind": _kind})
+    add_request(add, requests.AddBackendRequest, types={"kind": _kind})
     remove = command(actions, "remove", remove_backend, help="remove a manual row")
-    add_request(remove, RemoveBackendRequest)
+    add_request(remove, requests.RemoveBackendRequest)
 
+
+def _default(sub: argparse._SubParsersAction[Any]) -> None:
     d = command(sub, "default", set_default, help="make ROW the ★ of every class its kind serves")
-    add_request(d, DefaultRequest)
+    add_request(d, requests.DefaultRequest)
+
+
+PARSERS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
+    "backends": _backends,
+    "default": _default,
+}
+"""Each command's parser on its own: a run makes only its own command's requests."""
 
 
 def _kind(text: str) -> str:
@@ -74,12 +84,12 @@ def list_backends(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def add_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.add_backend(request_in(args, AddBackendRequest)))
+    return report(out, await mgr.add_backend(request_in(args, requests.AddBackendRequest)))
 
 
 async def remove_backend(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.remove_backend(request_in(args, RemoveBackendRequest)))
+    return report(out, await mgr.remove_backend(request_in(args, requests.RemoveBackendRequest)))
 
 
 async def set_default(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.set_default(request_in(args, DefaultRequest)))
+    return report(out, await mgr.set_default(request_in(args, requests.DefaultRequest)))

@@ -65,11 +65,6 @@ PARSERS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
 naming a request makes its class, and a run makes only its own command's."""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    for add in PARSERS.values():
-        add(sub)
-
-
 async def catalog(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     rows = await mgr.catalog_info()
     if not out.json_mode:

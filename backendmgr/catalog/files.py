@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +46,12 @@ def manifest_files(user_dir: Path | None = None, builtin_dir: Path | None = None
 def _kept_at(path: Path, cache: Path) -> Path | None:
     """Where ``path``'s parse is kept below ``cache`` (one file per manifest path, so an edit
     replaces it), or ``None`` when anything but a plain file and folder sits there: a file of
-    ours is never read or written through a link we did not make (nor a FIFO opened)."""
-    import hashlib
-
-    name = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()
-    kept = cache / "manifests" / f"{name[:32]}.json"
+    ours is never read or written through a link we did not make (nor a FIFO opened). The
+    name only picks the slot (a CRC of the path, no hash function to load): what is kept is
+    believed only for the exact bytes and file its stamp names, so two paths that shared a
+    slot would cost each other a parse, never a wrong manifest."""
+    name = zlib.crc32(str(path.absolute()).encode("utf-8", "surrogateescape"))
+    kept = cache / "manifests" / f"{name:08x}.json"
     try:
         if kept.parent.is_symlink() or not stat.S_ISREG(kept.lstat().st_mode):
             return None

@@ -21,7 +21,7 @@ __all__ = ["add_canary_options", "run_canary"]
 def add_canary_options(parser: argparse.ArgumentParser) -> None:
     """The canary's fields on ``activate`` and ``update``; ``--canary`` itself is optional
     there (without it, the command is a plain activate or update)."""
-    if stand_in(parser):  # activate's or update's, while the other runs: its request unmade
+    if stand_in(parser):  # update's, while a sibling in its module runs: its request unmade
         return
     canary = dict(args_of(requests.CanaryRequest))["models"]
     parser.add_argument(

@@ -213,6 +213,7 @@ async def _download_streaming(
     unpack_as = stream_zip if archive_format(asset.name) == "zip" else extract_stream
 
     def unpack() -> None:
+        cpu = time.thread_time()  # against "unpack": the rest waited for the GIL or a core
         try:
             assert asset.size is not None
             with stages.timed("unpack"):
@@ -226,6 +227,7 @@ async def _download_streaming(
         finally:
             follower.close()
             ended[1] = time.perf_counter()
+            stages.add("unpack_cpu", time.thread_time() - cpu)
 
     async def download_then_finish() -> None:
         ok = False

@@ -382,7 +382,11 @@ async def install_archive(
                 )
                 for a in plan.choice.assets
             ]
+            # The archive is unpacked and checked: it goes before the commit's file-system
+            # sync, which would otherwise write its pages to the disk only for them to be
+            # freed (as many bytes again as the build's, on every install).
             with stages.timed("commit"):
+                _discard_all(parts)
                 receipt = await commit_staged(
                     store, plan, staging, exe, capabilities, assets=records
                 )
@@ -392,7 +396,6 @@ async def install_archive(
             if isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class()):
                 _discard_all(parts)  # refused or failed: the verified archive goes too
             raise
-        _discard_all(parts)
         stages.add("install", time.perf_counter() - began)
         stages.save()
         return receipt

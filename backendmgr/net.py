@@ -167,6 +167,8 @@ def _transport_per_scheme() -> httpx.AsyncBaseTransport:
 
     import httpx
 
+    from ._wide_reads import wide_reads
+
     class PerScheme(httpx.AsyncBaseTransport):
         def __init__(self) -> None:
             self._made: dict[str, httpx.AsyncHTTPTransport] = {}
@@ -175,9 +177,11 @@ def _transport_per_scheme() -> httpx.AsyncBaseTransport:
             made = self._made.get(scheme)
             if made is None:
                 if scheme == "https":
-                    made = httpx.AsyncHTTPTransport()
+                    made = wide_reads(httpx.AsyncHTTPTransport())
                 else:
-                    made = httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+                    made = wide_reads(
+                        httpx.AsyncHTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+                    )
                 self._made[scheme] = made
             return made
 

@@ -433,6 +433,7 @@ STAGE_NAMES = {
     "download": "download",
     "hash": "of which hashing",
     "unpack": "unpack (overlapping the download)",
+    "unpack_cpu": "of which the unpacking thread's CPU (the rest: waiting for a core or the GIL)",
     "unpack_wait": "of which waiting for data",
     "inflate": "of which inflating",
     "tar_headers": "of which tar headers",

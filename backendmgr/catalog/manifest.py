@@ -207,9 +207,18 @@ class Catalog:
 
 def parse_manifest(data: Any, source: str) -> Manifest:
     """What a person wrote (a manifest's parsed YAML) as a :class:`Manifest`, validated;
-    a problem is one :class:`ConfigError` naming ``source`` and the field."""
+    a problem is one :class:`ConfigError` naming ``source`` and the field.
+
+    The strict reader (:func:`~backendmgr.record.load`) tries first: what it accepts, pydantic
+    accepts as the same manifest (it converts only an int to a float, as pydantic does, and
+    runs the same checks), and it costs no pydantic import nor schema (0.1 s of an install's
+    start-up in a fresh home). Anything it refuses goes to pydantic, for its lax reading and
+    its error message."""
+    data = pypi_variants_install_anywhere(data)
+    with contextlib.suppress(Invalid):
+        return load(Manifest, data, source)
     try:
-        return validate(Manifest, pypi_variants_install_anywhere(data))
+        return validate(Manifest, data)
     except ValueError as exc:
         from pydantic import ValidationError  # loaded by validate
 

@@ -213,6 +213,7 @@ async def _download_streaming(
     unpack_as = stream_zip if archive_format(asset.name) == "zip" else extract_stream
 
     def unpack() -> None:
+        cpu = time.thread_time()  # against "unpack": the rest waited for the GIL or a core
         try:
             assert asset.size is not None
             with stages.timed("unpack"):
@@ -226,6 +227,7 @@ async def _download_streaming(
         finally:
             follower.close()
             ended[1] = time.perf_counter()
+            stages.add("unpack_cpu", time.thread_time() - cpu)
 
     async def download_then_finish() -> None:
         ok = False
@@ -380,7 +382,11 @@ async def install_archive(
                 )
                 for a in plan.choice.assets
             ]
+            # The archive is unpacked and checked: it goes before the commit's file-system
+            # sync, which would otherwise write its pages to the disk only for them to be
+            # freed (as many bytes again as the build's, on every install).
             with stages.timed("commit"):
+                _discard_all(parts)
                 receipt = await commit_staged(
                     store, plan, staging, exe, capabilities, assets=records
                 )
@@ -390,7 +396,6 @@ async def install_archive(
             if isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class()):
                 _discard_all(parts)  # refused or failed: the verified archive goes too
             raise
-        _discard_all(parts)
         stages.add("install", time.perf_counter() - began)
         stages.save()
         return receipt

@@ -169,22 +169,44 @@ class StreamedZip:
 
 class _Ahead:
     """The archive's bytes in order, counted, with what an inflater read past its member's
-    end handed back."""
+    end handed back.
+
+    The source is read :data:`IN_CHUNK` at a time and small reads (a member's 30-byte header,
+    its name, a small member's data) are served from that piece: each read of the source is a
+    lock and two system calls on the part file (issue 34: six of them per member before)."""
 
     def __init__(self, src: Source) -> None:
         self._src = src
-        self._back = b""
+        self._buf = b""
+        self._at = 0  # what of ``_buf`` is handed out
         self.pos = 0
+
+    def some(self, n: int) -> bytes:
+        """The next bytes, at most ``n`` (none only at the end): what is left of the piece
+        read ahead, else a read of ``n`` (a large one) or of a piece."""
+        have = len(self._buf) - self._at
+        if not have:
+            if n >= IN_CHUNK:
+                out = self._src.read(n)
+                self.pos += len(out)
+                return out
+            self._buf, self._at = self._src.read(IN_CHUNK), 0
+            have = len(self._buf)
+        k = min(n, have)
+        out = self._buf if k == len(self._buf) else self._buf[self._at : self._at + k]
+        self._at += k
+        self.pos += k
+        return out
 
     def read(self, n: int) -> bytes:
         """``n`` bytes, fewer only at the end."""
-        if self._back:
-            out, self._back = self._back[:n], self._back[n:]
-            if len(out) < n:
-                out += self._src.read(n - len(out))
-        else:
-            out = self._src.read(n)
-        self.pos += len(out)
+        out = self.some(n)
+        if 0 < len(out) < n:
+            parts, got = [out], len(out)
+            while got < n and (more := self.some(n - got)):
+                parts.append(more)
+                got += len(more)
+            out = b"".join(parts)
         return out
 
     def exactly(self, n: int) -> bytes:
@@ -196,13 +218,13 @@ class _Ahead:
     def skip(self, n: int) -> None:
         """Drop the next ``n`` bytes, a bounded piece at a time."""
         while n > 0:
-            got = len(self.read(min(n, IN_CHUNK)))
+            got = len(self.some(min(n, IN_CHUNK)))
             if not got:
                 raise _NotStreamable("the archive ends inside a member")
             n -= got
 
     def unread(self, data: bytes) -> None:
-        self._back = data + self._back
+        self._buf, self._at = data + self._buf[self._at :], 0
         self.pos -= len(data)
 
 
@@ -290,7 +312,7 @@ def _descriptor(reader: _Ahead) -> tuple[int, int, int]:
 def _stored(reader: _Ahead, size: int, sums: list[int]) -> Iterator[bytes]:
     left = size
     while left:
-        piece = reader.read(min(OUT_CHUNK, left))
+        piece = reader.some(min(OUT_CHUNK, left))
         if not piece:
             raise _NotStreamable("the archive ends inside a member")
         left -= len(piece)
@@ -308,7 +330,7 @@ def _inflated(reader: _Ahead, size_c: int | None, sums: list[int]) -> Iterator[b
         data = b""
         if decoder.needs_input:
             want = IN_CHUNK if left is None else min(IN_CHUNK, left)
-            data = reader.read(want) if want else b""
+            data = reader.some(want) if want else b""
             if not data:
                 raise _NotStreamable("a member ends before its end marker")
             if left is not None:

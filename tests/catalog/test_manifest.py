@@ -4,8 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from backendmgr.catalog.manifest import load_catalog
+from backendmgr.catalog.files import builtin_manifest_dir, read_manifest
+from backendmgr.catalog.manifest import (
+    Manifest,
+    load_catalog,
+    parse_manifest,
+    pypi_variants_install_anywhere,
+)
 from backendmgr.errors import ConfigError
+from backendmgr.record import validate
 
 
 def test_builtin_manifests_load() -> None:
@@ -85,3 +92,20 @@ def test_a_kept_parse_serves_the_same_bytes_and_every_manifest_is_still_validate
     for _ in range(2):  # refused when parsed, and again when its parse is kept
         with pytest.raises(ConfigError, match="field colour: Extra inputs"):
             list(load_catalog(user, cache=cache))
+
+
+def test_the_strict_reading_is_pydantics_reading(tmp_path: Path) -> None:
+    """Issue 34: a manifest is read strictly first (no pydantic); whatever that accepts must be
+    the manifest pydantic makes of the same data, and what it refuses still goes to pydantic
+    (its lax reading: ``bare: 1``; its messages: the cases above)."""
+    write(tmp_path, "mytool.yaml", GOOD)
+    lax = GOOD + "bare: 1\nallow_prerelease: 'true'\n"
+    write(tmp_path, "laxtool.yaml", lax.replace("mytool\nkind", "laxtool\nkind"))
+    paths = [*sorted(builtin_manifest_dir().glob("*.yaml")), *sorted(tmp_path.glob("*.yaml"))]
+    assert len(paths) >= 7
+    for path in paths:
+        data = read_manifest(path)
+        by_pydantic = validate(Manifest, pypi_variants_install_anywhere(data))
+        assert parse_manifest(data, str(path)) == by_pydantic
+    laxed = parse_manifest(read_manifest(tmp_path / "laxtool.yaml"), "laxtool")
+    assert laxed.bare is True and laxed.allow_prerelease is True

@@ -45,8 +45,9 @@ def homes(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_second_start_reads_no_yaml(tmp_path: Path) -> None:
-    """The second process reads the kept manifests without importing the YAML parser, or
-    pydantic (issue 30: what backendmgr kept is read back by ``record.load``)."""
+    """The second process reads the kept manifests without importing the YAML parser, and
+    neither imports pydantic (issue 30: what backendmgr kept is read back by ``record.load``;
+    issue 34: a manifest the strict reader accepts needs no pydantic either)."""
     cache, user = homes(tmp_path)
     script = (
         "import sys; from pathlib import Path; from backendmgr.catalog.manifest import "
@@ -55,7 +56,7 @@ def test_a_second_start_reads_no_yaml(tmp_path: Path) -> None:
     )
     argv = [sys.executable, "-c", script, str(user), str(cache)]
     first = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
-    assert first == ["mytool", "True", "True"]
+    assert first == ["mytool", "True", "False"]
     assert len(kept(cache)) == 6  # five built-in manifests and the user's
     second = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
     assert second == ["mytool", "False", "False"]

@@ -65,8 +65,16 @@ def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
     return data
 
 
-def check_yaml(text: str, source: str) -> None:
+def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
     """Refuse ``text`` when it nests too deep or its aliases expand too far.
+
+    The events are those of the parser that builds the tree afterwards, so the bound holds
+    for what is built: ruamel's C parser (libyaml, through ``ruamel.yaml.clib``) by default,
+    as ``YAML(typ="safe")`` loads with it where it is installed; ``pure``: ruamel's own
+    parser, for the round-trip loader, which always uses it. Both parsers hold their nesting
+    on a heap stack, so the event stream of any document is safe to read; libyaml's C
+    composer, unlike ruamel's, recurses on the C stack and crashes the process near
+    100 000 levels, so nothing may load user YAML with it before this check.
 
     Syntax errors propagate as ruamel's own ``YAMLError`` so that callers report them as
     they already do; ``source`` (a file name) starts the one-line :class:`ConfigError`.
@@ -82,7 +90,7 @@ def check_yaml(text: str, source: str) -> None:
     sizes: dict[Any, int] = {}  # anchor -> values its node stands for
     stack: list[list[Any]] = []  # per open collection: [anchor, values so far]
     total = 0
-    for event in YAML(typ="safe", pure=True).parse(text):
+    for event in YAML(typ="safe", pure=pure).parse(text):
         if isinstance(event, CollectionStartEvent):
             if len(stack) >= MAX_DEPTH:
                 raise ConfigError(

@@ -146,12 +146,13 @@ def load_yaml(text: str, source: str) -> Any:
 
     Every failure, a recursion limit included, is one :class:`ConfigError` naming ``source``.
     """
-    from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
+
+    from ._ruamel import safe_yaml
 
     try:
         check_yaml(text, source)
-        return YAML(typ="safe").load(text)
+        return safe_yaml().load(text)
     except YAMLError as exc:
         raise ConfigError(yaml_problem(source, exc)) from exc
     except RecursionError as exc:

@@ -140,3 +140,53 @@ def test_the_bounds_hold_under_either_parser(pure: bool) -> None:
     with pytest.raises(ConfigError, match="inside the value it names"):
         check_yaml("a: &a [1, *a]\n", "f", pure=pure)
     check_yaml("a: &a [1, 2]\nb: *a\n", "f", pure=pure)
+
+
+def test_the_re_read_names_what_would_not_read_back() -> None:
+    """The comparison the re-read makes (ruamel's nodes against the data read) sees a value
+    that changed, one of another type, a key added and a document that is no mapping."""
+    document = _document(["v"])
+    text = dump(document)
+    assert not [p for p in reread_emitted(document, text)[1] if "would not read back" in p]
+    for changed in (
+        text.replace("description: v\n", "description: w\n", 1),
+        text.replace("description: v\n", "description: 1\n", 1),
+        text.replace("    ttl: 0\n", "    ttl: 0\n    extra: 1\n", 1),
+    ):
+        assert changed != text
+        assert reread_emitted(document, changed)[1] == [
+            "model 'm0v' would not read back as written"
+        ]
+    assert reread_emitted(document, "healthCheckTimeout: 30\n")[1] == [
+        "model 'm0v' would not read back as written"  # the models are missing: the first
+    ]
+    top = text.replace("\nkv: v\n", "\nkv: w\n", 1)
+    assert top != text
+    assert reread_emitted(document, top)[1] == ["the document would not read back as written"]
+    not_a_mapping = (None, ["model 'm0v' would not read back as written"])
+    assert reread_emitted(document, "- 1\n") == not_a_mapping
+
+
+def test_the_version_looked_up_once_reads_and_writes_as_ruamel_does() -> None:
+    """``_ruamel.OnceResolver`` (the YAML version asked once per document) reads what ruamel's
+    own resolver reads, a ``%YAML 1.1`` directive and 1.1's words and numbers included, and
+    the emitter writes the same text with it."""
+    import io
+
+    from backendmgr._ruamel import safe_yaml
+    from backendmgr.emit import document as emit
+
+    for text in (
+        "%YAML 1.1\n---\nx: yes\ny: 017\nz: 1:30\nw: 0b11\n",
+        "%YAML 1.2\n---\nx: yes\ny: 0o17\nz: 1_000\n",
+        "x: yes\ny: 017\nz: [on, ~, 2001-12-14, .inf, 0x1F, '017']\n",
+    ):
+        assert safe_yaml().load(text) == YAML(typ="safe").load(text), text
+    document = _document(HOSTILE[:40])
+    yaml = YAML()
+    yaml.Emitter = emit._Emitter
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 1 << 30
+    out = io.StringIO()
+    yaml.dump(document, out)
+    assert dump(document) == out.getvalue()

@@ -40,20 +40,29 @@ def parser_name() -> str:
     """The YAML library as installed, in the stamp of a kept parse (another version may read
     the same bytes otherwise): where its package is and the size and time of its
     ``__init__.py``, which holds its version, so that a read served from a kept parse imports
-    neither the library nor ``importlib.metadata`` (~35 ms)."""
+    neither the library nor ``importlib.metadata`` (~35 ms); likewise its C parser
+    (``ruamel.yaml.clib``), which the safe loads use where it is installed and which reads a
+    few documents apart from the pure one (a ``%YAML 1.1`` directive, a tab after ``: ``)."""
+    library = _file_stamp("ruamel.yaml")
+    if library is None:  # not a plain installed package (frozen): ask it
+        from ruamel.yaml import __version__
+
+        library = f"ruamel.yaml {__version__}"
+    c_parser = _file_stamp("_ruamel_yaml")
+    return f"{library} {c_parser}" if c_parser else library
+
+
+def _file_stamp(module: str) -> str | None:
+    """Where ``module`` would be imported from, and that file's size and time."""
     import importlib.util
 
-    spec = importlib.util.find_spec("ruamel.yaml")
+    spec = importlib.util.find_spec(module)
     origin = spec.origin if spec is not None else None
     try:
         st = os.stat(origin) if origin else None
     except OSError:
-        st = None
-    if origin is None or st is None:  # not a plain installed package (frozen): ask it
-        from ruamel.yaml import __version__
-
-        return f"ruamel.yaml {__version__}"
-    return f"ruamel.yaml {origin} {st.st_size} {st.st_mtime_ns}"
+        return None
+    return f"{module} {origin} {st.st_size} {st.st_mtime_ns}" if st else None
 
 
 def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:

@@ -190,3 +190,24 @@ def test_the_version_looked_up_once_reads_and_writes_as_ruamel_does() -> None:
     out = io.StringIO()
     yaml.dump(document, out)
     assert dump(document) == out.getvalue()
+
+
+@both
+def test_a_kept_parse_names_the_parser_that_made_it() -> None:
+    """The stamp of a kept parse (the config's snapshot, the manifests, the written file's
+    models) changes when the C parser comes or goes, as when ruamel.yaml itself changes."""
+    import subprocess
+    import sys
+
+    from backendmgr._yaml import parser_name
+
+    code = (
+        "import sys; sys.modules['_ruamel_yaml'] = None\n"  # as where it does not install
+        "from ruamel.yaml import YAML; from ruamel.yaml.parser import Parser\n"
+        "assert YAML(typ='safe').Parser is Parser\n"
+        "from backendmgr._yaml import parser_name; print(parser_name())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    without = done.stdout.strip()
+    assert done.returncode == 0 and without, done.stderr
+    assert parser_name() != without and parser_name().startswith(without + " _ruamel_yaml ")

@@ -11,6 +11,9 @@ __all__ = ["entry", "leave"]
 
 
 def entry() -> NoReturn:
+    from backendmgr._gc import short_lived
+
+    short_lived()  # a command's process: the collector seldom (see backendmgr._gc)
     # The CLI runs on asyncio: httpx's own command-line client (click, rich, pygments: ~0.1 s,
     # imported whenever click is installed) and trio (~0.1 s, which httpcore imports whenever
     # it is installed, to learn whether it runs under it) are never used in this process. A

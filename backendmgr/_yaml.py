@@ -40,20 +40,29 @@ def parser_name() -> str:
     """The YAML library as installed, in the stamp of a kept parse (another version may read
     the same bytes otherwise): where its package is and the size and time of its
     ``__init__.py``, which holds its version, so that a read served from a kept parse imports
-    neither the library nor ``importlib.metadata`` (~35 ms)."""
+    neither the library nor ``importlib.metadata`` (~35 ms); likewise its C parser
+    (``ruamel.yaml.clib``), which the safe loads use where it is installed and which reads a
+    few documents apart from the pure one (a ``%YAML 1.1`` directive, a tab after ``: ``)."""
+    library = _file_stamp("ruamel.yaml")
+    if library is None:  # not a plain installed package (frozen): ask it
+        from ruamel.yaml import __version__
+
+        library = f"ruamel.yaml {__version__}"
+    c_parser = _file_stamp("_ruamel_yaml")
+    return f"{library} {c_parser}" if c_parser else library
+
+
+def _file_stamp(module: str) -> str | None:
+    """Where ``module`` would be imported from, and that file's size and time."""
     import importlib.util
 
-    spec = importlib.util.find_spec("ruamel.yaml")
+    spec = importlib.util.find_spec(module)
     origin = spec.origin if spec is not None else None
     try:
         st = os.stat(origin) if origin else None
     except OSError:
-        st = None
-    if origin is None or st is None:  # not a plain installed package (frozen): ask it
-        from ruamel.yaml import __version__
-
-        return f"ruamel.yaml {__version__}"
-    return f"ruamel.yaml {origin} {st.st_size} {st.st_mtime_ns}"
+        return None
+    return f"{module} {origin} {st.st_size} {st.st_mtime_ns}" if st else None
 
 
 def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
@@ -65,8 +74,16 @@ def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
     return data
 
 
-def check_yaml(text: str, source: str) -> None:
+def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
     """Refuse ``text`` when it nests too deep or its aliases expand too far.
+
+    The events are those of the parser that builds the tree afterwards, so the bound holds
+    for what is built: ruamel's C parser (libyaml, through ``ruamel.yaml.clib``) by default,
+    as ``YAML(typ="safe")`` loads with it where it is installed; ``pure``: ruamel's own
+    parser, for the round-trip loader, which always uses it. Both parsers hold their nesting
+    on a heap stack, so the event stream of any document is safe to read; libyaml's C
+    composer, unlike ruamel's, recurses on the C stack and crashes the process near
+    100 000 levels, so nothing may load user YAML with it before this check.
 
     Syntax errors propagate as ruamel's own ``YAMLError`` so that callers report them as
     they already do; ``source`` (a file name) starts the one-line :class:`ConfigError`.
@@ -82,7 +99,7 @@ def check_yaml(text: str, source: str) -> None:
     sizes: dict[Any, int] = {}  # anchor -> values its node stands for
     stack: list[list[Any]] = []  # per open collection: [anchor, values so far]
     total = 0
-    for event in YAML(typ="safe", pure=True).parse(text):
+    for event in YAML(typ="safe", pure=pure).parse(text):
         if isinstance(event, CollectionStartEvent):
             if len(stack) >= MAX_DEPTH:
                 raise ConfigError(
@@ -138,12 +155,13 @@ def load_yaml(text: str, source: str) -> Any:
 
     Every failure, a recursion limit included, is one :class:`ConfigError` naming ``source``.
     """
-    from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
+
+    from ._ruamel import safe_yaml
 
     try:
         check_yaml(text, source)
-        return YAML(typ="safe").load(text)
+        return safe_yaml().load(text)
     except YAMLError as exc:
         raise ConfigError(yaml_problem(source, exc)) from exc
     except RecursionError as exc:

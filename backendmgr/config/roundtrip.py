@@ -95,7 +95,7 @@ def parse(path: Path, raw: bytes, known: Settings | None = None) -> LoadedConfig
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
-        check_yaml(text, str(path))
+        check_yaml(text, str(path), pure=True)  # the round-trip loader's own parser
         doc = _yaml((2, 4, 2)).load(text)
     except RecursionError as exc:
         raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc

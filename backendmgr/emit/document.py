@@ -30,6 +30,7 @@ from ruamel.yaml.error import CommentMark
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
 from ruamel.yaml.tokens import CommentToken
 
+from .._ruamel import OnceResolver
 from .entries import HASH_PREFIX, entry_body, plain_safe, single_line
 from .plan import Entry, Skip
 
@@ -52,7 +53,8 @@ class _Emitter(RoundTripEmitter):
 
     def write_double_quoted(self, text: Any, split: Any = True) -> None:
         saved = self.allow_unicode
-        self.allow_unicode = saved and not any(_hidden(ch) for ch in text)
+        # ASCII text is written the same either way: only non-ASCII needs the look
+        self.allow_unicode = saved and (text.isascii() or not any(_hidden(ch) for ch in text))
         try:
             super().write_double_quoted(text, False)  # never folded across lines
         finally:
@@ -153,6 +155,7 @@ def dump(node: Any) -> str:
     """YAML text from ruamel's round-trip emitter, which escapes every key and scalar."""
     yaml = YAML()
     yaml.Emitter = _Emitter
+    yaml.Resolver = OnceResolver
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 1 << 30  # never fold a long path or command line
     out = io.StringIO()

@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from .._ruamel import safe_yaml
 from .entries import entry_cmd, entry_env, single_line
 from .macros import load_problems
 from .plan import Entry
@@ -142,12 +142,14 @@ def reread_emitted(document: Any, text: str) -> tuple[dict[str, Any] | None, lis
     """:func:`check_emitted`, and the data the text read back as (``None`` when it is no
     mapping), so that the caller needs no second parse of the same text."""
     try:
-        data = YAML(typ="safe").load(text)
+        data = safe_yaml().load(text)
     except (YAMLError, ValueError, RecursionError) as exc:
         return None, [f"it would not be valid YAML ({single_line(str(exc))[:200]})"]
     mapping = data if isinstance(data, dict) else None
-    meant = _plain(document)
-    if data != meant:
+    # ruamel's nodes are dicts, lists and str subclasses, equal to the plain data they hold:
+    # compared as they are, and made plain only to name what differs
+    if data != document:
+        meant = _plain(document)
         read = mapping.get("models") if mapping is not None else None
         read = read if isinstance(read, dict) else {}
         models = meant.get("models", {})
@@ -173,7 +175,7 @@ def check_config(
 
     try:
         check_yaml(text, "it")  # a hand-edited file may nest or alias without bound
-        data = YAML(typ="safe").load(text)
+        data = safe_yaml().load(text)
     except ConfigError as exc:
         return [single_line(str(exc))]
     except (YAMLError, ValueError, RecursionError) as exc:

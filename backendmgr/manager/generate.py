@@ -290,10 +290,12 @@ def _keep_models(record: Path, target: Path, body: bytes, models: dict[str, Any]
 
 
 def _models_of(text: str) -> dict[str, Any] | None:
-    from ruamel.yaml import YAML
+    """The models of a file backendmgr did not just write (a hand edit): bounded first, as any
+    user YAML is (libyaml's composer would crash the process on a deep enough nesting)."""
+    from .._yaml import load_yaml
 
     try:
-        data = YAML(typ="safe").load(text)
+        data = load_yaml(text, "the llama-swap config")
     except Exception:  # a file edited into nonsense: every entry counts as changed
         return None
     models = data.get("models") if isinstance(data, dict) else None

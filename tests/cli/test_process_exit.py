@@ -59,3 +59,42 @@ def test_the_command_installs_the_hook() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().endswith("True"), done.stderr
+
+
+# the thresholds the command's process ran with, said as it leaves (``leave`` runs the exit
+# handlers as the interpreter does)
+THRESHOLDS = """
+import atexit, gc, sys
+atexit.register(lambda: sys.stderr.write(f"thresholds {gc.get_threshold()}\\n"))
+sys.argv = ["backendmgr", *sys.argv[1:]]
+from backendmgr.__main__ import entry
+entry()
+"""
+
+
+def thresholds(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", THRESHOLDS, *args], capture_output=True, text=True, timeout=120
+    )
+    said = [line for line in done.stderr.splitlines() if line.startswith("thresholds ")]
+    assert len(said) == 1, done.stderr
+    return said[0].removeprefix("thresholds ")
+
+
+def test_a_command_collects_cycles_rarely_and_a_long_running_one_as_python_does() -> None:
+    """A short command leaves before its few cycles matter (``backendmgr._gc``); `serve`
+    and `up` run for hours and set Python's own thresholds first, even when they then stop
+    at once (a token refused, no llama-swap to run)."""
+    from backendmgr._gc import SHORT_LIVED, USUAL
+
+    assert thresholds("--version") == str(SHORT_LIVED)
+    assert thresholds("list") == str(SHORT_LIVED)
+    assert thresholds("serve", "--token", "short") == str(USUAL)
+    assert thresholds("up") == str(USUAL)
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import gc; print(gc.get_threshold())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fresh.stdout.strip() == str(USUAL)  # what the interpreter starts with

@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 
 from backendmgr.mirror import MirrorServer
 from tests.support import publish_llama
-from tests.support.cli import Cli, ok
+from tests.support.cli import Cli, ok, run_backendmgr
 from tests.support.ggufs import GEMMA3_WRAPPER, LLAMA3_8B, QWEN2_AWQ, write_gguf, write_hf
 from tests.support.paths import SHARED
 from tests.support.realswap import load_once
@@ -382,6 +382,23 @@ def test_changed_entries_are_read_from_the_file_as_it_is(
     assert said["changes"]["generated"]["models"] == ["gemma-3-4b-q4_0", "qwen3-8b-q4_k_m"]
     said = json.loads(ok(cli("--json", "set", "qwen3-8b-q4_k_m", "ctx=4096")).out)
     assert said["changes"]["generated"]["models"] == ["qwen3-8b-q4_k_m"]
+
+
+def test_a_hand_edit_nested_without_bound_is_read_within_bounds(
+    cli: Cli, tree: Path, config_path: Path
+) -> None:
+    """The file being replaced is user YAML once edited by hand: its models are read through
+    the same bound as every other (libyaml's C composer crashes the process near 100 000
+    levels; ruamel's pure one raised RecursionError). In a child process, so a crash is a
+    failure and not the end of the test run."""
+    ok(cli("generate", "--force"))
+    out = output(config_path)
+    out.write_text("models: " + "[" * 200_000 + "]" * 200_000 + "\n")
+    done = run_backendmgr("--json", "generate", "--force")
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout)
+    assert said["models_changed"] == sorted(said["models_changed"]) and said["models_changed"]
+    assert "modified by hand" in " ".join(said["warnings"])
 
 
 def test_stale_pin_is_a_note(cli: Cli, tree: Path, config_path: Path) -> None:

@@ -204,6 +204,7 @@ def emitted(case: Case, base: Settings, model: DiscoveredModel) -> tuple[Entry, 
     text = dump(document)
     assert check_emitted(document, text) == [], text
     data = YAML(typ="safe").load(text)
+    assert YAML(typ="safe", pure=True).load(text) == data  # the C parser and ruamel's agree
     return screened, data
 
 

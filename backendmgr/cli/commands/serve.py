@@ -67,7 +67,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 async def serve(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
+    from ..._gc import collect_as_usual
     from ...errors import BackendmgrError, ConfigError, InvalidInput
+
+    collect_as_usual()  # a server runs for days: the collector as Python has it
 
     try:
         import starlette  # noqa: F401

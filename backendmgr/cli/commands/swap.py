@@ -43,7 +43,10 @@ async def up(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     import anyio
     import anyio.abc
 
+    from ..._gc import collect_as_usual
     from ...errors import shown
+
+    collect_as_usual()  # it supervises llama-swap for hours: the collector as Python has it
 
     log = out.stderr if out.json_mode else out.stdout
 

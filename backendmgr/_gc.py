@@ -19,8 +19,9 @@ __all__ = ["SHORT_LIVED", "USUAL", "collect_as_usual", "short_lived"]
 
 SHORT_LIVED = (100_000, 50, 1000)
 """The thresholds while a command runs."""
-USUAL = (700, 10, 10)
-"""Python's own (the interpreter offers no setting for them but this call)."""
+USUAL = gc.get_threshold()
+"""The interpreter's own, as this module is first imported (before :func:`short_lived`): they
+differ between Python versions."""
 
 
 def short_lived() -> None:

@@ -19,16 +19,17 @@ __all__ = [
     "Budget",
     "KvModel",
     "LlamaKnobs",
+    "LlamaSizing",
     "VllmSizing",
     "ctx_sentence",
     "devices_card_gb",
     "gpu_utilisation",
     "is_over_budget",
     "kv_model",
-    "llama_context",
     "llama_est_vram_gb",
     "llama_footprint_gb",
     "llama_knobs",
+    "llama_sizing",
     "max_ctx_for_budget",
     "over_budget",
     "rounded_ctx",
@@ -254,11 +255,24 @@ def llama_est_vram_gb(
     meta: ModelMeta | None, weights_gb: float, ctx: int, extra_args: str | None = None
 ) -> float:
     """``est_vram_gb`` of a llama entry, rounded up to 0.01 so it stays at or above the use."""
-    fp = llama_footprint_gb(kv_model(meta), weights_gb, ctx, llama_knobs(extra_args))
+    return _est_gb(kv_model(meta), llama_knobs(extra_args), weights_gb, ctx)
+
+
+def _est_gb(kv: KvModel | None, knobs: LlamaKnobs, weights_gb: float, ctx: int) -> float:
+    fp = llama_footprint_gb(kv, weights_gb, ctx, knobs)
     return math.ceil(fp * 100 - 1e-9) / 100
 
 
-def llama_context(
+@dataclass(frozen=True, slots=True)
+class LlamaSizing:
+    """A llama entry's ``-c``, the notes on how it was found, and its ``est_vram_gb``."""
+
+    ctx: int
+    notes: list[str]
+    est_vram_gb: float
+
+
+def llama_sizing(
     meta: ModelMeta | None,
     weights_gb: float,
     budget_gb: float | None,
@@ -266,20 +280,33 @@ def llama_context(
     *,
     extra_args: str | None = None,
     headroom_gb: float = 0.0,
-) -> tuple[int, list[str]]:
+) -> LlamaSizing:
     """llama.cpp's ``-c`` (SPEC §11.4): the largest multiple of 4096 whose footprint fits
-    ``budget - headroom``.
+    ``budget - headroom``, and the estimate at that context (the KV cost and the options
+    read once: a read plans every model).
 
     The SWA cache is charged at its largest (it only shrinks below ``window x n_seq +
     n_ubatch`` tokens), so the solved context is exact or a little small, never over.
     """
+    kv, knobs = kv_model(meta), llama_knobs(extra_args)
+    ctx, notes = _llama_context(kv, knobs, meta, weights_gb, budget_gb, pinned, headroom_gb)
+    return LlamaSizing(ctx, notes, _est_gb(kv, knobs, weights_gb, ctx))
+
+
+def _llama_context(
+    kv: KvModel | None,
+    knobs: LlamaKnobs,
+    meta: ModelMeta | None,
+    weights_gb: float,
+    budget_gb: float | None,
+    pinned: int | None,
+    headroom_gb: float,
+) -> tuple[int, list[str]]:
     if pinned:
         return pinned, []
-    kv = kv_model(meta)
     if kv is None or budget_gb is None:
         ctx = _cap(DEFAULT_CTX, meta)
         return ctx, [unsized_note("ctx", ctx, no_kv=kv is None)]
-    knobs = llama_knobs(extra_args)
     avail = budget_gb - headroom_gb - weights_gb - LLAMA_FIXED_GB
     other = kv.const - kv.swa_cell * kv.window
     swa_max = kv.swa_cell * (knobs.swa_cells(1 << 62, kv.window) if not knobs.swa_full else 0)

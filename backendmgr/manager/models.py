@@ -9,26 +9,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..api_models import CmdResult, ModelBackend, ModelInfo
 from ..config.models import Settings
-from ..discovery.models import Discovery
 from ..errors import Refused, unknown
 from ..install.store import receipt_json
 from ..record import plain
 from .context import Context
 from .facts import discover
-from .verify_cache import VerifyCache, verified_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (not by ``which``)
     from collections.abc import Sequence
 
+    from ..api_models import CmdResult, ModelInfo
     from ..catalog.capabilities import CapabilityIndex
     from ..catalog.host import Adapter
-    from ..discovery.models import DiscoveredModel
+    from ..discovery.models import DiscoveredModel, Discovery
     from ..emit.plan import Entry, Skip, ToolParsers
     from ..measure.bench import BenchStore
     from ..measure.tuned import TunedStore
     from .probe import Site
+    from .verify_cache import VerifyCache
 
 __all__ = ["Models", "Plan"]
 
@@ -105,6 +104,7 @@ class Models:
         (``which MODEL``). A model's plan depends on that model and the settings alone
         (:func:`_plan_one`, :func:`~backendmgr.measure.tuned.apply_tuned`), so it is the plan
         the whole run gives it; the digest is left empty."""
+        from ..discovery.models import Discovery
         from ..emit.devices import uses_devices
         from ..emit.regen import inputs_hash
         from ..measure.tuned import apply_tuned
@@ -153,9 +153,11 @@ class Models:
     def info(self, only: str | None = None) -> list[ModelInfo]:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
         models with this id, planned alone (:meth:`pipeline`)."""
+        from ..api_models import ModelBackend, ModelInfo
         from ..emit.plan import Entry
         from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
+        from .verify_cache import verified_text
 
         plan = self.plan_now(only)
         cache = self.verified.read()
@@ -215,6 +217,7 @@ class Models:
         return _folder_problems(self.ctx.store.read().models_dirs, self.ctx.store.path)
 
     def cmd(self, model_id: str) -> CmdResult:
+        from ..api_models import CmdResult
         from ..emit.plan import Entry
 
         plan = self.plan_now()

@@ -212,3 +212,20 @@ def test_a_cached_header_is_used_as_it_was_stored(tmp_path: Path) -> None:
     (model,) = run(tmp_path, root).models
     assert model.meta is not None and model.meta.architecture == "qwen3"
     assert model.meta.context_length == 77
+
+
+def test_unsafe_char_reads_ascii_as_the_unicode_categories_do() -> None:
+    """The ASCII shortcut (a printable ASCII text holds nothing unsafe) agrees with the
+    categories for every ASCII character, alone and inside a name, and leaves the rest to them."""
+    import unicodedata
+
+    from backendmgr.discovery.chars import unsafe_char
+
+    for code in range(128):
+        ch = chr(code)
+        unsafe = unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Zl", "Zp"}
+        expected = f"U+{code:04X}" if unsafe else None
+        assert unsafe_char(ch) == expected
+        assert unsafe_char(f"model{ch}name.gguf") == expected
+    assert unsafe_char("caf\u00e9\u202ename") == "U+202E"  # not ASCII: a bidi override
+    assert unsafe_char("caf\u00e9 \u00a0name") is None

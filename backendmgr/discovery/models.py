@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..record import Record
 from .chars import printable, unsafe_char
@@ -82,8 +82,7 @@ class FolderScan:
     config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
 
 
-@dataclass
-class Discovery:
+class Discovery(NamedTuple):
     models: list[DiscoveredModel]
     skipped: list[SkippedModel]
 

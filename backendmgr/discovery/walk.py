@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import Record, load
@@ -24,8 +24,7 @@ __all__ = ["MetaCache", "Scan", "discover", "scan_folders"]
 CACHE_FORMAT = 1
 
 
-@dataclass
-class Scan:
+class Scan(NamedTuple):
     folders: list[FolderScan]
     inputs: list[tuple[str, int, int]]  # (path, size, mtime_ns) of every model file
 

@@ -122,6 +122,8 @@ def shown_figures(
     place: Place, records: dict[str, list[dict[str, Any]]], model: DiscoveredModel
 ) -> list[dict[str, Any]]:
     """What ``models`` shows of a model's figures: the last of each build, on this device."""
+    if not records.get(model.id):  # never benched: no file to stat, no device to probe
+        return []
     found = matching(records, model.id, model_fingerprint(model), device_of(place))
     return [{k: getattr(r, k) for k in SHOWN} for r in found]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -17,9 +18,9 @@ from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import Record, load
 from .files import walk_model_files
 from .gguf import GgufError, read_gguf_metadata
-from .models import Discovery, FolderScan, build_models, split_parts
+from .models import Discovery, FolderScan, build_models, model_ids, split_parts
 
-__all__ = ["MetaCache", "Scan", "discover", "scan_folders"]
+__all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
 
 CACHE_FORMAT = 1
 
@@ -126,11 +127,28 @@ class MetaCache:
             atomic_write_bytes(self.path, body, no_links_below=self.path.parent)
 
 
-def discover(scan: Scan, cache_file: Path | None, *, save: bool = True) -> Discovery:
-    """The models of ``scan``; ``save=False`` reads the cache but never writes it (<TAB>)."""
+def discover(
+    scan: Scan,
+    cache_file: Path | None,
+    *,
+    save: bool = True,
+    keep: Callable[[str], bool] | None = None,
+) -> Discovery:
+    """The models of ``scan``; ``save=False`` reads the cache but never writes it (<TAB>);
+    ``keep``: the records of only the models whose id it accepts (:func:`.models.build_models`)."""
+    return build_models(scan.folders, _headers(scan, cache_file, save), keep)
+
+
+def discover_ids(scan: Scan, cache_file: Path | None) -> list[str]:
+    """The id of every model and skipped file of ``scan``, writing no cache (<TAB>)."""
+    return model_ids(scan.folders, _headers(scan, cache_file, False))
+
+
+def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Header]:
+    """Each GGUF's header (or why it cannot be read), by path: a first shard's for its set."""
     cache = MetaCache(cache_file)
     stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
-    metas: dict[str, dict[str, Any] | str] = {}
+    metas: dict[str, Header] = {}
     for folder in scan.folders:
         for name in folder.ggufs:
             parts = split_parts(name)
@@ -148,4 +166,4 @@ def discover(scan: Scan, cache_file: Path | None, *, save: bool = True) -> Disco
             metas[path] = cached
     if save:
         cache.save(set(metas))
-    return build_models(scan.folders, metas)
+    return metas

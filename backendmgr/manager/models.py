@@ -111,7 +111,8 @@ class Models:
         from .capabilities import capability_index
 
         ctx, probe = self.ctx, self.site.probe
-        scan, found = discover(settings, ctx.paths.cache)
+        keep = None if only is None else only.__eq__  # the other models' ids, not records
+        scan, found = discover(settings, ctx.paths.cache, keep=keep)
         installed = ctx.builds.installed()
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)

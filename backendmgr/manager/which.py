@@ -14,7 +14,7 @@ from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..registry.rows import default_problem, pin_problem
 from .context import Context
-from .facts import activated_id, discover, executable_exists, find_build, pinned_by
+from .facts import activated_id, executable_exists, find_build, model_ids, pinned_by
 
 if TYPE_CHECKING:
     from .models import Models
@@ -82,10 +82,8 @@ class Which:
             return [r.id for r in settings.backends if default_problem(r) is None]
         if kind == "manual_rows":  # what backends remove accepts
             return [r.id for r in settings.backends if not (r.managed or r.build)]
-        if kind == "models":
-            _, found = discover(settings, ctx.paths.cache, save=False)  # <TAB> writes nothing
-            ids = {m.id for m in found.models} | {s.id for s in found.skipped}
-            return sorted(ids | set(settings.models))
+        if kind == "models":  # ids only (no model's header read into a record); writes nothing
+            return sorted(set(model_ids(settings, ctx.paths.cache)) | set(settings.models))
         raise InvalidInput(f'unknown kind of name "{kind}"')
 
     def config_info(self) -> ConfigInfo:

@@ -229,3 +229,34 @@ def test_unsafe_char_reads_ascii_as_the_unicode_categories_do() -> None:
         assert unsafe_char(f"model{ch}name.gguf") == expected
     assert unsafe_char("caf\u00e9\u202ename") == "U+202E"  # not ASCII: a bidi override
     assert unsafe_char("caf\u00e9 \u00a0name") is None
+
+
+def test_keeping_one_model_and_listing_ids_agree_with_the_whole_discovery(
+    tmp_path: Path,
+) -> None:
+    """``which MODEL`` makes one model's record and <TAB> none; each id is still the one the
+    whole discovery gives (clashes, projectors, split sets, skips and HF folders included)."""
+    from backendmgr.discovery.walk import discover_ids
+
+    root = tmp_path / "models"
+    write_gguf(root / "a" / "chat.gguf", "llama", layers=2)
+    write_gguf(root / "a" / "mmproj-chat.gguf", "clip", general_type="mmproj", layers=1)
+    write_gguf(root / "b" / "chat.gguf", "llama", layers=2)  # clashes: chat-b
+    write_gguf(root / "b" / "emb.gguf", "bert", layers=2, pooling=1)
+    write_gguf(root / "c" / "big-00001-of-00002.gguf", "llama", layers=2)
+    write_gguf(root / "c" / "big-00002-of-00002.gguf", "llama", layers=2)
+    write_gguf(root / "c" / "img.gguf", "flux", layers=1)
+    (root / "c" / "junk.gguf").write_bytes(b"not a gguf")
+    write_hf(root / "hf" / "Qwen2-7B", LLAMA3_8B)
+    scan = scan_folders([str(root)])
+    whole = discover(scan, tmp_path / "cache.json")
+    ids = [m.id for m in whole.models] + [s.id for s in whole.skipped]
+    assert len(ids) == len(set(ids)) == 7
+    assert sorted(discover_ids(scan, tmp_path / "cache.json")) == sorted(ids)
+    for model in whole.models:
+        one = discover(scan, tmp_path / "cache.json", keep=model.id.__eq__)
+        assert one.models == [model]
+        assert one.skipped == whole.skipped
+    assert discover(scan, tmp_path / "cache.json", keep=lambda _: False).models == []
+    chat = next(m for m in whole.models if m.path.endswith("/a/chat.gguf"))
+    assert chat.mmproj is not None and chat.mmproj.endswith("mmproj-chat.gguf")

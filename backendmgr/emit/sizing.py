@@ -161,32 +161,38 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
     interval = meta.full_attention_interval or 0
     slope = const = swa_cell = 0.0
     recurrent_count = 0
+    # what every layer reads, looked up once (a read sizes every model); the sums below add
+    # the same products in the same order as one layer at a time
+    kv_list = kv if isinstance(kv, list) else None
+    kv_each = kv if isinstance(kv, int) else 0
+    marked = meta.recurrent_layers
+    lora_cell = (
+        (meta.kv_lora_rank + (meta.rope_dimension_count or 0)) * per if meta.kv_lora_rank else 0
+    )
+    swa_width, full_width = k_swa + v_swa, (k or 0) + (v or 0)
+    flags = pattern if isinstance(pattern, list) else None
+    n = pattern if isinstance(pattern, int) and pattern else 6
     for i in range(layers):
-        layer_kv = (
-            kv[i] if isinstance(kv, list) and i < len(kv) else (kv if isinstance(kv, int) else 0)
+        layer_kv = kv_list[i] if kv_list is not None and i < len(kv_list) else kv_each
+        recurrent = (marked is not None and i < len(marked) and marked[i]) or (
+            marked is None and interval > 0 and (i + 1) % interval != 0
         )
-        recurrent = (
-            meta.recurrent_layers is not None
-            and i < len(meta.recurrent_layers)
-            and meta.recurrent_layers[i]
-        ) or (meta.recurrent_layers is None and interval > 0 and (i + 1) % interval != 0)
         if recurrent:
             recurrent_count += 1
             continue
-        if meta.kv_lora_rank:
-            slope += (meta.kv_lora_rank + (meta.rope_dimension_count or 0)) * per
+        if lora_cell:
+            slope += lora_cell
             continue
         if not layer_kv:
             continue
-        if isinstance(pattern, list):
-            sliding = window > 0 and i < len(pattern) and pattern[i]
+        if flags is not None:
+            sliding = window > 0 and i < len(flags) and flags[i]
         else:
-            n = pattern if pattern else 6
             sliding = window > 0 and (i + 1) % n != 0
         if sliding:
-            swa_cell += layer_kv * (k_swa + v_swa) * per
+            swa_cell += layer_kv * swa_width * per
         else:
-            slope += layer_kv * ((k or 0) + (v or 0)) * per
+            slope += layer_kv * full_width * per
     if meta.ssm_inner_size and meta.ssm_state_size:
         inner, state = meta.ssm_inner_size, meta.ssm_state_size
         conv = meta.ssm_conv_kernel or 0

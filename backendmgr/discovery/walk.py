@@ -78,11 +78,12 @@ Header = dict[str, Any] | str
 @dataclass(frozen=True, kw_only=True)
 class CacheFile(Record):
     """The header cache as :meth:`MetaCache.save` writes it: path → [size, mtime_ns, header].
-    A header is left to :meth:`MetaCache.get` to check (a mapping or a reason): walking every
-    field of every header would cost a warm scan more than reading the file."""
+    Each entry is free-form data here (bounded in depth, no NaN, no lone surrogate) and its
+    shape is :meth:`MetaCache.get`'s to check: one of the wrong shape is a file not cached,
+    and reading each entry as a typed record would cost a warm scan more than its use."""
 
     format: int
-    entries: dict[str, tuple[int, int, Any]]
+    entries: dict[str, Any]
 
 
 class MetaCache:
@@ -90,7 +91,7 @@ class MetaCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, tuple[int, int, Any]] = {}
+        self.entries: dict[str, Any] = {}  # path → [size, mtime_ns, header], as written
         self.dirty = False
         if path is not None:
             try:  # an unreadable, foreign or malformed cache only costs reading the headers
@@ -105,10 +106,16 @@ class MetaCache:
 
     def get(self, path: str, size: int, mtime_ns: int) -> Header | None:
         entry = self.entries.get(path)
-        if entry and entry[0] == size and entry[1] == mtime_ns and isinstance(entry[2], dict | str):
+        if (
+            isinstance(entry, list | tuple)
+            and len(entry) == 3
+            and (type(entry[0]), type(entry[1])) == (int, int)  # a boolean is no size
+            and (entry[0], entry[1]) == (size, mtime_ns)
+            and isinstance(entry[2], dict | str)
+        ):
             header: Header = entry[2]
             return header
-        return None  # not cached, changed since, or a header of the wrong shape: read again
+        return None  # not cached, changed since, or an entry of the wrong shape: read again
 
     def put(self, path: str, size: int, mtime_ns: int, value: Header) -> None:
         self.entries[path] = (size, mtime_ns, value)

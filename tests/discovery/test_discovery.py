@@ -179,6 +179,9 @@ def test_cache_makes_a_warm_scan_read_no_header(
         '{"format": 1, "entries": {"P": [S, M, [1]]}}',
         '{"format": 1, "entries": {"P": [S, M, null]}}',
         '{"format": 1, "entries": {"P": ["S", M, {}]}}',
+        '{"format": 1, "entries": {"P": [S, M, {}, 4]}}',
+        '{"format": 1, "entries": {"P": {"0": S, "1": M, "2": {}}}}',
+        '{"format": 1, "entries": {"P": [S.0, M, {}]}}',
         '{"format": 1, "entries": []}',
         '{"format": 1, "entries": {}, "more": 1}',
         '{"format": 2, "entries": {"P": [S, M, "x"]}}',  # another version's cache

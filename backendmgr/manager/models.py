@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.models import Settings
+from ..emit.entries import screen
+from ..emit.plan import Entry, Skip, plan_model
 from ..errors import Refused, unknown
 from ..install.store import receipt_json
 from ..record import plain
@@ -23,7 +25,7 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
     from ..catalog.capabilities import CapabilityIndex
     from ..catalog.host import Adapter
     from ..discovery.models import DiscoveredModel, Discovery
-    from ..emit.plan import Entry, Skip, ToolParsers
+    from ..emit.plan import ToolParsers
     from ..measure.bench import BenchStore
     from ..measure.tuned import TunedStore
     from .probe import Site
@@ -42,8 +44,6 @@ class Plan:
     digest: str  # of every input: the generated file's header records it
 
     def entries(self) -> list[Entry]:
-        from ..emit.plan import Entry
-
         return [p for p in self.plans if isinstance(p, Entry)]
 
     def planned(self, model_id: str) -> Entry | Skip | None:
@@ -67,9 +67,6 @@ def _plan_one(
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them).
     ``gpus``: the host's adapters, for a model pinned to a ``device``."""
-    from ..emit.entries import screen
-    from ..emit.plan import Entry, Skip, plan_model
-
     try:
         planned = plan_model(settings, model, card_gb, parsers, caps, gpus)
     except (ArithmeticError, ValueError) as exc:
@@ -155,7 +152,6 @@ class Models:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
         models with this id, planned alone (:meth:`pipeline`)."""
         from ..api_models import ModelBackend, ModelInfo
-        from ..emit.plan import Entry
         from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
         from .verify_cache import verified_text
@@ -219,9 +215,8 @@ class Models:
 
     def cmd(self, model_id: str) -> CmdResult:
         from ..api_models import CmdResult
-        from ..emit.plan import Entry
 
-        plan = self.plan_now()
+        plan = self.plan_now(model_id)  # planned alone; every model only to name the ids
         planned = plan.planned(model_id)
         if isinstance(planned, Entry):
             return CmdResult(id=model_id, argv=planned.argv)
@@ -233,7 +228,7 @@ class Models:
         raise unknown(
             f'no model "{model_id}" was discovered',
             model_id,
-            plan.ids(),
+            self.plan_now().ids(),
             hint='see "backendmgr models"',
         )
 

@@ -94,16 +94,16 @@ class Models:
         """This machine's GPUs (probed once), for a model pinned to a ``device`` (issue 24)."""
         return self.site.probe.host.adapters
 
-    def pipeline(self, settings: Settings, only: str | None = None) -> Plan:
+    def pipeline(self, settings: Settings, only: str | None = None, *, digest: bool = True) -> Plan:
         """Discover, plan every model and hash the inputs (blocking, for a worker thread).
 
         ``only``: discover every model but plan just those with this id, and hash nothing
         (``which MODEL``). A model's plan depends on that model and the settings alone
         (:func:`_plan_one`, :func:`~backendmgr.measure.tuned.apply_tuned`), so it is the plan
-        the whole run gives it; the digest is left empty."""
+        the whole run gives it; the digest is left empty, as it is with ``digest=False`` (a
+        read: only ``generate`` writes it)."""
         from ..discovery.models import Discovery
         from ..emit.devices import uses_devices
-        from ..emit.regen import inputs_hash
         from ..measure.tuned import apply_tuned
         from .capabilities import capability_index
 
@@ -114,8 +114,10 @@ class Models:
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
         gpus = probe.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
-        digest = ""
-        if only is None:
+        hashed = ""
+        if only is None and digest:
+            from ..emit.regen import inputs_hash
+
             # a kindless tool (llama-swap) serves no model: it changes nothing in the config
             receipts = [receipt_json(e.receipt) for e in installed if e.receipt.kind]
             receipts += [
@@ -123,8 +125,8 @@ class Models:
             ]
             receipts += [f"gpu {g!r}" for g in gpus]
             receipts.append(self.tuned.inputs_text())  # issue 22: measured contexts
-            digest = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
-        else:
+            hashed = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
+        if only is not None:
             found = Discovery(
                 [m for m in found.models if m.id == only],
                 [s for s in found.skipped if s.id == only],
@@ -136,7 +138,7 @@ class Models:
         plans = [plan_one(settings, m) for m in found.models]
         # issue 22: a tuned context in place of the estimate
         plans = apply_tuned(self.site, self.tuned, settings, found.models, plans, plan_one)
-        return Plan(settings, found, plans, digest)
+        return Plan(settings, found, plans, hashed)
 
     async def plan(self, only: str | None = None) -> Plan:
         """:meth:`pipeline` on the current settings, in a worker thread (for async callers)."""
@@ -144,9 +146,9 @@ class Models:
 
         return await anyio.to_thread.run_sync(self.plan_now, only)
 
-    def plan_now(self, only: str | None = None) -> Plan:
+    def plan_now(self, only: str | None = None, *, digest: bool = True) -> Plan:
         """:meth:`pipeline` on the current settings, in this thread."""
-        return self.pipeline(self.ctx.store.read(), only)
+        return self.pipeline(self.ctx.store.read(), only, digest=digest)
 
     def info(self, only: str | None = None) -> list[ModelInfo]:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
@@ -156,7 +158,7 @@ class Models:
         from ..measure.tuned import tuning_text
         from .verify_cache import verified_text
 
-        plan = self.plan_now(only)
+        plan = self.plan_now(only, digest=False)
         cache = self.verified.read()
         benched = self.benched.records()
         out = []
@@ -228,7 +230,7 @@ class Models:
         raise unknown(
             f'no model "{model_id}" was discovered',
             model_id,
-            self.plan_now().ids(),
+            self.plan_now(digest=False).ids(),
             hint='see "backendmgr models"',
         )
 

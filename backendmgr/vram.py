@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 
 __all__ = ["probe_card_gb"]
@@ -22,6 +21,8 @@ def probe_card_gb(environ: Mapping[str, str] | None = None) -> float | None:
         return value if value > 0 else None
     if shutil.which("nvidia-smi") is None:
         return None
+    import subprocess  # only where there is an nvidia-smi to run: a set size or none needs none
+
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],

@@ -14,6 +14,8 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 def unsafe_char(text: str) -> str | None:
     """The first character of ``text`` that no id or path may hold, as ``U+XXXX``."""
+    if text.isascii() and text.isprintable():  # no ASCII character but a control is unsafe
+        return None
     for ch in text:
         if unicodedata.category(ch) in _UNSAFE_CATEGORIES:
             return f"U+{ord(ch):04X}"

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..record import Record
 
-__all__ = ["ModelMeta", "hf_quant_label", "meta_from_gguf", "meta_from_hf"]
+__all__ = ["ModelMeta", "gguf_kind", "hf_quant_label", "meta_from_gguf", "meta_from_hf"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,9 +80,15 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
+def gguf_kind(raw: dict[str, Any]) -> tuple[str, str]:
+    """A header's architecture and ``general.type``, as :class:`ModelMeta` reads them: what
+    tells a model from a projector or a file that is none (without the rest of the header)."""
     arch = raw.get("general.architecture")
-    arch = arch if isinstance(arch, str) else ""
+    return (arch if isinstance(arch, str) else ""), _text(raw.get("general.type"))
+
+
+def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
+    arch, kind = gguf_kind(raw)
 
     def get(key: str) -> Any:
         return raw.get(f"{arch}.{key}")
@@ -99,7 +105,7 @@ def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
     causal = get("attention.causal")
     return ModelMeta(
         architecture=arch,
-        type=_text(raw.get("general.type")),
+        type=kind,
         name=_text(raw.get("general.name")),
         block_count=_int(get("block_count")),
         context_length=_int(get("context_length")),

@@ -5,13 +5,15 @@ Pure functions over what the walk found; the walk itself lives in :mod:`.walk`.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from ..record import Record
 from .chars import printable, unsafe_char
-from .meta import ModelMeta, meta_from_gguf, meta_from_hf
+from .meta import ModelMeta, gguf_kind, meta_from_gguf, meta_from_hf
 
 __all__ = [
     "DiscoveredModel",
@@ -21,6 +23,7 @@ __all__ = [
     "assign_ids",
     "build_models",
     "hf_qualifies",
+    "model_ids",
     "split_parts",
     "unsafe_char",
 ]
@@ -42,6 +45,7 @@ NOT_TEXT = frozenset({"flux", "sd1", "sdxl", "sd3", "wan", "whisper"})
 POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
 
 Role = Literal["chat", "embedding", "reranker"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +86,7 @@ class FolderScan:
     config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
 
 
-@dataclass
-class Discovery:
+class Discovery(NamedTuple):
     models: list[DiscoveredModel]
     skipped: list[SkippedModel]
 
@@ -93,8 +96,8 @@ class Discovery:
 
 
 def _refuse_unsafe(
-    entry: tuple[str, str, dict[str, Any] | None, str | None],
-) -> tuple[str, str, dict[str, Any] | None, str | None]:
+    entry: tuple[str, str, T | None, str | None],
+) -> tuple[str, str, T | None, str | None]:
     """A model whose path or id holds a control character is skipped, under a printable id.
 
     One check for every kind of model (gguf, projector, HF folder), so no name reaches the
@@ -171,16 +174,24 @@ def _gguf_role(meta: ModelMeta) -> Role:
     return "chat"
 
 
-def build_models(
+Fields = Callable[[], dict[str, Any]]
+"""A model's record fields but its id and path, made only for the models a caller keeps (a
+header read into :class:`ModelMeta` costs more than the id)."""
+Pending = tuple[str, str, Fields | None, str | None]
+"""Base id, path, and either the model's :data:`Fields` or the reason it is skipped."""
+_InFolder = tuple[str, str, Callable[[str | None], dict[str, Any]] | None, str | None]
+"""A :data:`Pending` whose fields still need the folder's projector."""
+
+
+def _pending(
     folders: list[FolderScan], gguf_meta: dict[str, dict[str, Any] | str]
-) -> Discovery:
-    """Turn scanned folders and GGUF headers (or their errors) into models and skip lines."""
-    # Each entry: base id, path, and either a model (without id) or a skip reason.
-    pending: list[tuple[str, str, dict[str, Any] | None, str | None]] = []
+) -> list[Pending]:
+    """Every candidate of the scanned folders in path order, each a model or a skip."""
+    pending: list[Pending] = []
     for folder in folders:
         sep = "" if folder.path.endswith("/") else "/"
         projectors: list[str] = []
-        entries: list[tuple[str, str, dict[str, Any] | None, str | None]] = []
+        entries: list[_InFolder] = []
         sets: dict[str, dict[int, str]] = {}
         for name in folder.ggufs:
             parts = split_parts(name)
@@ -204,19 +215,15 @@ def build_models(
             if isinstance(raw, str) or raw is None:
                 entries.append((base, path, None, raw or "metadata not read"))
                 continue
-            meta = meta_from_gguf(raw)
-            if (
-                meta.type == "mmproj"
-                or name.lower().startswith("mmproj")
-                or meta.architecture == "clip"
-            ):
+            arch, kind = gguf_kind(raw)
+            if kind == "mmproj" or name.lower().startswith("mmproj") or arch == "clip":
                 projectors.append(path)
                 continue
-            if not meta.architecture:
+            if not arch:
                 entries.append((base, path, None, "no general.architecture"))
                 continue
-            if meta.architecture in NOT_TEXT:
-                entries.append((base, path, None, f"not a text model: {meta.architecture}"))
+            if arch in NOT_TEXT:
+                entries.append((base, path, None, f"not a text model: {arch}"))
                 continue
             shard_sizes = size
             shards = 1
@@ -230,41 +237,56 @@ def build_models(
                     )
                     continue
             entries.append(
-                (
-                    base,
-                    path,
-                    {
-                        "format": "gguf",
-                        "role": _gguf_role(meta),
-                        "size_bytes": shard_sizes,
-                        "shards": shards,
-                        "meta": meta,
-                    },
-                    None,
-                )
+                (base, path, functools.partial(_gguf_fields, raw, shard_sizes, shards), None)
             )
         projector = sorted(projectors)[0] if projectors else None
-        for base, path, model, reason in entries:
-            if model is not None and model["role"] == "chat" and projector:
-                model = {**model, "mmproj": projector}
-            pending.append((base, path, model, reason))
+        for base, path, fields, reason in entries:
+            made = None if fields is None else functools.partial(fields, projector)
+            pending.append((base, path, made, reason))
         hf = _hf_entry(folder)
         if hf is not None:
             pending.append(hf)
     pending = [_refuse_unsafe(e) for e in pending]
     pending.sort(key=lambda e: e[1])
+    return pending
+
+
+def _gguf_fields(
+    raw: dict[str, Any], size: int, shards: int, projector: str | None
+) -> dict[str, Any]:
+    meta = meta_from_gguf(raw)
+    role = _gguf_role(meta)
+    fields = {"format": "gguf", "role": role, "size_bytes": size, "shards": shards, "meta": meta}
+    if role == "chat" and projector:
+        fields["mmproj"] = projector
+    return fields
+
+
+def build_models(
+    folders: list[FolderScan],
+    gguf_meta: dict[str, dict[str, Any] | str],
+    keep: Callable[[str], bool] | None = None,
+) -> Discovery:
+    """Turn scanned folders and GGUF headers (or their errors) into models and skip lines;
+    ``keep``: only the models whose id it accepts (an id is given among all the others)."""
+    pending = _pending(folders, gguf_meta)
     ids = assign_ids([(base, path) for base, path, _, _ in pending])
     models: list[DiscoveredModel] = []
     skipped: list[SkippedModel] = []
-    for model_id, (_, path, model, reason) in zip(ids, pending, strict=True):
-        if model is None:
+    for model_id, (_, path, fields, reason) in zip(ids, pending, strict=True):
+        if fields is None:
             skipped.append(SkippedModel(id=model_id, path=path, reason=reason or "unknown"))
-        else:
-            models.append(DiscoveredModel(id=model_id, path=path, **model))
+        elif keep is None or keep(model_id):
+            models.append(DiscoveredModel(id=model_id, path=path, **fields()))
     return Discovery(models, skipped)
 
 
-def _hf_entry(folder: FolderScan) -> tuple[str, str, dict[str, Any] | None, str | None] | None:
+def model_ids(folders: list[FolderScan], gguf_meta: dict[str, dict[str, Any] | str]) -> list[str]:
+    """The id of every model and skipped file, as :func:`build_models` gives them (<TAB>)."""
+    return assign_ids([(base, path) for base, path, _, _ in _pending(folders, gguf_meta)])
+
+
+def _hf_entry(folder: FolderScan) -> Pending | None:
     if not folder.safetensors or folder.ggufs or folder.config is None:
         return None
     name = _hf_name(folder.path)
@@ -276,14 +298,6 @@ def _hf_entry(folder: FolderScan) -> tuple[str, str, dict[str, Any] | None, str 
     base = name.lower()
     if meta.quant and meta.quant.lower() not in base:
         base = f"{base}-{meta.quant.lower()}"
-    return (
-        base,
-        folder.path,
-        {
-            "format": "hf",
-            "role": "chat",
-            "size_bytes": sum(folder.safetensors.values()),
-            "meta": meta,
-        },
-        None,
-    )
+    size = sum(folder.safetensors.values())
+    fields = {"format": "hf", "role": "chat", "size_bytes": size, "meta": meta}
+    return (base, folder.path, functools.partial(dict, fields), None)

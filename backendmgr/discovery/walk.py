@@ -9,23 +9,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import Record, load
 from .files import walk_model_files
 from .gguf import GgufError, read_gguf_metadata
-from .models import Discovery, FolderScan, build_models, split_parts
+from .models import Discovery, FolderScan, build_models, model_ids, split_parts
 
-__all__ = ["MetaCache", "Scan", "discover", "scan_folders"]
+__all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
 
 CACHE_FORMAT = 1
 
 
-@dataclass
-class Scan:
+class Scan(NamedTuple):
     folders: list[FolderScan]
     inputs: list[tuple[str, int, int]]  # (path, size, mtime_ns) of every model file
 
@@ -78,11 +78,12 @@ Header = dict[str, Any] | str
 @dataclass(frozen=True, kw_only=True)
 class CacheFile(Record):
     """The header cache as :meth:`MetaCache.save` writes it: path → [size, mtime_ns, header].
-    A header is left to :meth:`MetaCache.get` to check (a mapping or a reason): walking every
-    field of every header would cost a warm scan more than reading the file."""
+    Each entry is free-form data here (bounded in depth, no NaN, no lone surrogate) and its
+    shape is :meth:`MetaCache.get`'s to check: one of the wrong shape is a file not cached,
+    and reading each entry as a typed record would cost a warm scan more than its use."""
 
     format: int
-    entries: dict[str, tuple[int, int, Any]]
+    entries: dict[str, Any]
 
 
 class MetaCache:
@@ -90,7 +91,7 @@ class MetaCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.entries: dict[str, tuple[int, int, Any]] = {}
+        self.entries: dict[str, Any] = {}  # path → [size, mtime_ns, header], as written
         self.dirty = False
         if path is not None:
             try:  # an unreadable, foreign or malformed cache only costs reading the headers
@@ -105,10 +106,16 @@ class MetaCache:
 
     def get(self, path: str, size: int, mtime_ns: int) -> Header | None:
         entry = self.entries.get(path)
-        if entry and entry[0] == size and entry[1] == mtime_ns and isinstance(entry[2], dict | str):
+        if (
+            isinstance(entry, list | tuple)
+            and len(entry) == 3
+            and (type(entry[0]), type(entry[1])) == (int, int)  # a boolean is no size
+            and (entry[0], entry[1]) == (size, mtime_ns)
+            and isinstance(entry[2], dict | str)
+        ):
             header: Header = entry[2]
             return header
-        return None  # not cached, changed since, or a header of the wrong shape: read again
+        return None  # not cached, changed since, or an entry of the wrong shape: read again
 
     def put(self, path: str, size: int, mtime_ns: int, value: Header) -> None:
         self.entries[path] = (size, mtime_ns, value)
@@ -127,11 +134,28 @@ class MetaCache:
             atomic_write_bytes(self.path, body, no_links_below=self.path.parent)
 
 
-def discover(scan: Scan, cache_file: Path | None, *, save: bool = True) -> Discovery:
-    """The models of ``scan``; ``save=False`` reads the cache but never writes it (<TAB>)."""
+def discover(
+    scan: Scan,
+    cache_file: Path | None,
+    *,
+    save: bool = True,
+    keep: Callable[[str], bool] | None = None,
+) -> Discovery:
+    """The models of ``scan``; ``save=False`` reads the cache but never writes it (<TAB>);
+    ``keep``: the records of only the models whose id it accepts (:func:`.models.build_models`)."""
+    return build_models(scan.folders, _headers(scan, cache_file, save), keep)
+
+
+def discover_ids(scan: Scan, cache_file: Path | None) -> list[str]:
+    """The id of every model and skipped file of ``scan``, writing no cache (<TAB>)."""
+    return model_ids(scan.folders, _headers(scan, cache_file, False))
+
+
+def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Header]:
+    """Each GGUF's header (or why it cannot be read), by path: a first shard's for its set."""
     cache = MetaCache(cache_file)
     stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
-    metas: dict[str, dict[str, Any] | str] = {}
+    metas: dict[str, Header] = {}
     for folder in scan.folders:
         for name in folder.ggufs:
             parts = split_parts(name)
@@ -149,4 +173,4 @@ def discover(scan: Scan, cache_file: Path | None, *, save: bool = True) -> Disco
             metas[path] = cached
     if save:
         cache.save(set(metas))
-    return build_models(scan.folders, metas)
+    return metas

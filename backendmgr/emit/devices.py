@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..catalog.capabilities import Capabilities, promised_backend
-from ..catalog.host import Adapter
 from ..config.models import ModelOverride, Settings, device_indices
 from ..registry.resolve import Resolution
 from ..registry.rows import build_id_of
+
+if TYPE_CHECKING:  # the adapters come probed: the probe's module is not the plan's to load
+    from ..catalog.host import Adapter
 
 __all__ = [
     "DevicePlan",

@@ -229,16 +229,20 @@ def check_macro(name: str, value: Any) -> None:
 def substitute(value: Any, name: str, macro: Any) -> Any:
     """``substituteMacroInValue``: a whole-string match takes the typed value, mappings and
     lists are walked (their keys are no macro targets)."""
-    if isinstance(value, dict):
-        return {k: substitute(v, name, macro) for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute(v, name, macro) for v in value]
-    if not isinstance(value, str):
-        return value
-    slug = f"${{{name}}}"
-    if value == slug:
-        return macro
-    return value.replace(slug, _go_v(macro)) if slug in value else value
+    slug = f"${{{name}}}"  # made once per walk: a read screens every model's entry with it
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            if item == slug:
+                return macro
+            return item.replace(slug, _go_v(macro)) if slug in item else item
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
 
 
 def merge_macros(

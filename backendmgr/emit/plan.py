@@ -9,10 +9,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex
-from ..catalog.host import Adapter
 from ..config.models import ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
 from ..registry.resolve import Resolution, resolve, resolve_preferring
@@ -22,12 +21,14 @@ from .macros import shell_word
 from .sizing import (
     Budget,
     devices_card_gb,
-    llama_context,
-    llama_est_vram_gb,
+    llama_sizing,
     over_budget,
     vllm_sizing,
 )
 from .tools import against_build, tool_parser
+
+if TYPE_CHECKING:  # the host's probe (platform, subprocess) is not the plan's to load
+    from ..catalog.host import Adapter
 
 __all__ = [
     "HF_NEEDS_VLLM",
@@ -198,7 +199,7 @@ def _llama(
     weights = model.size_gb
     pinned = devices_card_gb(dev.memory_gb, tensor_parallel=None) if dev.memory_gb else None
     budget = _pinned_budget(settings, ov, card_gb, pinned)
-    ctx, sized = llama_context(
+    sizing = llama_sizing(
         model.meta,
         weights,
         budget.gb if budget else None,
@@ -206,7 +207,8 @@ def _llama(
         extra_args=ov.extra_args,
         headroom_gb=settings.vram_headroom_gb,
     )
-    notes = [*dev.notes, *sized]
+    ctx = sizing.ctx
+    notes = [*dev.notes, *sizing.notes]
     groups = [
         [res.exe or settings.server_exe],
         ["-m", model.path],
@@ -234,7 +236,7 @@ def _llama(
     groups += [g for g in wanted if g[0] not in left_out]
     notes += _flag_notes(build, left_out, (ov.extra_args or "").strip(SHELL_SPACE))
     caps["context"] = ctx
-    est = llama_est_vram_gb(model.meta, weights, ctx, ov.extra_args)
+    est = sizing.est_vram_gb
     notes += over_budget(ov.ctx, est, [budget, _card(pinned or card_gb)])
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
     extra += [f"device {ov.device}"] if dev.devices else []

@@ -11,6 +11,7 @@ import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..discovery.meta import ModelMeta
 
@@ -19,16 +20,17 @@ __all__ = [
     "Budget",
     "KvModel",
     "LlamaKnobs",
+    "LlamaSizing",
     "VllmSizing",
     "ctx_sentence",
     "devices_card_gb",
     "gpu_utilisation",
     "is_over_budget",
     "kv_model",
-    "llama_context",
     "llama_est_vram_gb",
     "llama_footprint_gb",
     "llama_knobs",
+    "llama_sizing",
     "max_ctx_for_budget",
     "over_budget",
     "rounded_ctx",
@@ -59,8 +61,9 @@ FLOOR_CTX = 4096
 MAX_LAYERS = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class KvModel:
+# Figures made per model on every read are named tuples: each dataclass costs a start-up
+# about 0.4 ms to make (Python 3.11 compiles every method it generates)
+class KvModel(NamedTuple):
     slope: float  # GiB per token of context
     const: float  # GiB independent of context (sliding windows, recurrent state)
     swa_cell: float = 0.0  # GiB per cell of the sliding-window layers together
@@ -79,8 +82,7 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-@dataclass(frozen=True, slots=True)
-class LlamaKnobs:
+class LlamaKnobs(NamedTuple):
     """The llama-server options that change what it allocates, as ``extra_args`` set them."""
 
     n_seq: int = LLAMA_N_SEQ
@@ -159,32 +161,38 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
     interval = meta.full_attention_interval or 0
     slope = const = swa_cell = 0.0
     recurrent_count = 0
+    # what every layer reads, looked up once (a read sizes every model); the sums below add
+    # the same products in the same order as one layer at a time
+    kv_list = kv if isinstance(kv, list) else None
+    kv_each = kv if isinstance(kv, int) else 0
+    marked = meta.recurrent_layers
+    lora_cell = (
+        (meta.kv_lora_rank + (meta.rope_dimension_count or 0)) * per if meta.kv_lora_rank else 0
+    )
+    swa_width, full_width = k_swa + v_swa, (k or 0) + (v or 0)
+    flags = pattern if isinstance(pattern, list) else None
+    n = pattern if isinstance(pattern, int) and pattern else 6
     for i in range(layers):
-        layer_kv = (
-            kv[i] if isinstance(kv, list) and i < len(kv) else (kv if isinstance(kv, int) else 0)
+        layer_kv = kv_list[i] if kv_list is not None and i < len(kv_list) else kv_each
+        recurrent = (marked is not None and i < len(marked) and marked[i]) or (
+            marked is None and interval > 0 and (i + 1) % interval != 0
         )
-        recurrent = (
-            meta.recurrent_layers is not None
-            and i < len(meta.recurrent_layers)
-            and meta.recurrent_layers[i]
-        ) or (meta.recurrent_layers is None and interval > 0 and (i + 1) % interval != 0)
         if recurrent:
             recurrent_count += 1
             continue
-        if meta.kv_lora_rank:
-            slope += (meta.kv_lora_rank + (meta.rope_dimension_count or 0)) * per
+        if lora_cell:
+            slope += lora_cell
             continue
         if not layer_kv:
             continue
-        if isinstance(pattern, list):
-            sliding = window > 0 and i < len(pattern) and pattern[i]
+        if flags is not None:
+            sliding = window > 0 and i < len(flags) and flags[i]
         else:
-            n = pattern if pattern else 6
             sliding = window > 0 and (i + 1) % n != 0
         if sliding:
-            swa_cell += layer_kv * (k_swa + v_swa) * per
+            swa_cell += layer_kv * swa_width * per
         else:
-            slope += layer_kv * ((k or 0) + (v or 0)) * per
+            slope += layer_kv * full_width * per
     if meta.ssm_inner_size and meta.ssm_state_size:
         inner, state = meta.ssm_inner_size, meta.ssm_state_size
         conv = meta.ssm_conv_kernel or 0
@@ -254,11 +262,23 @@ def llama_est_vram_gb(
     meta: ModelMeta | None, weights_gb: float, ctx: int, extra_args: str | None = None
 ) -> float:
     """``est_vram_gb`` of a llama entry, rounded up to 0.01 so it stays at or above the use."""
-    fp = llama_footprint_gb(kv_model(meta), weights_gb, ctx, llama_knobs(extra_args))
+    return _est_gb(kv_model(meta), llama_knobs(extra_args), weights_gb, ctx)
+
+
+def _est_gb(kv: KvModel | None, knobs: LlamaKnobs, weights_gb: float, ctx: int) -> float:
+    fp = llama_footprint_gb(kv, weights_gb, ctx, knobs)
     return math.ceil(fp * 100 - 1e-9) / 100
 
 
-def llama_context(
+class LlamaSizing(NamedTuple):
+    """A llama entry's ``-c``, the notes on how it was found, and its ``est_vram_gb``."""
+
+    ctx: int
+    notes: list[str]
+    est_vram_gb: float
+
+
+def llama_sizing(
     meta: ModelMeta | None,
     weights_gb: float,
     budget_gb: float | None,
@@ -266,20 +286,33 @@ def llama_context(
     *,
     extra_args: str | None = None,
     headroom_gb: float = 0.0,
-) -> tuple[int, list[str]]:
+) -> LlamaSizing:
     """llama.cpp's ``-c`` (SPEC §11.4): the largest multiple of 4096 whose footprint fits
-    ``budget - headroom``.
+    ``budget - headroom``, and the estimate at that context (the KV cost and the options
+    read once: a read plans every model).
 
     The SWA cache is charged at its largest (it only shrinks below ``window x n_seq +
     n_ubatch`` tokens), so the solved context is exact or a little small, never over.
     """
+    kv, knobs = kv_model(meta), llama_knobs(extra_args)
+    ctx, notes = _llama_context(kv, knobs, meta, weights_gb, budget_gb, pinned, headroom_gb)
+    return LlamaSizing(ctx, notes, _est_gb(kv, knobs, weights_gb, ctx))
+
+
+def _llama_context(
+    kv: KvModel | None,
+    knobs: LlamaKnobs,
+    meta: ModelMeta | None,
+    weights_gb: float,
+    budget_gb: float | None,
+    pinned: int | None,
+    headroom_gb: float,
+) -> tuple[int, list[str]]:
     if pinned:
         return pinned, []
-    kv = kv_model(meta)
     if kv is None or budget_gb is None:
         ctx = _cap(DEFAULT_CTX, meta)
         return ctx, [unsized_note("ctx", ctx, no_kv=kv is None)]
-    knobs = llama_knobs(extra_args)
     avail = budget_gb - headroom_gb - weights_gb - LLAMA_FIXED_GB
     other = kv.const - kv.swa_cell * kv.window
     swa_max = kv.swa_cell * (knobs.swa_cells(1 << 62, kv.window) if not knobs.swa_full else 0)
@@ -292,8 +325,7 @@ def llama_context(
     return _cap(rounded_ctx(max_ctx_for_budget(sized, avail)), meta), []
 
 
-@dataclass(frozen=True, slots=True)
-class VllmSizing:
+class VllmSizing(NamedTuple):
     max_model_len: int
     gpu_util: float
     kv_cache_bytes: int | None

@@ -15,7 +15,7 @@ from ..install.store import BuildStore, InstalledEntry, receipt_json
 from ..registry import rows as registry
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from ..config.models import BackendRow
     from ..discovery.models import Discovery
@@ -27,6 +27,7 @@ __all__ = [
     "discover",
     "executable_exists",
     "find_build",
+    "model_ids",
     "pinned_by",
 ]
 
@@ -102,11 +103,26 @@ def find_build(builds: BuildStore, ref: str) -> InstalledEntry:
     )
 
 
-def discover(settings: Settings, cache_dir: Path, *, save: bool = True) -> tuple[Scan, Discovery]:
+def discover(
+    settings: Settings,
+    cache_dir: Path,
+    *,
+    save: bool = True,
+    keep: Callable[[str], bool] | None = None,
+) -> tuple[Scan, Discovery]:
     """Scan ``models_dirs`` and read each model's header (cached by path, size and mtime;
-    ``save=False`` leaves the cache file alone); blocking, for a worker thread."""
+    ``save=False`` leaves the cache file alone; ``keep``: the records of only the models whose
+    id it accepts); blocking, for a worker thread."""
     from ..discovery.walk import discover as walk_discover
     from ..discovery.walk import scan_folders
 
     scan = scan_folders(settings.models_dirs)
-    return scan, walk_discover(scan, cache_dir / GGUF_CACHE, save=save)
+    return scan, walk_discover(scan, cache_dir / GGUF_CACHE, save=save, keep=keep)
+
+
+def model_ids(settings: Settings, cache_dir: Path) -> list[str]:
+    """The id of every model and skipped file in ``models_dirs``, as :func:`discover` names
+    them; the header cache is read, never written (<TAB>)."""
+    from ..discovery.walk import discover_ids, scan_folders
+
+    return discover_ids(scan_folders(settings.models_dirs), cache_dir / GGUF_CACHE)

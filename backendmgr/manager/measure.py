@@ -71,7 +71,7 @@ class MeasureService:
         site: Site,
         tuned: TunedStore,
         settings: Callable[[], Awaitable[Settings]],
-        pipeline: Callable[[Settings], Plan],
+        pipeline: Callable[[Settings, str | None], Plan],  # Models.pipeline: settings, only
         verify: Callable[..., Awaitable[VerifyReport]],
         pin: Callable[[str, str], Awaitable[PinResult]],
         regenerate: Callable[[], Awaitable[list[str]]],
@@ -91,10 +91,13 @@ class MeasureService:
     # --- planning ------------------------------------------------------------------------
 
     async def _plan(self, settings: Settings, model_id: str) -> _Planned:
-        plan = await anyio.to_thread.run_sync(self._pipeline, settings)
+        """The model planned alone (its plan is the one a whole run gives it); every model is
+        planned only to name the ids when none is called ``model_id``."""
+        plan = await anyio.to_thread.run_sync(self._pipeline, settings, model_id)
         for model, planned in zip(plan.found.models, plan.plans, strict=True):
             if model.id == model_id:
                 return _Planned(settings, model, planned)
+        plan = await anyio.to_thread.run_sync(self._pipeline, settings, None)
         raise unknown(
             f'no model "{model_id}" was discovered',
             model_id,

@@ -9,26 +9,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..api_models import CmdResult, ModelBackend, ModelInfo
 from ..config.models import Settings
-from ..discovery.models import Discovery
+from ..emit.entries import screen
+from ..emit.plan import Entry, Skip, plan_model
 from ..errors import Refused, unknown
 from ..install.store import receipt_json
 from ..record import plain
 from .context import Context
 from .facts import discover
-from .verify_cache import VerifyCache, verified_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (not by ``which``)
     from collections.abc import Sequence
 
+    from ..api_models import CmdResult, ModelInfo
     from ..catalog.capabilities import CapabilityIndex
     from ..catalog.host import Adapter
-    from ..discovery.models import DiscoveredModel
-    from ..emit.plan import Entry, Skip, ToolParsers
+    from ..discovery.models import DiscoveredModel, Discovery
+    from ..emit.plan import ToolParsers
     from ..measure.bench import BenchStore
     from ..measure.tuned import TunedStore
     from .probe import Site
+    from .verify_cache import VerifyCache
 
 __all__ = ["Models", "Plan"]
 
@@ -43,8 +44,6 @@ class Plan:
     digest: str  # of every input: the generated file's header records it
 
     def entries(self) -> list[Entry]:
-        from ..emit.plan import Entry
-
         return [p for p in self.plans if isinstance(p, Entry)]
 
     def planned(self, model_id: str) -> Entry | Skip | None:
@@ -68,9 +67,6 @@ def _plan_one(
     """One model's plan; arithmetic on a header's numbers that still fails skips that model
     with the reason rather than failing every other one (discovery already bounds them).
     ``gpus``: the host's adapters, for a model pinned to a ``device``."""
-    from ..emit.entries import screen
-    from ..emit.plan import Entry, Skip, plan_model
-
     try:
         planned = plan_model(settings, model, card_gb, parsers, caps, gpus)
     except (ArithmeticError, ValueError) as exc:
@@ -98,26 +94,30 @@ class Models:
         """This machine's GPUs (probed once), for a model pinned to a ``device`` (issue 24)."""
         return self.site.probe.host.adapters
 
-    def pipeline(self, settings: Settings, only: str | None = None) -> Plan:
+    def pipeline(self, settings: Settings, only: str | None = None, *, digest: bool = True) -> Plan:
         """Discover, plan every model and hash the inputs (blocking, for a worker thread).
 
         ``only``: discover every model but plan just those with this id, and hash nothing
         (``which MODEL``). A model's plan depends on that model and the settings alone
         (:func:`_plan_one`, :func:`~backendmgr.measure.tuned.apply_tuned`), so it is the plan
-        the whole run gives it; the digest is left empty."""
+        the whole run gives it; the digest is left empty, as it is with ``digest=False`` (a
+        read: only ``generate`` writes it)."""
+        from ..discovery.models import Discovery
         from ..emit.devices import uses_devices
-        from ..emit.regen import inputs_hash
         from ..measure.tuned import apply_tuned
         from .capabilities import capability_index
 
         ctx, probe = self.ctx, self.site.probe
-        scan, found = discover(settings, ctx.paths.cache)
+        keep = None if only is None else only.__eq__  # the other models' ids, not records
+        scan, found = discover(settings, ctx.paths.cache, keep=keep)
         installed = ctx.builds.installed()
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
         gpus = probe.host.adapters if uses_devices(settings) else ()  # issue 24: device pins
-        digest = ""
-        if only is None:
+        hashed = ""
+        if only is None and digest:
+            from ..emit.regen import inputs_hash
+
             # a kindless tool (llama-swap) serves no model: it changes nothing in the config
             receipts = [receipt_json(e.receipt) for e in installed if e.receipt.kind]
             receipts += [
@@ -125,8 +125,8 @@ class Models:
             ]
             receipts += [f"gpu {g!r}" for g in gpus]
             receipts.append(self.tuned.inputs_text())  # issue 22: measured contexts
-            digest = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
-        else:
+            hashed = inputs_hash(settings, receipts, scan.inputs, probe.card_gb)
+        if only is not None:
             found = Discovery(
                 [m for m in found.models if m.id == only],
                 [s for s in found.skipped if s.id == only],
@@ -138,7 +138,7 @@ class Models:
         plans = [plan_one(settings, m) for m in found.models]
         # issue 22: a tuned context in place of the estimate
         plans = apply_tuned(self.site, self.tuned, settings, found.models, plans, plan_one)
-        return Plan(settings, found, plans, digest)
+        return Plan(settings, found, plans, hashed)
 
     async def plan(self, only: str | None = None) -> Plan:
         """:meth:`pipeline` on the current settings, in a worker thread (for async callers)."""
@@ -146,18 +146,19 @@ class Models:
 
         return await anyio.to_thread.run_sync(self.plan_now, only)
 
-    def plan_now(self, only: str | None = None) -> Plan:
+    def plan_now(self, only: str | None = None, *, digest: bool = True) -> Plan:
         """:meth:`pipeline` on the current settings, in this thread."""
-        return self.pipeline(self.ctx.store.read(), only)
+        return self.pipeline(self.ctx.store.read(), only, digest=digest)
 
     def info(self, only: str | None = None) -> list[ModelInfo]:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
         models with this id, planned alone (:meth:`pipeline`)."""
-        from ..emit.plan import Entry
+        from ..api_models import ModelBackend, ModelInfo
         from ..measure.bench import shown_figures
         from ..measure.tuned import tuning_text
+        from .verify_cache import verified_text
 
-        plan = self.plan_now(only)
+        plan = self.plan_now(only, digest=False)
         cache = self.verified.read()
         benched = self.benched.records()
         out = []
@@ -215,9 +216,9 @@ class Models:
         return _folder_problems(self.ctx.store.read().models_dirs, self.ctx.store.path)
 
     def cmd(self, model_id: str) -> CmdResult:
-        from ..emit.plan import Entry
+        from ..api_models import CmdResult
 
-        plan = self.plan_now()
+        plan = self.plan_now(model_id)  # planned alone; every model only to name the ids
         planned = plan.planned(model_id)
         if isinstance(planned, Entry):
             return CmdResult(id=model_id, argv=planned.argv)
@@ -229,7 +230,7 @@ class Models:
         raise unknown(
             f'no model "{model_id}" was discovered',
             model_id,
-            plan.ids(),
+            self.plan_now(digest=False).ids(),
             hint='see "backendmgr models"',
         )
 

@@ -173,7 +173,7 @@ class Services:
     def which(self) -> Which:
         from .which import Which
 
-        return Which(self.ctx, self.models)
+        return Which(self.ctx, lambda: self.models)
 
     @cached_property
     def locks(self) -> Locks:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import read_record_file
-from ..api_models import VerifyResult, dump
 from ..install.store import BuildStore
 from .facts import build_identity
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the results' module is loaded by what reads or writes one (not ``which``)
+    from ..api_models import VerifyResult
     from ..emit.plan import Entry
 
 __all__ = ["VerifyCache", "verified_text"]
@@ -74,6 +74,7 @@ class VerifyCache:
         from filelock import FileLock
 
         from .._fs import atomic_write_bytes
+        from ..api_models import dump
 
         self._locks.mkdir(parents=True, exist_ok=True)
         with FileLock(self._locks / "verify.lock", timeout=30):
@@ -86,6 +87,7 @@ class VerifyCache:
 def _loaded(data: dict[str, Any]) -> VerifyResult | None:
     """A cached result as verify wrote it, read strictly (what backendmgr wrote); a record of
     the wrong shape is None (not verified)."""
+    from ..api_models import VerifyResult
     from ..record import Invalid, load
 
     try:

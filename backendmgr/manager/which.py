@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..api_models import ConfigInfo, WhichResult
 from ..config.models import ModelOverride, Settings
@@ -12,8 +14,10 @@ from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..registry.rows import default_problem, pin_problem
 from .context import Context
-from .facts import activated_id, discover, executable_exists, find_build, pinned_by
-from .models import Models
+from .facts import activated_id, executable_exists, find_build, model_ids, pinned_by
+
+if TYPE_CHECKING:
+    from .models import Models
 
 __all__ = ["Which"]
 
@@ -21,7 +25,9 @@ __all__ = ["Which"]
 @dataclass(frozen=True, eq=False)
 class Which:
     ctx: Context
-    models: Models
+    # made on first use: only ``which MODEL`` plans; the other answers (a row, the local
+    # names <TAB> offers, ``config``) load no planner, nor the stores it reads
+    models: Callable[[], Models]
 
     def which(self, target: str) -> WhichResult:
         """The executable that would run for a model, component, build or row, and why."""
@@ -33,20 +39,25 @@ class Which:
             return _which_row(settings, target, row.id)
         if target in self.ctx.catalog.ids():
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
-        for model in self.models.info(only=target):  # planned alone
-            if model.id != target:
-                continue
-            if model.skipped or model.backend is None:
-                raise Refused(f"{target} is skipped: {model.skipped or 'no backend'}")
-            backend = model.backend
+        from ..emit.plan import Skip
+
+        plan = self.models().plan_now(only=target)  # this model planned alone
+        planned = plan.planned(target)
+        skip = next((s for s in plan.found.skipped if s.id == target), None)
+        if planned is not None or skip is not None:
+            # as ``models`` shows it: a skip's reason, else the row that serves it
+            reason = skip.reason if skip else planned.reason if isinstance(planned, Skip) else None
+            res = planned.resolution if planned is not None else None
+            if reason or res is None or planned is None:
+                raise Refused(f"{target} is skipped: {reason or 'no backend'}")
             return WhichResult(
                 target=target,
                 type="model",
-                row=backend.id,
-                path=backend.path,
-                exists=executable_exists(backend.path),
-                reason=backend.reason,
-                notes=model.notes,
+                row=res.row.id if res.row else None,
+                path=res.exe,
+                exists=executable_exists(res.exe),
+                reason=res.reason,
+                notes=list(planned.notes),
             )
         raise Unknown(
             f'no model, component, build or row "{target}"; see "backendmgr models", '
@@ -71,10 +82,8 @@ class Which:
             return [r.id for r in settings.backends if default_problem(r) is None]
         if kind == "manual_rows":  # what backends remove accepts
             return [r.id for r in settings.backends if not (r.managed or r.build)]
-        if kind == "models":
-            _, found = discover(settings, ctx.paths.cache, save=False)  # <TAB> writes nothing
-            ids = {m.id for m in found.models} | {s.id for s in found.skipped}
-            return sorted(ids | set(settings.models))
+        if kind == "models":  # ids only (no model's header read into a record); writes nothing
+            return sorted(set(model_ids(settings, ctx.paths.cache)) | set(settings.models))
         raise InvalidInput(f'unknown kind of name "{kind}"')
 
     def config_info(self) -> ConfigInfo:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -123,23 +122,29 @@ def shown_figures(
     place: Place, records: dict[str, list[dict[str, Any]]], model: DiscoveredModel
 ) -> list[dict[str, Any]]:
     """What ``models`` shows of a model's figures: the last of each build, on this device."""
+    if not records.get(model.id):  # never benched: no file to stat, no device to probe
+        return []
     found = matching(records, model.id, model_fingerprint(model), device_of(place))
     return [{k: getattr(r, k) for k in SHOWN} for r in found]
 
 
 def spread_pct(values: list[float]) -> float:
     """(max - min) / median in percent: how far apart the runs were."""
-    middle = statistics.median(values)
+    from statistics import median  # a bench run's, not a read's (``models`` shows figures)
+
+    middle = median(values)
     return round((max(values) - min(values)) / middle * 100, 1) if middle > 0 else 0.0
 
 
 def figures(runs: list[Run]) -> dict[str, Any]:
     """Medians and spreads of ``runs`` (at least one), as :class:`BenchRecord` fields."""
+    from statistics import median
+
     gen = [r.predicted_per_second for r in runs]
     pp = [r.prompt_per_second for r in runs if r.prompt_per_second is not None]
     return {
-        "prompt_per_second": round(statistics.median(pp), 2) if pp else None,
-        "predicted_per_second": round(statistics.median(gen), 2),
+        "prompt_per_second": round(median(pp), 2) if pp else None,
+        "predicted_per_second": round(median(gen), 2),
         "prompt_spread": spread_pct(pp) if pp else None,
         "predicted_spread": spread_pct(gen),
         "runs": len(runs),

@@ -21,7 +21,7 @@ from ruamel.yaml import YAML
 
 from backendmgr.discovery.gguf import read_gguf_metadata
 from backendmgr.discovery.meta import meta_from_gguf
-from backendmgr.emit.sizing import llama_context
+from backendmgr.emit.sizing import llama_sizing
 from backendmgr.mirror import MirrorServer
 from tests.support import publish_llama
 from tests.support.cli import CliResult
@@ -84,7 +84,7 @@ def models(tmp_path: Path, config_path: Path) -> Path:
 
 def ctx_for(models: Path, card_gb: float) -> int:
     meta = meta_from_gguf(read_gguf_metadata(models / "qwen3-pinned.gguf"))
-    ctx, _ = llama_context(meta, 4.0, card_gb, None, headroom_gb=0.1)
+    ctx = llama_sizing(meta, 4.0, card_gb, None, headroom_gb=0.1).ctx
     return ctx
 
 

@@ -179,6 +179,9 @@ def test_cache_makes_a_warm_scan_read_no_header(
         '{"format": 1, "entries": {"P": [S, M, [1]]}}',
         '{"format": 1, "entries": {"P": [S, M, null]}}',
         '{"format": 1, "entries": {"P": ["S", M, {}]}}',
+        '{"format": 1, "entries": {"P": [S, M, {}, 4]}}',
+        '{"format": 1, "entries": {"P": {"0": S, "1": M, "2": {}}}}',
+        '{"format": 1, "entries": {"P": [S.0, M, {}]}}',
         '{"format": 1, "entries": []}',
         '{"format": 1, "entries": {}, "more": 1}',
         '{"format": 2, "entries": {"P": [S, M, "x"]}}',  # another version's cache
@@ -212,3 +215,51 @@ def test_a_cached_header_is_used_as_it_was_stored(tmp_path: Path) -> None:
     (model,) = run(tmp_path, root).models
     assert model.meta is not None and model.meta.architecture == "qwen3"
     assert model.meta.context_length == 77
+
+
+def test_unsafe_char_reads_ascii_as_the_unicode_categories_do() -> None:
+    """The ASCII shortcut (a printable ASCII text holds nothing unsafe) agrees with the
+    categories for every ASCII character, alone and inside a name, and leaves the rest to them."""
+    import unicodedata
+
+    from backendmgr.discovery.chars import unsafe_char
+
+    for code in range(128):
+        ch = chr(code)
+        unsafe = unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Zl", "Zp"}
+        expected = f"U+{code:04X}" if unsafe else None
+        assert unsafe_char(ch) == expected
+        assert unsafe_char(f"model{ch}name.gguf") == expected
+    assert unsafe_char("caf\u00e9\u202ename") == "U+202E"  # not ASCII: a bidi override
+    assert unsafe_char("caf\u00e9 \u00a0name") is None
+
+
+def test_keeping_one_model_and_listing_ids_agree_with_the_whole_discovery(
+    tmp_path: Path,
+) -> None:
+    """``which MODEL`` makes one model's record and <TAB> none; each id is still the one the
+    whole discovery gives (clashes, projectors, split sets, skips and HF folders included)."""
+    from backendmgr.discovery.walk import discover_ids
+
+    root = tmp_path / "models"
+    write_gguf(root / "a" / "chat.gguf", "llama", layers=2)
+    write_gguf(root / "a" / "mmproj-chat.gguf", "clip", general_type="mmproj", layers=1)
+    write_gguf(root / "b" / "chat.gguf", "llama", layers=2)  # clashes: chat-b
+    write_gguf(root / "b" / "emb.gguf", "bert", layers=2, pooling=1)
+    write_gguf(root / "c" / "big-00001-of-00002.gguf", "llama", layers=2)
+    write_gguf(root / "c" / "big-00002-of-00002.gguf", "llama", layers=2)
+    write_gguf(root / "c" / "img.gguf", "flux", layers=1)
+    (root / "c" / "junk.gguf").write_bytes(b"not a gguf")
+    write_hf(root / "hf" / "Qwen2-7B", LLAMA3_8B)
+    scan = scan_folders([str(root)])
+    whole = discover(scan, tmp_path / "cache.json")
+    ids = [m.id for m in whole.models] + [s.id for s in whole.skipped]
+    assert len(ids) == len(set(ids)) == 7
+    assert sorted(discover_ids(scan, tmp_path / "cache.json")) == sorted(ids)
+    for model in whole.models:
+        one = discover(scan, tmp_path / "cache.json", keep=model.id.__eq__)
+        assert one.models == [model]
+        assert one.skipped == whole.skipped
+    assert discover(scan, tmp_path / "cache.json", keep=lambda _: False).models == []
+    chat = next(m for m in whole.models if m.path.endswith("/a/chat.gguf"))
+    assert chat.mmproj is not None and chat.mmproj.endswith("mmproj-chat.gguf")

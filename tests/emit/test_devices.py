@@ -21,7 +21,7 @@ from backendmgr.emit.devices import (
     plan_devices,
 )
 from backendmgr.emit.plan import Entry, plan_model
-from backendmgr.emit.sizing import LLAMA_FIXED_GB, devices_card_gb, llama_context
+from backendmgr.emit.sizing import LLAMA_FIXED_GB, devices_card_gb, llama_sizing
 from backendmgr.record import validate
 from backendmgr.registry.resolve import Resolution
 from tests.support.metas import BIG as META
@@ -313,8 +313,8 @@ def test_llama_context_is_sized_for_the_pinned_card() -> None:
     on_small = planned(settings(CUDA_ROW, ModelOverride(device="1")), cards)
     on_big = planned(settings(CUDA_ROW, ModelOverride(device="0")), cards)
     ctx = {e.capabilities["context"] for e in (on_small,)}
-    expected_small, _ = llama_context(META, 4.0, 12.0, None, headroom_gb=0.1)
-    expected_big, _ = llama_context(META, 4.0, 24.0, None, headroom_gb=0.1)
+    expected_small = llama_sizing(META, 4.0, 12.0, None, headroom_gb=0.1).ctx
+    expected_big = llama_sizing(META, 4.0, 24.0, None, headroom_gb=0.1).ctx
     assert ctx == {expected_small} and expected_small < expected_big
     assert on_big.capabilities["context"] == expected_big
     assert on_small.metadata["est_vram_gb"] <= 12.0
@@ -323,7 +323,7 @@ def test_llama_context_is_sized_for_the_pinned_card() -> None:
     budgeted = planned(settings(CUDA_ROW, ModelOverride(device="1"), vram_budget_gb=22), cards)
     assert budgeted.capabilities["context"] == expected_small
     both = planned(settings(CUDA_ROW, ModelOverride(device="0,1")), cards)
-    expected_both, _ = llama_context(META, 4.0, 36.0 - LLAMA_FIXED_GB, None, headroom_gb=0.1)
+    expected_both = llama_sizing(META, 4.0, 36.0 - LLAMA_FIXED_GB, None, headroom_gb=0.1).ctx
     assert both.capabilities["context"] == expected_both
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -14,9 +15,9 @@ from backendmgr.emit.sizing import (
     GIB,
     gpu_utilisation,
     kv_model,
-    llama_context,
     llama_est_vram_gb,
     llama_knobs,
+    llama_sizing,
     max_ctx_for_budget,
     rounded_ctx,
     vllm_sizing,
@@ -192,6 +193,33 @@ def test_mla_caches_one_latent() -> None:
     )
     kv = kv_model(mla)
     assert kv is not None and kv.slope * GIB == 61 * (512 + 64) * 2
+
+
+@pytest.mark.parametrize(
+    ("budget", "pinned", "extra"),
+    [
+        (16, None, None),
+        (16, None, "-np 2 -ub 256"),
+        (16, 12345, "--swa-full"),
+        (None, None, None),
+        (2, None, None),
+        (16, None, "-b 64 -kvu"),
+    ],
+)
+def test_llama_sizing_estimates_at_the_context_it_found(
+    budget: float | None, pinned: int | None, extra: str | None
+) -> None:
+    """The plan reads the KV cost and the options once: the estimate is the one at that ctx."""
+    swa = dataclasses.replace(BIG, sliding_window=1024, sliding_window_pattern=4)
+    for meta in (BIG, SMALL, swa, None):
+        sized = llama_sizing(meta, 8, budget, pinned, extra_args=extra, headroom_gb=0.5)
+        assert sized.est_vram_gb == llama_est_vram_gb(meta, 8, sized.ctx, extra)
+        assert sized.ctx == pinned or pinned is None
+
+
+def llama_context(*args: Any, **options: Any) -> tuple[int, list[str]]:
+    sized = llama_sizing(*args, **options)
+    return sized.ctx, sized.notes
 
 
 def test_llama_context() -> None:

@@ -261,6 +261,7 @@ def test_tune_bad_input_is_one_line(s: Setup) -> None:
     assert nobudget.code == 2 and nobudget.err.startswith("error: no memory budget")
     unknown = s.bm("tune", "chta", "--budget", "1")
     assert unknown.code == 2 and 'no model "chta"' in unknown.err
+    assert "did you mean chat?" in unknown.err  # the ids of every model, not of the one asked for
     assert not (s.fake / "pids").exists()
     assert not (s.home / "tuned.json").exists()
 

@@ -135,7 +135,9 @@ def test_a_resumed_install_counts_only_this_runs_bytes_in_its_speed(
     found = re.search(r"([\d.]+) (B|KiB|MiB)/s", summary[0])
     assert found, summary[0]
     speed = float(found[1]) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}[found[2]]
-    assert speed <= rate * 1.2, summary[0]  # 3 MiB over the whole run would be far above it
+    # the mirror sends its first 64 KiB piece at once, so the last 256 KiB can arrive in 0.75 s
+    # (341 KiB/s); counting the resumed 2.8 MiB as well would read more than 3 MiB/s
+    assert speed <= rate * 1.5, summary[0]
 
 
 def test_sync_names_the_build_on_each_line_of_its_concurrent_installs(

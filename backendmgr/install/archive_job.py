@@ -24,6 +24,7 @@ from ..events import EventSink, ProgressEvent
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from . import stages
+from .builds import BuildStore
 from .commit import check_staged, commit_staged
 from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
 from .extract import (
@@ -36,7 +37,7 @@ from .extract import (
     streamable,
 )
 from .locked import check_locked_assets, verify_locked
-from .store import AssetRecord, BuildStore, Receipt
+from .store import AssetRecord, Receipt
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
 from .zipstream import StreamedZip, stream_zip
 

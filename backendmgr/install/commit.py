@@ -13,9 +13,10 @@ import anyio
 from .._version import __version__
 from ..catalog.capabilities import Capabilities
 from ..catalog.manifest import Manifest, source_label
+from .builds import BuildStore
 from .probe import probe_build
 from .smoke import smoke_check
-from .store import AssetRecord, BuildStore, Receipt, folder_size
+from .store import AssetRecord, Receipt, folder_size
 
 __all__ = ["check_staged", "commit_staged"]
 

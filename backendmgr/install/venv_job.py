@@ -35,11 +35,12 @@ from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed, NetworkError
 from ..events import EventSink, ProgressEvent
 from ..net import NetSettings
+from .builds import BuildStore
 from .commit import check_staged, commit_staged
 from .interpreters import Interpreter, choose_interpreter, no_interpreter, python_spec
 from .locked import check_locked_packages
 from .smoke import SmokeTimedOut
-from .store import BuildStore, Receipt
+from .store import Receipt
 from .venv_probe import probe_tool_parsers
 
 __all__ = [

@@ -30,7 +30,7 @@ from ..run_requests import BenchRequest, BisectRequest
 
 if TYPE_CHECKING:
     from ..config.models import Settings
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
     from .bench import BenchService
     from .install import Installer
     from .measure import MeasureService

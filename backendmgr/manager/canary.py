@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from ..config.models import Settings
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
     from .bench import BenchService, OnRun
     from .generate import Generator
     from .install import Installer

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex, kind_family
 from ..config.models import Settings
+from ..install.builds import BuildStore
 from ..install.probe_cache import CapabilityCache
-from ..install.store import BuildStore
 from ..registry.kinds import normalize_kind
 
 __all__ = ["capability_index", "manual_capabilities"]

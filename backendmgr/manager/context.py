@@ -16,14 +16,14 @@ from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
 from ..errors import unknown
-from ..install.store import BuildStore
-from ..net import NetSettings
+from ..install.builds import BuildStore
 
 if TYPE_CHECKING:
     import httpx
 
     from ..catalog.host import Host
     from ..catalog.manifest import Catalog, Manifest
+    from ..net import NetSettings
     from ..sources.github import GithubReleases
 
 __all__ = ["Context", "Options"]
@@ -66,6 +66,8 @@ class Context:
 
     @cached_property
     def net(self) -> NetSettings:
+        from ..net import NetSettings  # what reaches the network; no read asks
+
         return NetSettings.from_env(self.environ)
 
     def manifest(self, component: str) -> Manifest:

@@ -5,13 +5,11 @@ reference names, and the discovered models (with the GGUF header cache)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.models import Settings
 from ..errors import InvalidInput, unknown
-from ..install.store import BuildStore, InstalledEntry, receipt_json
 from ..registry import rows as registry
 
 if TYPE_CHECKING:
@@ -20,6 +18,8 @@ if TYPE_CHECKING:
     from ..config.models import BackendRow
     from ..discovery.models import Discovery
     from ..discovery.walk import Scan
+    from ..install.builds import BuildStore
+    from ..install.receipt import InstalledEntry
 
 __all__ = [
     "activated_id",
@@ -50,6 +50,8 @@ def executable_exists(path: str | None, *, on_path: bool = True) -> bool:
     if not path:
         return False
     if os.sep not in path and "/" not in path:
+        import shutil  # loaded here: its archive modules cost a read that never asks
+
         return on_path and shutil.which(path) is not None
     return Path(path).exists()
 
@@ -63,7 +65,11 @@ def build_identity(
     if row is not None and row.managed and row.component and row.version:
         installed = builds.get(row.component, row.version, row.variant)
         if installed is not None:
+            from ..install.receipt import receipt_json
+
             return receipt_json(installed.receipt)
+    import shutil
+
     found = shutil.which(exe, path=environ.get("PATH")) or exe
     try:
         st = os.stat(found)

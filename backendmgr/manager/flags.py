@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config.models import Settings
-    from ..install.store import BuildStore, InstalledEntry
+    from ..install.builds import BuildStore
+    from ..install.store import InstalledEntry
     from .models import Plan
 
 __all__ = ["check_switch", "flag_lines", "followers", "pin_target", "unpin_lines"]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
     from ..config.models import Settings
     from ..config.paths import Paths
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
 
 __all__ = ["Inventory"]
 

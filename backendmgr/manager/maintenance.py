@@ -14,7 +14,8 @@ import anyio
 from ..api_models import CacheCleanResult, PruneResult, UpdateEntry, UpdateResult
 from ..errors import NotFound, Refused
 from ..events import EventSink
-from ..install.store import BuildStore, InstalledEntry, folder_size
+from ..install.builds import BuildStore
+from ..install.store import InstalledEntry, folder_size
 from ..requests import (
     ActivateRequest,
     CacheCleanRequest,

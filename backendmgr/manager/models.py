@@ -13,13 +13,12 @@ from ..config.models import Settings
 from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
 from ..errors import Refused, unknown
-from ..install.store import receipt_json
 from ..record import plain
 from .context import Context
 from .facts import discover
 
 if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (not by ``which``)
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from ..api_models import CmdResult, ModelInfo
     from ..catalog.capabilities import CapabilityIndex
@@ -81,14 +80,22 @@ class Models:
         ctx: Context,
         site: Site,
         tuned: TunedStore,
-        benched: BenchStore,
-        verified: VerifyCache,
+        benched: Callable[[], BenchStore],
+        verified: Callable[[], VerifyCache],
     ) -> None:
         self.ctx = ctx
         self.site = site  # the GPU probe, and what the measured figures are keyed by
         self.tuned = tuned
-        self.benched = benched
-        self.verified = verified
+        # made when first asked: only ``models`` shows them (``which`` plans, never loads them)
+        self._benched, self._verified = benched, verified
+
+    @property
+    def benched(self) -> BenchStore:
+        return self._benched()
+
+    @property
+    def verified(self) -> VerifyCache:
+        return self._verified()
 
     def adapters(self) -> tuple[Adapter, ...]:
         """This machine's GPUs (probed once), for a model pinned to a ``device`` (issue 24)."""
@@ -117,6 +124,7 @@ class Models:
         hashed = ""
         if only is None and digest:
             from ..emit.regen import inputs_hash
+            from ..install.receipt import receipt_json  # loaded already where builds are
 
             # a kindless tool (llama-swap) serves no model: it changes nothing in the config
             receipts = [receipt_json(e.receipt) for e in installed if e.receipt.kind]

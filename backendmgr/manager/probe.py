@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
 
 __all__ = ["GpuProbe", "Site"]
 

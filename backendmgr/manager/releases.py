@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..catalog.host import Host
     from ..catalog.manifest import Manifest
     from ..catalog.matching import AssetChoice
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
     from ..sources.github import GithubReleases
     from ..sources.models import Release
     from ..sources.pypi import IndexRelease

@@ -96,7 +96,7 @@ class Services:
     def models(self) -> Models:
         from .models import Models
 
-        return Models(self.ctx, self.site, self.tuned, self.benched, self.verified)
+        return Models(self.ctx, self.site, self.tuned, lambda: self.benched, lambda: self.verified)
 
     @cached_property
     def generator(self) -> Generator:

@@ -16,7 +16,7 @@ from .flags import check_switch, followers, pin_target, unpin_lines
 if TYPE_CHECKING:
     from ..api_models import ActivateResult, PinResult
     from ..config.models import Settings
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
     from ..results import Outcome
     from .activate import Activation
     from .models import Models

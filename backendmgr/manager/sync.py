@@ -26,7 +26,7 @@ from .uninstall import Uninstaller
 
 if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
 
 __all__ = ["Syncer"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import read_record_file
-from ..install.store import BuildStore
+from ..install.builds import BuildStore
 from .facts import build_identity
 
 if TYPE_CHECKING:  # the results' module is loaded by what reads or writes one (not ``which``)

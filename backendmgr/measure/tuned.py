@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..config.paths import Paths
     from ..discovery.models import DiscoveredModel
     from ..emit.plan import Entry
-    from ..install.store import BuildStore
+    from ..install.builds import BuildStore
     from ..registry.resolve import Resolution
 
 __all__ = [

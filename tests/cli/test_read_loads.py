@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.support.ggufs import write_gguf
 from tests.support.startup import loaded_after
 
@@ -44,3 +46,64 @@ def test_which_model_plans_it_without_what_only_models_shows(tmp_path: Path) -> 
     assert "model → row" in out and loaded == ["backendmgr.emit.plan"]  # planned, nothing more
     out, loaded = loaded_after("models", heavy=shown)
     assert "alpha" in out and loaded == ["backendmgr.api_models.models"]
+
+
+WRITING = (
+    "backendmgr.install.store",  # staging, commit, removal, tidying
+    "tempfile",
+    "filelock",
+    "backendmgr.net",
+)
+"""What only installs, removals and the network need: no read loads it (issue 30)."""
+
+
+def _build(home: Path) -> None:
+    """A committed build, as an install leaves it: its folder, its executable, its receipt."""
+    from backendmgr.install.receipt import RECEIPT, Receipt, receipt_json
+
+    folder = home / "builds" / "llama-server" / "b100-cpu"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "llama-server").write_text("#!/bin/sh\n")
+    receipt = Receipt(
+        component="llama-server",
+        version="b100",
+        variant="cpu",
+        source="github",
+        exe="bin/llama-server",
+        kind="llama",
+        installed_at="2026-01-02T03:04:05+00:00",
+        backendmgr_version="0",
+    )
+    (folder / RECEIPT).write_text(receipt_json(receipt))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("list",),
+        ("backends",),
+        ("which", "beta"),
+        ("models",),
+        ("__complete", "--", "pin", ""),
+    ],
+    ids=["list", "backends", "which", "models", "pin-TAB"],
+)
+def test_a_read_loads_not_the_build_stores_writing_half(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    _home(tmp_path)
+    _build(tmp_path / "home")
+    loaded_after("list")  # the config's first read parses and keeps it (the YAML library)
+    out, loaded = loaded_after(*argv, heavy=WRITING)
+    assert out.strip() and loaded == []
+    if argv[0] == "list":
+        assert "llama-server@b100-cpu" in out  # the build was read, receipt and all
+
+
+def test_which_plans_without_the_bench_store_or_the_verify_cache(tmp_path: Path) -> None:
+    _home(tmp_path)
+    only_models = ("backendmgr.measure.bench", "backendmgr.manager.verify_cache")
+    out, loaded = loaded_after("which", "beta", heavy=only_models)
+    assert "model → row" in out and loaded == []
+    out, loaded = loaded_after("models", heavy=only_models)
+    assert loaded == list(only_models)  # ``models`` shows both

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from backendmgr.config.paths import Paths
-from backendmgr.install.store import RECEIPT, BuildStore
+from backendmgr.install.builds import BuildStore
+from backendmgr.install.store import RECEIPT
 from backendmgr.mirror import MirrorServer
 from tests.support import publish_llama
 from tests.support.cli import Cli, run_backendmgr

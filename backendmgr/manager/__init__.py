@@ -222,7 +222,9 @@ class Manager:
         return self._s.which.which(request.target)
 
     def local_names(self, kind: str) -> list[str]:
-        return self._s.which.local_names(kind)
+        from .facts import local_names
+
+        return local_names(self.ctx, kind)
 
     def config_info(self) -> ConfigInfo:
         return self._s.which.config_info()

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from ..config.models import Settings
 from ..errors import InvalidInput, unknown
-from ..registry import rows as registry
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from ..discovery.walk import Scan
     from ..install.builds import BuildStore
     from ..install.receipt import InstalledEntry
+    from .context import Context
 
 __all__ = [
     "activated_id",
@@ -27,6 +27,7 @@ __all__ = [
     "discover",
     "executable_exists",
     "find_build",
+    "local_names",
     "model_ids",
     "pinned_by",
 ]
@@ -36,7 +37,9 @@ GGUF_CACHE = "gguf-meta.json"
 
 def activated_id(settings: Settings, component: str) -> str | None:
     """The build id the component's managed row points at, if it has one."""
-    return registry.build_id_of(settings.row(component))
+    from ..registry.rows import build_id_of  # with ``packaging``: <TAB> on models never asks
+
+    return build_id_of(settings.row(component))
 
 
 def pinned_by(settings: Settings, row_id: str) -> list[str]:
@@ -132,3 +135,30 @@ def model_ids(settings: Settings, cache_dir: Path) -> list[str]:
     from ..discovery.walk import discover_ids, scan_folders
 
     return discover_ids(scan_folders(settings.models_dirs), cache_dir / GGUF_CACHE)
+
+
+def local_names(ctx: Context, kind: str) -> list[str]:
+    """Ids from local state only (no network), for shell completion: ``components``,
+    ``builds``, ``rows`` (or only those ``pin``, ``default``, ``backends remove`` take) or
+    ``models``. Here, not in :mod:`.which`, so that <TAB> loads no planner, resolver nor
+    result class."""
+    if kind == "components":
+        return list(ctx.catalog.ids())
+    if kind == "builds":
+        return [e.id for e in ctx.builds.installed()]
+    settings = ctx.store.read()
+    if kind == "rows":
+        return [r.id for r in settings.backends]
+    if kind == "pin_rows":  # what pin accepts
+        from ..registry.rows import pin_problem
+
+        return [r.id for r in settings.backends if pin_problem(r) is None]
+    if kind == "default_rows":  # what default accepts
+        from ..registry.rows import default_problem
+
+        return [r.id for r in settings.backends if default_problem(r) is None]
+    if kind == "manual_rows":  # what backends remove accepts
+        return [r.id for r in settings.backends if not (r.managed or r.build)]
+    if kind == "models":  # ids only (no model's header read into a record); writes nothing
+        return sorted(set(model_ids(settings, ctx.paths.cache)) | set(settings.models))
+    raise InvalidInput(f'unknown kind of name "{kind}"')

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 
 from ..api_models import ConfigInfo, WhichResult
 from ..config.models import ModelOverride, Settings
-from ..errors import InvalidInput, NotFound, Refused, Unknown
+from ..errors import NotFound, Refused, Unknown
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
-from ..registry.rows import default_problem, pin_problem
 from .context import Context
-from .facts import activated_id, executable_exists, find_build, model_ids, pinned_by
+from .facts import activated_id, executable_exists, find_build, pinned_by
 
 if TYPE_CHECKING:
     from .models import Models
@@ -63,28 +62,6 @@ class Which:
             f'no model, component, build or row "{target}"; see "backendmgr models", '
             '"backendmgr list" and "backendmgr backends"'
         )
-
-    def local_names(self, kind: str) -> list[str]:
-        """Ids from local state only (no network), for shell completion: ``components``,
-        ``builds``, ``rows`` (or only those ``pin``, ``default``, ``backends remove`` take) or
-        ``models``."""
-        ctx = self.ctx
-        if kind == "components":
-            return list(ctx.catalog.ids())
-        if kind == "builds":
-            return [e.id for e in ctx.builds.installed()]
-        settings = ctx.store.read()
-        if kind == "rows":
-            return [r.id for r in settings.backends]
-        if kind == "pin_rows":  # what pin accepts
-            return [r.id for r in settings.backends if pin_problem(r) is None]
-        if kind == "default_rows":  # what default accepts
-            return [r.id for r in settings.backends if default_problem(r) is None]
-        if kind == "manual_rows":  # what backends remove accepts
-            return [r.id for r in settings.backends if not (r.managed or r.build)]
-        if kind == "models":  # ids only (no model's header read into a record); writes nothing
-            return sorted(set(model_ids(settings, ctx.paths.cache)) | set(settings.models))
-        raise InvalidInput(f'unknown kind of name "{kind}"')
 
     def config_info(self) -> ConfigInfo:
         """Where every file lives, and the settings with their defaults filled in."""

@@ -37,6 +37,9 @@ def test_tab_on_model_ids_loads_no_planner(tmp_path: Path) -> None:
     out, loaded = loaded_after("__complete", "--", "pin", "", heavy=PLANNER)
     assert out.split() == ["alpha", "beta"]
     assert loaded == []
+    # nor the services, ``which``'s resolver and result class, or the rows' rules (packaging)
+    services = ("backendmgr.manager.services", "backendmgr.manager.which", "packaging.version")
+    assert loaded_after("__complete", "--", "pin", "", heavy=services) == (out, [])
 
 
 def test_which_model_plans_it_without_what_only_models_shows(tmp_path: Path) -> None:

@@ -64,6 +64,19 @@ class Context:
 
         return load_catalog(self.paths.user_manifests, cache=self.paths.cache)
 
+    def component_ids(self) -> list[str]:
+        """The known components' ids, as :attr:`catalog` lists them. Without a user manifest
+        these are the built-in files' names (a built-in id names its file), so a read that
+        only asks whether a word is a component (``which``, <TAB>) loads no manifest module."""
+        if "catalog" not in self.__dict__:
+            from ..catalog.files import builtin_manifest_dir, manifest_files
+
+            builtin = builtin_manifest_dir()
+            files = manifest_files(self.paths.user_manifests, builtin)
+            if all(path.parent == builtin for path in files):
+                return list(dict.fromkeys(path.stem for path in files))
+        return self.catalog.ids()
+
     @cached_property
     def net(self) -> NetSettings:
         from ..net import NetSettings  # what reaches the network; no read asks

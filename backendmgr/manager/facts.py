@@ -143,7 +143,7 @@ def local_names(ctx: Context, kind: str) -> list[str]:
     ``models``. Here, not in :mod:`.which`, so that <TAB> loads no planner, resolver nor
     result class."""
     if kind == "components":
-        return list(ctx.catalog.ids())
+        return ctx.component_ids()
     if kind == "builds":
         return [e.id for e in ctx.builds.installed()]
     settings = ctx.store.read()

@@ -36,7 +36,7 @@ class Which:
             row = settings.row(find_build(self.ctx.builds, target).id)
         if row is not None:
             return _which_row(settings, target, row.id)
-        if target in self.ctx.catalog.ids():
+        if target in self.ctx.component_ids():
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
         from ..emit.plan import Skip
 

@@ -22,11 +22,11 @@ from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
 from ..requests import GenerateRequest
-from ..run_requests import ServiceRequest
 from ..swap.listen import DEFAULT_LISTEN, parse_listen, reach_url, split_host_port
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a mutation's mark and follow-up load no server's request
     from ..api_models import GenerateResult
+    from ..run_requests import ServiceRequest
     from ..swap.reload import Mark
 
 __all__ = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import plistlib
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -135,6 +134,8 @@ def agent_plist(spec: ServiceSpec) -> bytes:
         "StandardErrorPath": str(spec.log),
         "ProcessType": "Background",
     }
+    import plistlib  # macOS's agent only: a Linux edit's look for the unit loads no XML
+
     return plistlib.dumps(data)
 
 

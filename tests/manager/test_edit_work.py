@@ -35,6 +35,8 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BACKENDMGR_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("BACKENDMGR_GPU", "none")
     monkeypatch.setenv("BACKENDMGR_VRAM_GB", "24")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no service installed
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     return config
 
 
@@ -141,7 +143,8 @@ def test_set_values_read_as_pydantic_reads_them(values: dict[str, Any]) -> None:
 def test_an_edit_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``set`` of a plain value loads no pydantic (a value pydantic must read still does, with
     its message); no edit loads what only ``activate``, the servers' requests or the GPU
-    probe's host listing need."""
+    probe's host listing need, nor (no llama-swap runs, no service is installed) what reads
+    ``up``'s record or writes the service's unit."""
     _home(tmp_path, monkeypatch)
     loaded_after("which", "alpha")  # the config's parse is kept: an edit validates it no more
     off = (
@@ -150,6 +153,8 @@ def test_an_edit_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.Mon
         "backendmgr.api_models.builds",
         "backendmgr.requests.builds",
         "backendmgr.catalog.host",
+        "backendmgr.swap.status",
+        "backendmgr.swap.unit",
     )
     for argv in (
         ("set", "alpha", "ctx=2048", "unlisted=true"),
@@ -161,3 +166,7 @@ def test_an_edit_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.Mon
         assert out.strip() and loaded == [], argv
     out, loaded = loaded_after("set", "alpha", "ctx=0", heavy=("pydantic",))
     assert loaded == ["pydantic"]
+    (tmp_path / "home" / "swap").mkdir()
+    (tmp_path / "home" / "swap" / "up.json").write_text("{}")  # a record: it is read
+    out, loaded = loaded_after("set", "alpha", "ctx=512", heavy=("backendmgr.swap.status",))
+    assert "set ctx=512" in out and loaded == ["backendmgr.swap.status"]

@@ -11,13 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from ..api_models.registry import (
-    BackendRowResult,
-    ModelsDirResult,
-    ModelSettingsResult,
-    PinResult,
-    RemovedRow,
-)
+from ..api_models.overrides import ModelsDirResult, ModelSettingsResult, PinResult
 from ..config.models import (
     MAX_ID_CHARS,
     BackendRow,
@@ -36,6 +30,7 @@ from .facts import discover, pinned_by
 from .values import SETTABLE_KEYS, check_key, first_error, override_of, parse_value
 
 if TYPE_CHECKING:  # an edit loads only its own request's module (the CLI made it)
+    from ..api_models.registry import BackendRowResult, RemovedRow
     from ..requests import (
         AddBackendRequest,
         DefaultRequest,
@@ -99,6 +94,8 @@ class Registry:
 
     async def add_backend(self, req: AddBackendRequest) -> BackendRowResult:
         """Append a manual row; a path that is missing or not executable needs ``force``."""
+        from ..api_models.registry import BackendRowResult
+
         row_id, default, path = req.id, req.default, req.path
         _refuse(row_id_problem(row_id))
         try:
@@ -126,6 +123,8 @@ class Registry:
         )
 
     async def remove_backend(self, req: RemoveBackendRequest) -> RemovedRow:
+        from ..api_models.registry import RemovedRow
+
         row_id = req.id
         _refuse(row_id_problem(row_id))  # only manual rows can be removed
 
@@ -143,6 +142,8 @@ class Registry:
         )
 
     async def set_default(self, req: DefaultRequest) -> BackendRowResult:
+        from ..api_models.registry import BackendRowResult
+
         row_id = req.row
         # a manual or managed row (component ids can be long); build rows are never ★
         _refuse(row_id_problem(row_id, MAX_ID_CHARS))

@@ -22,23 +22,13 @@ from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
 from ..requests import GenerateRequest
-from ..swap.listen import DEFAULT_LISTEN, parse_listen, reach_url, split_host_port
 
 if TYPE_CHECKING:  # a mutation's mark and follow-up load no server's request
     from ..api_models import GenerateResult
     from ..run_requests import ServiceRequest
     from ..swap.reload import Mark
 
-__all__ = [
-    "COMPONENT",
-    "DEFAULT_LISTEN",
-    "FollowUp",
-    "Prepared",
-    "SwapService",
-    "parse_listen",
-    "reach_url",
-    "split_host_port",
-]
+__all__ = ["COMPONENT", "FollowUp", "Prepared", "SwapService"]
 
 COMPONENT = "llama-swap"
 NO_AUTH = (
@@ -103,6 +93,8 @@ class SwapService:
         """Everything ``up`` needs, or the reason it cannot start: the activated build, a
         current config (regenerated when stale, refused when ``generate --check`` fails), and
         a listen address that stays on loopback unless ``public``."""
+        from ..swap.listen import parse_listen, reach_url  # up's: a mutation's mark needs neither
+
         host, port, loopback = parse_listen(listen)
         settings = await self.settings()
         warnings: list[str] = []

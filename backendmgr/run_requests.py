@@ -15,6 +15,7 @@ from .contract import Arg, Request, args_of
 from .limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
 from .requests._shared import MAX_BUILDS, MAX_ID, MAX_MODELS, NO_GENERATE
 from .requests.checks import CanaryRequest, VerifyRequest
+from .swap import DEFAULT_LISTEN  # llama-swap's own port, on loopback
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -28,7 +29,6 @@ __all__ = [
     "UpRequest",
 ]
 
-DEFAULT_LISTEN = "127.0.0.1:8080"  # llama-swap's own port, on loopback
 SERVICE_ACTIONS = ("install", "start", "stop", "restart", "status", "uninstall")
 
 MODELS = Arg("model ids", positional=True, metavar="MODEL", low=1, high=MAX_MODELS)

@@ -41,13 +41,8 @@ if TYPE_CHECKING:
     from .lock import FetchResult, LockResult, SyncResult
     from .measure import BisectReport, CanaryReport, VerifyReport
     from .models import CmdResult, ModelBackend, ModelInfo, VerifyResult
-    from .registry import (
-        BackendRowResult,
-        ModelsDirResult,
-        ModelSettingsResult,
-        PinResult,
-        RemovedRow,
-    )
+    from .overrides import ModelsDirResult, ModelSettingsResult, PinResult
+    from .registry import BackendRowResult, RemovedRow
     from .upkeep import CacheCleanResult, DoctorReport, PruneResult, UpdateEntry, UpdateResult
     from .web import ErrorBody, JobInfo
     from .which import ConfigInfo, WhichResult
@@ -118,9 +113,9 @@ _WHERE = {
     "LockResult": "lock",
     "ModelBackend": "models",
     "ModelInfo": "models",
-    "ModelSettingsResult": "registry",
-    "ModelsDirResult": "registry",
-    "PinResult": "registry",
+    "ModelSettingsResult": "overrides",
+    "ModelsDirResult": "overrides",
+    "PinResult": "overrides",
     "Previewed": "_shared",
     "PruneResult": "upkeep",
     "ReleaseInfo": "builds",

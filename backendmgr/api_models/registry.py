@@ -1,22 +1,14 @@
-"""The registry and the per-model overrides: ``backends add/remove``, ``default``, ``pin``,
-``set``/``unset``, ``models add-dir``/``remove-dir``."""
+"""The registry's rows: ``backends add/remove`` and ``default`` (the per-model overrides'
+results are in :mod:`.overrides`: an edit of one model loads no row class)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..results import Outcome
-from ._shared import Previewed
 from .inventory import BackendRowInfo
 
-__all__ = [
-    "BackendRowResult",
-    "ModelSettingsResult",
-    "ModelsDirResult",
-    "PinResult",
-    "RemovedRow",
-]
+__all__ = ["BackendRowResult", "RemovedRow"]
 
 
 @dataclass(kw_only=True)
@@ -28,37 +20,3 @@ class RemovedRow(Outcome):
 @dataclass(kw_only=True)
 class BackendRowResult(Outcome, BackendRowInfo):
     """``backends add`` and ``default``: the row as it now stands."""
-
-
-@dataclass(kw_only=True)
-class PinResult(Previewed):
-    model: str
-    backend: str | None
-
-
-@dataclass(kw_only=True)
-class ModelsDirResult(Previewed):
-    """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
-
-    path: str
-    config: str
-    models_dirs: list[str]
-
-
-@dataclass(kw_only=True)
-class ModelSettingsResult(Previewed):
-    """``set``/``unset``: the model id and its overrides as stored (only those set)."""
-
-    model: str
-    backend: str | None = None
-    ctx: int | None = None
-    vram_target_gb: float | None = None
-    vllm_gpu_util: float | None = None
-    vllm_tensor_parallel: int | None = None
-    vllm_tokenizer: str | None = None
-    vllm_tool_parser: str | None = None
-    extra_args: str | None = None
-    unlisted: bool | None = None
-    llama_swap: dict[str, Any] | None = None  # passed through to llama-swap as the user wrote it
-    device: str | None = None  # "1", "0,1": the GPUs the model runs on (issue 24)
-    env: list[str] | None = None  # KEY=VALUE words set after the device's variables

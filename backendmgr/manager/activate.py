@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..api_models import ActivateResult
 from ..config.models import ModelOverride, Settings
-from ..install.store import InstalledEntry
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
-from ..requests import ActivateRequest
 from ..versioning import version_key
-from .context import Context
 from .facts import activated_id, executable_exists, find_build
-from .generate import Generator
+
+if TYPE_CHECKING:  # made for every switch (pin's too): what only activate uses loads there
+    from ..api_models import ActivateResult
+    from ..install.store import InstalledEntry
+    from ..requests import ActivateRequest
+    from .context import Context
+    from .generate import Generator
 
 __all__ = ["Activation", "Registered"]
 
@@ -100,6 +102,8 @@ class Activation:
         return change
 
     async def activate(self, req: ActivateRequest) -> ActivateResult:
+        from ..api_models.builds import ActivateResult
+
         entry = find_build(self.ctx.builds, req.build)
         build = entry.as_build()
         dry: dict[str, Any] = {}

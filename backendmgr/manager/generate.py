@@ -67,8 +67,15 @@ class Generator:
     async def regenerate(self) -> list[str]:
         """Bring the registry in line with the disk, then rewrite the llama-swap config; the
         rewrite's warnings go into the result of the change that caused it."""
+        return (await self.regenerated())[0]
+
+    async def regenerated(self) -> tuple[list[str], Plan]:
+        """``regenerate``, with the plan the file was written from: a change's own notes about
+        its model (not discovered, a ctx above the trained one, a plan's note) are read from
+        it, so a change discovers and plans once."""
         await self.sync_registry()
-        return (await self.generate(GenerateRequest())).warnings
+        result, plan = await self._generate(GenerateRequest())
+        return result.warnings, plan
 
     async def after(self, generate: bool) -> list[str]:
         """What a change that may regenerate adds to its result's warnings."""
@@ -83,6 +90,10 @@ class Generator:
 
     async def generate(self, req: GenerateRequest) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
+        return (await self._generate(req))[0]
+
+    async def _generate(self, req: GenerateRequest) -> tuple[GenerateResult, Plan]:
+        """``generate``, and the plan it wrote (or checked) the file from."""
         from filelock import FileLock
 
         target = self.ctx.output_path(await self.ctx.settings(), req.output)
@@ -95,7 +106,7 @@ class Generator:
         async with hold(FileLock(self._output_lock(target))):
             # re-read under the lock: the newest settings win
             plan = await self.models.plan()
-            return await self._write(plan, target, req)
+            return await self._write(plan, target, req), plan
 
     async def _write(self, plan: Plan, target: Path, req: GenerateRequest) -> GenerateResult:
         from .._fs import atomic_write_bytes

@@ -5,19 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from ..api_models import (
-    BackendRowResult,
-    ModelsDirResult,
-    ModelSettingsResult,
-    PinResult,
-    RemovedRow,
-)
+from ..api_models.overrides import ModelsDirResult, ModelSettingsResult, PinResult
 from ..config.models import (
     MAX_ID_CHARS,
     BackendRow,
@@ -30,31 +24,32 @@ from ..config.models import (
     unset_env,
 )
 from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, unknown
-from ..record import validate
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
-from ..requests import (
-    AddBackendRequest,
-    DefaultRequest,
-    ModelsDirRequest,
-    PinRequest,
-    RemoveBackendRequest,
-    SetRequest,
-    UnpinRequest,
-    UnsetRequest,
-)
-from .context import Context
 from .facts import discover, pinned_by
-from .generate import Generator
-from .models import Models
+from .values import SETTABLE_KEYS, check_key, first_error, override_of, parse_value
+
+if TYPE_CHECKING:  # an edit loads only its own request's module (the CLI made it)
+    from ..api_models.registry import BackendRowResult, RemovedRow
+    from ..requests import (
+        AddBackendRequest,
+        DefaultRequest,
+        ModelsDirRequest,
+        PinRequest,
+        RemoveBackendRequest,
+        SetRequest,
+        UnpinRequest,
+        UnsetRequest,
+    )
+    from .context import Context
+    from .generate import Generator
+    from .models import Models, Plan
+
+    _Change = ModelsDirRequest | PinRequest | UnpinRequest | SetRequest | UnsetRequest  # dry runs
 
 __all__ = ["SETTABLE_KEYS", "Registry"]
 
 T = TypeVar("T")
-_Change = ModelsDirRequest | PinRequest | UnpinRequest | SetRequest | UnsetRequest  # a dry run
-
-# Keys of a model override that ``set``/``unset`` handle; ``backend`` goes through ``pin``.
-SETTABLE_KEYS: tuple[str, ...] = tuple(f.name for f in fields(ModelOverride) if f.name != "backend")
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,22 +73,35 @@ class Registry:
     ) -> tuple[T, list[str], dict[str, Any]]:
         """``_mutate``, or for a dry run the same ``change`` stopped before the write: its
         result, the regeneration's warnings, and the dry run's fields for the result."""
-        if not req.dry_run:
-            result, regen = await self._mutate(change, generate=req.generate)
-            return result, regen, {}
-        result, diff = await self.ctx.preview(change)
-        return result, [], {"dry_run": True, "diff": diff}
+        result, regen, dry, _ = await self._edit(change, req)
+        return result, regen, dry
+
+    async def _edit(
+        self, change: Callable[[Settings], tuple[Settings, T]], req: _Change
+    ) -> tuple[T, list[str], dict[str, Any], Plan | None]:
+        """``_change``, and the plan the regeneration wrote the file from (None: a dry run or
+        ``--no-generate``), for the notes on the model changed: one discovery per change."""
+        if req.dry_run:
+            result, diff = await self.ctx.preview(change)
+            return result, [], {"dry_run": True, "diff": diff}, None
+        result = await self.ctx.update(change)
+        if not req.generate:
+            return result, [], {}, None
+        regen, plan = await self.generator.regenerated()
+        return result, regen, {}, plan
 
     # --- registry ---------------------------------------------------------------------------
 
     async def add_backend(self, req: AddBackendRequest) -> BackendRowResult:
         """Append a manual row; a path that is missing or not executable needs ``force``."""
+        from ..api_models.registry import BackendRowResult
+
         row_id, default, path = req.id, req.default, req.path
         _refuse(row_id_problem(row_id))
         try:
             new_row = BackendRow(id=row_id, kind=req.kind, name=req.name, path=path)
         except ValueError as exc:
-            raise InvalidInput(_first_error(exc)) from exc
+            raise InvalidInput(first_error(exc)) from exc
         catalog_ids = self.ctx.catalog.ids()
         problem = await anyio.to_thread.run_sync(_exe_problem, path)
 
@@ -115,6 +123,8 @@ class Registry:
         )
 
     async def remove_backend(self, req: RemoveBackendRequest) -> RemovedRow:
+        from ..api_models.registry import RemovedRow
+
         row_id = req.id
         _refuse(row_id_problem(row_id))  # only manual rows can be removed
 
@@ -132,6 +142,8 @@ class Registry:
         )
 
     async def set_default(self, req: DefaultRequest) -> BackendRowResult:
+        from ..api_models.registry import BackendRowResult
+
         row_id = req.row
         # a manual or managed row (component ids can be long); build rows are never ★
         _refuse(row_id_problem(row_id, MAX_ID_CHARS))
@@ -207,7 +219,6 @@ class Registry:
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.ctx.settings()
         registry.pin_target(settings.backends, row_id)
-        warnings = await self._model_warnings(settings, model, None)
 
         def change(s: Settings) -> tuple[Settings, bool]:
             registry.pin_target(s.backends, row_id)
@@ -215,7 +226,8 @@ class Registry:
             updated = replace(current, backend=row_id)
             return _with_override(s, model, updated), current.backend != row_id
 
-        changed, regen, dry = await self._change(change, req)
+        changed, regen, dry, plan = await self._edit(change, req)
+        warnings = await self._model_warnings(settings, model, None, plan)
         return PinResult(
             message=f'{_would(dry, "pinned", "pin")} "{model}" to "{row_id}"'
             if changed
@@ -250,36 +262,39 @@ class Registry:
     async def set_overrides(self, req: SetRequest) -> ModelSettingsResult:
         """Validate ``KEY=VALUE`` strings against the override model, then store them."""
         model, values = _check_model_id(req.model), req.values
-        parsed = {key: _parse_value(key, text) for key, text in values.items()}
+        parsed = {key: parse_value(key, text) for key, text in values.items()}
         try:  # refuse a bad value before any discovery
-            override = validate(ModelOverride, parsed)
+            override = override_of(parsed)
         except ValueError as exc:  # a value its key cannot take: a usage error (issue 20)
-            raise UsageError(_first_error(exc)) from exc
+            raise UsageError(first_error(exc)) from exc
         settings = await self.ctx.settings()
         # before discovery; the model's stored passthrough may define the macros named
         _refuse_macros(override, settings, macro_names(settings.override(model).llama_swap))
-        warnings = await self._model_warnings(settings, model, override.ctx)
-        warnings += _unset_env(values.values())
-        from ..emit.devices import device_warning  # issue 24: a device the host lacks
+        unset = _unset_env(values.values())
+        devices: tuple[str, ...] = ()
+        if override.device:  # issue 24: a device the host lacks (only then is the host probed)
+            from ..emit.devices import device_warning
 
-        warnings += device_warning(override.device, self.models.adapters())
+            devices = device_warning(override.device, self.models.adapters())
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
             merged = {**current.to_yaml(), **parsed}
             try:
-                updated = validate(ModelOverride, merged)
+                updated = override_of(merged)
             except ValueError as exc:
-                raise InvalidInput(_first_error(exc)) from exc
+                raise InvalidInput(first_error(exc)) from exc
             _refuse_macros(updated, s)
             return _with_override(s, model, updated), (updated, updated != current)
 
-        (updated, changed), regen, dry = await self._change(change, req)
+        (updated, changed), regen, dry, plan = await self._edit(change, req)
+        warnings = await self._model_warnings(settings, model, override.ctx, plan)
+        warnings += unset + devices
         if parsed.keys() & {"vllm_tool_parser", "ctx", "vram_target_gb"}:
             # the plan's own notes: a parser the build lacks, a ctx that cannot fit
-            warnings += await self._plan_warnings(model)
+            warnings += await self._plan_warnings(model, plan)
         if "extra_args" in parsed:  # issue 32: a flag the build it runs on does not list
-            warnings += await self._flag_warnings(model, updated.extra_args)
+            warnings += await self._flag_warnings(model, updated.extra_args, plan)
         shown = ", ".join(f"{k}={text}" for k, text in values.items())  # as typed
         return ModelSettingsResult(
             message=f'{_would(dry, "set", "set")} {shown} for "{model}"'
@@ -293,11 +308,15 @@ class Registry:
         )
 
     async def _model_warnings(
-        self, settings: Settings, model: str, ctx: int | None
+        self, settings: Settings, model: str, ctx: int | None, plan: Plan | None
     ) -> tuple[str, ...]:
         """SPEC §13 keeps a pin or setting for a model not found (yet), but says so; a ``ctx``
-        above what the model was trained for is kept too, with the trained value named."""
-        _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
+        above what the model was trained for is kept too, with the trained value named. The
+        models are the regeneration's (``plan``), else discovered here."""
+        if plan is not None:
+            found = plan.found
+        else:
+            _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
         ids = [m.id for m in found.models] + [s.id for s in found.skipped]
         if model not in ids:
             close = did_you_mean(model, ids) or "; it is kept for when the model appears"
@@ -313,24 +332,31 @@ class Registry:
             )
         return ()
 
-    async def _plan_warnings(self, model: str) -> tuple[str, ...]:
+    async def _plan(self, model: str, plan: Plan | None) -> Plan:
+        """The plan ``model``'s notes come from: the regeneration's, else that model planned
+        alone (the plan the whole run gives it)."""
+        return plan if plan is not None else await self.models.plan(model)
+
+    async def _plan_warnings(self, model: str, plan: Plan | None) -> tuple[str, ...]:
         """A ``vllm_tool_parser`` the model's resolved vLLM build does not register (§12.4), a
         pinned ``ctx`` whose estimate exceeds the budget: the same notes ``generate`` writes,
         so the two never disagree."""
         from ..emit.sizing import is_over_budget
         from ..emit.tools import is_override_warning
 
-        planned = (await self.models.plan()).planned(model)
+        planned = (await self._plan(model, plan)).planned(model)
         if planned is None:
             return ()
         return tuple(n for n in planned.notes if is_override_warning(n) or is_over_budget(n))
 
-    async def _flag_warnings(self, model: str, extra_args: str | None) -> tuple[str, ...]:
+    async def _flag_warnings(
+        self, model: str, extra_args: str | None, plan: Plan | None
+    ) -> tuple[str, ...]:
         from ..catalog.capabilities import unlisted_flags
         from ..emit.plan import Entry
         from ..registry.rows import build_id_of
 
-        planned = (await self.models.plan()).planned(model)
+        planned = (await self._plan(model, plan)).planned(model)
         if not isinstance(planned, Entry) or planned.resolution.row is None:
             return ()
         build = build_id_of(planned.resolution.row)
@@ -345,7 +371,7 @@ class Registry:
     async def unset_overrides(self, req: UnsetRequest) -> ModelSettingsResult:
         model, keys = _check_model_id(req.model), req.keys
         for key in keys:
-            _check_key(key)
+            check_key(key)
 
         def change(s: Settings) -> tuple[Settings, tuple[ModelOverride, bool]]:
             current = s.override(model)
@@ -439,36 +465,6 @@ def _check_model_id(model: str) -> str:
     return model.strip()
 
 
-def _check_key(key: str) -> None:
-    if key == "backend":
-        raise InvalidInput('use "backendmgr pin MODEL ROW" / "backendmgr unpin MODEL" for backend')
-    if key not in SETTABLE_KEYS:
-        raise unknown(
-            f'unknown key "{key}"',
-            key,
-            SETTABLE_KEYS,
-            hint=f"known keys: {', '.join(SETTABLE_KEYS)}",
-            error=InvalidInput,
-        )
-
-
-def _parse_value(key: str, text: str) -> Any:
-    """Strings from the command line; pydantic coerces numbers and booleans later."""
-    _check_key(key)
-    if key == "llama_swap":
-        from .._yaml import load_yaml
-        from ..errors import ConfigError
-
-        try:
-            value = load_yaml(text, "llama_swap")
-        except ConfigError as exc:
-            raise UsageError(f"{exc}; llama_swap must be a YAML mapping") from exc
-        if not isinstance(value, dict):
-            raise UsageError("llama_swap must be a YAML mapping like '{aliases: [x]}'")
-        return value
-    return text
-
-
 def _exe_problem(path: str) -> str | None:
     """Why ``path`` cannot be run as given, or None (a bare name is looked up on PATH)."""
     if os.sep not in path and "/" not in path and not path.startswith("~"):
@@ -481,11 +477,3 @@ def _exe_problem(path: str) -> str | None:
     if os.name != "nt" and not os.access(target, os.X_OK):
         return f"{path} is not executable"
     return None
-
-
-def _first_error(exc: Exception) -> str:
-    from pydantic import ValidationError
-
-    from ..errors import validation_problem
-
-    return validation_problem(exc).line() if isinstance(exc, ValidationError) else str(exc)

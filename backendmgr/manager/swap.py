@@ -22,23 +22,13 @@ from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
 from ..requests import GenerateRequest
-from ..run_requests import ServiceRequest
-from ..swap.listen import DEFAULT_LISTEN, parse_listen, reach_url, split_host_port
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a mutation's mark and follow-up load no server's request
     from ..api_models import GenerateResult
+    from ..run_requests import ServiceRequest
     from ..swap.reload import Mark
 
-__all__ = [
-    "COMPONENT",
-    "DEFAULT_LISTEN",
-    "FollowUp",
-    "Prepared",
-    "SwapService",
-    "parse_listen",
-    "reach_url",
-    "split_host_port",
-]
+__all__ = ["COMPONENT", "FollowUp", "Prepared", "SwapService"]
 
 COMPONENT = "llama-swap"
 NO_AUTH = (
@@ -103,6 +93,8 @@ class SwapService:
         """Everything ``up`` needs, or the reason it cannot start: the activated build, a
         current config (regenerated when stale, refused when ``generate --check`` fails), and
         a listen address that stays on loopback unless ``public``."""
+        from ..swap.listen import parse_listen, reach_url  # up's: a mutation's mark needs neither
+
         host, port, loopback = parse_listen(listen)
         settings = await self.settings()
         warnings: list[str] = []
@@ -265,6 +257,7 @@ class SwapService:
         from ..emit.regen import edited_by_hand, written_record
         from ..errors import shown
         from ..swap.models import LoadedModel, SwapStatus
+        from ..swap.places import service_file
         from ..swap.status import (
             clean_stale,
             compare_models,
@@ -274,7 +267,6 @@ class SwapService:
             same_file,
             served_config,
         )
-        from ..swap.unit import service_file
 
         settings = await self.settings()
         output = self.output_path(settings)
@@ -350,15 +342,8 @@ class SwapService:
 
     async def service(self, req: ServiceRequest) -> Any:
         from ..swap.models import ServiceResult
-        from ..swap.unit import (
-            UNIT_NAME,
-            ServiceSpec,
-            control,
-            remove_service,
-            service_file,
-            service_kind,
-            write_service,
-        )
+        from ..swap.places import UNIT_NAME, service_file, service_kind
+        from ..swap.unit import ServiceSpec, control, remove_service, write_service
 
         action, listen, public = req.action, req.listen, req.public
         target = service_file(dict(self.environ))
@@ -422,11 +407,15 @@ class SwapService:
     async def mark(self) -> SwapMark | None:
         """Note what a mutation may change; None (and no cost beyond a file read) when no
         llama-swap runs and no service is installed."""
+        from ..swap.places import service_file, state_path
+
+        service = service_file(dict(self.environ))
+        if not os.path.lexists(state_path(self.paths.home)) and not service.exists():
+            return None  # no record to read: what reads it (and the unit's writer) stays unloaded
         from ..swap.status import read_state
-        from ..swap.unit import service_file
 
         state = (await anyio.to_thread.run_sync(read_state, self.paths.home)).state
-        if state is None and not service_file(dict(self.environ)).exists():
+        if state is None and not service.exists():
             return None
         from ..emit.regen import file_digest
         from ..swap.reload import Mark, last_line, log_text
@@ -453,8 +442,9 @@ class SwapService:
         """After a mutation: a new llama-swap build restarts the service; a rewritten config
         is awaited in the running llama-swap (or a warning says it was not taken)."""
         from ..emit.regen import file_digest
+        from ..swap.places import service_file
         from ..swap.reload import await_reload
-        from ..swap.unit import control, is_active, service_file
+        from ..swap.unit import control, is_active
 
         if mark is None:
             return FollowUp([], [])

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from ..requests import ActivateRequest, PinRequest, UnpinRequest
 from .facts import find_build
 from .flags import check_switch, followers, pin_target, unpin_lines
 
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
     from ..api_models import ActivateResult, PinResult
     from ..config.models import Settings
     from ..install.builds import BuildStore
+    from ..requests import ActivateRequest, PinRequest, UnpinRequest
     from ..results import Outcome
     from .activate import Activation
     from .models import Models
@@ -54,10 +54,13 @@ class Switches:
         return _warned(result, kept)
 
     async def unpin(self, req: UnpinRequest) -> PinResult:
-        """Unpin the model; a flag the build it then runs does not list is a warning."""
+        """Unpin the model; a flag the build it then runs does not list is a warning (a model
+        with no ``extra_args`` has no flag to check: nothing is planned for it)."""
         settings = await self.settings()
-        lines = (settings, self.models.pipeline, self.builds, req.model)
-        kept = await anyio.to_thread.run_sync(unpin_lines, *lines)
+        kept: list[str] = []
+        if settings.override(req.model).extra_args:
+            lines = (settings, self.models.pipeline, self.builds, req.model)
+            kept = await anyio.to_thread.run_sync(unpin_lines, *lines)
         result = await self.registry.unpin(req)
         return _warned(result, kept)
 

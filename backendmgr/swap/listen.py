@@ -7,7 +7,7 @@ import ipaddress
 import socket
 
 from ..errors import UsageError, escaped
-from ..run_requests import DEFAULT_LISTEN  # llama-swap's own port, on loopback
+from . import DEFAULT_LISTEN  # llama-swap's own port, on loopback
 
 __all__ = ["DEFAULT_LISTEN", "parse_listen", "reach_url", "split_host_port"]
 

@@ -29,6 +29,7 @@ import anyio
 
 from .._fs import LinkRefused, atomic_write_bytes, link_refused, unlink_no_follow
 from ..errors import first_error, shown
+from .places import state_path
 from .process import alive
 
 if TYPE_CHECKING:
@@ -83,10 +84,6 @@ class Recorded:
     stale: str | None = None
     raw: bytes | None = None
     link: bool = False
-
-
-def state_path(home: Path) -> Path:
-    return home / "swap" / "up.json"
 
 
 def take_up_lock(home: Path) -> Callable[[], None] | None:

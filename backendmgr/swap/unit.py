@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import plistlib
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from .._fs import atomic_write_bytes
 from ..errors import InvalidInput
+from .places import LABEL, UNIT_NAME, service_file, service_kind
 
 __all__ = [
     "LABEL",
@@ -36,8 +36,6 @@ __all__ = [
     "write_service",
 ]
 
-UNIT_NAME = "backendmgr-llama-swap.service"
-LABEL = "backendmgr.llama-swap"
 CONTROL_TIMEOUT_S = 60.0
 OUTPUT_CAP = 8192
 
@@ -135,21 +133,9 @@ def agent_plist(spec: ServiceSpec) -> bytes:
         "StandardErrorPath": str(spec.log),
         "ProcessType": "Background",
     }
+    import plistlib  # macOS's agent only: a Linux edit's look for the unit loads no XML
+
     return plistlib.dumps(data)
-
-
-def service_kind() -> str:
-    return "launchd" if sys.platform == "darwin" else "systemd"
-
-
-def service_file(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    if service_kind() == "launchd":
-        return (
-            Path(env.get("HOME", "~")).expanduser() / "Library" / "LaunchAgents" / f"{LABEL}.plist"
-        )
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
-    return Path(base) / "systemd" / "user" / UNIT_NAME
 
 
 def write_service(spec: ServiceSpec, target: Path) -> None:

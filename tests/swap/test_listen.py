@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backendmgr.errors import InvalidInput, UsageError
-from backendmgr.manager.swap import parse_listen, reach_url, split_host_port
+from backendmgr.swap.listen import parse_listen, reach_url, split_host_port
 
 
 @pytest.mark.parametrize(

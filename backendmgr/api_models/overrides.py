@@ -1,0 +1,45 @@
+"""The per-model overrides and the models folders: ``pin``, ``set``/``unset``, ``models
+add-dir``/``remove-dir``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._shared import Previewed
+
+__all__ = ["ModelSettingsResult", "ModelsDirResult", "PinResult"]
+
+
+@dataclass(kw_only=True)
+class PinResult(Previewed):
+    model: str
+    backend: str | None
+
+
+@dataclass(kw_only=True)
+class ModelsDirResult(Previewed):
+    """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
+
+    path: str
+    config: str
+    models_dirs: list[str]
+
+
+@dataclass(kw_only=True)
+class ModelSettingsResult(Previewed):
+    """``set``/``unset``: the model id and its overrides as stored (only those set)."""
+
+    model: str
+    backend: str | None = None
+    ctx: int | None = None
+    vram_target_gb: float | None = None
+    vllm_gpu_util: float | None = None
+    vllm_tensor_parallel: int | None = None
+    vllm_tokenizer: str | None = None
+    vllm_tool_parser: str | None = None
+    extra_args: str | None = None
+    unlisted: bool | None = None
+    llama_swap: dict[str, Any] | None = None  # passed through to llama-swap as the user wrote it
+    device: str | None = None  # "1", "0,1": the GPUs the model runs on (issue 24)
+    env: list[str] | None = None  # KEY=VALUE words set after the device's variables

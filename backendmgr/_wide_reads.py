@@ -5,8 +5,11 @@ and httpx in Python: an 87 MiB download took 1 392 of them, 0.12-0.2 s of CPU on
 loop's thread, which the unpacking thread then waits for (the GIL); at 256 KiB it takes 350,
 0.07-0.08 s. httpcore has no option for it, and its class is not ours to change for the whole
 process: the transport's pool gets a network backend (httpcore's public interface) whose
-streams ask for more. A read still returns what the socket has, at most 256 KiB (asyncio's own
-read size), and h11 takes any amount; every bound on a response (size, time, redirects) is
+streams ask for more. httpx offers no argument for the pool's backend, so it is set on the
+pool the transport made (``_pool``, ``_network_backend``: private names, looked up with care;
+where a version of httpx or httpcore names them otherwise, reads stay at 64 KiB). A read
+still returns what the socket has, at most 256 KiB (asyncio's own read size), and h11 takes
+any amount; every bound on a response (size, time, redirects) is
 its caller's, as before. Imported when the first transport is made (net.py).
 """
 
@@ -27,9 +30,12 @@ READ_BYTES = 256 << 10
 def wide_reads(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
     """``transport``, its direct connections made by :class:`WideBackend` (a proxy's pool,
     which httpx makes otherwise, keeps httpcore's reads)."""
-    pool = transport._pool
-    if isinstance(pool, httpcore.AsyncConnectionPool):
-        pool._network_backend = WideBackend(pool._network_backend)
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if isinstance(pool, httpcore.AsyncConnectionPool) and isinstance(
+        inner, httpcore.AsyncNetworkBackend
+    ):
+        pool._network_backend = WideBackend(inner)
     return transport
 
 

@@ -4,7 +4,8 @@ The composer and every walk over the loaded tree recurse once per level, and an 
 node in the file but a whole subtree to whatever converts the document, so ten lines of
 ``&a``/``*a`` expand to billions of values. :func:`check_yaml` reads the parser's event stream,
 which is flat, and refuses a document nested deeper than :data:`MAX_DEPTH` or whose aliases
-expand to more than :data:`MAX_NODES` values, before anything else sees it.
+expand to more than :data:`MAX_NODES` values or :data:`MAX_CHARS` characters of text, before
+anything else sees it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .errors import ConfigError
 
 __all__ = [
     "MAX_BYTES",
+    "MAX_CHARS",
     "MAX_DEPTH",
     "MAX_NODES",
     "check_yaml",
@@ -33,6 +35,9 @@ MAX_DEPTH = 64
 """Nesting levels allowed; backendmgr's own files need five."""
 MAX_NODES = 200_000
 """Values a document may hold once every alias is expanded."""
+MAX_CHARS = 2 * MAX_BYTES
+"""Characters a document's values may hold once every alias is expanded: a few aliases of
+one long value are few values but gigabytes to every walk, copy and write of the tree."""
 
 
 @functools.cache
@@ -96,9 +101,9 @@ def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
         NodeEvent,
     )
 
-    sizes: dict[Any, int] = {}  # anchor -> values its node stands for
-    stack: list[list[Any]] = []  # per open collection: [anchor, values so far]
-    total = 0
+    sizes: dict[Any, tuple[int, int]] = {}  # anchor -> values and characters it stands for
+    stack: list[list[Any]] = []  # per open collection: [anchor, values so far, characters]
+    total = [0, 0]
     for event in YAML(typ="safe", pure=pure).parse(text):
         if isinstance(event, CollectionStartEvent):
             if len(stack) >= MAX_DEPTH:
@@ -106,33 +111,36 @@ def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
                     f"{source} line {event.start_mark.line + 1}: nested more than "
                     f"{MAX_DEPTH} levels deep; flatten the YAML"
                 )
-            stack.append([event.anchor, 1])
+            stack.append([event.anchor, 1, 0])
             continue
         if isinstance(event, CollectionEndEvent):
-            anchor, size = stack.pop()
+            anchor, size, chars = stack.pop()
         elif isinstance(event, AliasEvent):
             if any(frame[0] == event.anchor for frame in stack):
                 raise ConfigError(
                     f"{source} line {event.start_mark.line + 1}: alias *{event.anchor} is "
                     "inside the value it names; a value cannot contain itself"
                 )
-            anchor, size = None, sizes.get(event.anchor, 1)
+            anchor = None
+            size, chars = sizes.get(event.anchor, (1, 0))
         elif isinstance(event, NodeEvent):  # a scalar
-            anchor, size = event.anchor, 1
+            anchor, size, chars = event.anchor, 1, len(getattr(event, "value", "") or "")
         else:
             continue
         if anchor is not None:
-            sizes[anchor] = size
-        if stack:
-            stack[-1][1] += size
-            size = stack[-1][1]
-        else:
-            total += size
-            size = total
-        if size > MAX_NODES:
+            sizes[anchor] = (size, chars)
+        into = stack[-1] if stack else total
+        into[-2] += size
+        into[-1] += chars
+        if into[-2] > MAX_NODES:
             raise ConfigError(
                 f"{source} line {event.start_mark.line + 1}: aliases expand to more than "
                 f"{MAX_NODES} values; write the values out instead"
+            )
+        if into[-1] > MAX_CHARS:
+            raise ConfigError(
+                f"{source} line {event.start_mark.line + 1}: aliases expand to more than "
+                f"{MAX_CHARS >> 20} MiB of text; write the values out instead"
             )
 
 

@@ -22,6 +22,13 @@ def alias_bomb(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def long_aliases(count: int) -> str:
+    """One 1 MiB value and ``count`` aliases of it: a 1 MiB file that is ``count`` MiB to
+    every check, copy and write of the settings (and of a snapshot of them)."""
+    refs = "".join(f"    m{i}: *x\n" for i in range(count))
+    return "llama_swap:\n  macros:\n    big: &x '" + "a" * (1 << 20) + "'\n" + refs
+
+
 def deep(levels: int) -> str:
     return "models_dirs: " + "[" * levels + "]" * levels + "\n"
 
@@ -40,6 +47,7 @@ def one_error(result: CliResult, code: int = 1) -> str:
         (deep(5000), "line 1: nested more than 64 levels deep"),
         (alias_bomb(10), "line 6: aliases expand to more than 200000 values"),
         ("models: &b {k: [*b]}\n", "line 1: alias *b is inside the value it names"),
+        (long_aliases(20), "line 18: aliases expand to more than 16 MiB of text"),
     ],
 )
 def test_hostile_config_is_one_line_error_and_changes_nothing(

@@ -140,6 +140,11 @@ def test_the_bounds_hold_under_either_parser(pure: bool) -> None:
     with pytest.raises(ConfigError, match="inside the value it names"):
         check_yaml("a: &a [1, *a]\n", "f", pure=pure)
     check_yaml("a: &a [1, 2]\nb: *a\n", "f", pure=pure)
+    # few values, but each alias of a long one is its whole text again to whatever walks it
+    long = "a: &a '" + "x" * (1 << 20) + "'\nb: [{}]\n"
+    with pytest.raises(ConfigError, match="line 2: aliases expand to more than 16 MiB of text"):
+        check_yaml(long.format(", ".join(["*a"] * 16)), "f", pure=pure)
+    check_yaml(long.format(", ".join(["*a"] * 14)), "f", pure=pure)
 
 
 def test_the_re_read_names_what_would_not_read_back() -> None:

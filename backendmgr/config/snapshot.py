@@ -99,12 +99,16 @@ def save_parsed(
 ) -> None:
     """Keep ``document`` (what ``raw`` parsed to) at ``where``; replaced atomically, and a
     snapshot that cannot be written only costs the next read a parse. A document JSON does
-    not give back equal (a number key, NaN, a date) is not kept. It holds what ``source``
+    not give back equal (a number key, NaN, a date), or one over :data:`MAX_BYTES` (which
+    no read would take), is not kept. It holds what ``source``
     holds, so nobody may read it who cannot read the source: it gets the source's mode."""
     with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, LinkRefused):
         made_from = os.stat(source)
         stamp = _stamp(raw, parser, made_from)
         body = json.dumps({"stamp": stamp, "document": document}, ensure_ascii=False)
+        data = body.encode("utf-8")
+        if len(data) > MAX_BYTES:  # what no read takes: a quote is two bytes twice, say
+            return
         if json.loads(body)["document"] != document:
             return
         if where.is_symlink():  # ours: a link in its place is never chmod-ed or written through
@@ -114,4 +118,4 @@ def save_parsed(
             os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:
             os.chmod(where, mode)
-        atomic_write_bytes(where, body.encode("utf-8"), no_links_below=where.parent)
+        atomic_write_bytes(where, data, no_links_below=where.parent)

@@ -142,6 +142,18 @@ def test_a_missing_or_empty_config_writes_no_snapshot(tmp_path: Path) -> None:
     assert not snapshot_path(path).exists()
 
 
+def test_no_snapshot_is_written_that_no_read_would_take(tmp_path: Path) -> None:
+    """A quote is two bytes in the stamp's copy of the config and two in the document, and
+    aliases repeat a value: a config under 8 MiB can make a snapshot over the 32 MiB a read
+    takes, which every read would parse again and write again."""
+    path = tmp_path / "config.yaml"
+    quotes = '"' * (5 << 20)
+    path.write_text(f"llama_swap:\n  macros:\n    q: &q '{quotes}'\n    r: *q\n    s: *q\n")
+    assert ConfigStore(path).read().llama_swap["macros"]["s"] == quotes
+    assert not snapshot_path(path).exists()
+    assert not list(tmp_path.glob(".*")), "nor any half-written file"
+
+
 @pytest.mark.parametrize("extra", ["", "max_unpacked_gb: 32\nvenv_smoke_timeout: 300.0\n"])
 def test_a_read_from_the_snapshot_says_what_a_parse_says(config: Path, extra: str) -> None:
     """The snapshot holds the settings as validated; read back, every value is the parse's,

@@ -71,9 +71,18 @@ def _file_stamp(module: str) -> str | None:
 
 
 def read_limited(path: Path, limit: int = MAX_BYTES) -> bytes:
-    """The file's bytes, refused when over ``limit`` (without reading the rest)."""
-    with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+    """The file's bytes, refused when over ``limit`` (without reading the rest). Anything but
+    a regular file (a FIFO, which would hang the open; a link to ``/dev/zero``) is refused
+    without blocking, as one :class:`ConfigError`; the system's own refusals (absent, denied)
+    stay the caller's :class:`OSError` to word."""
+    from ._fs import read_regular
+
+    try:
+        data = read_regular(path, limit)
+    except OSError as exc:
+        if exc.errno is not None:
+            raise
+        raise ConfigError(f"{path}: not a regular file; this is not a backendmgr file") from None
     if len(data) > limit:
         raise ConfigError(f"{path}: larger than {limit >> 20} MiB; this is not a backendmgr file")
     return data

@@ -206,3 +206,29 @@ def test_hostile_llama_swap_value_is_refused_before_it_is_saved(
     line = one_error(cli("set", "m1", "llama_swap=" + bomb), 2)  # a value it cannot take: usage
     assert "aliases expand to more than 200000 values" in line, line
     assert config_path.read_text() == "vram_budget_gb: 16\n"
+
+
+def test_a_fifo_or_device_among_the_users_files_is_refused_without_waiting(
+    config_path: Path, tmp_path: Path
+) -> None:
+    """A FIFO in a manifest's, the config's or a lock's place would hang the open (and a link
+    to /dev/zero is no file): <TAB> leaves it out, a command says so in one line."""
+    manifests = config_path.parent / "manifests"
+    manifests.mkdir(parents=True)
+    os.mkfifo(manifests / "fifo.yaml")
+    (manifests / "zero.yaml").symlink_to("/dev/zero")
+    done = run_backendmgr("__complete", "--", "install", "", timeout=30)
+    assert done.returncode == 0 and "llama-server" in done.stdout.split(), done
+    done = run_backendmgr("__complete", "--", "install", "fifo", "--variant", "", timeout=30)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done
+    done = run_backendmgr("install", "llama-server", "--dry-run", timeout=30)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done
+    assert "fifo.yaml: not a regular file" in done.stderr, done
+    (manifests / "fifo.yaml").unlink()
+    (manifests / "zero.yaml").unlink()
+    os.mkfifo(config_path)
+    done = run_backendmgr("list", timeout=30)
+    assert done.returncode == 1 and "config.yaml: not a regular file" in done.stderr, done
+    os.mkfifo(tmp_path / "backendmgr.lock")
+    done = run_backendmgr("sync", str(tmp_path / "backendmgr.lock"), timeout=30)
+    assert done.returncode != 0 and "lock: not a regular file" in done.stderr, done

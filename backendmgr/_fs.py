@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import stat
@@ -270,13 +271,25 @@ def read_regular(path: Path, cap: int, *, follow: bool = True) -> bytes:
 
 def read_regular_stat(path: Path, cap: int, *, follow: bool = True) -> tuple[bytes, os.stat_result]:
     """:func:`read_regular`, and the status of the very file it read (its mode, its inode)."""
+    with open_regular(path, follow=follow) as fh:
+        return fh.read(cap + 1), os.fstat(fh.fileno())
+
+
+def open_regular(path: Path, *, follow: bool = True) -> io.BufferedReader:
+    """``path`` opened for reading when it is a regular file; anything else (a FIFO, whose
+    open would wait for a writer, a device, a folder) is an :class:`OSError` without an
+    ``errno``, found without blocking. For a file read to its end (a digest): bound its size
+    where it matters."""
     flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NONBLOCK", 0)
     fd = os.open(path, flags if follow else flags | _NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+    fh = os.fdopen(fd, "rb")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{path} is not a regular file")
-        return fh.read(cap + 1), st
+    except BaseException:
+        fh.close()
+        raise
+    return fh
 
 
 def create_exclusive(path: Path, data: bytes) -> bool:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from packaging.utils import canonicalize_name
 
-from ._fs import atomic_write_bytes
+from ._fs import atomic_write_bytes, read_regular
 from ._yaml import load_yaml, read_limited
 from .errors import ConfigError, validation_problem
 from .install.store import InstalledEntry
@@ -287,8 +287,8 @@ def read_lock(path: Path) -> LockFile:
 def write_lock(path: Path, lock: LockFile) -> bool:
     """Write ``lock`` atomically; False (and nothing written) when the file already says it."""
     data = dump_lock(lock).encode()
-    try:
-        if path.read_bytes() == data:
+    try:  # a FIFO in its place is not waited on (the write then refuses it)
+        if read_regular(path, len(data)) == data:
             return False
     except OSError:
         pass

@@ -66,14 +66,16 @@ def inputs_hash(
 
 def output_hash(path: Path) -> str | None:
     """The inputs hash recorded in an existing output's header, if it has one."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for _ in range(5):
-                line = fh.readline()
-                if line.startswith(HASH_PREFIX):
-                    return line[len(HASH_PREFIX) :].strip()
-    except (OSError, UnicodeDecodeError):
+    from .._fs import read_regular
+
+    try:  # a FIFO in its place is no output of ours, and is not waited on
+        head = read_regular(path, 64 << 10)[: 64 << 10]
+    except OSError:
         return None
+    for line in head.split(b"\n")[:5]:
+        text = line.decode("utf-8", "replace")
+        if text.startswith(HASH_PREFIX):
+            return text[len(HASH_PREFIX) :].strip()
     return None
 
 
@@ -82,8 +84,10 @@ def output_hash(path: Path) -> str | None:
 
 def file_digest(path: Path) -> str | None:
     """SHA-256 of a file's bytes, streamed (any size), or None when it cannot be read."""
+    from .._fs import open_regular
+
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # never a FIFO, whose open would wait for a writer
             return hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError:
         return None
@@ -103,9 +107,10 @@ def record_written(record: Path, data: bytes) -> None:
 
 
 def _recorded(record: Path) -> str | None:
+    from .._fs import read_regular
+
     try:
-        with record.open("rb") as fh:
-            text = fh.read(128).decode("ascii", "replace").strip()
+        text = read_regular(record, 128)[:128].decode("ascii", "replace").strip()
     except OSError:
         return None
     return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None

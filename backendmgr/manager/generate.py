@@ -187,8 +187,10 @@ class Generator:
         hand-edited, foreign or stale file, and one that lacks the shape llama-swap needs or
         (when its header claims the current inputs) does not say what the plan says. Blocking,
         for a worker thread."""
+        from .._yaml import read_limited
         from ..emit.regen import edited_by_hand, output_hash, written_record
         from ..emit.verify import check_config
+        from ..errors import ConfigError
 
         config = f"the llama-swap config {target}"
         if not target.exists():
@@ -213,8 +215,8 @@ class Generator:
         else:
             entries = plan.entries()
         try:
-            text = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_limited(target).decode("utf-8")
+        except (OSError, UnicodeDecodeError, ConfigError) as exc:
             return [*found, Finding(f"{config} cannot be read ({exc})", True, VerificationError)]
         differs = "does not match its plan: " if entries is not None else ""
         found += [
@@ -228,16 +230,20 @@ class Generator:
     async def generated(self) -> GeneratedText:
         """The configured llama-swap file's text, whether it has the shape llama-swap needs,
         and whether it is what ``generate`` would write now (``generate --check``)."""
+        from .._fs import read_regular
         from ..emit.verify import check_config
 
         target = self.ctx.output_path(await self.ctx.settings())
 
         def read() -> str | None:
             try:
-                with target.open("rb") as f:
-                    raw = f.read(MAX_SHOWN + 1)
+                raw = read_regular(target, MAX_SHOWN)
             except FileNotFoundError:
                 return None
+            except OSError as exc:  # a FIFO or a device in its place is not waited on
+                if exc.errno is not None:
+                    raise
+                raise InvalidInput(f"{target} is not a regular file") from None
             if len(raw) > MAX_SHOWN:
                 raise InvalidInput(f"{target} is larger than {MAX_SHOWN >> 20} MiB")
             return raw.decode("utf-8", errors="replace")

@@ -232,3 +232,20 @@ def test_a_fifo_or_device_among_the_users_files_is_refused_without_waiting(
     os.mkfifo(tmp_path / "backendmgr.lock")
     done = run_backendmgr("sync", str(tmp_path / "backendmgr.lock"), timeout=30)
     assert done.returncode != 0 and "lock: not a regular file" in done.stderr, done
+
+
+def test_a_fifo_where_the_llama_swap_config_goes_is_not_waited_on(config_path: Path) -> None:
+    """The generated file's place is the user's folder: a FIFO there hung ``generate``,
+    ``generate --check`` and ``doctor`` (its open waits for a writer, and Ctrl-C did not stop
+    it). Each now answers at once; ``generate`` replaces it as it replaces any file."""
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    target = config_path.parent / "llama-swap.yaml"
+    os.mkfifo(target)
+    done = run_backendmgr("generate", "--check", timeout=30)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done
+    done = run_backendmgr("doctor", timeout=30)
+    assert done.returncode == 1 and "llama-swap.yaml: not a regular file" in done.stderr, done
+    assert "Traceback" not in done.stderr, done
+    done = run_backendmgr("generate", timeout=30)
+    assert done.returncode == 0, done
+    assert stat.S_ISREG(target.lstat().st_mode)

@@ -17,7 +17,7 @@ from backendmgr.install import smoke
 from backendmgr.mirror import MirrorServer
 from backendmgr.requests import InstallRequest
 from tests.support import Setup, big_release, spawn_backendmgr, tree
-from tests.support.cli import Cli
+from tests.support.cli import Cli, finish
 from tests.support.manager import assert_old_state, assert_one_terminal, generated, phases
 from tests.support.processes import assert_none_left, recorded_pids
 from tests.support.standins import hanging_server
@@ -97,7 +97,7 @@ def test_ctrl_c_during_the_smoke_check_exits_130_and_leaves_no_process(
         found = recorded_pids(pids, 2, timeout=120, proc=proc)
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)  # to the CLI alone, as a terminal's Ctrl-C reaches it
-        _, err = proc.communicate(timeout=60)
+        _, err = finish(proc, 60)
     finally:
         if proc.poll() is None:
             proc.kill()

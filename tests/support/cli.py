@@ -80,13 +80,26 @@ def run_backendmgr(
 def spawn_backendmgr(*args: str, **popen: Any) -> subprocess.Popen[str]:
     """Start the real console entry point and return at once (for kill -9 and Ctrl-C)."""
     kwargs: dict[str, Any] = {
-        "env": dict(os.environ),
+        # a hang can be made to show its threads' Python stacks (:func:`finish`)
+        "env": {**os.environ, "PYTHONFAULTHANDLER": "1"},
         "stdout": subprocess.PIPE,
         "stderr": subprocess.PIPE,
         "text": True,
     }
     kwargs.update(popen)
     return subprocess.Popen([sys.executable, "-m", "backendmgr", *args], **kwargs)
+
+
+def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """``proc.communicate(timeout=timeout)``; a process of :func:`spawn_backendmgr` still
+    running then is made to print every thread's Python stack (faulthandler, on SIGABRT) and
+    the test fails with them, so that a rare hang says where it waits."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        raise AssertionError(f"still running after {timeout:g} s; its threads:\n{err}") from None
 
 
 def ok(result: CliResult) -> CliResult:

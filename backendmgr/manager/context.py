@@ -69,12 +69,11 @@ class Context:
         these are the built-in files' names (a built-in id names its file), so a read that
         only asks whether a word is a component (``which``, <TAB>) loads no manifest module."""
         if "catalog" not in self.__dict__:
-            from ..catalog.files import builtin_manifest_dir, manifest_files
+            from ..catalog.ids import builtin_ids
+            from ..config.locate import manifest_names
 
-            builtin = builtin_manifest_dir()
-            files = manifest_files(self.paths.user_manifests, builtin)
-            if all(path.parent == builtin for path in files):
-                return list(dict.fromkeys(path.stem for path in files))
+            if not manifest_names(self.paths.user_manifests):  # none, or no folder
+                return list(builtin_ids())
         return self.catalog.ids()
 
     @cached_property

@@ -7,10 +7,13 @@ the interpreter and never touch the data home.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main"]
 
@@ -50,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(words: list[str]) -> int:
+    if words[:1] == ["__complete"]:  # the scripts' call at every <TAB>: its words are data
+        from .complete import complete
+
+        return complete(words[1:], sys.stdout)
     from .parser import UsageError, build_parser, wants_json
 
     parser = build_parser(words)
@@ -64,10 +71,10 @@ def _main(words: list[str]) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    if args.command == "__complete":  # at every <TAB>: no event loop, no renderer
-        from .commands.completion import complete_now
+    if args.command == "__complete":  # after global options: no event loop, no renderer
+        from .complete import complete
 
-        return complete_now(args, sys.stdout)
+        return complete(args.words, sys.stdout, args.config, args.home)
     from .render import Renderer
 
     out = Renderer(json_mode=args.json, quiet=args.quiet)

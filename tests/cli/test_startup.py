@@ -79,21 +79,56 @@ def test_completing_a_build_reads_local_state_without_pydantic() -> None:
 def test_a_command_makes_only_its_own_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 30: making a request class is most of a <TAB>'s cost, so ``install <TAB>`` builds
-    install's parser from its request alone and ``list`` makes its own: neither a sibling's in
-    the same command module nor a canary's."""
+    """Issue 30: making a request class is most of a command's parser's cost, so ``list``
+    makes its own request and no sibling's in the same command module; <TAB> makes none (it
+    reads the grammar the parsers were written out to, :mod:`backendmgr.cli.grammar`)."""
     from backendmgr import requests
 
     _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
     modules = {m for m in requests._WHERE.values() if not m.startswith("_")}
     groups = tuple(sorted(f"backendmgr.requests.{m}" for m in modules))
     for argv, wanted in (
-        (("__complete", "--", "install", ""), "install"),
-        (("__complete", "--", "install", "--"), "install"),
-        (("list",), "listing"),
+        (("__complete", "--", "install", ""), []),
+        (("__complete", "--", "install", "--"), []),
+        (("list",), ["backendmgr.requests.listing"]),
     ):
         out, loaded = loaded_after(*argv, heavy=groups)
-        assert out.strip() and loaded == [f"backendmgr.requests.{wanted}"], argv
+        assert out.strip() and loaded == wanted, argv
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("ins",),
+        ("install", ""),
+        ("install", "--"),
+        ("install", "vllm", "--variant", ""),
+        ("bench", "--"),
+    ],
+)
+def test_tab_builds_no_parser(words: tuple[str, ...]) -> None:
+    """The scripts' ``__complete`` is answered from the grammar: no argparse, no request class
+    (dataclasses, and through it inspect and ast: more than the rest of a <TAB>)."""
+    out, loaded = loaded_after("__complete", "--", *words, heavy=("argparse", "dataclasses"))
+    assert out.strip() and loaded == []
+
+
+def test_the_grammar_is_what_the_parsers_build() -> None:
+    """:mod:`backendmgr.cli.grammar` is every parser's arguments as generated from the
+    requests; a change to a command's arguments is a change to it
+    (``python -m backendmgr.cli.commands.completion`` writes it again)."""
+    from backendmgr.cli.commands.completion import grammar, grammar_source
+    from backendmgr.cli.grammar import GRAMMAR
+    from backendmgr.cli.parser import build_parser
+
+    built = grammar(build_parser())
+    assert built == GRAMMAR, "run: python -m backendmgr.cli.commands.completion"
+    assert list(GRAMMAR) == list(built)
+    source = Path(__file__).parents[2] / "backendmgr" / "cli" / "grammar.py"
+    assert source.read_text(encoding="utf-8") == grammar_source()
+    install = {a[1]: a for a in GRAMMAR["install"]}  # one field of a request, as it reads it
+    assert install["component"] == ((), "component", None, None)
+    assert install["smoke"] == (("--no-smoke",), "smoke", 0, None)
 
 
 def test_the_command_table_is_what_the_modules_build() -> None:

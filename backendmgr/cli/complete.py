@@ -13,9 +13,10 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from .grammar import GRAMMAR, Argument
+
 if TYPE_CHECKING:
     from ..config.paths import Paths
-    from .grammar import Argument
 
 __all__ = ["KINDS", "OPTION_KINDS", "analyse", "complete"]
 
@@ -57,14 +58,8 @@ OPTION_KINDS: dict[str, str] = {
 OPTIONS_INSTEAD = frozenset({"version"})
 
 
-def _arguments(path: str) -> tuple[Argument, ...]:
-    from .grammar import GRAMMAR
-
-    return GRAMMAR[path]
-
-
 def _subcommands(path: str) -> Argument | None:
-    return next((a for a in _arguments(path) if a[2] == SUBCOMMANDS), None)
+    return next((a for a in GRAMMAR[path] if a[2] == SUBCOMMANDS), None)
 
 
 def _takes_value(argument: Argument) -> bool:
@@ -74,7 +69,7 @@ def _takes_value(argument: Argument) -> bool:
 def _option(chain: Sequence[str], word: str) -> Argument | None:
     name = word.split("=", 1)[0]
     for path in chain:
-        for argument in _arguments(path):
+        for argument in GRAMMAR[path]:
             if name in argument[0]:
                 return argument
     return None
@@ -83,7 +78,7 @@ def _option(chain: Sequence[str], word: str) -> Argument | None:
 def _all_options(chain: Sequence[str]) -> list[str]:
     """The options of the innermost command (every parser carries the global ones; the top's
     own ``--version`` is no option of a command)."""
-    return sorted({o for a in _arguments(chain[-1]) for o in a[0] if o.startswith("--")})
+    return sorted({o for a in GRAMMAR[chain[-1]] for o in a[0] if o.startswith("--")})
 
 
 def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
@@ -127,7 +122,7 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     sub = _subcommands(chain[-1])
     if sub is not None and not positionals:
         return [c for c in sub[3] or () if not c.startswith("_")], seen
-    slots = [a for a in _arguments(chain[-1]) if not a[0] and a[2] != SUBCOMMANDS]
+    slots = [a for a in GRAMMAR[chain[-1]] if not a[0] and a[2] != SUBCOMMANDS]
     index = len(positionals)
     if index >= len(slots) and slots and slots[-1][2] in ("*", "+"):
         index = len(slots) - 1

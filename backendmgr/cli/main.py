@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(words: list[str]) -> int:
-    if words[:1] == ["__complete"]:  # the scripts' call at every <TAB>: its words are data
+    if words[:2] == ["__complete", "--"]:  # the scripts' call at every <TAB>: no parser
         from .complete import complete
 
         return complete(words[1:], sys.stdout)

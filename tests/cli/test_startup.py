@@ -113,6 +113,14 @@ def test_tab_builds_no_parser(words: tuple[str, ...]) -> None:
     assert out.strip() and loaded == []
 
 
+def test_tab_after_global_options_answers_the_same() -> None:
+    """The scripts call ``__complete --`` first (answered without a parser); with global options
+    before it the parser routes it, to the same answer."""
+    for words in (("ins",), ("install", ""), ("install", "--"), ("pin", "--no"), ("cache", "")):
+        fast = loaded_after("__complete", "--", *words)[0]
+        assert fast.strip() and loaded_after("-q", "__complete", "--", *words)[0] == fast, words
+
+
 def test_the_grammar_is_what_the_parsers_build() -> None:
     """:mod:`backendmgr.cli.grammar` is every parser's arguments as generated from the
     requests; a change to a command's arguments is a change to it

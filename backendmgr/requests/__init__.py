@@ -15,7 +15,7 @@ that one declaration:
   OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
 
 Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …;
-``install``, ``releases`` and ``list`` one each, as the commands <TAB> and reads run most)
+``install``, ``releases`` and ``list`` one each, as the commands run most)
 and this package loads a request's module when the request is first named: making the classes
 is most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
 """

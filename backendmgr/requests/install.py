@@ -1,5 +1,5 @@
-"""``install``: one build of a component (its own module: ``install <TAB>`` builds this one
-request's options and no other's)."""
+"""``install``: one build of a component (its own module: ``install`` makes this one request
+and no other)."""
 
 from dataclasses import dataclass
 from typing import Annotated

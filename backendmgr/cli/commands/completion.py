@@ -85,8 +85,8 @@ async def completion(mgr: Manager, args: argparse.Namespace, out: Renderer) -> i
 
 
 def complete_words(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    """``__complete`` after global options (``main`` answers the scripts' own call, where it
-    is the first word, without parsing)."""
+    """``__complete`` after global options (``main`` answers the scripts' own call,
+    ``__complete -- WORDS``, without parsing)."""
     from ..complete import complete
 
     return complete(args.words, out.stdout, args.config, args.home)

@@ -59,6 +59,7 @@ class _Piece:
     events: list[Any]
     escape: bool
     model: int | None = None  # the how-manieth model the piece writes, if it writes one
+    head: tuple[str, ...] = ()  # the header, when the first model's piece is the first piece
 
 
 @dataclass(frozen=True)
@@ -93,13 +94,12 @@ class _Walk:
         self.seq_start = events.SequenceStartEvent(None, None, True, flow_style=False)
         self.seq_end = events.SequenceEndEvent()
 
-    def piece(self, comments: tuple[str, ...], model: int | None = None) -> _Piece:
+    def piece(
+        self, comments: tuple[str, ...], model: int | None = None, head: tuple[str, ...] = ()
+    ) -> _Piece:
         """The events since the last piece as one, between a mapping's start and end."""
         piece = _Piece(
-            comments,
-            [self.map_start, *self.out, self.map_end],
-            self.escape,
-            model,
+            comments, [self.map_start, *self.out, self.map_end], self.escape, model, head
         )
         self.out = []
         self.escape = False
@@ -205,16 +205,16 @@ def document_of(
         if key != "models":
             name = walk.string(str(key))  # the key's events before the value's
             plain[name] = walk.value(value)
-    pending = _lines("# ", header)  # comment lines for the next piece
+    head = _lines("# ", header)  # the header: above the first piece
     pieces: list[_Piece] = []
     if plain:
-        pieces.append(walk.piece(pending))
-        pending = ()
+        pieces.append(walk.piece(head))
+        head = ()
     models = data.get("models", {})
     if not isinstance(models, dict) or not models:
         walk.string("models")
         plain["models"] = walk.value(models)
-        pieces.append(walk.piece(pending))
+        pieces.append(walk.piece(head))
     else:
         written: dict[str, Any] = {}
         plain["models"] = written
@@ -224,9 +224,8 @@ def document_of(
             name = walk.string(str(model_id))
             written[name] = walk.body(body)
             walk.out.append(walk.map_end)
-            pending += _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
-            pieces.append(walk.piece(pending, n))
-            pending = ()
+            comments = _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
+            pieces.append(walk.piece(comments, n, head if n == 0 else ()))
     return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after))
 
 
@@ -293,7 +292,7 @@ def dump(document: Document, *, pure: bool = False) -> str:
                 raise ValueError(f"the emitter began a model with {text[:20]!r}")
             text = text[len(_MODELS_LINE) :]
             if piece.model == 0:
-                parts.append(_MODELS_LINE)
+                parts += (*piece.head, _MODELS_LINE)
         parts += piece.comments
         parts.append(text)
     parts += document.after

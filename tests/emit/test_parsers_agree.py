@@ -23,7 +23,7 @@ from ruamel.yaml import YAML
 from backendmgr._yaml import check_yaml
 from backendmgr.config.models import BackendRow
 from backendmgr.discovery.models import DiscoveredModel
-from backendmgr.emit.document import build_document, dump
+from backendmgr.emit.document import build_document, document_of, dump
 from backendmgr.emit.plan import Entry, Skip
 from backendmgr.emit.verify import reread_emitted
 from backendmgr.errors import ConfigError
@@ -216,6 +216,36 @@ def test_libyaml_and_the_pure_emitter_write_the_same_text() -> None:
 def test_the_two_emitters_write_any_text_alike(values: list[str]) -> None:
     document = _document(values)
     assert dump(document) == dump(document, pure=True)
+
+
+def test_without_the_c_extension_the_pure_emitter_writes_the_file() -> None:
+    """Where ``ruamel.yaml.clib`` does not install (its marker), ``dump`` takes ruamel's pure
+    ``Emitter``, and the text is the same."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json; sys.modules['_ruamel_yaml'] = None\n"  # as where it does not install
+        "from backendmgr.emit.document import _emitter, document_of, dump\n"
+        "assert 'clib' not in _emitter().__module__\n"
+        "values = json.loads(sys.stdin.read())\n"
+        "models = {v: {'cmd': v, 'env': [v]} for v in values if v}\n"
+        "print(json.dumps(dump(document_of({'k': values, 'models': models}, header=values))))"
+    )
+    values = [v for v in HOSTILE if len(v) < 100]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(values),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    models = {v: {"cmd": v, "env": [v]} for v in values if v}
+    document = document_of({"k": values, "models": models}, header=values)
+    assert json.loads(done.stdout) == dump(document)
+    assert reread_emitted(document, dump(document))[0] == document.data
 
 
 @both

@@ -89,6 +89,7 @@ class _Walk:
         self.out: list[Any] = []
         self.escape = False  # the piece holds a character that makes it all-ASCII
         self._scalars: dict[tuple[str, str | None], tuple[Any, bool]] = {}
+        self._styles: dict[str, str | None] = {}
         self.map_start = events.MappingStartEvent(None, None, True, flow_style=False)
         self.map_end = events.MappingEndEvent()
         self.seq_start = events.SequenceStartEvent(None, None, True, flow_style=False)
@@ -115,8 +116,11 @@ class _Walk:
         self.escape = self.escape or known[1]
 
     def string(self, text: str) -> str:
-        """A string by the one quoting rule."""
-        self.scalar(text, None if plain_safe(text) else '"')
+        """A string by the one quoting rule (decided once per distinct string)."""
+        style = self._styles.get(text, "")
+        if style == "":
+            style = self._styles[text] = None if plain_safe(text) else '"'
+        self.scalar(text, style)
         return text
 
     def value(self, value: Any) -> Any:

@@ -3,10 +3,10 @@ what loads or writes YAML (a read of kept inputs imports no YAML library).
 
 ruamel's resolver asks which YAML version applies twice for every scalar it resolves, and
 finds out through two failed attribute look-ups each time (~2 µs: ~15 ms of a 200-model
-config's re-read, ~10 ms of its writing). Where the answer cannot come from the document, it
-is the same for the whole document and is looked up once: writing (the version is the
-``YAML`` object's own setting), and reading with ruamel's C parser (which never hands the
-resolver a ``%YAML`` directive; the pure parser does, so it keeps ruamel's resolver).
+config's re-read). Where the answer cannot come from the document, it is the same for the
+whole document and is looked up once: reading with ruamel's C parser (which never hands the
+resolver a ``%YAML`` directive; the pure parser does, so it keeps ruamel's resolver). (The
+llama-swap config is written from events, :mod:`.emit.document`, with no resolver at all.)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["OnceResolver", "safe_yaml"]
 
 class OnceResolver(VersionedResolver):
     """ruamel's resolver, with the processing version looked up at its first use only: for
-    one document written, or read by the C parser, with a fresh ``YAML`` object each."""
+    one document read by the C parser, with a fresh ``YAML`` object each."""
 
     _once: Any = None
 

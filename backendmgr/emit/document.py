@@ -1,101 +1,306 @@
 """The llama-swap config as text (SPEC §12.1): header, passthrough keys, models in id order.
 
-Built as a ruamel.yaml node tree and written by its emitter, so no value is ever spliced as
-YAML text (a file name can never add a key); the comments the document carries (which row,
-why, sizing notes, skips) are attached through ruamel's comment API, each one forced onto a
-single printable line first.
+Written by libyaml's emitter (``ruamel.yaml.clib``'s ``CEmitter``; where that C extension is
+not installed, ruamel's pure ``Emitter``, a port of the same emitter, fed the same events and
+writing the same text) from events made here, so no value is ever spliced as YAML text (a
+file name can never add a key). libyaml writes no comments, so the text is written in
+pieces, each a whole YAML document the emitter wrote: the top-level keys as one mapping, then
+each model as ``{models: {id: body}}``. Its first line, ``models:`` (the key, plain, and a
+line break: its value is a non-empty block mapping; checked), is kept once, before the first
+model; the rest of each piece is the model's key and body indented two, which continues that
+mapping. No text is made by hand but whole comment lines between pieces (which row, why,
+sizing notes, skips), each forced onto a single printable line, and no piece ends inside a
+value: each is a block mapping, ended by its last line break. The joined text is re-read
+before it is written (:func:`.verify.reread_emitted`): if it does not read back equal to
+the document's data, nothing is written.
 
 One quoting rule, decided from what Go's yaml.v3 (llama-swap's parser) reads, not from what
-ruamel would pick: every string key and value is plain only in a small safe set (a letter,
-``_`` or ``/`` first, then letters, digits and ``_./=+-``, and no YAML 1.1 boolean or null
-word), else double-quoted with escapes; a double-quoted string holding an invisible or
-direction-changing character has all its non-ASCII escaped. A string holding ``${env.`` is
-always double-quoted: llama-swap pastes the variable into the raw text escaped for exactly
-that style. Sequences are block sequences.
+the emitter would pick: every string key and value is plain only in a small safe set (a
+letter, ``_`` or ``/`` first, then letters, digits and ``_./=+-``, and no YAML 1.1 boolean or
+null word), else double-quoted with escapes; a model's ``cmd`` of printable-ASCII lines is a
+literal block. A string holding ``${env.`` is always double-quoted: llama-swap pastes the
+variable into the raw text escaped for exactly that style. Whether non-ASCII is written as
+itself is an emitter setting, so it is decided per piece: a piece (the top-level keys, or one
+model entry) holding an invisible or direction-changing character (U+202E, U+200B …) anywhere,
+or one beyond U+FFFF (which libyaml always escapes and the pure emitter would not), has all
+its non-ASCII escaped. Sequences are block sequences, written under their key without indent.
 """
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
+import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.emitter import RoundTripEmitter
-from ruamel.yaml.error import CommentMark
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString
-from ruamel.yaml.tokens import CommentToken
-
-from .._ruamel import OnceResolver
 from .entries import HASH_PREFIX, entry_body, plain_safe, single_line
 from .plan import Entry, Skip
 
-__all__ = ["build_document", "dump"]
-
-_INDENT = 2  # models are keys of the top-level `models:` mapping
-
+__all__ = ["Document", "build_document", "document_of", "dump"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _LITERAL_LINE = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no edge spaces
+_WIDTH = 1 << 30  # never fold a long path or command line
+_MODELS_LINE = "models:\n"
+_MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One whole YAML document of the text: the comment lines above it (each ending in its
+    line break), its events, whether its non-ASCII is escaped, and which model it writes."""
+
+    comments: tuple[str, ...]
+    events: list[Any]
+    escape: bool
+    model: int | None = None  # the how-manieth model the piece writes, if it writes one
+    head: tuple[str, ...] = ()  # the header, when the first model's piece is the first piece
+
+
+@dataclass(frozen=True)
+class Document:
+    """The config as llama-swap must read it (``data``: plain dicts, lists, strings, numbers,
+    booleans, string keys, ``models`` last), and the pieces :func:`dump` writes it as; made
+    by :func:`document_of`, one walk giving both."""
+
+    data: dict[str, Any]
+    pieces: tuple[_Piece, ...]
+    after: tuple[str, ...] = ()
 
 
 def _hidden(ch: str) -> bool:
-    return unicodedata.category(ch) in _HIDDEN
+    return ch > "\uffff" or unicodedata.category(ch) in _HIDDEN
 
 
-class _Emitter(RoundTripEmitter):
-    """ruamel's emitter, but a double-quoted string with an invisible or direction-changing
-    character (U+202E, U+200B …) gets every non-ASCII character escaped."""
+class _Walk:
+    """Events for the pieces of one document, and the plain data they write (keys made
+    strings, tuples lists), which the re-read compares against. Events are made once per
+    distinct scalar: the emitters only read them."""
 
-    def write_double_quoted(self, text: Any, split: Any = True) -> None:
-        saved = self.allow_unicode
-        # ASCII text is written the same either way: only non-ASCII needs the look
-        self.allow_unicode = saved and (text.isascii() or not any(_hidden(ch) for ch in text))
-        try:
-            super().write_double_quoted(text, False)  # never folded across lines
-        finally:
-            self.allow_unicode = saved
+    def __init__(self) -> None:
+        from ruamel.yaml import events
+
+        self.ev = events
+        self.out: list[Any] = []
+        self.escape = False  # the piece holds a character that makes it all-ASCII
+        self._scalars: dict[tuple[str, str | None], tuple[Any, bool]] = {}
+        self._styles: dict[str, str | None] = {}
+        self.map_start = events.MappingStartEvent(None, None, True, flow_style=False)
+        self.map_end = events.MappingEndEvent()
+        self.seq_start = events.SequenceStartEvent(None, None, True, flow_style=False)
+        self.seq_end = events.SequenceEndEvent()
+
+    def piece(
+        self, comments: tuple[str, ...], model: int | None = None, head: tuple[str, ...] = ()
+    ) -> _Piece:
+        """The events since the last piece as one, between a mapping's start and end."""
+        piece = _Piece(
+            comments, [self.map_start, *self.out, self.map_end], self.escape, model, head
+        )
+        self.out = []
+        self.escape = False
+        return piece
+
+    def scalar(self, text: str, style: str | None) -> None:
+        known = self._scalars.get((text, style))
+        if known is None:
+            hidden = not text.isascii() and any(_hidden(ch) for ch in text)
+            event = self.ev.ScalarEvent(None, None, (True, True), text, style=style)
+            known = self._scalars[text, style] = (event, hidden)
+        self.out.append(known[0])
+        self.escape = self.escape or known[1]
+
+    def string(self, text: str) -> str:
+        """A string by the one quoting rule (decided once per distinct string)."""
+        style = self._styles.get(text, "")
+        if style == "":
+            style = self._styles[text] = None if plain_safe(text) else '"'
+        self.scalar(text, style)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """Any value of the data, block style; returns it as the re-read must give it."""
+        if isinstance(value, str):
+            return self.string(str.__str__(value))
+        if isinstance(value, dict):
+            self.out.append(self.map_start)
+            plain = {}
+            for key, item in value.items():
+                name = self.string(str(key))  # the key's events before the value's
+                plain[name] = self.value(item)
+            self.out.append(self.map_end)
+            return plain
+        if isinstance(value, list | tuple):
+            self.out.append(self.seq_start)
+            items = [self.value(v) for v in value]
+            self.out.append(self.seq_end)
+            return items
+        self.scalar(*_scalar_text(value))
+        return value
+
+    def body(self, body: Any) -> Any:
+        """A model's body: its ``cmd`` of printable ASCII lines as a literal block (readable),
+        anything else by the one rule."""
+        if not isinstance(body, dict):
+            return self.value(body)
+        self.out.append(self.map_start)
+        plain: dict[str, Any] = {}
+        for key, value in body.items():
+            name = self.string(str(key))
+            if (
+                name == "cmd"
+                and isinstance(value, str)
+                and "${env." not in value
+                and all(_LITERAL_LINE.fullmatch(line) for line in value.split("\n"))
+            ):
+                plain[name] = str.__str__(value)
+                self.scalar(plain[name], "|")
+            else:
+                plain[name] = self.value(value)
+        self.out.append(self.map_end)
+        return plain
 
 
-def _string(text: str) -> str:
-    return text if plain_safe(text) else DoubleQuotedScalarString(text)
+def _scalar_text(value: Any) -> tuple[str, str | None]:
+    """A non-string scalar as YAML 1.2 and 1.1 read it back (as ruamel's representer writes
+    it); anything else as its text, double-quoted, which the re-read then refuses."""
+    if value is None:
+        return "null", None
+    if isinstance(value, bool):
+        return ("true" if value else "false"), None
+    if isinstance(value, int):
+        return int.__repr__(value), None
+    if isinstance(value, float):
+        if value != value:
+            return ".nan", None
+        if value in (math.inf, -math.inf):
+            return ("-.inf" if value < 0 else ".inf"), None
+        text = float.__repr__(value).lower()
+        return (text if "." in text else text.replace("e", ".0e", 1)), None
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(" "), None
+    if isinstance(value, datetime.date):
+        return value.isoformat(), None
+    return str(value), '"'
 
 
-def _node(value: Any) -> Any:
-    """Plain data as ruamel nodes in block style, every string styled by the one rule."""
-    if isinstance(value, dict):
-        out = CommentedMap()
-        for key, item in value.items():
-            out[_string(str(key))] = _node(item)
-        return out
-    if isinstance(value, list | tuple):
-        return CommentedSeq(_node(item) for item in value)
-    if isinstance(value, str):
-        return _string(value)
-    return value
+def _lines(prefix: str, comments: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f"{prefix}{single_line(c)}\n" for c in comments)
 
 
-def _cmd_node(cmd: Any) -> Any:
-    """A ``cmd`` of printable ASCII lines as a literal block (readable); anything else by
-    the one rule."""
-    if (
-        isinstance(cmd, str)
-        and "${env." not in cmd
-        and all(_LITERAL_LINE.fullmatch(line) for line in cmd.split("\n"))
-    ):
-        return LiteralScalarString(cmd)
-    return _node(cmd)
+def document_of(
+    data: Mapping[Any, Any],
+    *,
+    header: Sequence[str] = (),
+    before: Mapping[str, Sequence[str]] | None = None,
+    after: Sequence[str] = (),
+) -> Document:
+    """``data`` (a mapping; its ``models`` a mapping of model bodies) as a document, with
+    comment lines: ``header`` at the top, ``before[id]`` above a model's key, ``after``
+    below the last model. Every comment is made one printable line."""
+    walk = _Walk()
+    plain: dict[str, Any] = {}
+    for key, value in data.items():
+        if key != "models":
+            name = walk.string(str(key))  # the key's events before the value's
+            plain[name] = walk.value(value)
+    head = _lines("# ", header)  # the header: above the first piece
+    pieces: list[_Piece] = []
+    if plain:
+        pieces.append(walk.piece(head))
+        head = ()
+    models = data.get("models", {})
+    if not isinstance(models, dict) or not models:
+        walk.string("models")
+        plain["models"] = walk.value(models)
+        pieces.append(walk.piece(head))
+    else:
+        written: dict[str, Any] = {}
+        plain["models"] = written
+        for n, (model_id, body) in enumerate(models.items()):
+            walk.string("models")
+            walk.out.append(walk.map_start)
+            name = walk.string(str(model_id))
+            written[name] = walk.body(body)
+            walk.out.append(walk.map_end)
+            comments = _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
+            pieces.append(walk.piece(comments, n, head if n == 0 else ()))
+    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after))
 
 
-def _body(entry: Entry, passthrough: dict[str, Any]) -> CommentedMap:
-    body = entry_body(entry, passthrough)
-    node: CommentedMap = _node(body)
-    node["cmd"] = _cmd_node(body["cmd"])
-    return node
+def _pure_emitter() -> Callable[..., Any]:
+    """ruamel's pure ``Emitter``, standing alone, without the ``YAML`` object and serializer
+    it is made for."""
+    from ruamel.yaml.emitter import Emitter
+
+    class PureEmitter(Emitter):
+        use_version = (1, 2)  # asked of the serializer (itself, alone) for "?" or ":" first
+
+        def choose_scalar_style(self) -> Any:
+            # what ruamel's returns for "…", before it looks for a tag object on an empty
+            # string that only its serializer makes
+            return '"' if self.event.style == '"' else super().choose_scalar_style()
+
+        def analyze_scalar(self, scalar: Any) -> Any:
+            analysis = super().analyze_scalar(scalar)
+            if "\r" in scalar:  # a line break to libyaml, which writes such a key as "? key"
+                analysis.multiline = True
+            return analysis
+
+    return PureEmitter
+
+
+def _emitter() -> Callable[..., Any]:
+    """libyaml's emitter where ``ruamel.yaml.clib`` is installed, else ruamel's port of it."""
+    try:
+        from _ruamel_yaml import CEmitter  # type: ignore[import-not-found]
+    except ImportError:
+        return _pure_emitter()
+    return CEmitter  # type: ignore[no-any-return]
+
+
+def _emit(piece: _Piece, emitter: Callable[..., Any]) -> str:
+    """One piece as a whole YAML document (its mapping, in a stream of its own)."""
+    from ruamel.yaml import events as ev
+
+    out = io.StringIO()
+    writer = emitter(out, indent=2, width=_WIDTH, allow_unicode=not piece.escape)
+    writer.emit(ev.StreamStartEvent(encoding="utf-8"))
+    writer.emit(ev.DocumentStartEvent(explicit=False))
+    for event in piece.events:
+        writer.emit(event)
+    writer.emit(ev.DocumentEndEvent(explicit=False))
+    writer.emit(ev.StreamEndEvent())
+    return out.getvalue()
+
+
+def dump(document: Document, *, pure: bool = False) -> str:
+    """The document's YAML text, every key and scalar written by the emitter, comments as
+    whole lines between its pieces (see above); ``pure``: ruamel's emitter even where
+    libyaml's is installed (for the test that both write the same text)."""
+    emitter = _pure_emitter() if pure else _emitter()
+    parts: list[str] = []
+    for piece in document.pieces:
+        text = _emit(piece, emitter)
+        if piece.model is not None:
+            # the emitter wrote the key `models` (plain) and, its value being a non-empty
+            # block mapping, a line break: the rest is that mapping's one entry, the model,
+            # indented two; the first model's piece keeps the line, the others continue
+            # the mapping it began, each after its comment lines
+            if not text.startswith(_MODELS_LINE):
+                raise ValueError(f"the emitter began a model with {text[:20]!r}")
+            text = text[len(_MODELS_LINE) :]
+            if piece.model == 0:
+                parts += (*piece.head, _MODELS_LINE)
+        parts += piece.comments
+        parts.append(text)
+    parts += document.after
+    return "".join(parts)
 
 
 def _skip_lines(skip: Skip) -> list[str]:
@@ -113,25 +318,21 @@ def build_document(
     passthrough: dict[str, Any],
     entries: Sequence[Entry],
     skipped: Sequence[Skip],
-) -> CommentedMap:
-    """The document as a node tree, comments attached; checkable before it is written."""
-    root = CommentedMap()
-    root.yaml_set_start_comment(
-        "\n".join(
-            [
-                f"Generated by backendmgr {single_line(version)}. Do not edit: backendmgr "
-                "rewrites this file;",
-                "change the backendmgr config instead (backendmgr set / pin / default).",
-                f"{HASH_PREFIX[2:]}{single_line(inputs_hash)}",
-            ]
-        )
+) -> Document:
+    """The document: its data, comments and pieces; checkable before it is written."""
+    header = (
+        f"Generated by backendmgr {single_line(version)}. Do not edit: backendmgr "
+        "rewrites this file;",
+        "change the backendmgr config instead (backendmgr set / pin / default).",
+        f"{HASH_PREFIX[2:]}{single_line(inputs_hash)}",
     )
-    root["healthCheckTimeout"] = health_check_timeout
+    data: dict[str, Any] = {"healthCheckTimeout": health_check_timeout}
     for key, value in passthrough.items():
         if key != "models":
-            root[_string(str(key))] = _node(value)
-    models = CommentedMap()
-    root["models"] = models
+            data[str(key)] = value
+    models: dict[str, Any] = {}
+    data["models"] = models
+    before: dict[str, tuple[str, ...]] = {}
     items: list[tuple[str, Entry | Skip]] = [(e.model.id, e) for e in entries]
     items += [(s.id, s) for s in skipped]
     items.sort(key=lambda pair: pair[0])
@@ -140,24 +341,8 @@ def build_document(
         if isinstance(item, Skip):
             pending += _skip_lines(item)
             continue
-        pending += [single_line(item.comment), *(f"NOTE {single_line(n)}" for n in item.notes)]
-        key = _string(model_id)
-        models[key] = _body(item, passthrough)
-        models.yaml_set_comment_before_after_key(key, before="\n".join(pending), indent=2)
+        pending += [item.comment, *(f"NOTE {n}" for n in item.notes)]
+        models[model_id] = entry_body(item, passthrough)
+        before[model_id] = tuple(pending)
         pending = []
-    if pending:  # skips after the last model: the document's end comment, under `models:`
-        text = "".join(f"{' ' * _INDENT}# {line}\n" for line in pending)
-        root.yaml_end_comment_extend([CommentToken(text, CommentMark(0), None)], clear=True)
-    return root
-
-
-def dump(node: Any) -> str:
-    """YAML text from ruamel's round-trip emitter, which escapes every key and scalar."""
-    yaml = YAML()
-    yaml.Emitter = _Emitter
-    yaml.Resolver = OnceResolver
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 1 << 30  # never fold a long path or command line
-    out = io.StringIO()
-    yaml.dump(node, out)
-    return out.getvalue()
+    return document_of(data, header=header, before=before, after=pending)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.error import YAMLError
 
@@ -20,6 +20,9 @@ from .entries import entry_cmd, entry_env, single_line
 from .macros import load_problems
 from .plan import Entry
 from .schema import string_field_problems
+
+if TYPE_CHECKING:
+    from .document import Document
 
 __all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape", "reread_emitted"]
 
@@ -123,33 +126,24 @@ def macro_problems(data: dict[Any, Any]) -> list[str]:
     return problems
 
 
-def _plain(node: Any) -> Any:
-    """ruamel's node tree as plain data (its strings are str subclasses)."""
-    if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    return str(node) if isinstance(node, str) else node
-
-
-def check_emitted(document: Any, text: str) -> list[str]:
+def check_emitted(document: Document, text: str) -> list[str]:
     """Before a file is replaced: the text reads back as exactly the data meant, has the
     shape llama-swap needs and passes its macro checks. Empty when it may be written."""
     return reread_emitted(document, text)[1]
 
 
-def reread_emitted(document: Any, text: str) -> tuple[dict[str, Any] | None, list[str]]:
+def reread_emitted(document: Document, text: str) -> tuple[dict[str, Any] | None, list[str]]:
     """:func:`check_emitted`, and the data the text read back as (``None`` when it is no
-    mapping), so that the caller needs no second parse of the same text."""
+    mapping), so that the caller needs no second parse of the same text. What makes writing
+    the document in pieces (:mod:`.document`) safe: text that does not read back equal to the
+    document's data, key for key and value for value, is never written."""
     try:
         data = safe_yaml().load(text)
     except (YAMLError, ValueError, RecursionError) as exc:
         return None, [f"it would not be valid YAML ({single_line(str(exc))[:200]})"]
     mapping = data if isinstance(data, dict) else None
-    # ruamel's nodes are dicts, lists and str subclasses, equal to the plain data they hold:
-    # compared as they are, and made plain only to name what differs
-    if data != document:
-        meant = _plain(document)
+    meant = document.data
+    if data != meant:
         read = mapping.get("models") if mapping is not None else None
         read = read if isinstance(read, dict) else {}
         models = meant.get("models", {})

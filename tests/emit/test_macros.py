@@ -207,10 +207,10 @@ def test_a_document_llama_swap_would_refuse_is_named_before_it_is_written(
 ) -> None:
     """The check ``generate`` runs on the emitted text before it replaces a file: the model
     and the value, in one line."""
-    from backendmgr.emit.document import _node, dump
+    from backendmgr.emit.document import document_of, dump
     from backendmgr.emit.verify import check_emitted
 
-    document = _node({"healthCheckTimeout": 30, "models": {"m-1": body}})
+    document = document_of({"healthCheckTimeout": 30, "models": {"m-1": body}})
     problems = check_emitted(document, dump(document))
     assert problems and "'m-1'" in problems[0] and named in problems[0], problems
 
@@ -219,7 +219,7 @@ def test_the_quoting_rule_reads_back_in_yaml_1_1_and_1_2() -> None:
     """Plain only where no YAML 1.1 or 1.2 reader could take the text for something else."""
     from ruamel.yaml import YAML
 
-    from backendmgr.emit.document import _node, dump
+    from backendmgr.emit.document import document_of, dump
     from backendmgr.emit.entries import plain_safe
 
     words = ["yes", "No", "on", "OFF", "y", "n", "null", "~", "1e3", "0x1F", "2001-12-14", "<<"]
@@ -227,7 +227,7 @@ def test_the_quoting_rule_reads_back_in_yaml_1_1_and_1_2() -> None:
     words += ["@x", "`x", " lead", "trail ", "a\u202eb", "a\u2028b", "a\x00b", "a\nb", "é"]
     assert not any(plain_safe(w) for w in words)
     assert all(plain_safe(w) for w in ["llama-cpu", "/opt/x/llama-server", "A=1", "q4_k_m"])
-    document = _node({"models": {w: {"cmd": w, "aliases": [w]} for w in words}})
+    document = document_of({"models": {w: {"cmd": w, "aliases": [w]} for w in words}})
     text = dump(document)
     for version in ("1.1", "1.2"):
         yaml = YAML(typ="safe")

@@ -23,7 +23,7 @@ from ruamel.yaml import YAML
 from backendmgr._yaml import check_yaml
 from backendmgr.config.models import BackendRow
 from backendmgr.discovery.models import DiscoveredModel
-from backendmgr.emit.document import build_document, dump
+from backendmgr.emit.document import build_document, document_of, dump
 from backendmgr.emit.plan import Entry, Skip
 from backendmgr.emit.verify import reread_emitted
 from backendmgr.errors import ConfigError
@@ -172,14 +172,10 @@ def test_the_re_read_names_what_would_not_read_back() -> None:
     assert reread_emitted(document, "- 1\n") == not_a_mapping
 
 
-def test_the_version_looked_up_once_reads_and_writes_as_ruamel_does() -> None:
+def test_the_version_looked_up_once_reads_as_ruamel_does() -> None:
     """``_ruamel.OnceResolver`` (the YAML version asked once per document) reads what ruamel's
-    own resolver reads, a ``%YAML 1.1`` directive and 1.1's words and numbers included, and
-    the emitter writes the same text with it."""
-    import io
-
+    own resolver reads, a ``%YAML 1.1`` directive and 1.1's words and numbers included."""
     from backendmgr._ruamel import safe_yaml
-    from backendmgr.emit import document as emit
 
     for text in (
         "%YAML 1.1\n---\nx: yes\ny: 017\nz: 1:30\nw: 0b11\n",
@@ -187,14 +183,69 @@ def test_the_version_looked_up_once_reads_and_writes_as_ruamel_does() -> None:
         "x: yes\ny: 017\nz: [on, ~, 2001-12-14, .inf, 0x1F, '017']\n",
     ):
         assert safe_yaml().load(text) == YAML(typ="safe").load(text), text
-    document = _document(HOSTILE[:40])
-    yaml = YAML()
-    yaml.Emitter = emit._Emitter
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 1 << 30
-    out = io.StringIO()
-    yaml.dump(document, out)
-    assert dump(document) == out.getvalue()
+
+
+def _libyaml_emits() -> bool:
+    from backendmgr.emit.document import _emitter
+
+    return "clib" in _emitter().__module__
+
+
+libyaml = pytest.mark.skipif(
+    not _libyaml_emits(), reason="no libyaml emitter here: the pure one writes everything"
+)
+
+
+@libyaml
+def test_libyaml_and_the_pure_emitter_write_the_same_text() -> None:
+    """Where ``ruamel.yaml.clib`` is not installed, ruamel's pure ``Emitter`` writes the text
+    from the same events: the file must not depend on which one ran."""
+    document = _document(HOSTILE)
+    text = dump(document)
+    assert text == dump(document, pure=True)
+    assert "\u202e" not in text and "\ufeff" not in text and "\u2028" not in text
+    # libyaml escapes what lies beyond U+FFFF; so does the pure emitter here, in that piece
+    values = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in values if "\U0001f600" in line]
+    assert [line for line in values if "\\U0001F600" in line]
+
+
+@libyaml
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.characters(exclude_categories=["Cs"]), max_size=40), max_size=4))
+def test_the_two_emitters_write_any_text_alike(values: list[str]) -> None:
+    document = _document(values)
+    assert dump(document) == dump(document, pure=True)
+
+
+def test_without_the_c_extension_the_pure_emitter_writes_the_file() -> None:
+    """Where ``ruamel.yaml.clib`` does not install (its marker), ``dump`` takes ruamel's pure
+    ``Emitter``, and the text is the same."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json; sys.modules['_ruamel_yaml'] = None\n"  # as where it does not install
+        "from backendmgr.emit.document import _emitter, document_of, dump\n"
+        "assert 'clib' not in _emitter().__module__\n"
+        "values = json.loads(sys.stdin.read())\n"
+        "models = {v: {'cmd': v, 'env': [v]} for v in values if v}\n"
+        "print(json.dumps(dump(document_of({'k': values, 'models': models}, header=values))))"
+    )
+    values = [v for v in HOSTILE if len(v) < 100]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(values),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    models = {v: {"cmd": v, "env": [v]} for v in values if v}
+    document = document_of({"k": values, "models": models}, header=values)
+    assert json.loads(done.stdout) == dump(document)
+    assert reread_emitted(document, dump(document))[0] == document.data
 
 
 @both

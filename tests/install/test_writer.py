@@ -156,3 +156,36 @@ def test_large_files_start_their_writeback_as_they_are_written(tmp_path: Path) -
         writer.close()
     assert (tmp_path / "big").read_bytes() == b"".join(pieces)
     assert os.stat(tmp_path / "big").st_mode & 0o777 == 0o640
+
+
+class _Cut(Exception):
+    pass
+
+
+class _CutSource:
+    """An archive whose bytes stop coming half-way (a download that failed or started over,
+    as archive_job's follower raises it)."""
+
+    def __init__(self, data: bytes, cut_at: int) -> None:
+        self._data = data
+        self._cut_at = cut_at
+        self._pos = 0
+
+    def read(self, n: int = -1, /) -> bytes:
+        if self._pos >= self._cut_at:
+            raise _Cut("the download started over")
+        out = self._data[self._pos : min(self._pos + n, self._cut_at)]
+        self._pos += len(out)
+        return out
+
+
+def test_a_source_that_fails_half_way_stops_the_writes_and_the_thread(tmp_path: Path) -> None:
+    entries = [Entry(f"t/f{i}", os.urandom(1 << 20)) for i in range(6)]
+    data = make_tar(entries)
+    (tmp_path / "out").mkdir()
+    with pytest.raises(_Cut):
+        extract_stream(
+            _CutSource(data, len(data) // 2), "a.tar.gz", tmp_path / "out", compressed=len(data)
+        )
+    assert not _writer_threads()
+    assert (tmp_path / "out" / "t" / "f0").read_bytes() == entries[0].data

@@ -6,11 +6,15 @@ download is over. Here the unpacking thread inflates, parses headers and keeps e
 thread creates the files and writes the pieces, in the order they were handed over. ISA-L's
 inflate and ``os.write`` both run without the GIL, so the two overlap.
 
-What waits between them is bounded (``QUEUED_BYTES`` of pieces, ``QUEUED_OPS`` operations):
-the unpacking thread waits when the writer falls behind. A failed write stops the writer and
-is raised in the unpacking thread at its next hand-over, or when it waits for the writes to
-end; when the unpacking thread fails, the writer stops at once and is joined before the error
-goes on, so nothing writes into a staging folder after its unpack has returned.
+What waits between them is bounded (``QUEUED_BYTES`` of pieces, ``QUEUED_BATCHES`` batches of
+at most ``BATCH_OPS`` operations): the unpacking thread waits when the writer falls behind.
+Operations are handed over in batches (a piece of ``BATCH_BYTES`` or more goes at once): a
+small file costs the two threads one hand-over between them at most, not three.
+
+A failed write stops the writer and is raised in the unpacking thread at its next hand-over,
+or when it waits for the writes to end; when the unpacking thread fails, what it handed over is
+still written (or an interrupt stops it at once), and the writer is joined before the error goes
+on, so nothing writes into a staging folder after its unpack has returned.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from . import stages
 __all__ = ["FileWriter", "writing"]
 
 QUEUED_BYTES = 8 << 20
-QUEUED_OPS = 4096
+QUEUED_BATCHES = 256
+BATCH_OPS = 64
+BATCH_BYTES = 256 << 10
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC
 
 _Op = tuple[Path, int] | memoryview | None  # open a file with a mode, write, close it
@@ -84,8 +90,10 @@ class FileWriter:
         self._threaded = threaded
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
-        self._ops: deque[tuple[_Op, int]] = deque()
+        self._ops: deque[tuple[list[_Op], int]] = deque()  # batches and their bytes
         self._queued = 0  # bytes in ``_ops``
+        self._batch: list[_Op] = []  # not handed over yet
+        self._batch_bytes = 0
         self._idle = True  # the writer waits for work, every op before it done
         self._stop = False
         self.error: BaseException | None = None
@@ -112,28 +120,41 @@ class FileWriter:
         if not self._threaded:
             self._do(op)
             return
+        self._batch.append(op)
+        self._batch_bytes += size
+        if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_OPS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Hand the batch over, waiting while the writer is too far behind."""
+        if not self._batch:
+            return
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._run, name="backendmgr-unpack-writes", daemon=True
             )
             self._thread.start()
         with self._cond:
-            if (self._queued >= QUEUED_BYTES or len(self._ops) >= QUEUED_OPS) and not self.error:
+            if self._full() and not self.error:
                 with stages.timed("write_backlog"):
-                    while (
-                        self._queued >= QUEUED_BYTES or len(self._ops) >= QUEUED_OPS
-                    ) and not self.error:
+                    while self._full() and not self.error:
                         self._cond.wait()
             if self.error is not None:
                 raise self.error
-            self._ops.append((op, size))
+            batch, size = self._batch, self._batch_bytes
+            self._batch, self._batch_bytes = [], 0
+            self._ops.append((batch, size))
             self._queued += size
             self._idle = False
             self._cond.notify_all()
 
+    def _full(self) -> bool:
+        return self._queued >= QUEUED_BYTES or len(self._ops) >= QUEUED_BATCHES
+
     def drain(self) -> None:
         """Wait until every write handed over is done (before a folder is made: a file of
         the same name, still queued, must be refused by ``mkdir`` as it is without a queue)."""
+        self._flush()
         self._settle()
         if self.error is not None:
             raise self.error
@@ -148,6 +169,7 @@ class FileWriter:
 
     def finish(self) -> None:
         """Every write done and the thread ended; the writer's error, if it had one."""
+        self._flush()
         if self._thread is None:
             self._close_file()
             return
@@ -176,10 +198,11 @@ class FileWriter:
                         self._cond.wait()
                     if self._stop:
                         return
-                    op, size = self._ops.popleft()
+                    batch, size = self._ops.popleft()
                     self._queued -= size
                     self._cond.notify_all()
-                self._do(op)
+                for op in batch:
+                    self._do(op)
         except BaseException as exc:  # raised in the unpacking thread
             with self._cond:
                 self.error = exc
@@ -225,6 +248,8 @@ def writing(threaded: bool = True) -> Iterator[FileWriter]:
     try:
         yield writer
     except Exception:
+        with contextlib.suppress(Exception):  # the writer's error: raised below
+            writer._flush()
         writer._settle()
         writer.abort()
         if isinstance(writer.error, Exception):

@@ -380,6 +380,7 @@ def _extract_members(
                 else:
                     report.skipped.append(member.name)  # devices, FIFOs: never created
     with writing(threaded=False) as writer:
+        places.drained_by(writer)
         for clean, mode in empty.items():
             dest = places.file(PurePosixPath(clean))
             _write_file((), dest, 0, budget, clean, mode, writer)

@@ -25,6 +25,7 @@ from . import stages
 from .inflate import DATA_ERRORS, Served, Source, Unpacked, zip_member
 from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
 from .tarheaders import PlainHeaders
+from .writer import FileWriter, writing
 
 __all__ = [
     "MAX_TOTAL",
@@ -139,9 +140,6 @@ class _Budget:
             )
 
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC
-
-
 def _write_file(
     data: Iterable[bytes | memoryview],
     dest: Path,
@@ -149,38 +147,21 @@ def _write_file(
     budget: _Budget,
     name: str,
     mode: int,
+    writer: FileWriter,
 ) -> int:
-    """Write ``data`` into a new file at ``dest`` with ``mode``, each piece counted against the
-    budget before it is written; the bytes written (never more than ``declared``)."""
+    """Hand ``data`` to ``writer`` for a new file at ``dest`` with ``mode``, each piece counted
+    against the budget before it is handed over; the bytes handed over (never more than
+    ``declared``)."""
     written = 0
-    clock = time.perf_counter
-    started = clock()
-    fd = os.open(dest, _CREATE, 0o600)
-    spent = clock() - started  # in the file system, not in making the data
-    try:
-        for piece in data:
-            written += len(piece)
-            budget.add(len(piece))
-            if written > declared:
-                raise UnsafeArchive(f"{budget.archive}: {name!r} is larger than it claims")
-            started = clock()
-            view = memoryview(piece)
-            while view:
-                view = view[os.write(fd, view) :]
-            spent += clock() - started
-        started = clock()
-        _set_mode(fd, dest, mode)
-    finally:
-        os.close(fd)
-        stages.add("write", spent + clock() - started)
+    writer.open(dest, mode)
+    for piece in data:
+        written += len(piece)
+        budget.add(len(piece))
+        if written > declared:
+            raise UnsafeArchive(f"{budget.archive}: {name!r} is larger than it claims")
+        writer.write(piece)
+    writer.close()
     return written
-
-
-def _set_mode(fd: int, dest: Path, mode: int) -> None:
-    if hasattr(os, "fchmod"):
-        os.fchmod(fd, mode)
-    else:  # pragma: no cover - Windows
-        os.chmod(dest, mode)
 
 
 def _chunks(src: Source) -> Iterator[bytes]:
@@ -208,7 +189,8 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
         infos = zf.infolist()
         if len(infos) > MAX_ENTRIES:
             raise UnsafeArchive(f"{name}: more than {MAX_ENTRIES} entries")
-        zip_members(zf, fh, infos, report, budget, places, links)
+        with writing() as writer:
+            zip_members(zf, fh, infos, report, budget, places.drained_by(writer), links, writer)
     report.bytes += budget.total
     report.links += make_links(root, links, name)
 
@@ -237,9 +219,11 @@ def zip_members(
     budget: _Budget,
     places: Places,
     links: list[Link],
+    writer: FileWriter,
 ) -> None:
-    """Unpack ``infos`` of ``zf`` (``fh``: the same file) under ``places.root``; links are
-    collected for the end (also for the rest of a zip streamed in part: zipstream.py)."""
+    """Unpack ``infos`` of ``zf`` (``fh``: the same file) under ``places.root``, the files
+    written by ``writer``; links are collected for the end (also for the rest of a zip
+    streamed in part: zipstream.py)."""
     root, name = places.root, budget.archive
     for info in infos:
         if (entry := zip_entry(info, budget)) is None:
@@ -266,11 +250,12 @@ def zip_members(
         mode = _mode(unix_mode)
         if info.compress_type == zipfile.ZIP_DEFLATED:  # inflated faster than zipfile does
             # one byte past the size: a member larger than it claims is caught
-            data = zip_member(fh, info).views(info.file_size + 1)
-            _write_file(data, dest, info.file_size, budget, info.filename, mode)
+            data: Iterable[bytes | memoryview] = zip_member(fh, info).views(info.file_size + 1)
+            _write_file(data, dest, info.file_size, budget, info.filename, mode, writer)
         else:
             with zf.open(info) as src:
-                _write_file(_chunks(src), dest, info.file_size, budget, info.filename, mode)
+                data = _chunks(src)
+                _write_file(data, dest, info.file_size, budget, info.filename, mode, writer)
         report.files += 1
 
 
@@ -343,56 +328,63 @@ def _extract_members(
     # known, so that an archive of 100 001 of them is refused before it touches the disk.
     empty: dict[str, int] = {}
     for tf, source in stream:
-        while True:
-            started = time.perf_counter()
-            member = tf.next()
-            stages.add("tar_headers", time.perf_counter() - started)
-            if member is None:
-                break
-            # tarfile keeps every header it read (not in its stubs); nothing here looks back
-            tf.members.clear()  # type: ignore[attr-defined]
-            budget.entry()
-            if member.isreg() and not member.size:
-                if clean := clean_name(member.name, name):
-                    empty[clean] = _mode(member.mode)
-                continue
-            rel = safe_relpath(member.name, name)
-            if rel is None:
-                continue
-            empty.pop(str(rel), None)  # a later entry of the same name replaces it
-            if member.isdir():
-                places.folder(rel)
-            elif member.issym():
-                link_target_ok(root, rel, member.linkname, name, member.name)
-                links.append(Link(rel, member.linkname, hard=False))
-            elif member.islnk():
-                target_rel = safe_relpath(member.linkname, name)
-                if target_rel is None:
-                    raise UnsafeArchive(f"{name}: hard link {member.name!r} to the archive root")
-                links.append(Link(rel, str(target_rel), hard=True))
-            elif member.isreg():
-                budget.declare(member.name, member.size, None)
-                dest = places.file(rel)
-                if isinstance(source, int) and not member.sparse:
-                    _copy_range(source, member.offset_data, member.size, dest, budget)
-                    os.chmod(dest, _mode(member.mode))
-                else:
-                    if isinstance(source, Served) and not member.sparse:
-                        data: Iterable[bytes | memoryview] = source.views(member.size)
+        # the files are written by a second thread, except where the kernel copies them
+        with writing(threaded=not isinstance(source, int)) as writer:
+            places.drained_by(writer)
+            while True:
+                started = time.perf_counter()
+                member = tf.next()
+                stages.add("tar_headers", time.perf_counter() - started)
+                if member is None:
+                    break
+                # tarfile keeps every header it read (not in its stubs); nothing here looks back
+                tf.members.clear()  # type: ignore[attr-defined]
+                budget.entry()
+                if member.isreg() and not member.size:
+                    if clean := clean_name(member.name, name):
+                        empty[clean] = _mode(member.mode)
+                    continue
+                rel = safe_relpath(member.name, name)
+                if rel is None:
+                    continue
+                empty.pop(str(rel), None)  # a later entry of the same name replaces it
+                if member.isdir():
+                    places.folder(rel)
+                elif member.issym():
+                    link_target_ok(root, rel, member.linkname, name, member.name)
+                    links.append(Link(rel, member.linkname, hard=False))
+                elif member.islnk():
+                    target_rel = safe_relpath(member.linkname, name)
+                    if target_rel is None:
+                        raise UnsafeArchive(
+                            f"{name}: hard link {member.name!r} to the archive root"
+                        )
+                    links.append(Link(rel, str(target_rel), hard=True))
+                elif member.isreg():
+                    budget.declare(member.name, member.size, None)
+                    dest = places.file(rel)
+                    if isinstance(source, int) and not member.sparse:
+                        _copy_range(source, member.offset_data, member.size, dest, budget)
+                        os.chmod(dest, _mode(member.mode))
                     else:
-                        extracted = tf.extractfile(member)
-                        assert extracted is not None  # a regular member
-                        data = _chunks(extracted)
-                    size, mode = member.size, _mode(member.mode)
-                    if _write_file(data, dest, size, budget, member.name, mode) < size:
-                        raise tarfile.ReadError("unexpected end of data")
-                report.files += 1
-            else:
-                report.skipped.append(member.name)  # devices, FIFOs: never created
-    for clean, mode in empty.items():
-        dest = places.file(PurePosixPath(clean))
-        _write_file((), dest, 0, budget, clean, mode)
-        report.files += 1
+                        if isinstance(source, Served) and not member.sparse:
+                            data: Iterable[bytes | memoryview] = source.views(member.size)
+                        else:
+                            extracted = tf.extractfile(member)
+                            assert extracted is not None  # a regular member
+                            data = _chunks(extracted)
+                        size, mode = member.size, _mode(member.mode)
+                        if _write_file(data, dest, size, budget, member.name, mode, writer) < size:
+                            raise tarfile.ReadError("unexpected end of data")
+                    report.files += 1
+                else:
+                    report.skipped.append(member.name)  # devices, FIFOs: never created
+    with writing(threaded=False) as writer:
+        places.drained_by(writer)
+        for clean, mode in empty.items():
+            dest = places.file(PurePosixPath(clean))
+            _write_file((), dest, 0, budget, clean, mode, writer)
+            report.files += 1
     report.bytes += budget.total
     report.links += make_links(root, links, name)
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Protocol, Self
 
 from ..errors import UnsafeArchive
 
@@ -56,6 +58,10 @@ def resolves_inside(root: Path, path: Path | str) -> bool:
     return os.path.commonpath([real, real_root]) == real_root
 
 
+class _Drains(Protocol):
+    def drain(self) -> None: ...
+
+
 class Places:
     """Where members go, after checking that no link already on disk (an earlier asset's: this
     one's are made last) leads them outside. A folder is checked and made once: until the links
@@ -65,6 +71,13 @@ class Places:
         self.root = root
         self.archive = archive
         self._made: set[PurePosixPath] = set()
+        self._before_mkdir: Callable[[], None] | None = None
+
+    def drained_by(self, writer: _Drains) -> Self:
+        """Files are written by ``writer``'s thread: a new folder waits for the writes handed
+        over before it (a file queued under its name makes ``mkdir`` fail, as without it)."""
+        self._before_mkdir = writer.drain
+        return self
 
     def _check(self, rel: PurePosixPath, path: Path) -> None:
         if not resolves_inside(self.root, path):
@@ -73,6 +86,8 @@ class Places:
     def folder(self, rel: PurePosixPath) -> Path:
         dest = inside(self.root, rel)
         if rel not in self._made:
+            if self._before_mkdir is not None:
+                self._before_mkdir()
             self._check(rel, dest)
             dest.mkdir(parents=True, exist_ok=True)
             self._made.update(rel.parents)

@@ -37,6 +37,7 @@ from .extract import (
 )
 from .inflate import IN_CHUNK, OUT_CHUNK, Source, _Inflate, fast_zlib
 from .placing import Link, Places, link_target_ok, make_links, safe_relpath
+from .writer import FileWriter, writing
 
 __all__ = ["StreamedZip", "stream_zip"]
 
@@ -99,7 +100,10 @@ class StreamedZip:
                 places = Places(self.root, self.asset_name)
                 links: list[Link] = []
                 self._apply(streamed, report, budget, places, links)
-                zip_members(zf, fh, infos[len(streamed) :], report, budget, places, links)
+                with writing() as writer:
+                    rest = infos[len(streamed) :]
+                    places.drained_by(writer)
+                    zip_members(zf, fh, rest, report, budget, places, links, writer)
             report.bytes += budget.total
             report.links += make_links(self.root, links, self.asset_name)
             return report
@@ -239,17 +243,22 @@ def stream_zip(
     places = Places(root, asset_name)
     reader = _Ahead(src)
     try:
-        while (member := _next(reader, asset_name, places, budget)) is not None:
-            streamed.members.append(member)
-            if len(streamed.members) >= MAX_STREAMED:
-                return streamed  # the rest is unpacked from the verified file
+        with writing() as writer:  # the files are written by a second thread
+            places.drained_by(writer)
+            while (member := _next(reader, asset_name, places, budget, writer)) is not None:
+                streamed.members.append(member)
+                if len(streamed.members) >= MAX_STREAMED:
+                    break  # the rest is unpacked from the verified file
+            else:
+                streamed.complete = True
     except Exception:  # refusals included: the central directory's unpack gives the answer
         return None
-    streamed.complete = True
     return streamed
 
 
-def _next(reader: _Ahead, name: str, places: Places, budget: _Budget) -> _Member | None:
+def _next(
+    reader: _Ahead, name: str, places: Places, budget: _Budget, writer: FileWriter
+) -> _Member | None:
     """Stream one member into place; None once the central directory begins."""
     offset = reader.pos
     signature = reader.exactly(4)
@@ -290,7 +299,7 @@ def _next(reader: _Ahead, name: str, places: Places, budget: _Budget) -> _Member
     else:
         data = _stored(reader, size_c, sums)
     declared = budget.limit if described else size
-    _write_file(data, dest, declared, budget, text, 0o600)
+    _write_file(data, dest, declared, budget, text, 0o600, writer)
     used = reader.pos - start
     if described:
         crc, size_c, size = _descriptor(reader)

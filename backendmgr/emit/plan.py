@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..catalog.capabilities import Capabilities, CapabilityIndex
 from ..config.models import ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
+from ..registry.build_ids import build_id_of
 from ..registry.resolve import Resolution, resolve, resolve_preferring
-from ..registry.rows import build_id_of
 from .devices import DevicePlan, plan_devices
 from .macros import shell_word
 from .sizing import (

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import load
 from .files import walk_model_files
-from .gguf import GgufError, read_gguf_metadata
 from .models import Discovery, FolderScan, build_models, model_ids, split_parts
 
 __all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
@@ -168,6 +167,8 @@ def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Heade
             size, mtime = stats[path]
             cached = cache.get(path, size, mtime)
             if cached is None:
+                from .gguf import GgufError, read_gguf_metadata  # mmap, struct: a miss only
+
                 try:
                     cached = read_gguf_metadata(Path(path))
                 except GgufError as exc:  # the reader maps every failure to this one

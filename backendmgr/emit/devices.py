@@ -43,6 +43,8 @@ _LABEL = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "sycl": "SYCL"}
 
 @dataclass(frozen=True, slots=True)
 class DevicePlan:
+    """What a model's ``device`` pin adds: llama-swap env, notes and the pinned cards."""
+
     env: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
     memory_gb: tuple[float, ...] | None = None  # each pinned card's memory, when all are known

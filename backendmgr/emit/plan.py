@@ -59,6 +59,8 @@ SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 @dataclass(frozen=True)
 class Entry:
+    """A model's llama-swap entry as planned: its row, command line, metadata and notes."""
+
     model: DiscoveredModel
     resolution: Resolution
     groups: list[list[str]]
@@ -85,6 +87,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class Skip:
+    """A model left out of the config, and why (with the row that would have served it)."""
+
     id: str
     path: str
     reason: str

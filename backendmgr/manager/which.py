@@ -23,6 +23,8 @@ __all__ = ["Which"]
 
 @dataclass(frozen=True, eq=False)
 class Which:
+    """``which``, ``config path|show``: answers from the settings, builds and planner."""
+
     ctx: Context
     # made on first use: only ``which MODEL`` plans; the other answers (a row, the local
     # names <TAB> offers, ``config``) load no planner, nor the stores it reads

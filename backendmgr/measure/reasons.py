@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -157,6 +156,8 @@ def classify(reason: str | None) -> Match | None:
 
 
 def _fields(template: str) -> set[str]:
+    import string  # a failure to explain: ``models`` reads its causes without one
+
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 

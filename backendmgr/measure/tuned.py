@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._fs import read_record_file, read_regular
+from ..digest import sha256_hex
 from ..record import Invalid, Record, hints, load, plain
 
 if TYPE_CHECKING:
@@ -93,14 +94,6 @@ def load_kept(cls: type[R], raw: dict[str, Any], where: str) -> R | None:
         return None
 
 
-def _sha256(data: bytes) -> str:
-    """The SHA-256 of ``data`` in hex; ``hashlib`` (OpenSSL) is loaded by the first record
-    compared, not by every read that plans (``which``, ``models``: most homes have none)."""
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
-
-
 def model_fingerprint(model: DiscoveredModel) -> str:
     """Path, size and modification time of the model's file (or folder)."""
     try:
@@ -109,7 +102,7 @@ def model_fingerprint(model: DiscoveredModel) -> str:
     except OSError:
         stamp = "missing"
     text = json.dumps([model.path, model.size_bytes, model.shards, stamp])
-    return _sha256(text.encode())[:32]
+    return sha256_hex(text.encode())[:32]
 
 
 def build_fingerprint(place: Place, res: Resolution, exe: str) -> str:
@@ -117,7 +110,7 @@ def build_fingerprint(place: Place, res: Resolution, exe: str) -> str:
     from ..manager.facts import build_identity
 
     ident = build_identity(place.builds, place.environ, res.row, exe)
-    return _sha256(ident.encode())[:32]
+    return sha256_hex(ident.encode())[:32]
 
 
 def device_of(place: Place) -> str:
@@ -149,7 +142,7 @@ class TunedStore:
     def inputs_text(self) -> str:
         """For the generated config's inputs hash: a new record means a new config."""
         try:  # a FIFO in its place must not hang every command that generates
-            return "tuned " + _sha256(read_regular(self.path, TUNED_CAP))
+            return "tuned " + sha256_hex(read_regular(self.path, TUNED_CAP))
         except OSError:
             return "tuned none"
 

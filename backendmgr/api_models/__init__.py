@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         UninstallResult,
         VariantHere,
     )
+    from .config import ConfigInfo
     from .generate import GeneratedText, GenerateResult, SkippedModel
     from .inventory import BackendRowInfo, BuildInfo
     from .lock import FetchResult, LockResult, SyncResult
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from .registry import BackendRowResult, RemovedRow
     from .upkeep import CacheCleanResult, DoctorReport, PruneResult, UpdateEntry, UpdateResult
     from .web import ErrorBody, JobInfo
-    from .which import ConfigInfo, WhichResult
+    from .which import WhichResult
 
 __all__ = [
     "ActivateResult",
@@ -102,7 +103,7 @@ _WHERE = {
     "CanaryReport": "measure",
     "CatalogEntry": "builds",
     "CmdResult": "models",
-    "ConfigInfo": "which",
+    "ConfigInfo": "config",
     "DoctorReport": "upkeep",
     "ErrorBody": "web",
     "FetchResult": "lock",

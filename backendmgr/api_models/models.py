@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 # imported at run time, not only for mypy: pydantic resolves it for the OpenAPI schemas
-from ..measure.reasons import FailureCause, cause_text
+from ..measure.cause import FailureCause, cause_text
 from ..record import After, instant
 from ..results import Result
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..api_models import ConfigInfo, WhichResult
+from .. import api_models as am  # ConfigInfo made by ``config`` only (a lazy package)
+from ..api_models import WhichResult
 from ..config.models import ModelOverride, Settings
 from ..errors import NotFound, Refused, Unknown
 from ..registry.kinds import classes_of
@@ -65,11 +66,11 @@ class Which:
             '"backendmgr list" and "backendmgr backends"'
         )
 
-    def config_info(self) -> ConfigInfo:
+    def config_info(self) -> am.ConfigInfo:
         """Where every file lives, and the settings with their defaults filled in."""
         settings = self.ctx.store.read()
         p = self.ctx.paths
-        return ConfigInfo(
+        return am.ConfigInfo(
             config=str(p.config_file),
             config_exists=p.config_file.is_file(),
             output=str(self.ctx.output_path(settings)),

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
         UninstallResult,
         VariantHere,
     )
+    from .cmd import CmdResult
     from .config import ConfigInfo
     from .generate import GeneratedText, GenerateResult, SkippedModel
     from .inventory import BackendRowInfo, BuildInfo
     from .lock import FetchResult, LockResult, SyncResult
     from .measure import BisectReport, CanaryReport, VerifyReport
-    from .models import CmdResult, ModelBackend, ModelInfo, VerifyResult
+    from .models import ModelBackend, ModelInfo, VerifyResult
     from .overrides import ModelsDirResult, ModelSettingsResult, PinResult
     from .registry import BackendRowResult, RemovedRow
     from .upkeep import CacheCleanResult, DoctorReport, PruneResult, UpdateEntry, UpdateResult
@@ -102,7 +103,7 @@ _WHERE = {
     "CacheCleanResult": "upkeep",
     "CanaryReport": "measure",
     "CatalogEntry": "builds",
-    "CmdResult": "models",
+    "CmdResult": "cmd",
     "ConfigInfo": "config",
     "DoctorReport": "upkeep",
     "ErrorBody": "web",

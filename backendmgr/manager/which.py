@@ -43,7 +43,8 @@ class Which:
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
         from ..emit.plan import Skip
 
-        plan = self.models().plan_now(only=target)  # this model planned alone
+        # this model planned alone, on the settings read above (the config is read once)
+        plan = self.models().pipeline(settings, only=target)
         planned = plan.planned(target)
         skip = next((s for s in plan.found.skipped if s.id == target), None)
         if planned is not None or skip is not None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
     from ..discovery.models import DiscoveredModel, Discovery
     from ..emit.plan import ToolParsers
     from ..measure.bench import BenchStore
-    from ..measure.tuned import TunedStore
+    from ..measure.store import TunedStore
     from .probe import Site
     from .verify_cache import VerifyCache
 
@@ -111,7 +111,6 @@ class Models:
         read: only ``generate`` writes it)."""
         from ..discovery.models import Discovery
         from ..emit.devices import uses_devices
-        from ..measure.tuned import apply_tuned
         from .capabilities import capability_index
 
         ctx, probe = self.ctx, self.site.probe
@@ -144,8 +143,11 @@ class Models:
             return _plan_one(s, m, probe.card_gb, parsers, caps, gpus)
 
         plans = [plan_one(settings, m) for m in found.models]
-        # issue 22: a tuned context in place of the estimate
-        plans = apply_tuned(self.site, self.tuned, settings, found.models, plans, plan_one)
+        records = self.tuned.records()
+        if records:  # issue 22: a tuned context in place of the estimate
+            from ..measure.tuned import apply_tuned  # its records' class: only where one is
+
+            plans = apply_tuned(self.site, records, settings, found.models, plans, plan_one)
         return Plan(settings, found, plans, hashed)
 
     async def plan(self, only: str | None = None) -> Plan:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..catalog.host import Host
     from ..measure.bench import BenchStore
-    from ..measure.tuned import TunedStore
+    from ..measure.store import TunedStore
     from .activate import Activation
     from .bench import BenchService
     from .bisect import Bisect
@@ -73,7 +73,7 @@ class Services:
 
     @cached_property
     def tuned(self) -> TunedStore:
-        from ..measure.tuned import TunedStore
+        from ..measure.store import TunedStore
 
         return TunedStore(self.ctx.paths)
 

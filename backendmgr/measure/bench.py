@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..record import Record
-from .tuned import Place, TunedStore, device_of, load_kept, model_fingerprint
+from .store import TunedStore
+from .tuned import Place, device_of, load_kept, model_fingerprint
 
 if TYPE_CHECKING:
     import httpx

@@ -13,17 +13,15 @@ import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._fs import read_record_file, read_regular
 from ..digest import sha256_hex
 from ..record import Invalid, Record, hints, load, plain
+from .store import TUNED_NAME, TunedStore
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
     from ..config.models import Settings
-    from ..config.paths import Paths
     from ..discovery.models import DiscoveredModel
     from ..emit.plan import Entry
     from ..install.builds import BuildStore
@@ -37,15 +35,12 @@ __all__ = [
     "apply_tuned",
     "build_fingerprint",
     "device_of",
+    "find_tuned",
     "load_kept",
     "model_fingerprint",
     "tuned_sentence",
     "tuning_text",
 ]
-
-TUNED_NAME = "tuned.json"
-TUNED_VERSION = 1
-TUNED_CAP = 4 << 20  # bytes read; a larger file is ignored
 
 R = TypeVar("R", bound=Record)
 
@@ -121,64 +116,16 @@ def device_of(place: Place) -> str:
     return f"{label} ({card:.1f} GiB)" if card else label
 
 
-def _read(path: Path) -> dict[str, list[dict[str, Any]]]:
-    models = read_record_file(path, TUNED_CAP, TUNED_VERSION, "models")
-    return {
-        k: [r for r in v if isinstance(r, dict)] for k, v in models.items() if isinstance(v, list)
-    }
-
-
-class TunedStore:
-    """Records per model, one per (build, device): ``tuned.json`` (``bench`` keeps its own)."""
-
-    def __init__(self, paths: Paths, name: str = TUNED_NAME) -> None:
-        self.path = paths.home / name
-        self._home = paths.home
-        self._lock = paths.locks / f"{name.removesuffix('.json')}.lock"
-
-    def records(self) -> dict[str, list[dict[str, Any]]]:
-        return _read(self.path)
-
-    def inputs_text(self) -> str:
-        """For the generated config's inputs hash: a new record means a new config."""
-        try:  # a FIFO in its place must not hang every command that generates
-            return "tuned " + sha256_hex(read_regular(self.path, TUNED_CAP))
-        except OSError:
-            return "tuned none"
-
-    def find(
-        self, records: dict[str, list[dict[str, Any]]], model: str, key: tuple[str, str, str]
-    ) -> TunedRecord | None:
-        for raw in records.get(model, []):
-            record = load_kept(TunedRecord, raw, self.path.name)
-            if record is not None and (record.model_fp, record.build_fp, record.device) == key:
-                return record
-        return None
-
-    def put(self, record: TunedRecord) -> None:
-        """Add or replace the record for its (model, build, device): a locked, atomic write."""
-        self.put_many([record])
-
-    def put_many(self, records: Sequence[Record]) -> None:
-        """:meth:`put` for several records in one atomic write: all of them or none."""
-        from filelock import FileLock
-
-        from .._fs import atomic_write_bytes
-
-        self._lock.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(self._lock, timeout=30):
-            models = _read(self.path)
-            for record in records:
-                raw = plain(record)
-                kept = [
-                    r
-                    for r in models.get(raw["model"], [])
-                    if (r.get("build_fp"), r.get("device")) != (raw["build_fp"], raw["device"])
-                ]
-                models[raw["model"]] = [*kept, raw][-16:]
-            body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
-            # never through a link: one to /dev/zero would have the device replaced
-            atomic_write_bytes(self.path, body.encode(), no_links_below=self._home)
+def find_tuned(
+    records: dict[str, list[dict[str, Any]]], model: str, key: tuple[str, str, str]
+) -> TunedRecord | None:
+    """The model's record of :meth:`.store.TunedStore.records` measured for ``key`` (model,
+    build and device fingerprints), or None; a record of the wrong shape is passed over."""
+    for raw in records.get(model, []):
+        record = load_kept(TunedRecord, raw, TUNED_NAME)
+        if record is not None and (record.model_fp, record.build_fp, record.device) == key:
+            return record
+    return None
 
 
 def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:
@@ -192,7 +139,7 @@ def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:
 
 def apply_tuned(
     place: Place,
-    store: TunedStore,
+    records: dict[str, list[dict[str, Any]]],
     settings: Settings,
     models: Sequence[DiscoveredModel],
     plans: list[Any],
@@ -202,7 +149,6 @@ def apply_tuned(
     from ..emit.plan import Entry
     from ..emit.sizing import is_over_budget
 
-    records = store.records()
     if not records:
         return plans
     out = list(plans)
@@ -212,7 +158,7 @@ def apply_tuned(
         ov = settings.override(model.id)
         if ov.ctx is not None:  # the user's own ctx wins
             continue
-        record = store.find(records, model.id, key_of(place, planned))
+        record = find_tuned(records, model.id, key_of(place, planned))
         if record is None:
             continue
         pinned = dataclasses.replace(ov, ctx=record.ctx)

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
-    from ..measure.bench import BenchStore
-    from ..measure.store import TunedStore
+    from ..measure.store import BenchStore, TunedStore
     from .activate import Activation
     from .bench import BenchService
     from .bisect import Bisect
@@ -79,7 +78,7 @@ class Services:
 
     @cached_property
     def benched(self) -> BenchStore:
-        from ..measure.bench import BenchStore
+        from ..measure.store import BenchStore
 
         return BenchStore(self.ctx.paths)
 

@@ -17,11 +17,12 @@ from ..record import Record, plain
 if TYPE_CHECKING:
     from ..config.paths import Paths
 
-__all__ = ["TUNED_CAP", "TUNED_NAME", "TUNED_VERSION", "TunedStore"]
+__all__ = ["BENCH_NAME", "TUNED_CAP", "TUNED_NAME", "TUNED_VERSION", "BenchStore", "TunedStore"]
 
 TUNED_NAME = "tuned.json"
 TUNED_VERSION = 1
 TUNED_CAP = 4 << 20  # bytes read; a larger file is ignored
+BENCH_NAME = "bench.json"
 
 
 def _read(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -73,3 +74,10 @@ class TunedStore:
             body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
             # never through a link: one to /dev/zero would have the device replaced
             atomic_write_bytes(self.path, body.encode(), no_links_below=self._home)
+
+
+class BenchStore(TunedStore):
+    """``bench.json`` beside ``tuned.json``: the same locked, atomic file of records."""
+
+    def __init__(self, paths: Paths) -> None:
+        super().__init__(paths, BENCH_NAME)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..digest import sha256_hex
+from ..emit.sizing import tuned_sentence, tuning_text
 from ..record import Invalid, Record, hints, load, plain
 from .store import TUNED_NAME, TunedStore
 
@@ -172,34 +173,3 @@ def apply_tuned(
         kept = tuple(n for n in tuned.notes if not is_over_budget(n))
         out[i] = dataclasses.replace(tuned, tuned=plain(record), notes=(*kept, note))
     return out
-
-
-def tuned_sentence(ctx: object, gib: object, by: object) -> str:
-    """The context a tune measured, in :func:`ctx_sentence`'s words."""
-    from ..emit.sizing import ctx_sentence
-
-    measured = f"{gib:.3g} GiB" if isinstance(gib, int | float) else "the memory"
-    return ctx_sentence(int(str(ctx)), f"tuning: {measured} measured ({by})")
-
-
-def tuning_text(settings: Settings, entry: Entry) -> str:
-    """The one sentence on the model's context and its source (issue 33): your setting,
-    tuning, the trained context or the VRAM budget; the plan's own note when it has one, so
-    ``models``, ``tune``, the page and the generated file say the same."""
-    from ..emit.sizing import ctx_sentence
-
-    ctx = int(entry.capabilities.get("context") or 0)
-    if settings.override(entry.model.id).ctx is not None:
-        return ctx_sentence(ctx, f'your setting ("backendmgr unset {entry.model.id} ctx" sizes it)')
-    if entry.tuned:
-        t = entry.tuned
-        return tuned_sentence(ctx, t.get("measured_gib"), t.get("measured_by"))
-    said = next(
-        (n for n in entry.notes if n.startswith(("ctx ", "max-model-len ")) and " from " in n), None
-    )
-    if said is not None:
-        return said
-    meta = getattr(entry.model, "meta", None)
-    if meta is not None and meta.context_length == ctx:
-        return ctx_sentence(ctx, "the trained context (the VRAM budget allows it; not tuned)")
-    return ctx_sentence(ctx, "the VRAM budget (estimated, not tuned)")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import api_models as am  # ConfigInfo made by ``config`` only (a lazy package)
@@ -22,14 +21,14 @@ if TYPE_CHECKING:
 __all__ = ["Which"]
 
 
-@dataclass(frozen=True, eq=False)
 class Which:
     """``which``, ``config path|show``: answers from the settings, builds and planner."""
 
-    ctx: Context
-    # made on first use: only ``which MODEL`` plans; the other answers (a row, the local
-    # names <TAB> offers, ``config``) load no planner, nor the stores it reads
-    models: Callable[[], Models]
+    def __init__(self, ctx: Context, models: Callable[[], Models]) -> None:
+        self.ctx = ctx
+        # made on first use: only ``which MODEL`` plans; the other answers (a row, the local
+        # names <TAB> offers, ``config``) load no planner, nor the stores it reads
+        self.models = models
 
     def which(self, target: str) -> WhichResult:
         """The executable that would run for a model, component, build or row, and why."""

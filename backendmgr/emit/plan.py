@@ -78,7 +78,8 @@ class Entry:
 
     @property
     def argv(self) -> list[str]:
-        return [tok for group in self.groups for tok in group] + shlex.split(self.extra_args)
+        extra = shlex.split(self.extra_args) if self.extra_args else []  # most have none
+        return [tok for group in self.groups for tok in group] + extra
 
     @property
     def kind(self) -> str:
@@ -104,7 +105,7 @@ def render_token(token: str) -> str:
 
 def _flags_in(extra: str) -> set[str]:
     try:
-        tokens = shlex.split(extra)
+        tokens = shlex.split(extra) if extra else []  # a lexer made for nothing, per model
     except ValueError:
         tokens = extra.split()
     return {t.split("=", 1)[0] for t in tokens if t.startswith("-")}

@@ -126,7 +126,7 @@ def llama_knobs(extra_args: str | None) -> LlamaKnobs:
     unified cache only for its automatic slot count) unless ``--kv-unified`` is also given.
     """
     try:
-        tokens = shlex.split(extra_args or "")
+        tokens = shlex.split(extra_args) if extra_args else []  # a lexer made for nothing
     except ValueError:
         tokens = (extra_args or "").split()
     values: dict[str, str | None] = {}

@@ -7,7 +7,6 @@ YAML. Importing this module imports no pydantic: the YAML is validated by it, la
 
 from __future__ import annotations
 
-import functools
 import re
 import typing
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -450,13 +449,6 @@ def _one_dir_is_a_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-@functools.cache
-def _no_override() -> ModelOverride:
-    """The override of a model the config does not name: made once, as it cannot change (a
-    plan of 200 models asks for each one's several times)."""
-    return ModelOverride()
-
-
 @dataclass(frozen=True, kw_only=True)
 class Settings(Record):
     """The whole config file. A missing file is ``Settings()``."""
@@ -499,7 +491,7 @@ class Settings(Record):
         return alias_clash(self.models)
 
     def override(self, model_id: str) -> ModelOverride:
-        return self.models.get(model_id) or _no_override()
+        return self.models.get(model_id) or ModelOverride()
 
     def row(self, row_id: str) -> BackendRow | None:
         return next((r for r in self.backends if r.id == row_id), None)

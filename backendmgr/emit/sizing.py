@@ -255,7 +255,8 @@ def tuning_text(settings: Settings, entry: Entry) -> str:
     tuning, the trained context or the VRAM budget; the plan's own note when it has one, so
     ``models``, ``tune``, the page and the generated file say the same."""
     ctx = int(entry.capabilities.get("context") or 0)
-    if settings.override(entry.model.id).ctx is not None:
+    ov = settings.models.get(entry.model.id)  # none: no ctx of yours (and no override made)
+    if ov is not None and ov.ctx is not None:
         return ctx_sentence(ctx, f'your setting ("backendmgr unset {entry.model.id} ctx" sizes it)')
     if entry.tuned:
         t = entry.tuned

@@ -407,21 +407,33 @@ may, so whatever walks it later (a rule, the emitter, ``plain``) never runs out 
 def _shallow(data: Any, where: str) -> None:
     """Refuse free-form ``data`` nested deeper than :data:`MAX_DEPTH`, holding text that is
     not text or a NaN, which no writer of ours keeps (iterative: the check itself cannot run
-    out of stack)."""
+    out of stack). Scalars are looked at in their container's loop, only containers (and a
+    NaN, to refuse it) go on the stack: a header cache of a few thousand values is read per
+    command."""
     stack: list[tuple[Any, int]] = [(data, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
             _text(item, where)
-        elif isinstance(item, float) and item != item:
-            raise Invalid(f"{where}: not a number (NaN)")
-        elif isinstance(item, dict | list):
-            if depth >= MAX_DEPTH:
-                raise Invalid(f"{where}: nested deeper than {MAX_DEPTH} levels")
-            values = item.items() if isinstance(item, dict) else enumerate(item)
-            for key, value in values:
-                if isinstance(key, str):
+            continue
+        if isinstance(item, float):
+            if item != item:
+                raise Invalid(f"{where}: not a number (NaN)")
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if depth >= MAX_DEPTH:
+            raise Invalid(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and not key.isascii():
                     _text(key, where)
+            item = item.values()
+        for value in item:
+            if isinstance(value, str):
+                if not value.isascii():
+                    _text(value, where)
+            elif isinstance(value, dict | list) or (isinstance(value, float) and value != value):
                 stack.append((value, depth + 1))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 
 __all__ = ["probe_card_gb"]
@@ -19,6 +18,8 @@ def probe_card_gb(environ: Mapping[str, str] | None = None) -> float | None:
         except ValueError:
             return None
         return value if value > 0 else None
+    import shutil  # after the override: a set size costs no look-up (nor its archive modules)
+
     if shutil.which("nvidia-smi") is None:
         return None
     import subprocess  # only where there is an nvidia-smi to run: a set size or none needs none

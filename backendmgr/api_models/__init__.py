@@ -36,16 +36,18 @@ if TYPE_CHECKING:
         UninstallResult,
         VariantHere,
     )
+    from .cmd import CmdResult
+    from .config import ConfigInfo
     from .generate import GeneratedText, GenerateResult, SkippedModel
     from .inventory import BackendRowInfo, BuildInfo
     from .lock import FetchResult, LockResult, SyncResult
     from .measure import BisectReport, CanaryReport, VerifyReport
-    from .models import CmdResult, ModelBackend, ModelInfo, VerifyResult
+    from .models import ModelBackend, ModelInfo, VerifyResult
     from .overrides import ModelsDirResult, ModelSettingsResult, PinResult
     from .registry import BackendRowResult, RemovedRow
     from .upkeep import CacheCleanResult, DoctorReport, PruneResult, UpdateEntry, UpdateResult
     from .web import ErrorBody, JobInfo
-    from .which import ConfigInfo, WhichResult
+    from .which import WhichResult
 
 __all__ = [
     "ActivateResult",
@@ -101,8 +103,8 @@ _WHERE = {
     "CacheCleanResult": "upkeep",
     "CanaryReport": "measure",
     "CatalogEntry": "builds",
-    "CmdResult": "models",
-    "ConfigInfo": "which",
+    "CmdResult": "cmd",
+    "ConfigInfo": "config",
     "DoctorReport": "upkeep",
     "ErrorBody": "web",
     "FetchResult": "lock",

@@ -1,5 +1,5 @@
-"""The models: ``models`` (each with its backend and last verification), ``cmd``, and one
-model's ``verify`` run."""
+"""The models: ``models`` (each with its backend and last verification) and one model's
+``verify`` run; ``cmd`` has its own module (:mod:`.cmd`)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 # imported at run time, not only for mypy: pydantic resolves it for the OpenAPI schemas
-from ..measure.reasons import FailureCause, cause_text
+from ..measure.cause import FailureCause, cause_text
 from ..record import After, instant
 from ..results import Result
 
-__all__ = ["CmdResult", "ModelBackend", "ModelInfo", "VerifyResult"]
+__all__ = ["ModelBackend", "ModelInfo", "VerifyResult"]
 
 
 @dataclass(kw_only=True)
@@ -72,15 +72,3 @@ class ModelInfo(Result):
     verification: str | None = None  # "verified today: ok in 1.0 s, 6.31 GiB" / "not verified"
     tuning: str | None = None  # "ctx 16384 from tuning: …" (issue 33: one sentence)
     bench: list[dict[str, Any]] | None = None  # issue 32: the last `bench` figures per build
-
-
-@dataclass(kw_only=True)
-class CmdResult(Result):
-    id: str
-    argv: list[str]
-
-    def shell_line(self) -> str:
-        """The command as a POSIX shell reads it; llama-swap macros like ``${PORT}`` stay."""
-        from ..emit.plan import render_token
-
-        return " ".join(render_token(t) for t in self.argv)

@@ -1,14 +1,13 @@
-"""The reads that explain: ``which`` (what a target resolves to, and why) and ``config``."""
+"""The read that explains: ``which`` (what a target resolves to, and why); ``config`` has its
+own module (:mod:`.config`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-# imported at run time, not only for mypy: pydantic resolves it for the OpenAPI schemas
-from ..config.models import Settings
-from ..results import EVERY, Result
+from ..results import Result
 
-__all__ = ["ConfigInfo", "WhichResult"]
+__all__ = ["WhichResult"]
 
 
 @dataclass(kw_only=True)
@@ -20,17 +19,3 @@ class WhichResult(Result):
     exists: bool
     reason: str
     notes: list[str]
-
-
-@dataclass(kw_only=True)
-class ConfigInfo(Result):
-    config: str
-    config_exists: bool
-    output: str
-    home: str
-    builds: str
-    downloads: str
-    cache: str
-    manifests: str
-    # the config with every default filled in: all of them, defaults included (EVERY)
-    settings: Settings | None = field(default=None, metadata=EVERY)

@@ -36,11 +36,15 @@ MAX_OPTION_LEN = 64
 MAX_LINE = 4096
 """Longer lines are not option lines; they are skipped rather than scanned."""
 
-_OPTION = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9_.-]*")
-_VERSION = re.compile(r"\bversion:?\s+(\d+)\s+\(([0-9a-fA-F]{4,40})\)")
-_DEVICE = re.compile(r"^\s*(CUDA|Vulkan|ROCm|HIP|Metal|MTL|SYCL|OpenCL|CANN|MUSA)\d*\s*:", re.I)
-_LOADED = re.compile(r"\bloaded\s+([A-Za-z]+)\s+backend\b", re.I)
-_FOUND = re.compile(r"\bfound\s+\d+\s+(CUDA|Vulkan|ROCm|HIP|SYCL|Metal|MUSA)\s+devices?\b", re.I)
+# Patterns as text: ``re`` compiles each on first use and keeps it, so a read that parses no
+# help text (``which``, ``models``: the capabilities come cached) compiles none of them.
+_OPTION = r"--?[A-Za-z0-9][A-Za-z0-9_.-]*"
+_VERSION = r"\bversion:?\s+(\d+)\s+\(([0-9a-fA-F]{4,40})\)"
+_BACKEND_LINES = (  # matched ignoring case
+    r"^\s*(CUDA|Vulkan|ROCm|HIP|Metal|MTL|SYCL|OpenCL|CANN|MUSA)\d*\s*:",  # a device line
+    r"\bloaded\s+([A-Za-z]+)\s+backend\b",
+    r"\bfound\s+\d+\s+(CUDA|Vulkan|ROCm|HIP|SYCL|Metal|MUSA)\s+devices?\b",
+)
 
 _CANONICAL = {
     "cuda": "CUDA",
@@ -118,7 +122,7 @@ def parse_options(text: str) -> list[str]:
             column += " " + chunk
         for part in column.split(","):
             token = part.strip().split(" ", 1)[0].split("=", 1)[0].split("[", 1)[0]
-            if len(token) <= MAX_OPTION_LEN and _OPTION.fullmatch(token):
+            if len(token) <= MAX_OPTION_LEN and re.fullmatch(_OPTION, token):
                 found.add(token)
         if len(found) >= MAX_OPTIONS:
             break
@@ -144,7 +148,7 @@ def unlisted_flags(extra_args: str | None, caps: Capabilities | None) -> list[st
     out = []
     for token in tokens:
         flag = token.split("=", 1)[0]
-        is_flag = _OPTION.fullmatch(flag) and not flag.lstrip("-")[:1].isdigit()  # not -1
+        is_flag = re.fullmatch(_OPTION, flag) and not flag.lstrip("-")[:1].isdigit()  # not -1
         if len(flag) > MAX_OPTION_LEN:
             flag = flag[:MAX_OPTION_LEN] + "…"
         if is_flag and flag not in caps.options and flag not in out:
@@ -157,7 +161,7 @@ def unlisted_flags(extra_args: str | None, caps: Capabilities | None) -> list[st
 def parse_version(text: str) -> tuple[str | None, int | None, str | None]:
     """The version line, build number and commit (``version: 11211 (4f3a2b1)``)."""
     for line in _lines(text):
-        match = _VERSION.search(line)
+        match = re.search(_VERSION, line)
         if match:
             return line.strip()[:200], int(match.group(1)[:12]), match.group(2).lower()
     first = next((ln.strip() for ln in _lines(text) if ln.strip()), None)
@@ -171,8 +175,8 @@ def parse_backends(texts: Iterable[str], *, devices_listed: bool) -> list[str] |
     found: set[str] = set()
     for text in texts:
         for line in _lines(text):
-            for pattern in (_DEVICE, _LOADED, _FOUND):
-                match = pattern.search(line)
+            for pattern in _BACKEND_LINES:
+                match = re.search(pattern, line, re.IGNORECASE)
                 name = _CANONICAL.get(match.group(1).lower()) if match else None
                 if name:
                     found.add(name)

@@ -7,6 +7,7 @@ the two can never disagree about what changed.
 from __future__ import annotations
 
 import os
+import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def walk_model_files(
                     continue
                 path = os.path.join(folder, name)
                 fst = _stat(path)
-                if fst is None or not os.path.isfile(path):
+                if fst is None or not stat.S_ISREG(fst.st_mode):  # what isfile would stat again
                     continue
                 found.append((name, path, fst))
             yield folder, found

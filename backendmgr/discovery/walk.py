@@ -10,14 +10,12 @@ import contextlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
-from ..record import Record, load
+from ..record import load
 from .files import walk_model_files
-from .gguf import GgufError, read_gguf_metadata
 from .models import Discovery, FolderScan, build_models, model_ids, split_parts
 
 __all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
@@ -75,15 +73,21 @@ Header = dict[str, Any] | str
 """A GGUF file's header fields, or why it could not be read."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class CacheFile(Record):
-    """The header cache as :meth:`MetaCache.save` writes it: path → [size, mtime_ns, header].
-    Each entry is free-form data here (bounded in depth, no NaN, no lone surrogate) and its
-    shape is :meth:`MetaCache.get`'s to check: one of the wrong shape is a file not cached,
-    and reading each entry as a typed record would cost a warm scan more than its use."""
-
-    format: int
-    entries: dict[str, Any]
+def _cached_entries(raw: bytes, where: str) -> dict[str, Any]:
+    """The entries of the header cache :meth:`MetaCache.save` wrote, ``{"format": 1,
+    "entries": {path: [size, mtime_ns, header]}}``, or none. Each entry is free-form data here
+    (bounded in depth, no NaN, no lone surrogate) and its shape is :meth:`MetaCache.get`'s to
+    check: one of the wrong shape is a file not cached, and reading each entry as a typed
+    record would cost a warm scan more than its use."""
+    data = json.loads(raw)
+    if (
+        not isinstance(data, dict)
+        or data.keys() != {"format", "entries"}
+        or type(data["format"]) is not int  # a boolean is no format
+        or data["format"] != CACHE_FORMAT
+    ):
+        return {}
+    return load(dict[str, Any], data["entries"], where)
 
 
 class MetaCache:
@@ -98,9 +102,7 @@ class MetaCache:
                 raw = read_regular(path, MAX_CACHE_BYTES, follow=False)
                 if len(raw) > MAX_CACHE_BYTES:
                     raise ValueError("too large")
-                data = load(CacheFile, json.loads(raw), path.name)
-                if data.format == CACHE_FORMAT:
-                    self.entries = data.entries
+                self.entries = _cached_entries(raw, path.name)
             except (OSError, ValueError, RecursionError):  # Invalid is a ValueError
                 self.entries = {}
 
@@ -165,6 +167,8 @@ def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Heade
             size, mtime = stats[path]
             cached = cache.get(path, size, mtime)
             if cached is None:
+                from .gguf import GgufError, read_gguf_metadata  # mmap, struct: a miss only
+
                 try:
                     cached = read_gguf_metadata(Path(path))
                 except GgufError as exc:  # the reader maps every failure to this one

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from ..catalog.capabilities import Capabilities, promised_backend
 from ..config.models import ModelOverride, Settings, device_indices
+from ..registry.build_ids import build_id_of
 from ..registry.resolve import Resolution
-from ..registry.rows import build_id_of
 
 if TYPE_CHECKING:  # the adapters come probed: the probe's module is not the plan's to load
     from ..catalog.host import Adapter
@@ -43,6 +43,8 @@ _LABEL = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "sycl": "SYCL"}
 
 @dataclass(frozen=True, slots=True)
 class DevicePlan:
+    """What a model's ``device`` pin adds: llama-swap env, notes and the pinned cards."""
+
     env: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
     memory_gb: tuple[float, ...] | None = None  # each pinned card's memory, when all are known

@@ -81,6 +81,8 @@ def _pieces(text: str, defined: Collection[str] | None) -> Iterator[tuple[str, b
 def _literal(text: str) -> str:
     """One literal run for a POSIX shell: each ``${`` becomes ``$\\{`` outside the quotes, which
     shell-words reads back as ``${`` and llama-swap's macro pattern does not match."""
+    if "${" not in text:  # most words of every entry's command line
+        return shlex.quote(text) if text else ""
     parts = text.split("${")
     out = [shlex.quote(parts[0]) if parts[0] else ""]
     for part in parts[1:]:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..catalog.capabilities import Capabilities, CapabilityIndex
 from ..config.models import ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
+from ..registry.build_ids import build_id_of
 from ..registry.resolve import Resolution, resolve, resolve_preferring
-from ..registry.rows import build_id_of
 from .devices import DevicePlan, plan_devices
 from .macros import shell_word
 from .sizing import (
@@ -59,6 +59,8 @@ SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 @dataclass(frozen=True)
 class Entry:
+    """A model's llama-swap entry as planned: its row, command line, metadata and notes."""
+
     model: DiscoveredModel
     resolution: Resolution
     groups: list[list[str]]
@@ -76,7 +78,8 @@ class Entry:
 
     @property
     def argv(self) -> list[str]:
-        return [tok for group in self.groups for tok in group] + shlex.split(self.extra_args)
+        extra = shlex.split(self.extra_args) if self.extra_args else []  # most have none
+        return [tok for group in self.groups for tok in group] + extra
 
     @property
     def kind(self) -> str:
@@ -85,6 +88,8 @@ class Entry:
 
 @dataclass(frozen=True)
 class Skip:
+    """A model left out of the config, and why (with the row that would have served it)."""
+
     id: str
     path: str
     reason: str
@@ -100,7 +105,7 @@ def render_token(token: str) -> str:
 
 def _flags_in(extra: str) -> set[str]:
     try:
-        tokens = shlex.split(extra)
+        tokens = shlex.split(extra) if extra else []  # a lexer made for nothing, per model
     except ValueError:
         tokens = extra.split()
     return {t.split("=", 1)[0] for t in tokens if t.startswith("-")}

@@ -11,16 +11,17 @@ __all__ = ["STRING_FIELDS", "string_field_problems"]
 
 _DOT = "[^\n\r\u2028\u2029]"  # the schema's "." (ECMA-262: no line terminator)
 
-# field → (most characters, the schema's pattern, as Python matches it whole)
-STRING_FIELDS: dict[str, tuple[int | None, tuple[str, re.Pattern[str]] | None]] = {
+# field → (most characters, the schema's pattern, as Python matches it whole); a pattern as
+# text, compiled by ``re`` when a value is first checked against it (every read loads these
+# rules with the settings, few configs set the field)
+STRING_FIELDS: dict[str, tuple[int | None, tuple[str, str] | None]] = {
     "cmdStop": (None, None),
     "name": (128, None),
     "description": (1024, None),
     "proxy": (None, None),
-    "checkEndpoint": (None, ("^/.*$|^none$", re.compile(f"/{_DOT}*|none"))),
+    "checkEndpoint": (None, ("^/.*$|^none$", f"/{_DOT}*|none")),
     "useModelName": (None, None),
 }
-_DOT = "[^\\n\\r\\u2028\\u2029]"  # the schema's "." (ECMA-262: no line terminator)
 
 
 def string_field_problems(body: Mapping[str, Any], where: str) -> list[str]:
@@ -34,6 +35,6 @@ def string_field_problems(body: Mapping[str, Any], where: str) -> list[str]:
             problems.append(f"{where}.{field} must be a string")
         elif most is not None and len(value) > most:
             problems.append(f"{where}.{field} is {len(value)} characters long; the most is {most}")
-        elif pattern is not None and not pattern[1].fullmatch(value):
+        elif pattern is not None and not re.fullmatch(pattern[1], value):
             problems.append(f"{where}.{field} must match {pattern[0]}")
     return problems

@@ -11,9 +11,13 @@ import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..discovery.meta import ModelMeta
+
+if TYPE_CHECKING:
+    from ..config.models import Settings
+    from .plan import Entry
 
 __all__ = [
     "GIB",
@@ -34,6 +38,8 @@ __all__ = [
     "max_ctx_for_budget",
     "over_budget",
     "rounded_ctx",
+    "tuned_sentence",
+    "tuning_text",
     "unsized_note",
     "vllm_sizing",
 ]
@@ -120,7 +126,7 @@ def llama_knobs(extra_args: str | None) -> LlamaKnobs:
     unified cache only for its automatic slot count) unless ``--kv-unified`` is also given.
     """
     try:
-        tokens = shlex.split(extra_args or "")
+        tokens = shlex.split(extra_args) if extra_args else []  # a lexer made for nothing
     except ValueError:
         tokens = (extra_args or "").split()
     values: dict[str, str | None] = {}
@@ -236,6 +242,34 @@ def ctx_sentence(ctx: int, source: str, flag: str = "ctx") -> str:
     same words in ``models``, ``tune``, the page and the generated file: ``ctx 2048 from the
     trained context``. Sources: the trained context, the VRAM budget, tuning, your setting."""
     return f"{flag} {ctx} from {source}"
+
+
+def tuned_sentence(ctx: object, gib: object, by: object) -> str:
+    """The context a tune measured, in :func:`ctx_sentence`'s words."""
+    measured = f"{gib:.3g} GiB" if isinstance(gib, int | float) else "the memory"
+    return ctx_sentence(int(str(ctx)), f"tuning: {measured} measured ({by})")
+
+
+def tuning_text(settings: Settings, entry: Entry) -> str:
+    """The one sentence on the model's context and its source (issue 33): your setting,
+    tuning, the trained context or the VRAM budget; the plan's own note when it has one, so
+    ``models``, ``tune``, the page and the generated file say the same."""
+    ctx = int(entry.capabilities.get("context") or 0)
+    ov = settings.models.get(entry.model.id)  # none: no ctx of yours (and no override made)
+    if ov is not None and ov.ctx is not None:
+        return ctx_sentence(ctx, f'your setting ("backendmgr unset {entry.model.id} ctx" sizes it)')
+    if entry.tuned:
+        t = entry.tuned
+        return tuned_sentence(ctx, t.get("measured_gib"), t.get("measured_by"))
+    said = next(
+        (n for n in entry.notes if n.startswith(("ctx ", "max-model-len ")) and " from " in n), None
+    )
+    if said is not None:
+        return said
+    meta = getattr(entry.model, "meta", None)
+    if meta is not None and meta.context_length == ctx:
+        return ctx_sentence(ctx, "the trained context (the VRAM budget allows it; not tuned)")
+    return ctx_sentence(ctx, "the VRAM budget (estimated, not tuned)")
 
 
 def unsized_note(flag: str, ctx: int, *, no_kv: bool) -> str:

@@ -67,13 +67,14 @@ _TABLE: dict[str, str] = {
 _QWEN3 = frozenset({"qwen3", "qwen3_moe", "qwen3moe", "qwen3_next", "qwen3next"})
 _HERMES_OK = frozenset({*_QWEN_HERMES, "llama", "mistral", "mixtral"})
 
-_HERMES_ID = re.compile(r"hermes")
-_MISTRAL_ID = re.compile(r"mistral|mixtral|ministral|devstral|magistral|codestral")
-_DEEPSEEK_V31_ID = re.compile(r"v3[._-]?1(?!\d)|terminus")
-_DEEPSEEK_V3_ID = re.compile(r"(?<![a-z0-9])(v3|r1)(?![0-9])")
-_GLM47_ID = re.compile(r"4[._-]7(?!\d)")
-_GRANITE4_ID = re.compile(r"granite[._-]?4(?!\d)")
-_PHI4_MINI_ID = re.compile(r"phi[._-]?4[._-]?mini")
+# Patterns as text: ``re`` compiles each on first use and keeps it (most plans ask none)
+_HERMES_ID = r"hermes"
+_MISTRAL_ID = r"mistral|mixtral|ministral|devstral|magistral|codestral"
+_DEEPSEEK_V31_ID = r"v3[._-]?1(?!\d)|terminus"
+_DEEPSEEK_V3_ID = r"(?<![a-z0-9])(v3|r1)(?![0-9])"
+_GLM47_ID = r"4[._-]7(?!\d)"
+_GRANITE4_ID = r"granite[._-]?4(?!\d)"
+_PHI4_MINI_ID = r"phi[._-]?4[._-]?mini"
 
 KNOWN_VERSION = "0.33.0"
 """A vLLM whose registered parsers are known (listed below): named when a build lacks one."""
@@ -146,24 +147,24 @@ _OVERRIDE_WARNING = "vllm_tool_parser "
 def _by_id(arch: str, parser: str, model_id: str) -> str | None:
     """The model-id rules for architectures that several formats share."""
     mid = model_id.lower()
-    if arch in _HERMES_OK and _HERMES_ID.search(mid):
+    if arch in _HERMES_OK and re.search(_HERMES_ID, mid):
         return "hermes"  # Nous Hermes fine-tunes keep the hermes format whatever the base
     if arch in _QWEN3 and "coder" in mid:
         return "qwen3_coder"
-    if arch == "llama" and _MISTRAL_ID.search(mid):
+    if arch == "llama" and re.search(_MISTRAL_ID, mid):
         return "mistral"  # Mistral and Mixtral GGUFs are converted as llama
     if arch in ("deepseek_v3", "deepseek2"):
         if "kimi" in mid:
             return "kimi_k2"
-        if _DEEPSEEK_V31_ID.search(mid):
+        if re.search(_DEEPSEEK_V31_ID, mid):
             return "deepseek_v31"  # V3.1 and V3.1-Terminus keep the deepseek_v3 model_type
-        if arch == "deepseek2" and not _DEEPSEEK_V3_ID.search(mid):
+        if arch == "deepseek2" and not re.search(_DEEPSEEK_V3_ID, mid):
             return None  # DeepSeek-V2 and V2.5: no documented parser
-    if arch in ("glm4_moe", "glm4moe") and _GLM47_ID.search(mid):
+    if arch in ("glm4_moe", "glm4moe") and re.search(_GLM47_ID, mid):
         return "glm47"  # GLM-4.7 keeps GLM-4.5's model_type
-    if arch in ("granite", "granitemoe") and _GRANITE4_ID.search(mid):
+    if arch in ("granite", "granitemoe") and re.search(_GRANITE4_ID, mid):
         return "granite4"  # Granite 4.0 dense models keep the granite model_type
-    if arch == "phi3" and not _PHI4_MINI_ID.search(mid):
+    if arch == "phi3" and not re.search(_PHI4_MINI_ID, mid):
         return None
     return parser
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,11 @@ MAX_CACHE_ENTRIES = 64
 
 def _stat_key(path: str) -> tuple[str, int, int] | None:
     """The executable a row names (a bare name is looked up on PATH) and its size and mtime."""
-    found = path if os.sep in path or (os.altsep and os.altsep in path) else shutil.which(path)
+    found: str | None = path
+    if not (os.sep in path or (os.altsep and os.altsep in path)):
+        import shutil  # only here: its archive modules cost every read of a row with a path
+
+        found = shutil.which(path)
     if not found:
         return None
     try:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..config.models import Settings
 from ..errors import InvalidInput, unknown
+from ..registry.build_ids import build_id_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -37,8 +38,6 @@ GGUF_CACHE = "gguf-meta.json"
 
 def activated_id(settings: Settings, component: str) -> str | None:
     """The build id the component's managed row points at, if it has one."""
-    from ..registry.rows import build_id_of  # with ``packaging``: <TAB> on models never asks
-
     return build_id_of(settings.row(component))
 
 

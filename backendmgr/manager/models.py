@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..config.models import Settings
 from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
+from ..emit.sizing import tuning_text
 from ..errors import Refused, unknown
 from ..record import plain
 from .context import Context
@@ -25,8 +26,7 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
     from ..catalog.host import Adapter
     from ..discovery.models import DiscoveredModel, Discovery
     from ..emit.plan import ToolParsers
-    from ..measure.bench import BenchStore
-    from ..measure.tuned import TunedStore
+    from ..measure.store import BenchStore, TunedStore
     from .probe import Site
     from .verify_cache import VerifyCache
 
@@ -111,7 +111,6 @@ class Models:
         read: only ``generate`` writes it)."""
         from ..discovery.models import Discovery
         from ..emit.devices import uses_devices
-        from ..measure.tuned import apply_tuned
         from .capabilities import capability_index
 
         ctx, probe = self.ctx, self.site.probe
@@ -144,8 +143,11 @@ class Models:
             return _plan_one(s, m, probe.card_gb, parsers, caps, gpus)
 
         plans = [plan_one(settings, m) for m in found.models]
-        # issue 22: a tuned context in place of the estimate
-        plans = apply_tuned(self.site, self.tuned, settings, found.models, plans, plan_one)
+        records = self.tuned.records()
+        if records:  # issue 22: a tuned context in place of the estimate
+            from ..measure.tuned import apply_tuned  # its records' class: only where one is
+
+            plans = apply_tuned(self.site, records, settings, found.models, plans, plan_one)
         return Plan(settings, found, plans, hashed)
 
     async def plan(self, only: str | None = None) -> Plan:
@@ -162,13 +164,13 @@ class Models:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
         models with this id, planned alone (:meth:`pipeline`)."""
         from ..api_models import ModelBackend, ModelInfo
-        from ..measure.bench import shown_figures
-        from ..measure.tuned import tuning_text
         from .verify_cache import verified_text
 
         plan = self.plan_now(only, digest=False)
         cache = self.verified.read()
         benched = self.benched.records()
+        if benched:  # issue 32: the records' class and fingerprints, where there are figures
+            from ..measure.bench import shown_figures
         out = []
         for model, planned in zip(plan.found.models, plan.plans, strict=True):
             res = planned.resolution
@@ -197,7 +199,11 @@ class Models:
                     verified=checked,
                     verification=verified_text(checked) if entry is not None else None,
                     tuning=tuning_text(plan.settings, entry) if entry is not None else None,
-                    bench=shown_figures(self.site, benched, model) if entry is not None else None,
+                    bench=None
+                    if entry is None
+                    else shown_figures(self.site, benched, model)
+                    if benched
+                    else [],
                 )
             )
         for skip in plan.found.skipped:

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
-    from ..measure.bench import BenchStore
-    from ..measure.tuned import TunedStore
+    from ..measure.store import BenchStore, TunedStore
     from .activate import Activation
     from .bench import BenchService
     from .bisect import Bisect
@@ -73,13 +72,13 @@ class Services:
 
     @cached_property
     def tuned(self) -> TunedStore:
-        from ..measure.tuned import TunedStore
+        from ..measure.store import TunedStore
 
         return TunedStore(self.ctx.paths)
 
     @cached_property
     def benched(self) -> BenchStore:
-        from ..measure.bench import BenchStore
+        from ..measure.store import BenchStore
 
         return BenchStore(self.ctx.paths)
 

@@ -5,18 +5,19 @@ any other executable), so an entry whose command or build changed reads "not ver
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import read_record_file
+from ..digest import sha256_hex
 from ..install.builds import BuildStore
 from .facts import build_identity
 
 if TYPE_CHECKING:  # the results' module is loaded by what reads or writes one (not ``which``)
+    from datetime import datetime
+
     from ..api_models import VerifyResult
     from ..emit.plan import Entry
 
@@ -59,7 +60,7 @@ class VerifyCache:
             *([env] if env else []),
         ]
         text = json.dumps(parts, ensure_ascii=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return sha256_hex(text.encode())
 
     def result(self, entry: Entry, cache: Mapping[str, dict[str, Any]]) -> VerifyResult | None:
         """The cached result for ``entry`` when its command and build are unchanged (a record
@@ -100,6 +101,8 @@ def verified_text(record: VerifyResult | None, now: datetime | None = None) -> s
     """``verified today: ok in 1.0 s, 6.31 GiB`` or ``not verified``."""
     if record is None:
         return "not verified"
+    from datetime import UTC, datetime  # a result to date: most models have none
+
     try:
         when = datetime.fromisoformat(str(record.verified_at))
     except ValueError:

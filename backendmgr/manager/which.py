@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..api_models import ConfigInfo, WhichResult
+from .. import api_models as am  # ConfigInfo made by ``config`` only (a lazy package)
+from ..api_models import WhichResult
 from ..config.models import ModelOverride, Settings
 from ..errors import NotFound, Refused, Unknown
 from ..registry.kinds import classes_of
@@ -21,12 +21,14 @@ if TYPE_CHECKING:
 __all__ = ["Which"]
 
 
-@dataclass(frozen=True, eq=False)
 class Which:
-    ctx: Context
-    # made on first use: only ``which MODEL`` plans; the other answers (a row, the local
-    # names <TAB> offers, ``config``) load no planner, nor the stores it reads
-    models: Callable[[], Models]
+    """``which``, ``config path|show``: answers from the settings, builds and planner."""
+
+    def __init__(self, ctx: Context, models: Callable[[], Models]) -> None:
+        self.ctx = ctx
+        # made on first use: only ``which MODEL`` plans; the other answers (a row, the local
+        # names <TAB> offers, ``config``) load no planner, nor the stores it reads
+        self.models = models
 
     def which(self, target: str) -> WhichResult:
         """The executable that would run for a model, component, build or row, and why."""
@@ -40,7 +42,8 @@ class Which:
             raise NotFound(f'{target} is not installed; run "backendmgr install {target}"')
         from ..emit.plan import Skip
 
-        plan = self.models().plan_now(only=target)  # this model planned alone
+        # this model planned alone, on the settings read above (the config is read once)
+        plan = self.models().pipeline(settings, only=target)
         planned = plan.planned(target)
         skip = next((s for s in plan.found.skipped if s.id == target), None)
         if planned is not None or skip is not None:
@@ -63,11 +66,11 @@ class Which:
             '"backendmgr list" and "backendmgr backends"'
         )
 
-    def config_info(self) -> ConfigInfo:
+    def config_info(self) -> am.ConfigInfo:
         """Where every file lives, and the settings with their defaults filled in."""
         settings = self.ctx.store.read()
         p = self.ctx.paths
-        return ConfigInfo(
+        return am.ConfigInfo(
             config=str(p.config_file),
             config_exists=p.config_file.is_file(),
             output=str(self.ctx.output_path(settings)),

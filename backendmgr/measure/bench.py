@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..record import Record
-from .tuned import Place, TunedStore, device_of, load_kept, model_fingerprint
+from .store import BENCH_NAME, BenchStore
+from .tuned import Place, device_of, load_kept, model_fingerprint
 
 if TYPE_CHECKING:
     import httpx
 
-    from ..config.paths import Paths
     from ..discovery.models import DiscoveredModel
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "spread_pct",
 ]
 
-BENCH_NAME = "bench.json"
 REQUEST_TIMEOUT_S = 900.0  # one run, in all: a slow CPU generating a few hundred tokens fits
 ANSWER_CAP = 1 << 20  # bytes of an answer read
 
@@ -86,13 +85,6 @@ class BenchRecord(Record):
     model_fp: str
     build_fp: str
     benched_at: str
-
-
-class BenchStore(TunedStore):
-    """``bench.json`` beside ``tuned.json``: the same locked, atomic file of records."""
-
-    def __init__(self, paths: Paths) -> None:
-        super().__init__(paths, BENCH_NAME)
 
 
 def matching(

@@ -12,11 +12,10 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..record import Record
+from .cause import FailureCause, cause_text
 
 __all__ = ["CAUSES", "Cause", "FailureCause", "Match", "cause_text", "classify", "explain"]
 
@@ -26,6 +25,8 @@ VALUE_CHARS = 120  # of a captured value shown in a line
 
 @dataclass(frozen=True, slots=True)
 class Cause:
+    """One known cause: its code, the patterns that recognise it, its line and fixes."""
+
     code: str
     patterns: tuple[str, ...]
     line: str  # may name the patterns' groups, e.g. {arch}
@@ -129,17 +130,10 @@ def _compiled() -> tuple[tuple[Cause, tuple[re.Pattern[str], ...]], ...]:
 
 @dataclass(frozen=True, slots=True)
 class Match:
+    """The cause a failure's text matched, with what the pattern's groups captured."""
+
     cause: Cause
     found: Mapping[str, str]  # the pattern's named groups that matched
-
-
-@dataclass(frozen=True, kw_only=True)
-class FailureCause(Record):
-    """A recognised cause, as the CLI, ``--json`` and the page show it."""
-
-    code: str
-    line: str
-    fix: str | None
 
 
 def classify(reason: str | None) -> Match | None:
@@ -157,6 +151,8 @@ def classify(reason: str | None) -> Match | None:
 
 
 def _fields(template: str) -> set[str]:
+    import string  # a failure to explain: ``models`` reads its causes without one
+
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
@@ -182,10 +178,3 @@ def explain(match: Match, context: Mapping[str, str | None]) -> FailureCause:
             fix = template.format(**{k: shlex.quote(_shown(values[k])) for k in wanted})
             break
     return FailureCause(code=match.cause.code, line=line, fix=fix)
-
-
-def cause_text(cause: FailureCause | None) -> str:
-    """What a failure's one line adds for a recognised cause: ``; out-of-memory: …; fix: …``."""
-    if cause is None:
-        return ""
-    return f"; {cause.code}: {cause.line}" + (f"; fix: {cause.fix}" if cause.fix else "")

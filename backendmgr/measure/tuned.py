@@ -10,20 +10,19 @@ The file lives in the data home, written atomically under a lock.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._fs import read_record_file, read_regular
+from ..digest import sha256_hex
+from ..emit.sizing import tuned_sentence, tuning_text
 from ..record import Invalid, Record, hints, load, plain
+from .store import TUNED_NAME, TunedStore
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
     from ..config.models import Settings
-    from ..config.paths import Paths
     from ..discovery.models import DiscoveredModel
     from ..emit.plan import Entry
     from ..install.builds import BuildStore
@@ -37,15 +36,12 @@ __all__ = [
     "apply_tuned",
     "build_fingerprint",
     "device_of",
+    "find_tuned",
     "load_kept",
     "model_fingerprint",
     "tuned_sentence",
     "tuning_text",
 ]
-
-TUNED_NAME = "tuned.json"
-TUNED_VERSION = 1
-TUNED_CAP = 4 << 20  # bytes read; a larger file is ignored
 
 R = TypeVar("R", bound=Record)
 
@@ -102,7 +98,7 @@ def model_fingerprint(model: DiscoveredModel) -> str:
     except OSError:
         stamp = "missing"
     text = json.dumps([model.path, model.size_bytes, model.shards, stamp])
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return sha256_hex(text.encode())[:32]
 
 
 def build_fingerprint(place: Place, res: Resolution, exe: str) -> str:
@@ -110,7 +106,7 @@ def build_fingerprint(place: Place, res: Resolution, exe: str) -> str:
     from ..manager.facts import build_identity
 
     ident = build_identity(place.builds, place.environ, res.row, exe)
-    return hashlib.sha256(ident.encode()).hexdigest()[:32]
+    return sha256_hex(ident.encode())[:32]
 
 
 def device_of(place: Place) -> str:
@@ -121,64 +117,16 @@ def device_of(place: Place) -> str:
     return f"{label} ({card:.1f} GiB)" if card else label
 
 
-def _read(path: Path) -> dict[str, list[dict[str, Any]]]:
-    models = read_record_file(path, TUNED_CAP, TUNED_VERSION, "models")
-    return {
-        k: [r for r in v if isinstance(r, dict)] for k, v in models.items() if isinstance(v, list)
-    }
-
-
-class TunedStore:
-    """Records per model, one per (build, device): ``tuned.json`` (``bench`` keeps its own)."""
-
-    def __init__(self, paths: Paths, name: str = TUNED_NAME) -> None:
-        self.path = paths.home / name
-        self._home = paths.home
-        self._lock = paths.locks / f"{name.removesuffix('.json')}.lock"
-
-    def records(self) -> dict[str, list[dict[str, Any]]]:
-        return _read(self.path)
-
-    def inputs_text(self) -> str:
-        """For the generated config's inputs hash: a new record means a new config."""
-        try:  # a FIFO in its place must not hang every command that generates
-            return "tuned " + hashlib.sha256(read_regular(self.path, TUNED_CAP)).hexdigest()
-        except OSError:
-            return "tuned none"
-
-    def find(
-        self, records: dict[str, list[dict[str, Any]]], model: str, key: tuple[str, str, str]
-    ) -> TunedRecord | None:
-        for raw in records.get(model, []):
-            record = load_kept(TunedRecord, raw, self.path.name)
-            if record is not None and (record.model_fp, record.build_fp, record.device) == key:
-                return record
-        return None
-
-    def put(self, record: TunedRecord) -> None:
-        """Add or replace the record for its (model, build, device): a locked, atomic write."""
-        self.put_many([record])
-
-    def put_many(self, records: Sequence[Record]) -> None:
-        """:meth:`put` for several records in one atomic write: all of them or none."""
-        from filelock import FileLock
-
-        from .._fs import atomic_write_bytes
-
-        self._lock.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(self._lock, timeout=30):
-            models = _read(self.path)
-            for record in records:
-                raw = plain(record)
-                kept = [
-                    r
-                    for r in models.get(raw["model"], [])
-                    if (r.get("build_fp"), r.get("device")) != (raw["build_fp"], raw["device"])
-                ]
-                models[raw["model"]] = [*kept, raw][-16:]
-            body = json.dumps({"version": TUNED_VERSION, "models": models}, indent=1)
-            # never through a link: one to /dev/zero would have the device replaced
-            atomic_write_bytes(self.path, body.encode(), no_links_below=self._home)
+def find_tuned(
+    records: dict[str, list[dict[str, Any]]], model: str, key: tuple[str, str, str]
+) -> TunedRecord | None:
+    """The model's record of :meth:`.store.TunedStore.records` measured for ``key`` (model,
+    build and device fingerprints), or None; a record of the wrong shape is passed over."""
+    for raw in records.get(model, []):
+        record = load_kept(TunedRecord, raw, TUNED_NAME)
+        if record is not None and (record.model_fp, record.build_fp, record.device) == key:
+            return record
+    return None
 
 
 def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:
@@ -192,7 +140,7 @@ def key_of(place: Place, entry: Entry) -> tuple[str, str, str]:
 
 def apply_tuned(
     place: Place,
-    store: TunedStore,
+    records: dict[str, list[dict[str, Any]]],
     settings: Settings,
     models: Sequence[DiscoveredModel],
     plans: list[Any],
@@ -202,7 +150,6 @@ def apply_tuned(
     from ..emit.plan import Entry
     from ..emit.sizing import is_over_budget
 
-    records = store.records()
     if not records:
         return plans
     out = list(plans)
@@ -212,7 +159,7 @@ def apply_tuned(
         ov = settings.override(model.id)
         if ov.ctx is not None:  # the user's own ctx wins
             continue
-        record = store.find(records, model.id, key_of(place, planned))
+        record = find_tuned(records, model.id, key_of(place, planned))
         if record is None:
             continue
         pinned = dataclasses.replace(ov, ctx=record.ctx)
@@ -226,34 +173,3 @@ def apply_tuned(
         kept = tuple(n for n in tuned.notes if not is_over_budget(n))
         out[i] = dataclasses.replace(tuned, tuned=plain(record), notes=(*kept, note))
     return out
-
-
-def tuned_sentence(ctx: object, gib: object, by: object) -> str:
-    """The context a tune measured, in :func:`ctx_sentence`'s words."""
-    from ..emit.sizing import ctx_sentence
-
-    measured = f"{gib:.3g} GiB" if isinstance(gib, int | float) else "the memory"
-    return ctx_sentence(int(str(ctx)), f"tuning: {measured} measured ({by})")
-
-
-def tuning_text(settings: Settings, entry: Entry) -> str:
-    """The one sentence on the model's context and its source (issue 33): your setting,
-    tuning, the trained context or the VRAM budget; the plan's own note when it has one, so
-    ``models``, ``tune``, the page and the generated file say the same."""
-    from ..emit.sizing import ctx_sentence
-
-    ctx = int(entry.capabilities.get("context") or 0)
-    if settings.override(entry.model.id).ctx is not None:
-        return ctx_sentence(ctx, f'your setting ("backendmgr unset {entry.model.id} ctx" sizes it)')
-    if entry.tuned:
-        t = entry.tuned
-        return tuned_sentence(ctx, t.get("measured_gib"), t.get("measured_by"))
-    said = next(
-        (n for n in entry.notes if n.startswith(("ctx ", "max-model-len ")) and " from " in n), None
-    )
-    if said is not None:
-        return said
-    meta = getattr(entry.model, "meta", None)
-    if meta is not None and meta.context_length == ctx:
-        return ctx_sentence(ctx, "the trained context (the VRAM budget allows it; not tuned)")
-    return ctx_sentence(ctx, "the VRAM budget (estimated, not tuned)")

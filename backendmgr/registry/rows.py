@@ -14,6 +14,7 @@ from ..config.models import BackendRow, row_id_problem
 from ..errors import BackendmgrError, InvalidInput, MalformedId, Refused, unknown
 from ..record import Record
 from ..versioning import VersionKey, version_key
+from .build_ids import build_id_of, build_row_id
 from .kinds import KNOWN_KINDS, class_taken, classes_of, normalize_kind
 
 __all__ = [
@@ -50,18 +51,6 @@ class InstalledBuild(Record):
     @property
     def build_id(self) -> str:
         return build_row_id(self.component, self.version, self.variant)
-
-
-def build_row_id(component: str, version: str, variant: str) -> str:
-    return f"{component}@{version}-{variant}"
-
-
-def build_id_of(row: BackendRow | None) -> str | None:
-    """The installed build a row runs: a build row's own, a managed row's activated one;
-    None for a manual row (or a managed row with no build yet)."""
-    if row is None or not row.managed or not row.version:
-        return None
-    return row.id if row.build else build_row_id(row.component, row.version, row.variant)
 
 
 def build_age_key(build: InstalledBuild) -> tuple[VersionKey, float]:

@@ -51,6 +51,25 @@ def test_which_model_plans_it_without_what_only_models_shows(tmp_path: Path) -> 
     assert "alpha" in out and loaded == ["backendmgr.api_models.models"]
 
 
+def test_which_model_on_a_home_that_measured_nothing_loads_no_record_class(
+    tmp_path: Path,
+) -> None:
+    """Nothing tuned, verified or probed from PATH: ``which`` plans without the tuned records'
+    module, OpenSSL's hashes, the versions' ordering, the GGUF reader (the headers are cached by
+    the first read) nor ``config``'s result."""
+    _home(tmp_path)
+    loaded_after("models")  # writes the header cache
+    unused = (
+        "backendmgr.measure.tuned",
+        "hashlib",
+        "packaging.version",
+        "backendmgr.discovery.gguf",
+        "backendmgr.api_models.config",
+    )
+    out, loaded = loaded_after("which", "beta", heavy=unused)
+    assert "model → row" in out and loaded == []
+
+
 WRITING = (
     "backendmgr.install.store",  # staging, commit, removal, tidying
     "tempfile",
@@ -109,4 +128,6 @@ def test_which_plans_without_the_bench_store_or_the_verify_cache(tmp_path: Path)
     out, loaded = loaded_after("which", "beta", heavy=(*only_models, "backendmgr.catalog.manifest"))
     assert "model → row" in out and loaded == []  # "is beta a component?": the files' names
     out, loaded = loaded_after("models", heavy=only_models)
-    assert loaded == list(only_models)  # ``models`` shows both
+    # ``models`` reads the verify cache; the bench records' module only where bench.json holds
+    # figures (none here: tests/measure/test_bench.py shows them)
+    assert loaded == ["backendmgr.manager.verify_cache"]

@@ -157,12 +157,12 @@ def test_cache_makes_a_warm_scan_read_no_header(
     root = tmp_path / "models"
     write_gguf(root / "m.gguf", "llama", layers=1)
     run(tmp_path, root)
-    import backendmgr.discovery.walk as walk
+    import backendmgr.discovery.gguf as gguf  # the walk loads the reader on a miss only
 
     def boom(path: Path) -> dict[str, object]:
         raise AssertionError("header read on a warm scan")
 
-    monkeypatch.setattr(walk, "read_gguf_metadata", boom)
+    monkeypatch.setattr(gguf, "read_gguf_metadata", boom)
     assert [m.id for m in run(tmp_path, root).models] == ["m"]
     (root / "m.gguf").touch()
     os.utime(root / "m.gguf", (1, 1))

@@ -12,7 +12,7 @@ import pytest
 
 from backendmgr.config.paths import Paths
 from backendmgr.measure.bench import BenchRecord, BenchStore, matching
-from backendmgr.measure.tuned import TunedRecord, TunedStore
+from backendmgr.measure.tuned import TunedRecord, TunedStore, find_tuned
 from backendmgr.record import plain
 
 KEY = ("mfp", "bfp", "cpu")
@@ -62,8 +62,8 @@ def paths(tmp_path: Path) -> Paths:
 def test_what_is_written_is_what_is_read(paths: Paths) -> None:
     store = TunedStore(paths)
     store.put_many([tuned(), tuned(build_fp="other", ctx=4096)])
-    assert store.find(store.records(), "chat", KEY) == tuned()
-    assert store.find(store.records(), "chat", ("mfp", "other", "cpu")) == tuned(
+    assert find_tuned(store.records(), "chat", KEY) == tuned()
+    assert find_tuned(store.records(), "chat", ("mfp", "other", "cpu")) == tuned(
         build_fp="other", ctx=4096
     )
     benches = BenchStore(paths)
@@ -89,8 +89,8 @@ def test_a_record_of_the_wrong_shape_is_passed_over(paths: Paths, bad: dict[str,
     paths.home.mkdir(parents=True)
     body = {"version": 1, "models": {"chat": [broken, good, "junk", 5]}}
     store.path.write_text(json.dumps(body))
-    assert store.find(store.records(), "chat", KEY) is None
-    assert store.find(store.records(), "chat", ("mfp", "x", "cpu")) == tuned(build_fp="x")
+    assert find_tuned(store.records(), "chat", KEY) is None
+    assert find_tuned(store.records(), "chat", ("mfp", "x", "cpu")) == tuned(build_fp="x")
 
 
 def test_keys_another_version_added_are_left_out_and_a_missing_default_is_kept(
@@ -102,7 +102,7 @@ def test_keys_another_version_added_are_left_out_and_a_missing_default_is_kept(
     stored = {"version": 1, "models": {"chat": [raw]}}
     (paths.home / "tuned.json").write_text(json.dumps(stored))
     store = TunedStore(paths)
-    assert store.find(store.records(), "chat", KEY) == tuned(attempts=0)
+    assert find_tuned(store.records(), "chat", KEY) == tuned(attempts=0)
     raw_bench = {**plain(bench()), "later": True}
     (paths.home / "bench.json").write_text(
         json.dumps({"version": 1, "models": {"chat": [raw_bench]}})
@@ -117,6 +117,6 @@ def test_a_file_that_is_not_ours_reads_as_empty(paths: Paths, body: str) -> None
     paths.home.mkdir(parents=True)
     (paths.home / "tuned.json").write_text(body)
     store = TunedStore(paths)
-    assert store.records() == {} and store.find(store.records(), "chat", KEY) is None
+    assert store.records() == {} and find_tuned(store.records(), "chat", KEY) is None
     store.put(tuned())  # and the next record replaces it
-    assert store.find(store.records(), "chat", KEY) == tuned()
+    assert find_tuned(store.records(), "chat", KEY) == tuned()

@@ -15,7 +15,7 @@ that one declaration:
   OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
 
 Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …;
-``install``, ``releases`` and ``list`` one each, as the commands run most)
+``install``, ``releases``, ``list`` and ``which`` one each, as the commands run most)
 and this package loads a request's module when the request is first named: making the classes
 is most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
 """
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from .registry import AddBackendRequest, RemoveBackendRequest
     from .releases import ReleasesQuery
     from .serve import ServeRequest
-    from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
+    from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest
+    from .which import WhichRequest
 
 __all__ = [
     "MAX_BUILDS",
@@ -105,7 +106,7 @@ _WHERE = {
     "UnsetRequest": "overrides",
     "UpdateRequest": "upkeep",
     "VerifyRequest": "checks",
-    "WhichRequest": "upkeep",
+    "WhichRequest": "which",
 }
 
 

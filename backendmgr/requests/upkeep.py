@@ -1,4 +1,4 @@
-"""``update``, ``prune``, ``cache clean``, ``which``."""
+"""``update``, ``prune``, ``cache clean``."""
 
 from dataclasses import dataclass, field
 from typing import Annotated
@@ -7,7 +7,7 @@ from ..contract import Arg, Request
 from ..limits import PRUNE_KEEP
 from ._shared import MAX_COMPONENTS, NO_GENERATE
 
-__all__ = ["CacheCleanRequest", "PruneRequest", "UpdateRequest", "WhichRequest"]
+__all__ = ["CacheCleanRequest", "PruneRequest", "UpdateRequest"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,15 +44,3 @@ class PruneRequest(Request):
 @dataclass(frozen=True, kw_only=True)
 class CacheCleanRequest(Request):
     dry_run: Annotated[bool, Arg("report, remove nothing")] = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class WhichRequest(Request):
-    target: Annotated[
-        str,
-        Arg(
-            "a model, component or build",
-            positional=True,
-            metavar="MODEL|COMPONENT|BUILD",
-        ),
-    ]

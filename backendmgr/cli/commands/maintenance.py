@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...requests import CacheCleanRequest, PruneRequest, UpdateRequest, WhichRequest
+from ... import requests
 from ..options import add_request, request_in
 from .common import command, report
 
@@ -14,21 +15,25 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def _update(sub: argparse._SubParsersAction[Any]) -> None:
     u = command(
         sub,
         "update",
         update,
         help="install and activate the newest release of installed components",
     )
-    add_request(u, UpdateRequest)
+    add_request(u, requests.UpdateRequest)
     from .canary import add_canary_options
 
     add_canary_options(u)
 
-    p = command(sub, "prune", prune, help="remove builds neither activated nor pinned")
-    add_request(p, PruneRequest)
 
+def _prune(sub: argparse._SubParsersAction[Any]) -> None:
+    p = command(sub, "prune", prune, help="remove builds neither activated nor pinned")
+    add_request(p, requests.PruneRequest)
+
+
+def _cache(sub: argparse._SubParsersAction[Any]) -> None:
     c = sub.add_parser("cache", help="the download and release-listing cache")
     csub = c.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
     clean = command(
@@ -37,15 +42,29 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         cache_clean,
         help="remove release listings, partial downloads and leftover folders",
     )
-    add_request(clean, CacheCleanRequest)
+    add_request(clean, requests.CacheCleanRequest)
 
+
+def _which(sub: argparse._SubParsersAction[Any]) -> None:
     w = command(sub, "which", which, help="the executable that would run, and why")
-    add_request(w, WhichRequest)
+    add_request(w, requests.WhichRequest)
 
+
+def _config(sub: argparse._SubParsersAction[Any]) -> None:
     g = sub.add_parser("config", help="where the files are; the effective settings")
     gsub = g.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     command(gsub, "path", config_path, help="the config file, generated file and data home")
     command(gsub, "show", config_show, help="every setting, defaults filled in")
+
+
+PARSERS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
+    "update": _update,
+    "prune": _prune,
+    "cache": _cache,
+    "which": _which,
+    "config": _config,
+}
+"""Each command's parser on its own, as in :mod:`.builds`: ``which`` makes its one request."""
 
 
 async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -64,22 +83,22 @@ async def update(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         return await run_canary(mgr, args, out, newest)
 
     with ProgressView(out) as view:
-        outcome = await mgr.update(request_in(args, UpdateRequest), on_event=view)
+        outcome = await mgr.update(request_in(args, requests.UpdateRequest), on_event=view)
     return report(out, outcome)
 
 
 async def prune(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.prune(request_in(args, PruneRequest)))
+    return report(out, await mgr.prune(request_in(args, requests.PruneRequest)))
 
 
 async def cache_clean(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.cache_clean(request_in(args, CacheCleanRequest)))
+    return report(out, await mgr.cache_clean(request_in(args, requests.CacheCleanRequest)))
 
 
 def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    found = mgr.which(request_in(args, WhichRequest))
+    found = mgr.which(request_in(args, requests.WhichRequest))
     if out.json_mode:
         out.document(dump(found))
         return 0

@@ -1,0 +1,20 @@
+"""``which``: the executable that would run (its own module: a read makes its one request)."""
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from ..contract import Arg, Request
+
+__all__ = ["WhichRequest"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WhichRequest(Request):
+    target: Annotated[
+        str,
+        Arg(
+            "a model, component or build",
+            positional=True,
+            metavar="MODEL|COMPONENT|BUILD",
+        ),
+    ]

@@ -23,7 +23,15 @@ from ..config.models import (
     row_id_problem,
     unset_env,
 )
-from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, unknown
+from ..errors import (
+    InvalidInput,
+    MalformedId,
+    Refused,
+    UsageError,
+    did_you_mean,
+    escaped,
+    unknown,
+)
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from .facts import discover, pinned_by
@@ -295,7 +303,8 @@ class Registry:
             warnings += await self._plan_warnings(model, plan)
         if "extra_args" in parsed:  # issue 32: a flag the build it runs on does not list
             warnings += await self._flag_warnings(model, updated.extra_args, plan)
-        shown = ", ".join(f"{k}={text}" for k, text in values.items())  # as typed
+        # as typed, but a newline or an escape sequence in a value is shown, not obeyed
+        shown = ", ".join(f"{k}={escaped(text)}" for k, text in values.items())
         return ModelSettingsResult(
             message=f'{_would(dry, "set", "set")} {shown} for "{model}"'
             if changed

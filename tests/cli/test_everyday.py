@@ -243,6 +243,18 @@ def test_bad_extra_args_are_refused_when_set(models: Path, config_path: Path) ->
     assert "extra_args" in error_line(bm("cmd", "qwen3-8b-q4_k_m"))
 
 
+def test_set_says_what_it_set_on_one_line(models: Path, config_path: Path) -> None:
+    """A value holding a newline (shell whitespace, so a valid extra_args) is echoed with the
+    newline shown as an escape: the confirmation cannot print a line of its own, such as a
+    fake ``error:``."""
+    result = ok(bm("set", "qwen3-8b-q4_k_m", "extra_args=--seed 1\nerror: fake"))
+    assert result.out.splitlines()[0] == (
+        'set extra_args=--seed 1\\nerror: fake for "qwen3-8b-q4_k_m"'
+    )
+    assert not any(line.startswith("error:") for line in result.out.splitlines())
+    assert "error: fake" in config_path.read_text()  # what was set is the value as typed
+
+
 def test_backends_add_checks_kind_and_path(tmp_path: Path, config_path: Path) -> None:
     line = error_line(bm("backends", "add", "x", "--kind", "lama", "--path", "/bin/sh"), 2)
     assert 'unknown kind "lama"; did you mean llama' in line and "custom" in line

@@ -18,6 +18,9 @@ from typing import Any
 __all__ = ["Record", "collecting", "config_written", "current", "generated"]
 
 
+_SHOWN = 12  # model ids a person is shown on the line that says a file was rewritten
+
+
 @dataclass
 class Record:
     """What one command changed so far."""
@@ -43,7 +46,10 @@ class Record:
         if self.config:
             said.append(f"updated {self.config}")
         if self.output:
-            which = ", ".join(sorted(self.models)) if self.models else "no entry changed"
+            ids = sorted(self.models)
+            which = ", ".join(ids[:_SHOWN]) if ids else "no entry changed"
+            if len(ids) > _SHOWN:  # the --json document lists them all
+                which += f" and {len(ids) - _SHOWN} more"
             said.append(f"rewrote {self.output} ({which})")
         return said
 

@@ -10,7 +10,7 @@ and nothing in the data home is created or written.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from .grammar import GRAMMAR, Argument
@@ -18,7 +18,7 @@ from .grammar import GRAMMAR, Argument
 if TYPE_CHECKING:
     from ..config.paths import Paths
 
-__all__ = ["KINDS", "OPTION_KINDS", "analyse", "complete"]
+__all__ = ["KINDS", "OPTION_KINDS", "analyse", "complete", "option_of"]
 
 SUBCOMMANDS = "A..."
 """The ``nargs`` of a parser's subcommands (``argparse.PARSER``)."""
@@ -67,12 +67,26 @@ def _takes_value(argument: Argument) -> bool:
 
 
 def _option(chain: Sequence[str], word: str) -> Argument | None:
+    """The option ``word`` names: exactly, in any parser the words went through, else as
+    the innermost parser reads it (:func:`option_of`)."""
     name = word.split("=", 1)[0]
     for path in chain:
         for argument in GRAMMAR[path]:
             if name in argument[0]:
                 return argument
-    return None
+    return option_of(GRAMMAR[chain[-1]], word)
+
+
+def option_of(arguments: Iterable[Argument], word: str) -> Argument | None:
+    """The option ``word`` (``--name``, ``--name=value``) names as argparse reads it: its
+    exact name, else the one long option it is a prefix of (argparse takes ``--vari`` for
+    ``--variant``, ``--conf`` for ``--config``); an unknown or ambiguous one is none."""
+    name = word.split("=", 1)[0]
+    exact = next((a for a in arguments if name in a[0]), None)
+    if exact is not None or not name.startswith("--") or len(name) < 3:
+        return exact
+    matches = {a for a in arguments for o in a[0] if o.startswith(name)}
+    return matches.pop() if len(matches) == 1 else None
 
 
 def _all_options(chain: Sequence[str]) -> list[str]:
@@ -95,10 +109,13 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         word = done[i]
         if word.startswith("-") and word != "-":
             option = _option(chain, word)
-            if option is not None and _takes_value(option) and "=" not in word:
-                if option[1] in ("config", "home") and i + 1 < len(done):
-                    seen[option[1]] = done[i + 1]
-                i += 1
+            if option is not None and _takes_value(option):
+                _, equals, value = word.partition("=")
+                if not equals:  # the value is the next word
+                    value = done[i + 1] if i + 1 < len(done) else ""
+                    i += 1
+                if option[1] in ("config", "home") and value:
+                    seen[option[1]] = value
             i += 1
             continue
         sub = _subcommands(chain[-1])

@@ -203,13 +203,18 @@ def _add_global_options(
 
 
 def command_of(words: Sequence[str]) -> str:
-    """The command word in ``words`` (global options may come first), or ``""``."""
+    """The command word in ``words`` (global options may come first, as argparse reads
+    them: ``--conf PATH`` is ``--config PATH``), or ``""``."""
+    from .complete import option_of
+    from .grammar import GRAMMAR
+
     i = 0
     while i < len(words):
         word = words[i]
         if word == "--":
             return ""
-        if word in ("--config", "--home"):
+        option = option_of(GRAMMAR[""], word) if word.startswith("--") else None
+        if option is not None and option[2] != 0 and "=" not in word:
             i += 2
             continue
         if not word.startswith("-"):

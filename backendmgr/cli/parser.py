@@ -238,8 +238,13 @@ def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def wants_json(argv: Sequence[str]) -> bool:
-    """Whether ``--json`` was given, read before parsing so usage errors can honour it."""
+    """Whether ``--json`` was given (or a prefix argparse reads as it: ``--js``), read before
+    parsing so usage errors can honour it."""
+    from .complete import option_of
+    from .grammar import COMMON
+
     args = list(argv)
     if "--" in args:
         args = args[: args.index("--")]
-    return "--json" in args
+    options = (option_of(COMMON, word) for word in args if word.startswith("--"))
+    return any(option is not None and option[1] == "json" for option in options)

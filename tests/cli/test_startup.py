@@ -155,6 +155,10 @@ def test_tab_reads_options_as_the_parser_does(tmp_path: Path) -> None:
         assert tab("releases", prefix, "1", "ll") == tab("releases", exact, "1", "ll") != []
     assert sorted(tab("install", "vllm", "--vari=c")) == ["--vari=cpu", "--vari=cuda"]
     assert option_of(GRAMMAR[""], "--h") is None  # --help or --home: argparse refuses it
+    # a usage error after an abbreviated --json is the JSON document, as after --json
+    for json_option in ("--json", "--js"):
+        out = loaded_after(json_option, "no-such-command")[0]
+        assert json.loads(out)["exit"] == 2, json_option
 
 
 def test_the_grammar_is_what_the_parsers_build() -> None:

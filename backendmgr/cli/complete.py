@@ -104,10 +104,15 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     positionals: list[str] = []
     seen: dict[str, str] = {}
     done = list(words[:-1])
+    operands = False  # after "--", argparse reads every word as an operand
     i = 0
     while i < len(done):
         word = done[i]
-        if word.startswith("-") and word != "-":
+        if word == "--" and len(chain) > 1 and not operands:
+            operands = True
+            i += 1
+            continue
+        if word.startswith("-") and word != "-" and not operands:
             option = _option(chain, word)
             if option is not None and _takes_value(option):
                 _, equals, value = word.partition("=")
@@ -126,16 +131,20 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         i += 1
     cur = words[-1] if words else ""
     component = positionals[0] if positionals else None
-    if len(done) >= 2 and done[-1] == "=":  # bash splits "--variant=cu" at the "="
-        return _values(_option(chain, done[-2]), component, ""), seen
-    previous = _option(chain, done[-1]) if done and done[-1].startswith("-") else None
-    if previous is not None and _takes_value(previous) and "=" not in done[-1]:
-        return _values(previous, component, ""), seen  # nothing known: paths, from the shell
-    if cur.startswith("-"):
-        if "=" in cur:  # --variant=cu
-            name = cur.split("=", 1)[0]
-            return _values(_option(chain, name), component, name + "="), seen
-        return _all_options(chain), seen
+    if operands:  # no option can follow: the word is an operand, whatever it starts with
+        options: list[str] = []
+    else:
+        options = _all_options(chain)
+        if len(done) >= 2 and done[-1] == "=":  # bash splits "--variant=cu" at the "="
+            return _values(_option(chain, done[-2]), component, ""), seen
+        previous = _option(chain, done[-1]) if done and done[-1].startswith("-") else None
+        if previous is not None and _takes_value(previous) and "=" not in done[-1]:
+            return _values(previous, component, ""), seen  # nothing known: paths, from the shell
+        if cur.startswith("-"):
+            if "=" in cur:  # --variant=cu
+                name = cur.split("=", 1)[0]
+                return _values(_option(chain, name), component, name + "="), seen
+            return options, seen
     sub = _subcommands(chain[-1])
     if sub is not None and not positionals:
         return [c for c in sub[3] or () if not c.startswith("_")], seen
@@ -144,12 +153,12 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     if index >= len(slots) and slots and slots[-1][2] in ("*", "+"):
         index = len(slots) - 1
     if index >= len(slots):  # every argument given: what is left to type is options
-        return _all_options(chain), seen
+        return options, seen
     _, dest, _, choices = slots[index]
     if choices is not None:
         return list(choices), seen
     if dest in OPTIONS_INSTEAD:
-        return _all_options(chain), seen
+        return options, seen
     if dest == "values" and "=" in cur:
         return [], seen  # a value: free text
     command = chain[-1].rpartition(" ")[2]

@@ -155,6 +155,11 @@ def test_tab_reads_options_as_the_parser_does(tmp_path: Path) -> None:
         assert tab("releases", prefix, "1", "ll") == tab("releases", exact, "1", "ll") != []
     assert sorted(tab("install", "vllm", "--vari=c")) == ["--vari=cpu", "--vari=cuda"]
     assert option_of(GRAMMAR[""], "--h") is None  # --help or --home: argparse refuses it
+    # after "--" argparse reads every word as an operand: no option, no option's value
+    argv = ["install", "--", "--variant"]
+    assert build_parser(argv).parse_args(argv).component == "--variant"
+    assert tab("install", "--", "--variant", "") == tab("install", "--", "--var") == []
+    assert tab("install", "--", "ll") == tab("install", "ll") != []
     # a usage error after an abbreviated --json is the JSON document, as after --json
     for json_option in ("--json", "--js"):
         out = loaded_after(json_option, "no-such-command")[0]

@@ -123,8 +123,8 @@ def test_tab_after_global_options_answers_the_same() -> None:
 
 def test_tab_reads_options_as_the_parser_does(tmp_path: Path) -> None:
     """argparse takes ``--config=PATH`` and a long option's unique prefix (``--conf PATH``,
-    ``--vari X``) as the option: <TAB> reads them so too, the ids from that config and the
-    option's value where the parser would take it."""
+    ``--vari X``, ``--js``) as the option, and every word after ``--`` as an operand: <TAB>,
+    the choice of the command's parser and the JSON form of a usage error read them so too."""
     import io
 
     from backendmgr.cli.complete import complete, option_of

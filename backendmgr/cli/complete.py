@@ -10,7 +10,7 @@ and nothing in the data home is created or written.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from .grammar import GRAMMAR, Argument
@@ -18,7 +18,7 @@ from .grammar import GRAMMAR, Argument
 if TYPE_CHECKING:
     from ..config.paths import Paths
 
-__all__ = ["KINDS", "OPTION_KINDS", "analyse", "complete"]
+__all__ = ["KINDS", "OPTION_KINDS", "analyse", "complete", "option_of"]
 
 SUBCOMMANDS = "A..."
 """The ``nargs`` of a parser's subcommands (``argparse.PARSER``)."""
@@ -67,12 +67,26 @@ def _takes_value(argument: Argument) -> bool:
 
 
 def _option(chain: Sequence[str], word: str) -> Argument | None:
+    """The option ``word`` names: exactly, in any parser the words went through, else as
+    the innermost parser reads it (:func:`option_of`)."""
     name = word.split("=", 1)[0]
     for path in chain:
         for argument in GRAMMAR[path]:
             if name in argument[0]:
                 return argument
-    return None
+    return option_of(GRAMMAR[chain[-1]], word)
+
+
+def option_of(arguments: Iterable[Argument], word: str) -> Argument | None:
+    """The option ``word`` (``--name``, ``--name=value``) names as argparse reads it: its
+    exact name, else the one long option it is a prefix of (argparse takes ``--vari`` for
+    ``--variant``, ``--conf`` for ``--config``); an unknown or ambiguous one is none."""
+    name = word.split("=", 1)[0]
+    exact = next((a for a in arguments if name in a[0]), None)
+    if exact is not None or not name.startswith("--") or len(name) < 3:
+        return exact
+    matches = {a for a in arguments for o in a[0] if o.startswith(name)}
+    return matches.pop() if len(matches) == 1 else None
 
 
 def _all_options(chain: Sequence[str]) -> list[str]:
@@ -90,15 +104,23 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     positionals: list[str] = []
     seen: dict[str, str] = {}
     done = list(words[:-1])
+    operands = False  # after "--", argparse reads every word as an operand
     i = 0
     while i < len(done):
         word = done[i]
-        if word.startswith("-") and word != "-":
+        if word == "--" and len(chain) > 1 and not operands:
+            operands = True
+            i += 1
+            continue
+        if word.startswith("-") and word != "-" and not operands:
             option = _option(chain, word)
-            if option is not None and _takes_value(option) and "=" not in word:
-                if option[1] in ("config", "home") and i + 1 < len(done):
-                    seen[option[1]] = done[i + 1]
-                i += 1
+            if option is not None and _takes_value(option):
+                _, equals, value = word.partition("=")
+                if not equals:  # the value is the next word
+                    value = done[i + 1] if i + 1 < len(done) else ""
+                    i += 1
+                if option[1] in ("config", "home") and value:
+                    seen[option[1]] = value
             i += 1
             continue
         sub = _subcommands(chain[-1])
@@ -109,16 +131,20 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
         i += 1
     cur = words[-1] if words else ""
     component = positionals[0] if positionals else None
-    if len(done) >= 2 and done[-1] == "=":  # bash splits "--variant=cu" at the "="
-        return _values(_option(chain, done[-2]), component, ""), seen
-    previous = _option(chain, done[-1]) if done and done[-1].startswith("-") else None
-    if previous is not None and _takes_value(previous) and "=" not in done[-1]:
-        return _values(previous, component, ""), seen  # nothing known: paths, from the shell
-    if cur.startswith("-"):
-        if "=" in cur:  # --variant=cu
-            name = cur.split("=", 1)[0]
-            return _values(_option(chain, name), component, name + "="), seen
-        return _all_options(chain), seen
+    if operands:  # no option can follow: the word is an operand, whatever it starts with
+        options: list[str] = []
+    else:
+        options = _all_options(chain)
+        if len(done) >= 2 and done[-1] == "=":  # bash splits "--variant=cu" at the "="
+            return _values(_option(chain, done[-2]), component, ""), seen
+        previous = _option(chain, done[-1]) if done and done[-1].startswith("-") else None
+        if previous is not None and _takes_value(previous) and "=" not in done[-1]:
+            return _values(previous, component, ""), seen  # nothing known: paths, from the shell
+        if cur.startswith("-"):
+            if "=" in cur:  # --variant=cu
+                name = cur.split("=", 1)[0]
+                return _values(_option(chain, name), component, name + "="), seen
+            return options, seen
     sub = _subcommands(chain[-1])
     if sub is not None and not positionals:
         return [c for c in sub[3] or () if not c.startswith("_")], seen
@@ -127,12 +153,12 @@ def analyse(words: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     if index >= len(slots) and slots and slots[-1][2] in ("*", "+"):
         index = len(slots) - 1
     if index >= len(slots):  # every argument given: what is left to type is options
-        return _all_options(chain), seen
+        return options, seen
     _, dest, _, choices = slots[index]
     if choices is not None:
         return list(choices), seen
     if dest in OPTIONS_INSTEAD:
-        return _all_options(chain), seen
+        return options, seen
     if dest == "values" and "=" in cur:
         return [], seen  # a value: free text
     command = chain[-1].rpartition(" ")[2]

@@ -203,13 +203,18 @@ def _add_global_options(
 
 
 def command_of(words: Sequence[str]) -> str:
-    """The command word in ``words`` (global options may come first), or ``""``."""
+    """The command word in ``words`` (global options may come first, as argparse reads
+    them: ``--conf PATH`` is ``--config PATH``), or ``""``."""
+    from .complete import option_of
+    from .grammar import GRAMMAR
+
     i = 0
     while i < len(words):
         word = words[i]
         if word == "--":
             return ""
-        if word in ("--config", "--home"):
+        option = option_of(GRAMMAR[""], word) if word.startswith("--") else None
+        if option is not None and option[2] != 0 and "=" not in word:
             i += 2
             continue
         if not word.startswith("-"):
@@ -233,8 +238,13 @@ def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def wants_json(argv: Sequence[str]) -> bool:
-    """Whether ``--json`` was given, read before parsing so usage errors can honour it."""
+    """Whether ``--json`` was given (or a prefix argparse reads as it: ``--js``), read before
+    parsing so usage errors can honour it."""
+    from .complete import option_of
+    from .grammar import COMMON
+
     args = list(argv)
     if "--" in args:
         args = args[: args.index("--")]
-    return "--json" in args
+    options = (option_of(COMMON, word) for word in args if word.startswith("--"))
+    return any(option is not None and option[1] == "json" for option in options)

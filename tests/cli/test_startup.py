@@ -121,6 +121,51 @@ def test_tab_after_global_options_answers_the_same() -> None:
         assert fast.strip() and loaded_after("-q", "__complete", "--", *words)[0] == fast, words
 
 
+def test_tab_reads_options_as_the_parser_does(tmp_path: Path) -> None:
+    """argparse takes ``--config=PATH`` and a long option's unique prefix (``--conf PATH``,
+    ``--vari X``, ``--js``) as the option, and every word after ``--`` as an operand: <TAB>,
+    the choice of the command's parser and the JSON form of a usage error read them so too."""
+    import io
+
+    from backendmgr.cli.complete import complete, option_of
+    from backendmgr.cli.grammar import GRAMMAR
+    from backendmgr.cli.parser import build_parser
+    from tests.support.ggufs import write_gguf
+
+    write_gguf(tmp_path / "m" / "alpha.gguf", "llama", layers=2, ctx=4096)
+    config = tmp_path / "elsewhere" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text(f"models_dirs: [{json.dumps(str(tmp_path / 'm'))}]\n")
+
+    def tab(*words: str) -> list[str]:
+        out = io.StringIO()
+        assert complete(["--", *words], out) == 0
+        return out.getvalue().split()
+
+    for given in (["--conf", str(config)], [f"--config={config}"], [f"--con={config}"]):
+        argv = [*given, "pin", "x", "r"]
+        assert build_parser(argv).parse_args(argv).config == str(config), given
+        assert tab(*given, "pin", "") == ["alpha"], given
+        # and the command is found after it: only its parser is built (cli.parser.command_of)
+        assert f"config:    {config}" in loaded_after(*given, "config", "path")[0], given
+    for exact, prefix in (("--variant", "--vari"), ("--limit", "--lim")):
+        argv = ["releases", "x", prefix, "1"]
+        assert str(getattr(build_parser(argv).parse_args(argv), exact[2:])) == "1"
+        assert tab("releases", "vllm", prefix, "") == tab("releases", "vllm", exact, "")
+        assert tab("releases", prefix, "1", "ll") == tab("releases", exact, "1", "ll") != []
+    assert sorted(tab("install", "vllm", "--vari=c")) == ["--vari=cpu", "--vari=cuda"]
+    assert option_of(GRAMMAR[""], "--h") is None  # --help or --home: argparse refuses it
+    # after "--" argparse reads every word as an operand: no option, no option's value
+    argv = ["install", "--", "--variant"]
+    assert build_parser(argv).parse_args(argv).component == "--variant"
+    assert tab("install", "--", "--variant", "") == tab("install", "--", "--var") == []
+    assert tab("install", "--", "ll") == tab("install", "ll") != []
+    # a usage error after an abbreviated --json is the JSON document, as after --json
+    for json_option in ("--json", "--js"):
+        out = loaded_after(json_option, "no-such-command")[0]
+        assert json.loads(out)["exit"] == 2, json_option
+
+
 def test_the_grammar_is_what_the_parsers_build() -> None:
     """:mod:`backendmgr.cli.grammar` is every parser's arguments as generated from the
     requests; a change to a command's arguments is a change to it

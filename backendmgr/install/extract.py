@@ -7,6 +7,7 @@ exists, because llama.cpp's tarballs list ``libggml.so -> libggml.so.0`` before 
 from __future__ import annotations
 
 import contextlib
+import errno
 import lzma
 import os
 import shutil
@@ -407,7 +408,7 @@ def extract(
     about malformed input becomes one UnsafeArchive line here, for every format."""
     report = ExtractReport()
     kind = archive_format(asset_name)
-    with _readable(asset_name):
+    with _readable(asset_name, root):
         if kind == "zip":
             _extract_zip(path, root, asset_name, report, max_total)
         elif kind in ("tar", "tar.zst"):
@@ -438,19 +439,31 @@ def extract_stream(
     expansion ratio, since the file is still growing."""
     report = ExtractReport()
     budget = _Budget(asset_name, compressed, max_total)
-    with _readable(asset_name):
+    with _readable(asset_name, root):
         _extract_members(_unpacked_stream(src, budget), root, asset_name, report, budget)
     return report
 
 
+_CLASHES = frozenset({errno.EEXIST, errno.EISDIR, errno.ENOTDIR})
+
+
 @contextlib.contextmanager
-def _readable(asset_name: str) -> Iterator[None]:
-    """Whatever the archive library raises about malformed input becomes one line."""
+def _readable(asset_name: str, root: Path) -> Iterator[None]:
+    """Whatever the archive library raises about malformed input becomes one line; so does a
+    name the archive gives both to a file and to a folder (in either order), named as the
+    archive names it, not by the staging folder that is removed with the error."""
     try:
         yield
     except UnsafeArchive:
         raise
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno in _CLASHES and exc.filename is not None:
+            where = Path(os.fsdecode(exc.filename))
+            if where.is_relative_to(root):
+                name = where.relative_to(root).as_posix()
+                raise UnsafeArchive(
+                    f"{asset_name}: {name!r} is both a file and a folder in the archive"
+                ) from exc
         if not _unreadable(exc):
             raise
         text = str(exc).strip()

@@ -66,8 +66,9 @@ def test_a_failed_write_is_the_unpacks_error(tmp_path: Path, threaded: bool) -> 
     # "t/x" is a folder by the time its file is opened: the open fails (in the writer's thread)
     entries = [Entry("t/x/", kind="dir"), Entry("t/x", BIG)]
     path = _archive(tmp_path, "a.tar.gz", make_tar(entries))
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(UnsafeArchive, match="'t/x' is both a file and a folder") as caught:
         extract(path, "a.tar.gz", tmp_path / "out", exe_name="x")
+    assert isinstance(caught.value.__cause__, IsADirectoryError)
 
 
 def test_a_failed_write_comes_before_a_later_refusal(tmp_path: Path, threaded: bool) -> None:
@@ -75,7 +76,7 @@ def test_a_failed_write_comes_before_a_later_refusal(tmp_path: Path, threaded: b
     the write's failure is the answer, as it is when one thread does both."""
     entries = [Entry("t/x/", kind="dir"), Entry("t/x", BIG), Entry("../evil", b"x")]
     path = _archive(tmp_path, "a.tar.gz", make_tar(entries))
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(UnsafeArchive, match="'t/x' is both a file and a folder"):
         extract(path, "a.tar.gz", tmp_path / "out", exe_name="x")
     assert not (tmp_path / "evil").exists()
 
@@ -86,8 +87,11 @@ def test_a_file_then_a_folder_of_its_name_fails_as_with_one_thread(
     # the writer is still busy with "t/big" when "t/a/" is needed as a folder
     entries = [Entry("t/big", BIG), Entry("t/a", b"data"), Entry("t/a/b", b"more")]
     path = _archive(tmp_path, "a.tar.gz", make_tar(entries))
-    with pytest.raises(FileExistsError):
+    with pytest.raises(
+        UnsafeArchive, match=r"a\.tar\.gz: 't/a' is both a file and a folder"
+    ) as caught:
         extract(path, "a.tar.gz", tmp_path / "out", exe_name="x")
+    assert isinstance(caught.value.__cause__, FileExistsError)
 
 
 def test_a_refusal_stops_the_writer_after_what_came_before(tmp_path: Path, threaded: bool) -> None:

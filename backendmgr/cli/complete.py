@@ -236,7 +236,7 @@ def _ids(
             return [prefix + v for v in KNOWN_KINDS]
         return [prefix + v for v in _local_ids(kind, _paths(config, home))]
     if item.startswith("kind:setting"):
-        from .commands.overrides import KEY_HELP
+        from .keys import KEY_HELP
 
         return [key + item[12:] for key in KEY_HELP]  # "ctx=" for set, "ctx" for unset
     return _local_ids(item[5:], _paths(config, home))

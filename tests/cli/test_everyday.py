@@ -153,7 +153,7 @@ def test_every_help_lists_the_global_options_and_every_option_has_help() -> None
 
 
 def test_set_help_lists_the_keys() -> None:
-    from backendmgr.cli.commands.overrides import KEY_HELP
+    from backendmgr.cli.keys import KEY_HELP
     from backendmgr.manager import SETTABLE_KEYS
 
     assert list(KEY_HELP) == list(SETTABLE_KEYS)

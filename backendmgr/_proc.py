@@ -1,11 +1,15 @@
 """Starting a child in its own process group, so that stopping it reaches the helpers it
-starts (a model server's workers, a build backend's compilers, llama-swap's servers)."""
+starts (a model server's workers, a build backend's compilers, llama-swap's servers), and
+stopping that group."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -14,7 +18,10 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
-__all__ = ["cannot_start", "open_group"]
+__all__ = ["KILL_GRACE_S", "cannot_start", "open_group", "stop_group"]
+
+KILL_GRACE_S = 1.0
+"""How long a program has between SIGTERM and SIGKILL: a cancel takes effect within this."""
 
 
 def dying_with_parent(argv: Sequence[str]) -> list[str]:
@@ -41,12 +48,19 @@ async def open_group(
 ) -> Process:
     """Start ``argv`` with no stdin and its output piped (stderr joins stdout when ``merge``),
     leading a new session on POSIX. Shielded: a cancel between the start and the caller's
-    ``try`` would leave a started group unowned. ``die_with_parent``: see
+    ``try`` would leave a started group unowned (one that comes anyway stops the group, below).
+    ``die_with_parent``: see
     :func:`dying_with_parent`. Raises :class:`OSError` when it cannot start."""
     if die_with_parent:
         argv = dying_with_parent(argv)
-    with anyio.CancelScope(shield=True):
-        process = await anyio.open_process(
+    # A cancel scope's shield does not hold off asyncio's own cancellation (its runner cancels
+    # the main task on Ctrl-C). One that landed while asyncio connects the new process's pipes
+    # made asyncio kill the program alone and then wait for its pipes to close, which a helper
+    # the program had started kept open for ever: Ctrl-C hung the command. So the start runs as
+    # a task of its own that no cancel reaches; if one came meanwhile, the started group is
+    # stopped whole before the cancel goes on.
+    starting = asyncio.ensure_future(
+        anyio.open_process(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -54,7 +68,44 @@ async def open_group(
             env=None if env is None else dict(env),
             start_new_session=os.name == "posix",
         )
+    )
+    with anyio.CancelScope(shield=True):
+        try:
+            process = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(OSError):  # it did not start: nothing to stop
+                await stop_group(await starting)
+            raise
     return process
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the program's process group; False when the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+    except OSError:  # ESRCH: nobody left; EPERM: not ours to signal
+        return False
+    return True
+
+
+async def stop_group(process: Process, grace: float = KILL_GRACE_S) -> None:
+    """SIGTERM the whole group, give the program ``grace`` seconds to exit, then SIGKILL what
+    is left of the group, and reap the program: shielded, so a cancel or Ctrl-C cannot leave
+    its helpers running."""
+    with anyio.CancelScope(shield=True):
+        pgid = process.pid
+        if os.name == "posix" and _signal_group(pgid, signal.SIGTERM):
+            if process.returncode is None:
+                with anyio.move_on_after(grace):
+                    await process.wait()
+            # helpers that ignore SIGTERM or outlive it; a probe has no state for them to save
+            _signal_group(pgid, signal.SIGKILL)
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        with anyio.move_on_after(5):
+            await process.wait()
+        await process.aclose()
 
 
 def cannot_start(argv: Sequence[str], exc: OSError) -> str:

@@ -10,17 +10,14 @@ uses it too): own process group, bounded output, the whole group stopped on ever
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
-from .._proc import open_group
+from .._proc import KILL_GRACE_S, open_group, stop_group
 from ..catalog.capabilities import Capabilities, parse_capabilities, parse_options
 
 __all__ = [
@@ -39,9 +36,6 @@ TIMEOUT_S = 10.0
 MAX_OUTPUT = 1 << 20
 LIST_DEVICES = "--list-devices"
 
-
-KILL_GRACE_S = 1.0
-"""How long a program has between SIGTERM and SIGKILL: a cancel takes effect within this."""
 TAIL_BYTES = 4096
 
 
@@ -76,35 +70,6 @@ class _Kept:
         self.head += chunk[: max(room, 0)]
         self.overflowed = self.overflowed or len(chunk) > room
         self.tail = (self.tail + chunk)[-TAIL_BYTES:]
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to the program's process group; False when the group is gone."""
-    try:
-        os.killpg(pgid, sig)
-    except OSError:  # ESRCH: nobody left; EPERM: not ours to signal
-        return False
-    return True
-
-
-async def stop_group(process: Process, grace: float = KILL_GRACE_S) -> None:
-    """SIGTERM the whole group, give the program ``grace`` seconds to exit, then SIGKILL what
-    is left of the group, and reap the program: shielded, so a cancel or Ctrl-C cannot leave
-    its helpers running."""
-    with anyio.CancelScope(shield=True):
-        pgid = process.pid
-        if os.name == "posix" and _signal_group(pgid, signal.SIGTERM):
-            if process.returncode is None:
-                with anyio.move_on_after(grace):
-                    await process.wait()
-            # helpers that ignore SIGTERM or outlive it; a probe has no state for them to save
-            _signal_group(pgid, signal.SIGKILL)
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        with anyio.move_on_after(5):
-            await process.wait()
-        await process.aclose()
 
 
 async def run_in_group(

@@ -169,7 +169,7 @@ async def _run(
 ) -> None:
     """Run an installer step, streaming its lines as events; fail with its last lines."""
     tail: collections.deque[str] = collections.deque(maxlen=8)
-    from .probe import stop_group
+    from .._proc import stop_group
 
     # a build backend's helpers stop with it, and it stops with us: a killed install must not
     # leave pip or uv writing into a staging folder the next install is cleaning

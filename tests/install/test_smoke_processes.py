@@ -4,8 +4,10 @@ may leave a process running (SPEC §7.5)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -131,3 +133,59 @@ def test_a_cancelled_venv_step_stops_its_whole_group(tmp_path: Path, step: str) 
     took = anyio.run(main)
     assert took < PROMPT, took
     assert_none_left(recorded_pids(pids, 2))
+
+
+def test_a_ctrl_c_while_the_program_starts_stops_its_whole_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncio's runner turns Ctrl-C into a cancel of the main task, which no cancel scope
+    shields. Landing while asyncio connects a new program's pipes, it made asyncio kill the
+    program alone and wait for its pipes, which the program's helper held open: the command
+    hung (seen in CI under load). Here the loop is held until the helper has started, as a
+    loaded machine holds it, and the cancel lands then: it must take effect at once and stop
+    the whole group."""
+    import asyncio
+    import subprocess
+
+    from backendmgr._proc import open_group
+
+    pids = tmp_path / "pids"
+    program = tmp_path / "server"
+    program.write_bytes(hanging_server(pids))
+    program.chmod(0o755)
+    found: list[int] = []
+    start = subprocess.Popen.__init__
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def started(self: subprocess.Popen[bytes], *args: object, **kwargs: object) -> None:
+            start(self, *args, **kwargs)  # type: ignore[arg-type]
+
+            def busy_then_ctrl_c() -> None:
+                found.extend(recorded_pids(pids, 2))  # the loop waits: the helper starts
+                task.cancel()  # what the runner does on SIGINT
+
+            loop.call_soon(busy_then_ctrl_c)
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", started)
+        await open_group([str(program)])
+
+    def unhang() -> None:  # without the fix: ends the wait, so the test fails, not hangs
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    watchdog = threading.Timer(PROMPT, unhang)
+    watchdog.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            anyio.run(main)
+    finally:
+        watchdog.cancel()
+    assert time.monotonic() - began < PROMPT
+    assert len(found) == 2
+    assert_none_left(found, within=2)

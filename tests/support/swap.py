@@ -201,6 +201,17 @@ def plant_state(home: Path, **fields: Any) -> Path:
     return record
 
 
+def _exec_done(pid: int) -> bool:
+    """Whether ``pid`` runs llama-swap yet: /proc/PID/exe exists from the fork on (naming this
+    Python until the exec), and the command line reads empty while the exec replaces it."""
+    try:
+        return os.path.samefile(f"/proc/{pid}/exe", SWAP_BIN) and bool(
+            Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def real_swap(config: Path) -> Iterator[subprocess.Popen[bytes]]:
     """The real llama-swap serving ``config`` on a free port: a process that ``status``
@@ -219,7 +230,7 @@ def real_swap(config: Path) -> Iterator[subprocess.Popen[bytes]]:
         start_new_session=True,
     )
     try:
-        wait_until(lambda: Path(f"/proc/{proc.pid}/exe").exists(), "llama-swap started")
+        wait_until(lambda: _exec_done(proc.pid), "llama-swap started")
         yield proc
     finally:
         proc.kill()

@@ -128,13 +128,7 @@ class _Walk:
         if isinstance(value, str):
             return self.string(str.__str__(value))
         if isinstance(value, dict):
-            self.out.append(self.map_start)
-            plain = {}
-            for key, item in value.items():
-                name = self.string(str(key))  # the key's events before the value's
-                plain[name] = self.value(item)
-            self.out.append(self.map_end)
-            return plain
+            return self.mapping(value)
         if isinstance(value, list | tuple):
             self.out.append(self.seq_start)
             items = [self.value(v) for v in value]
@@ -143,27 +137,28 @@ class _Walk:
         self.scalar(*_scalar_text(value))
         return value
 
-    def body(self, body: Any) -> Any:
-        """A model's body: its ``cmd`` of printable ASCII lines as a literal block (readable),
-        anything else by the one rule."""
-        if not isinstance(body, dict):
-            return self.value(body)
+    def mapping(self, value: Mapping[Any, Any], *, literal_cmd: bool = False) -> dict[str, Any]:
+        """A mapping, block style; with ``literal_cmd`` (a model's body), its ``cmd`` of
+        printable ASCII lines as a literal block (readable), anything else by the one rule."""
         self.out.append(self.map_start)
         plain: dict[str, Any] = {}
-        for key, value in body.items():
-            name = self.string(str(key))
-            if (
-                name == "cmd"
-                and isinstance(value, str)
-                and "${env." not in value
-                and all(_LITERAL_LINE.fullmatch(line) for line in value.split("\n"))
-            ):
-                plain[name] = str.__str__(value)
+        for key, item in value.items():
+            name = self.string(str(key))  # the key's events before the value's
+            if literal_cmd and name == "cmd" and _literal(item):
+                plain[name] = str.__str__(item)
                 self.scalar(plain[name], "|")
             else:
-                plain[name] = self.value(value)
+                plain[name] = self.value(item)
         self.out.append(self.map_end)
         return plain
+
+
+def _literal(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and "${env." not in value
+        and all(_LITERAL_LINE.fullmatch(line) for line in value.split("\n"))
+    )
 
 
 def _scalar_text(value: Any) -> tuple[str, str | None]:
@@ -226,7 +221,9 @@ def document_of(
             walk.string("models")
             walk.out.append(walk.map_start)
             name = walk.string(str(model_id))
-            written[name] = walk.body(body)
+            written[name] = (
+                walk.mapping(body, literal_cmd=True) if isinstance(body, dict) else walk.value(body)
+            )
             walk.out.append(walk.map_end)
             comments = _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
             pieces.append(walk.piece(comments, n, head if n == 0 else ()))

@@ -176,7 +176,8 @@ def test_a_global_macro_is_a_macro_in_extra_args_and_env(
 
 
 def test_the_trial_load_is_bounded_and_leaves_nothing_running(tmp_path: Path) -> None:
-    """A llama-swap that never answers (and a child it started) is stopped after the bound."""
+    """A llama-swap that never answers (and a child it started) is stopped after the bound;
+    3 s, so that a loaded box has started the script's child before the bound ends it."""
     import anyio
 
     from backendmgr.swap.trial import trial_load
@@ -186,8 +187,8 @@ def test_the_trial_load_is_bounded_and_leaves_nothing_running(tmp_path: Path) ->
     exe = tmp_path / "llama-swap"
     exe.write_text(f"#!/bin/sh\nsleep 300 &\necho $$ $! > {pids}\nwait\n")
     exe.chmod(0o755)
-    verdict = anyio.run(lambda: trial_load(exe, tmp_path / "none.yaml", timeout=1.0))
-    assert not verdict.loaded and "did not answer within 1 s" in verdict.detail
+    verdict = anyio.run(lambda: trial_load(exe, tmp_path / "none.yaml", timeout=3.0))
+    assert not verdict.loaded and "did not answer within 3 s" in verdict.detail
     assert not any(running(int(p)) for p in pids.read_text().split())
 
 

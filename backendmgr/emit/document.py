@@ -135,6 +135,10 @@ class _Walk:
             self.out.append(self.seq_end)
             return items
         self.scalar(*_scalar_text(value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int.__int__(value)  # a round-trip HexInt reads back as a plain int
+        if isinstance(value, float):
+            return float.__float__(value)  # and a ScalarFloat as a plain float
         return value
 
     def mapping(self, value: Mapping[Any, Any], *, literal_cmd: bool = False) -> dict[str, Any]:

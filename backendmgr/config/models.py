@@ -7,7 +7,6 @@ YAML. Importing this module imports no pydantic: the YAML is validated by it, la
 
 from __future__ import annotations
 
-import functools
 import re
 import typing
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -436,13 +435,6 @@ class ModelOverride(Record):
         return not self.to_yaml()
 
 
-@functools.cache
-def _no_override() -> ModelOverride:
-    """The override of a model with none (most of them): one, as it is immutable, rather
-    than a new one checked field by field for every model of every plan."""
-    return ModelOverride()
-
-
 def _model_ids_are_safe(value: Any) -> Any:
     """Checked before the overrides, so no error message quotes a raw hostile key."""
     if isinstance(value, dict):
@@ -499,7 +491,7 @@ class Settings(Record):
         return alias_clash(self.models)
 
     def override(self, model_id: str) -> ModelOverride:
-        return self.models.get(model_id) or _no_override()
+        return self.models.get(model_id) or ModelOverride()
 
     def row(self, row_id: str) -> BackendRow | None:
         return next((r for r in self.backends if r.id == row_id), None)

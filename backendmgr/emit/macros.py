@@ -202,7 +202,7 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     if not isinstance(models, Mapping):
         return top, per_model
     for model_id, body in models.items():
-        if not isinstance(body, Mapping):
+        if type(body) is not dict and not isinstance(body, Mapping):  # the ABC's check: slow
             continue
         own = declared(body.get("macros"))
         bad = next((p for n, v in own if (p := macro_problem(n, v))), None)
@@ -217,8 +217,8 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
         if model["proxy"] is None:
             model["proxy"] = DEFAULT_PROXY
         merged = merge_macros(str(model_id), glob, own)
-        cmd = _substitute_all(model.get("cmd"), merged)
-        proxy = _substitute_all(model["proxy"], merged)
+        done = {f: _substitute_all(model[f], merged) for f in ("cmd", "proxy") if f in model}
+        cmd, proxy = done.get("cmd"), done["proxy"]
         cmd_port = isinstance(cmd, str) and "${PORT}" in cmd
         if not cmd_port and isinstance(proxy, str) and "${PORT}" in proxy:
             per_model[str(model_id)] = "proxy uses ${PORT} but cmd does not"
@@ -226,7 +226,7 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
         for field, value in model.items():
             if not _holds_macro(value):
                 continue  # no substitution changes it, and no macro is left in it
-            value = _substitute_all(value, merged)
+            value = done[field] if field in done else _substitute_all(value, merged)
             if cmd_port:
                 value = substitute(value, "PORT", 5800)
             found = _left_over(value, str(field), field == "cmdStop")

@@ -145,6 +145,8 @@ class _Walk:
             return int.__int__(value)  # a round-trip HexInt reads back as a plain int
         if isinstance(value, float):
             return float.__float__(value)  # and a ScalarFloat as a plain float
+        if isinstance(value, datetime.datetime) and type(value) is not datetime.datetime:
+            return datetime.datetime.fromisoformat(value.isoformat())  # and a TimeStamp
         return value
 
     def mapping(self, value: Mapping[Any, Any], *, literal_cmd: bool = False) -> dict[str, Any]:

@@ -8,6 +8,8 @@ document, and a comment that lost its line break and swallowed the next line."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,13 +181,28 @@ def test_each_plain_scalar_is_read_as_the_loader_reads_it(pure: bool) -> None:
     assert _reads_back("".join(f'k{i}: "{w}"\n' for i, w in enumerate(words)), meant, pure=pure)
 
 
-def test_round_trip_numbers_are_written_and_proved_as_plain_ones() -> None:
-    """A passthrough value from the round-trip loader (``ScalarFloat``, ``HexInt``) is written
-    as its number and read back as a plain float or int: the document's data says so."""
-    loaded = YAML().load("f: 1.5\nh: 0x10\n")
+def test_round_trip_scalars_are_written_and_proved_as_plain_ones() -> None:
+    """A passthrough value from the round-trip loader (``ScalarFloat``, ``HexInt``, an aware
+    ``TimeStamp``) is written as its value and read back as a plain float, int or datetime:
+    the document's data says so."""
+    loaded = YAML().load("f: 1.5\nh: 0x10\nt: 2024-01-02 03:04:05+02:00\nd: 2024-01-02\n")
+    assert type(loaded["t"]) is not datetime.datetime  # ruamel's own subclass
     document = document_of({**loaded, "models": {}})
-    assert [type(v) for v in document.data.values()] == [float, int, dict]
+    types = [type(v) for v in document.data.values()]
+    assert types == [float, int, datetime.datetime, datetime.date, dict]
     assert reread_emitted(document, dump(document)) == (document.data, [])
+
+
+def test_a_date_in_the_passthrough_is_hashed_not_refused() -> None:
+    """The inputs' hash takes a value JSON has no type for (a YAML date) as its type and
+    value: no internal error, and not the hash of the same text as a string."""
+    from backendmgr.config.models import Settings
+    from backendmgr.emit.regen import inputs_hash
+
+    day = Settings(llama_swap={"t": datetime.date(2024, 1, 2)})
+    text = Settings(llama_swap={"t": "2024-01-02"})
+    assert inputs_hash(day, [], [], None) != inputs_hash(text, [], [], None)
+    assert inputs_hash(day, [], [], None) == inputs_hash(day, [], [], None)
 
 
 @settings(max_examples=300, deadline=None)

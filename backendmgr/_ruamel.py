@@ -3,10 +3,12 @@ what loads or writes YAML (a read of kept inputs imports no YAML library).
 
 ruamel's resolver asks which YAML version applies twice for every scalar it resolves, and
 finds out through two failed attribute look-ups each time (~2 µs: ~15 ms of a 200-model
-config's re-read). Where the answer cannot come from the document, it is the same for the
-whole document and is looked up once: reading with ruamel's C parser (which never hands the
-resolver a ``%YAML`` directive; the pure parser does, so it keeps ruamel's resolver). (The
-llama-swap config is written from events, :mod:`.emit.document`, with no resolver at all.)
+config's load, as ``doctor`` and ``generate --check`` read it; the re-read before a write
+walks the parser's events instead, :func:`.emit.verify.reread_emitted`). Where the answer
+cannot come from the document, it is the same for the whole document and is looked up once:
+reading with ruamel's C parser (which never hands the resolver a ``%YAML`` directive; the
+pure parser does, so it keeps ruamel's resolver). (The llama-swap config is written from
+events, :mod:`.emit.document`, with no resolver at all.)
 """
 
 from __future__ import annotations

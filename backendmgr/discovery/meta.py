@@ -52,6 +52,10 @@ MAX_INT = 1 << 48  # no count, length or window in a model header comes near thi
 def _int(value: Any) -> int | None:
     """A count, or None: wrong types (strings, lists, booleans), fractions, infinities and
     absurd magnitudes are unknown, so no sizing formula ever sees 1e308 (it would overflow)."""
+    if value is None:  # most keys a header may hold, it does not
+        return None
+    if type(value) is int:  # the usual count, looked at once
+        return value if 0 <= value <= MAX_INT else None
     if isinstance(value, bool):
         return None
     if isinstance(value, float):
@@ -89,9 +93,10 @@ def gguf_kind(raw: dict[str, Any]) -> tuple[str, str]:
 
 def meta_from_gguf(raw: dict[str, Any]) -> ModelMeta:
     arch, kind = gguf_kind(raw)
+    prefix = arch + "."
 
     def get(key: str) -> Any:
-        return raw.get(f"{arch}.{key}")
+        return raw.get(prefix + key)
 
     kv = get("attention.head_count_kv")
     kv_value: int | list[int] | None = _ints(kv) if isinstance(kv, list) else _int(kv)

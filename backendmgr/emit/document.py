@@ -89,7 +89,7 @@ class _Walk:
         self.out: list[Any] = []
         self.escape = False  # the piece holds a character that makes it all-ASCII
         self._scalars: dict[tuple[str, str | None], tuple[Any, bool]] = {}
-        self._styles: dict[str, str | None] = {}
+        self._strings: dict[str, tuple[Any, bool]] = {}  # by the one quoting rule
         self.map_start = events.MappingStartEvent(None, None, True, flow_style=False)
         self.map_end = events.MappingEndEvent()
         self.seq_start = events.SequenceStartEvent(None, None, True, flow_style=False)
@@ -106,21 +106,27 @@ class _Walk:
         self.escape = False
         return piece
 
+    def _event(self, text: str, style: str | None) -> tuple[Any, bool]:
+        """The scalar's event, and whether it holds a character that makes the piece ASCII."""
+        hidden = not text.isascii() and any(_hidden(ch) for ch in text)
+        return self.ev.ScalarEvent(None, None, (True, True), text, style=style), hidden
+
     def scalar(self, text: str, style: str | None) -> None:
         known = self._scalars.get((text, style))
         if known is None:
-            hidden = not text.isascii() and any(_hidden(ch) for ch in text)
-            event = self.ev.ScalarEvent(None, None, (True, True), text, style=style)
-            known = self._scalars[text, style] = (event, hidden)
+            known = self._scalars[text, style] = self._event(text, style)
         self.out.append(known[0])
         self.escape = self.escape or known[1]
 
     def string(self, text: str) -> str:
-        """A string by the one quoting rule (decided once per distinct string)."""
-        style = self._styles.get(text, "")
-        if style == "":
-            style = self._styles[text] = None if plain_safe(text) else '"'
-        self.scalar(text, style)
+        """A string by the one quoting rule (its event made once per distinct string)."""
+        known = self._strings.get(text)
+        if known is None:
+            style = None if plain_safe(text) else '"'
+            known = self._strings[text] = self._event(text, style)
+        self.out.append(known[0])
+        if known[1]:
+            self.escape = True
         return text
 
     def value(self, value: Any) -> Any:
@@ -135,6 +141,12 @@ class _Walk:
             self.out.append(self.seq_end)
             return items
         self.scalar(*_scalar_text(value))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int.__int__(value)  # a round-trip HexInt reads back as a plain int
+        if isinstance(value, float):
+            return float.__float__(value)  # and a ScalarFloat as a plain float
+        if isinstance(value, datetime.datetime) and type(value) is not datetime.datetime:
+            return datetime.datetime.fromisoformat(value.isoformat())  # and a TimeStamp
         return value
 
     def mapping(self, value: Mapping[Any, Any], *, literal_cmd: bool = False) -> dict[str, Any]:

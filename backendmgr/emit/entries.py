@@ -25,7 +25,9 @@ HASH_PREFIX = "# inputs: sha256:"
 
 def single_line(text: str) -> str:
     """One printable line: a name from a file must never end a comment and start YAML."""
-    return " ".join("".join(ch if ch.isprintable() else "?" for ch in text).split())
+    if not text.isprintable():  # the rare line: character by character
+        text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return " ".join(text.split())
 
 
 _PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_./=+-]*")

@@ -143,6 +143,8 @@ def posix_split(line: str) -> list[str]:
 
 def strip_comments(cmd: str) -> str:
     """llama-swap's ``StripComments``: lines whose trimmed text starts with ``#`` go."""
+    if "#" not in cmd:  # no comment line: every entry backendmgr plans
+        return cmd
     return "\n".join(line for line in cmd.split("\n") if not go_trim_space(line).startswith("#"))
 
 

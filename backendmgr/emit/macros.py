@@ -152,6 +152,19 @@ def _substitute_all(value: Any, macros: list[tuple[str, Any]]) -> Any:
     return value
 
 
+def _holds_macro(value: Any) -> bool:
+    """Whether a string in ``value`` holds ``${``. Every macro's pattern starts so: elsewhere
+    each substitution gives the value back and no macro is left over, so the passes below,
+    which copy the whole value once per macro, need only the values that hold one."""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(map(_holds_macro, value.values()))
+    if isinstance(value, list):
+        return any(map(_holds_macro, value))
+    return False
+
+
 def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
     if isinstance(value, str):
         for m in MACRO.finditer(value):
@@ -179,7 +192,7 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     glob = declared(data.get("macros"))
     top += [p for n, v in glob if (p := macro_problem(n, v))]
     for key, value in data.items():
-        if key in ("models", "macros"):
+        if key in ("models", "macros") or not _holds_macro(value):
             continue
         found = _left_over(_substitute_all(value, glob), str(key), False)
         if found is not None:
@@ -189,7 +202,7 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     if not isinstance(models, Mapping):
         return top, per_model
     for model_id, body in models.items():
-        if not isinstance(body, Mapping):
+        if type(body) is not dict and not isinstance(body, Mapping):  # the ABC's check: slow
             continue
         own = declared(body.get("macros"))
         bad = next((p for n, v in own if (p := macro_problem(n, v))), None)
@@ -203,15 +216,19 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
         model.setdefault("proxy", DEFAULT_PROXY)
         if model["proxy"] is None:
             model["proxy"] = DEFAULT_PROXY
-        model = _substitute_all(model, merge_macros(str(model_id), glob, own))
-        cmd, proxy = model.get("cmd"), model.get("proxy")
+        merged = merge_macros(str(model_id), glob, own)
+        done = {f: _substitute_all(model[f], merged) for f in ("cmd", "proxy") if f in model}
+        cmd, proxy = done.get("cmd"), done["proxy"]
         cmd_port = isinstance(cmd, str) and "${PORT}" in cmd
-        if cmd_port:
-            model = substitute(model, "PORT", 5800)
-        elif isinstance(proxy, str) and "${PORT}" in proxy:
+        if not cmd_port and isinstance(proxy, str) and "${PORT}" in proxy:
             per_model[str(model_id)] = "proxy uses ${PORT} but cmd does not"
             continue
         for field, value in model.items():
+            if not _holds_macro(value):
+                continue  # no substitution changes it, and no macro is left in it
+            value = done[field] if field in done else _substitute_all(value, merged)
+            if cmd_port:
+                value = substitute(value, "PORT", 5800)
             found = _left_over(value, str(field), field == "cmdStop")
             if found is not None:
                 per_model[str(model_id)] = found

@@ -6,6 +6,8 @@ out. The llama-swap document is assembled from these in :mod:`.document`.
 
 from __future__ import annotations
 
+import functools
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,10 +99,17 @@ class Skip:
     notes: tuple[str, ...] = field(default=())
 
 
+_PLAIN_WORD = re.compile(r"[\w@%+=:,./-]+", re.ASCII)  # what shlex.quote returns unquoted
+
+
 def render_token(token: str) -> str:
     """Quote for a POSIX shell and llama-swap: the ``${PORT}`` the plan writes stays a macro,
-    a ``${`` anywhere else (a path, a name) is written as a literal (:func:`.macros.shell_word`)."""
-    return token if token == PORT else shell_word(token)
+    a ``${`` anywhere else (a path, a name) is written as a literal (:func:`.macros.shell_word`).
+    A word of the characters ``shlex.quote`` leaves alone (most flags, numbers and paths) is
+    its own quoting, and holds no ``${``: it is written as it is, without the calls."""
+    if token == PORT or _PLAIN_WORD.fullmatch(token):
+        return token
+    return shell_word(token)
 
 
 def _flags_in(extra: str) -> set[str]:
@@ -148,6 +157,10 @@ def _metadata(res: Resolution, model: DiscoveredModel, est: float) -> dict[str, 
     return data
 
 
+_no_override = functools.cache(ModelOverride)
+"""The override of the many models with none: one (it is immutable), not a new one made and
+checked field by field for each model of each plan."""
+
 ToolParsers = Mapping[str, Sequence[str] | None]
 """Build id → the tool parsers its receipt records (None: not known)."""
 
@@ -163,7 +176,7 @@ def plan_model(
     """``caps``: what each build can do; without it (or for a build never probed) every
     llama-server gets the full flag set, as before capabilities existed. ``gpus``: the host's
     adapters, for a model pinned to a ``device``."""
-    ov = settings.override(model.id)
+    ov = settings.models.get(model.id) or _no_override()  # Settings.override, for each model
     index = caps or CapabilityIndex()
     if model.format == "hf":
         res = resolve_preferring(settings, ov, "llm", "vllm")

@@ -55,7 +55,9 @@ def inputs_hash(
     )
     digest = hashlib.sha256()
     digest.update(f"emitter {EMITTER_VERSION}\n".encode())
-    digest.update(json.dumps(plain(relevant), sort_keys=True).encode())
+    # a passthrough value JSON has no type for (a YAML date, a set) hashes as its type and repr
+    text = json.dumps(plain(relevant), sort_keys=True, default=lambda v: f"{type(v)} {v!r}")
+    digest.update(text.encode())
     for receipt in sorted(receipts):
         digest.update(b"\nreceipt " + receipt.encode())
     for path, size, mtime in sorted(files):

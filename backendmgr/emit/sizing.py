@@ -178,7 +178,14 @@ def kv_model(meta: ModelMeta | None, cache_type: str = "f16") -> KvModel | None:
     swa_width, full_width = k_swa + v_swa, (k or 0) + (v or 0)
     flags = pattern if isinstance(pattern, list) else None
     n = pattern if isinstance(pattern, int) and pattern else 6
-    for i in range(layers):
+    each = range(layers)
+    uniform = kv_list is None and marked is None and interval <= 0 and not lora_cell
+    if uniform and window <= 0 and kv_each:  # every layer full attention, alike (most models)
+        term = kv_each * full_width * per
+        for _ in each:  # the sum the loop below makes, the same terms in the same order
+            slope += term
+        each = range(0)
+    for i in each:
         layer_kv = kv_list[i] if kv_list is not None and i < len(kv_list) else kv_each
         recurrent = (marked is not None and i < len(marked) and marked[i]) or (
             marked is None and interval > 0 and (i + 1) % interval != 0

@@ -10,10 +10,11 @@ problem, never "ok".
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.parser import Parser
 
 from .._ruamel import safe_yaml
 from .entries import entry_cmd, entry_env, single_line
@@ -132,25 +133,161 @@ def check_emitted(document: Document, text: str) -> list[str]:
     return reread_emitted(document, text)[1]
 
 
-def reread_emitted(document: Document, text: str) -> tuple[dict[str, Any] | None, list[str]]:
-    """:func:`check_emitted`, and the data the text read back as (``None`` when it is no
-    mapping), so that the caller needs no second parse of the same text. What makes writing
-    the document in pieces (:mod:`.document`) safe: text that does not read back equal to the
-    document's data, key for key and value for value, is never written."""
+def reread_emitted(
+    document: Document, text: str, *, pure: bool = False
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """:func:`check_emitted`, and the data the text reads back as (``None`` when it is no
+    mapping): on success the document's own data, which the text was proved to say. What
+    makes writing the document in pieces (:mod:`.document`) safe: text that does not read
+    back equal to the document's data, key for key and value for value, is never written.
+
+    The proof walks the parser's events (libyaml's where ``ruamel.yaml.clib`` is installed,
+    else ruamel's pure parser; ``pure``: that one anyway) against the data
+    (:func:`_reads_back`): no tree is built. Only a refused text is loaded, to say where."""
+    meant = document.data
+    if _reads_back(text, meant, pure=pure):
+        return meant, check_shape(meant)
     try:
-        data = safe_yaml().load(text)
+        data = _safe(pure).load(text)
     except (YAMLError, ValueError, RecursionError) as exc:
         return None, [f"it would not be valid YAML ({single_line(str(exc))[:200]})"]
     mapping = data if isinstance(data, dict) else None
-    meant = document.data
-    if data != meant:
-        read = mapping.get("models") if mapping is not None else None
-        read = read if isinstance(read, dict) else {}
-        models = meant.get("models", {})
-        changed = [k for k in models if read.get(k) != models[k]]
-        where = f"model {single_line(repr(changed[0]))}" if changed else "the document"
-        return mapping, [f"{where} would not read back as written"]
-    return mapping, check_shape(data)
+    read = mapping.get("models") if mapping is not None else None
+    read = read if isinstance(read, dict) else {}
+    models = meant.get("models", {})
+    changed = [k for k in models if not _same(read.get(k, _REFUSED), models[k])]
+    where = f"model {single_line(repr(changed[0]))}" if changed else "the document"
+    return mapping, [f"{where} would not read back as written"]
+
+
+def _safe(pure: bool) -> Any:
+    """The loader of :func:`reread_emitted`: ``safe_yaml()``, or its pure form."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True) if pure else safe_yaml()
+
+
+_REFUSED = object()  # what a scalar the check refuses reads as: equal to no value
+_END = object()  # what is left of a collection when nothing is
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "timestamp")
+)
+
+
+def _same(read: Any, meant: Any) -> bool:
+    """Equal and of the same types throughout (``True`` is not ``1``, ``1.0`` not ``1``)."""
+    if type(read) is not type(meant):
+        return False
+    if isinstance(read, dict):
+        return len(read) == len(meant) and all(
+            k in meant and _same(v, meant[k]) for k, v in read.items()
+        )
+    if isinstance(read, list):
+        return len(read) == len(meant) and all(map(_same, read, meant))
+    return bool(read == meant)
+
+
+class _Plain:
+    """Plain scalars as the safe loader reads them: the tag from ruamel's resolver, the value
+    from its constructor (a tag the emitter never makes reads as :data:`_REFUSED`), each
+    distinct text once per check."""
+
+    def __init__(self, yaml: Any) -> None:
+        from ruamel.yaml.nodes import ScalarNode
+
+        self.node = ScalarNode
+        self.resolve = yaml.resolver.resolve
+        self.constructor = yaml.constructor
+        self.known: dict[str, Any] = {}
+
+    def __call__(self, text: str) -> Any:
+        """The value of the plain scalar ``text``, kept in :attr:`known`."""
+        tag = self.resolve(self.node, text, (True, False))
+        if str(tag) not in _SCALAR_TAGS:
+            value = _REFUSED  # a merge key, "=", and the like
+        else:
+            value = self.constructor.construct_object(self.node(tag, text))
+        self.known[text] = value
+        return value
+
+
+def _reads_back(text: str, meant: dict[str, Any], *, pure: bool = False) -> bool:
+    """Whether ``text`` is one YAML document that the safe loader reads as exactly ``meant``:
+    its mappings, sequences, keys (in order) and scalars, each scalar of the same type and
+    value (a plain one resolved and constructed as the loader does, a quoted or block one a
+    string), with no anchor, alias, tag or directive, each mapping with exactly the keys
+    meant. Walked over the parser's events, which are flat: depth costs no recursion."""
+    from ruamel.yaml import events as ev
+
+    yaml = _safe(pure)
+    if yaml.Parser is Parser:
+        next_event = iter(yaml.parse(text)).__next__
+    else:  # libyaml's (ruamel's parse() would wire it to the pure scanner)
+        next_event = yaml.Parser(text).get_event
+    plain = _Plain(yaml)
+    known = plain.known  # each distinct plain scalar, as read
+    scalar, alias = ev.ScalarEvent, ev.AliasEvent
+    mapping, sequence = ev.MappingStartEvent, ev.SequenceStartEvent
+    ends = (ev.MappingEndEvent, ev.SequenceEndEvent)
+    end = _END
+    stack: list[tuple[bool, Iterator[Any]]] = []  # per open collection: mapping?, what is left
+    try:
+        if type(next_event()) is not ev.StreamStartEvent:
+            return False
+        start = next_event()
+        if type(start) is not ev.DocumentStartEvent or start.version or start.tags:
+            return False  # a directive: the emitter writes none, and the parsers differ on it
+        want: Any = meant
+        is_mapping = False
+        while True:
+            event = next_event()
+            kind = type(event)
+            if stack:
+                is_mapping, left = stack[-1]
+                if kind in ends:
+                    if next(left, end) is not end:
+                        return False  # a key or an item missing
+                    stack.pop()
+                    if stack:
+                        continue
+                    break
+                if is_mapping:  # the key, then its value
+                    item: Any = next(left, end)
+                    if item is end or kind is not scalar or event.ctag is not None:
+                        return False  # an extra key, or a key that is no string
+                    key = event.value
+                    if event.implicit[0]:
+                        key = known.get(key, end)
+                        key = plain(event.value) if key is end else key
+                    if type(key) is not str or key != item[0] or event.anchor is not None:
+                        return False
+                    want = item[1]
+                    event = next_event()
+                    kind = type(event)
+                else:
+                    want = next(left, end)
+                    if want is end:
+                        return False  # an extra item
+            if kind is alias or event.anchor is not None or event.ctag is not None:
+                return False
+            if kind is scalar:
+                value = event.value
+                if event.implicit[0]:
+                    value = known.get(value, end)
+                    value = plain(event.value) if value is end else value
+                if type(value) is not type(want) or value != want:
+                    return False
+                if not stack:
+                    return False  # the document is a scalar
+            elif kind is mapping and type(want) is dict:
+                stack.append((True, iter(want.items())))
+            elif kind is sequence and type(want) is list:
+                stack.append((False, iter(want)))
+            else:
+                return False
+        return type(next_event()) is ev.DocumentEndEvent and type(next_event()) is ev.StreamEndEvent
+    except (YAMLError, ValueError, RecursionError, StopIteration):
+        return False
 
 
 def _summary(what: str, ids: Sequence[Any]) -> str:

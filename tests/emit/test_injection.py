@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backendmgr.emit.verify import CAPABILITY_KEYS
 from tests.support.cli import Cli, ok
@@ -221,3 +223,16 @@ def test_a_hand_made_alias_bomb_in_the_output_is_one_problem(
         assert "aliases expand to more than" in result.err or "modified" in result.err, result
     doctor = cli("doctor")
     assert "aliases expand to more than 200000 values" in doctor.err, doctor
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aZ09_@%+=:,./-é$ {}'\"\\\n\t")), max_size=12))
+def test_a_plain_word_is_written_as_it_is_and_any_other_is_quoted_as_before(word: str) -> None:
+    """``render_token``'s shortcut for words ``shlex.quote`` leaves alone gives the text the
+    quoting would (:func:`backendmgr.emit.macros.shell_word`), and a shell split gives back
+    the word."""
+    from backendmgr.emit.macros import shell_word
+    from backendmgr.emit.plan import render_token
+
+    assert render_token(word) == shell_word(word)
+    assert shlex.split(render_token(word)) == [word]

@@ -221,12 +221,10 @@ def test_the_two_emitters_write_any_text_alike(values: list[str]) -> None:
 def test_without_the_c_extension_the_pure_emitter_writes_the_file() -> None:
     """Where ``ruamel.yaml.clib`` does not install (its marker), ``dump`` takes ruamel's pure
     ``Emitter``, and the text is the same."""
-    import json
-    import subprocess
-    import sys
+    from tests.support.noclib import without_clib
 
     code = (
-        "import sys, json; sys.modules['_ruamel_yaml'] = None\n"  # as where it does not install
+        "import json\n"
         "from backendmgr.emit.document import _emitter, document_of, dump\n"
         "assert 'clib' not in _emitter().__module__\n"
         "values = json.loads(sys.stdin.read())\n"
@@ -234,17 +232,10 @@ def test_without_the_c_extension_the_pure_emitter_writes_the_file() -> None:
         "print(json.dumps(dump(document_of({'k': values, 'models': models}, header=values))))"
     )
     values = [v for v in HOSTILE if len(v) < 100]
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        input=json.dumps(values),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    written = without_clib(code, values)
     models = {v: {"cmd": v, "env": [v]} for v in values if v}
     document = document_of({"k": values, "models": models}, header=values)
-    assert json.loads(done.stdout) == dump(document)
+    assert written == dump(document)
     assert reread_emitted(document, dump(document))[0] == document.data
 
 

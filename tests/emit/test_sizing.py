@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backendmgr.config.models import ModelOverride, Settings
 from backendmgr.discovery.meta import ModelMeta
@@ -377,3 +379,31 @@ def test_emitted_entry_follows_extra_args_and_headroom() -> None:
     est = swa_full.metadata["est_vram_gb"]
     assert est == llama_est_vram_gb(GEMMA3_SHAPE, GEMMA3_WEIGHTS, 16384, "--swa-full")
     assert est > llama_est_vram_gb(GEMMA3_SHAPE, GEMMA3_WEIGHTS, 16384) + 25 * 8 * KIB * 11000
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    layers=st.integers(min_value=1, max_value=200),
+    kv=st.integers(min_value=1, max_value=64),
+    k=st.integers(min_value=1, max_value=512),
+    v=st.integers(min_value=1, max_value=512),
+    cache=st.sampled_from(["f32", "f16", "bf16", "q8_0", "q4_0"]),
+    ssm=st.booleans(),
+)
+def test_a_uniform_model_sums_its_layers_as_the_per_layer_walk_does(
+    layers: int, kv: int, k: int, v: int, cache: str, ssm: bool
+) -> None:
+    """Every layer alike (the shortcut): the same KV model, to the last bit, as the same
+    header with its KV heads listed layer by layer (the walk over each layer)."""
+    meta = ModelMeta(
+        block_count=layers,
+        head_count=kv,
+        head_count_kv=kv,
+        key_length=k,
+        value_length=v,
+        ssm_inner_size=64 if ssm else None,
+        ssm_state_size=16 if ssm else None,
+        ssm_conv_kernel=4 if ssm else None,
+    )
+    listed = dataclasses.replace(meta, head_count_kv=[kv] * layers)
+    assert kv_model(meta, cache) == kv_model(listed, cache)

@@ -9,8 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
+from .._inline import in_thread
 from ..api_models.overrides import ModelsDirResult, ModelSettingsResult, PinResult
 from ..config.models import (
     MAX_ID_CHARS,
@@ -111,7 +110,7 @@ class Registry:
         except ValueError as exc:
             raise InvalidInput(first_error(exc)) from exc
         catalog_ids = self.ctx.catalog.ids()
-        problem = await anyio.to_thread.run_sync(_exe_problem, path)
+        problem = await in_thread(_exe_problem, path)
 
         def change(s: Settings) -> tuple[Settings, BackendRow]:
             rows = registry.add_manual(
@@ -180,7 +179,7 @@ class Registry:
         config = str(self.ctx.store.path)
         path, add = req.path, req.add
         if add:
-            folder = await anyio.to_thread.run_sync(_readable_folder, path)
+            folder = await in_thread(_readable_folder, path)
         else:
             folder = path
 
@@ -325,7 +324,7 @@ class Registry:
         if plan is not None:
             found = plan.found
         else:
-            _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
+            _, found = await in_thread(discover, settings, self.ctx.paths.cache)
         ids = [m.id for m in found.models] + [s.id for s in found.skipped]
         if model not in ids:
             close = did_you_mean(model, ids) or "; it is kept for when the model appears"

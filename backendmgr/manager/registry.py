@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -476,6 +475,8 @@ def _check_model_id(model: str) -> str:
 def _exe_problem(path: str) -> str | None:
     """Why ``path`` cannot be run as given, or None (a bare name is looked up on PATH)."""
     if os.sep not in path and "/" not in path and not path.startswith("~"):
+        import shutil  # only here: its archive modules cost every edit
+
         return None if shutil.which(path) else f'"{path}" is not on PATH'
     target = Path(path).expanduser()
     if not target.exists():

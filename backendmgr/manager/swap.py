@@ -407,21 +407,12 @@ class SwapService:
 
     # --- after a mutation -------------------------------------------------------------------
 
-    def quiet(self) -> bool:
-        """Whether no llama-swap can be running (no record of one) and no service is installed:
-        then a mutation has nothing to follow up, and it runs with no event loop (issue 30).
-        Raises what ``mark`` would (an unreadable folder)."""
-        from ..swap.places import service_file, state_path
-
-        service = service_file(dict(self.environ))
-        return not os.path.lexists(state_path(self.paths.home)) and not service.exists()
-
     async def mark(self) -> SwapMark | None:
         """Note what a mutation may change; None (and no cost beyond a file read) when no
         llama-swap runs and no service is installed."""
-        from ..swap.places import service_file
+        from ..swap.places import quiet, service_file
 
-        if self.quiet():
+        if quiet(self.paths.home, dict(self.environ)):
             return None  # no record to read: what reads it (and the unit's writer) stays unloaded
         service = service_file(dict(self.environ))
         from ..swap.status import read_state

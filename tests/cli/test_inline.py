@@ -268,3 +268,44 @@ def test_an_inline_edit_that_would_wait_says_so_in_one_line(
     monkeypatch.setattr(models_cli, "generate", waits)
     line = error_line(cli("generate"))
     assert "needs an event loop but ran without one" in line
+
+
+def test_a_cold_capability_probe_runs_within_an_inline_edit_and_ctrl_c_stops_it(
+    tmp_path: Path, config_path: Path
+) -> None:
+    """A manual llama row not yet probed: the edit probes it on a loop of the probe's own (the
+    rest stays inline), and a Ctrl-C during the probe stops the program and the command."""
+    started = tmp_path / "started"
+    server = tmp_path / "opt" / "llama-server"
+    server.parent.mkdir()
+    server.write_text(
+        "#!/bin/sh\n"
+        f"[ -e {started}.hang ] && {{ echo $$ > {started}; exec sleep 60; }}\n"
+        'echo "  -c, --ctx-size N   size of the prompt context"\n'
+    )
+    server.chmod(0o755)
+    write_gguf(tmp_path / "models" / f"{MODEL}.gguf", "qwen3", layers=36, ctx=40960)
+    config_path.parent.mkdir(parents=True)
+    config_path.write_text(
+        f"models_dirs: [{json.dumps(str(tmp_path / 'models'))}]\n"
+        f"backends:\n  - {{id: mine, kind: llama, path: {json.dumps(str(server))}}}\n"
+    )
+    out, loaded = loaded_after("set", MODEL, "ctx=4096", heavy=("anyio",))
+    assert "set ctx=4096" in out and loaded == ["anyio"]  # the probe's loop, and only it
+    assert str(server) in (tmp_path / "home" / "cache" / "capabilities.json").read_text()
+
+    Path(f"{started}.hang").touch()
+    server.write_text(server.read_text() + "\n")  # another size: probed again
+    proc = spawn_backendmgr("set", MODEL, "ctx=8192")
+    deadline = time.monotonic() + 30
+    while not started.exists() or not started.read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = finish(proc, 30)
+    assert proc.returncode == 130 and err.splitlines()[-1] == "error: cancelled", (out, err)
+    pid = int(started.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the probe's program was stopped with its group
+    assert not Path(f"/proc/{pid}").exists()

@@ -33,7 +33,7 @@ def service_file(environ: dict[str, str] | None = None) -> Path:
 
 
 def quiet(home: Path, environ: dict[str, str] | None = None) -> bool:
-    """Neither trace is there: no llama-swap can run on ``home`` (``up`` records it first) and
-    no service is installed, so a mutation has nothing to follow up. Raises ``OSError`` for a
-    folder that cannot be looked into."""
+    """Neither trace is there: no ``up`` has recorded a llama-swap serving ``home``'s config
+    and no service is installed, so a mutation has nothing to follow up (as ``mark`` finds).
+    Raises ``OSError`` for a folder that cannot be looked into."""
     return not os.path.lexists(state_path(home)) and not service_file(environ).exists()

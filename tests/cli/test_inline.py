@@ -160,6 +160,24 @@ def test_a_service_or_a_llama_swap_record_runs_the_edit_on_the_loop(
     assert "set ctx=2048" in out and loaded == list(heavy)
 
 
+@pytest.mark.parametrize(
+    ("words", "inline"),
+    [
+        (("activate", "llama-server@b1-cpu"), True),
+        (("activate", "llama-server@b1-cpu", "--canary", "chat"), False),  # runs servers
+        (("--json", "pin", "chat", "mine"), True),
+        (("install", "llama-server"), False),
+        (("tune", "chat", "--no-generate"), False),
+    ],
+)
+def test_what_runs_inline(words: tuple[str, ...], inline: bool) -> None:
+    from backendmgr.cli.parser import build_parser
+    from backendmgr.manager import Manager
+
+    args = build_parser(list(words)).parse_args(list(words))
+    assert swap_cli.runs_inline(Manager(), args) is inline
+
+
 def test_ctrl_c_while_an_inline_edit_waits_for_the_output_lock_is_cancelled(
     tmp_path: Path, config_path: Path
 ) -> None:

@@ -24,7 +24,7 @@ MUTATIONS = frozenset(
 # The mutations whose services only read and write files (issue 30): with no llama-swap to
 # follow up, they run with no event loop (``backends`` and ``models``: their add and remove,
 # the listings being plain reads). ``install``, ``sync``, ``update`` … reach the network or run
-# programs on the loop.
+# programs on the loop (as ``activate --canary`` does).
 INLINE = frozenset(
     {"set", "unset", "pin", "unpin", "default", "activate", "generate", "backends", "models"}
 )
@@ -153,8 +153,8 @@ def runs_inline(mgr: Manager, args: argparse.Namespace) -> bool:
     """Whether this command runs without an event loop: one of :data:`INLINE`, while no
     llama-swap runs and no service is installed (a follow-up talks to them over HTTP). What
     cannot be learnt about llama-swap runs it on the loop, whose follow-up warns as ever."""
-    if getattr(args, "command", None) not in INLINE:
-        return False
+    if getattr(args, "command", None) not in INLINE or getattr(args, "canary", None):
+        return False  # ``activate --canary`` measures the build: its servers run on the loop
     try:
         return mgr.swap_quiet()
     except Exception:

@@ -2,7 +2,8 @@
 
 filelock keeps its state per thread, so a lock must be taken and released by the same thread:
 we poll from the event loop instead of blocking a worker thread, which also lets Ctrl-C
-cancel a wait. The holder writes its pid beside the lock so a waiter can say whom it waits for.
+cancel a wait (an edit run with no loop polls in its own thread: :mod:`._inline`). The holder
+writes its pid beside the lock so a waiter can say whom it waits for.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
+from ._inline import sleep
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -53,7 +54,7 @@ async def hold(
             if not waited and on_wait is not None:
                 on_wait(holder_pid(lock))
             waited = True
-            await anyio.sleep(poll)
+            await sleep(poll)
     with contextlib.suppress(OSError):
         _pid_file(lock).write_text(f"{os.getpid()}\n", encoding="ascii")
     try:

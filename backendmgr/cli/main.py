@@ -85,7 +85,8 @@ def _main(words: list[str]) -> int:
 
 
 def run(args: argparse.Namespace, out: object) -> int:
-    """Run the parsed command: a read (a plain function) is called as it is, anything else on
+    """Run the parsed command: a read (a plain function) is called as it is, an edit with no
+    llama-swap to follow up is driven inline (no event loop, issue 30), anything else runs on
     an event loop, followed by the reload proof a mutation needs (issue 21)."""
     import inspect
 
@@ -102,9 +103,14 @@ def run(args: argparse.Namespace, out: object) -> int:
         if not inspect.iscoroutinefunction(args.handler):
             read: int = args.handler(manager, args, out)
             return read
-        import anyio
+        from .commands.swap import runs_inline, with_follow_up
 
-        from .commands.swap import with_follow_up
+        if runs_inline(manager, args):  # an edit with no llama-swap to tell: no event loop
+            from .._inline import run_inline
+
+            edit: int = run_inline(with_follow_up(args.handler, quiet=True)(manager, args, out))
+            return edit
+        import anyio
 
         code: int = anyio.run(with_follow_up(args.handler), manager, args, out)
         return code

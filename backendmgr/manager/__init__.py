@@ -356,6 +356,14 @@ class Manager:
     async def swap_status(self, request: StatusRequest) -> SwapStatus:
         return await self._s.swap.status()  # type: ignore[no-any-return]
 
+    def swap_quiet(self) -> bool:
+        """Whether no llama-swap runs and no service is installed: a mutation then has no
+        follow-up and needs no event loop (the CLI runs it inline, issue 30). Looks at two
+        paths, without the swap service's modules."""
+        from ..swap.places import quiet
+
+        return quiet(self.paths.home, self.environ)
+
     async def swap_mark(self) -> SwapMark | None:
         """Before a mutation: what it may change in a running llama-swap or its service."""
         return await self._s.swap.mark()

@@ -12,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
+from .._inline import in_thread
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
@@ -105,21 +106,15 @@ class Context:
 
     async def settings(self) -> Settings:
         """The settings, read in a worker thread (a read's service calls ``store.read``)."""
-        from anyio import to_thread
-
-        return await to_thread.run_sync(self.store.read)
+        return await in_thread(self.store.read)
 
     async def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` to the config file under its lock, in a worker thread."""
-        from anyio import to_thread
-
-        return await to_thread.run_sync(self.store.update, change)
+        return await in_thread(self.store.update, change)
 
     async def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
         """``update`` without the write (a dry run): ``change``'s result and the file's diff."""
-        from anyio import to_thread
-
-        return await to_thread.run_sync(self.store.preview, change)
+        return await in_thread(self.store.preview, change)
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
         chosen = output or settings.output

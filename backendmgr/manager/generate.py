@@ -8,8 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
+from .._inline import in_thread
 from .._locks import hold
 from ..api_models import GeneratedText, GenerateResult, SkippedModel
 from ..changes import generated
@@ -60,7 +59,7 @@ class Generator:
             return replace(s, backends=rows), rows != s.backends
 
         current = await self.ctx.settings()
-        if await anyio.to_thread.run_sync(adopted, current) == current.backends:
+        if await in_thread(adopted, current) == current.backends:
             return False
         return await self.ctx.update(change)
 
@@ -127,7 +126,7 @@ class Generator:
         skipped += [Skip(s.id, s.path, s.reason) for s in plan.found.skipped]
         current = output_hash(target) if target.exists() else None
         record = written_record(self.ctx.paths.home, target)
-        edited = await anyio.to_thread.run_sync(edited_by_hand, record, target)
+        edited = await in_thread(edited_by_hand, record, target)
         result = GenerateResult(
             message=f"{target} is up to date",
             changed=False,
@@ -159,16 +158,16 @@ class Generator:
                 f"the llama-swap config would be invalid: {wrong[0]}; {target} is unchanged"
             )
         if edited and target.is_file():
-            backup = await anyio.to_thread.run_sync(keep_copy, target)
+            backup = await in_thread(keep_copy, target)
             result.backup = str(backup)
             result.warn(f"{target} was modified by hand; kept that copy as {backup}")
         body = text.encode()
         models = data.get("models")
         new = models if isinstance(models, dict) else {}
-        before = await anyio.to_thread.run_sync(_old_models, record, target)
-        await anyio.to_thread.run_sync(atomic_write_bytes, target, body)
-        await anyio.to_thread.run_sync(record_written, record, body)
-        await anyio.to_thread.run_sync(_keep_models, record, target, body, new)
+        before = await in_thread(_old_models, record, target)
+        await in_thread(atomic_write_bytes, target, body)
+        await in_thread(record_written, record, body)
+        await in_thread(_keep_models, record, target, body, new)
         result.written = True
         result.changed = True
         result.models_changed = _changed_models(before, new)
@@ -178,7 +177,7 @@ class Generator:
 
     async def _check(self, plan: Plan, target: Path) -> None:
         """``generate --check``: refuse a hand-edited, missing, stale or drifted file."""
-        found = await anyio.to_thread.run_sync(self.inspect, plan, target)
+        found = await in_thread(self.inspect, plan, target)
         if found:
             raise found[0].error(found[0].text)
 
@@ -248,7 +247,7 @@ class Generator:
                 raise InvalidInput(f"{target} is larger than {MAX_SHOWN >> 20} MiB")
             return raw.decode("utf-8", errors="replace")
 
-        text = await anyio.to_thread.run_sync(read)
+        text = await in_thread(read)
         if text is None:
             return GeneratedText(
                 output=str(target),
@@ -259,7 +258,7 @@ class Generator:
                 up_to_date=False,
                 status=f'{target} does not exist; run "backendmgr generate"',
             )
-        problems = await anyio.to_thread.run_sync(check_config, text, None)
+        problems = await in_thread(check_config, text, None)
         try:
             status, fresh = (await self.generate(GenerateRequest(check=True))).message, True
         except BackendmgrError as exc:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._inline import in_thread
 from ..config.models import Settings
 from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
@@ -152,9 +153,7 @@ class Models:
 
     async def plan(self, only: str | None = None) -> Plan:
         """:meth:`pipeline` on the current settings, in a worker thread (for async callers)."""
-        import anyio
-
-        return await anyio.to_thread.run_sync(self.plan_now, only)
+        return await in_thread(self.plan_now, only)
 
     def plan_now(self, only: str | None = None, *, digest: bool = True) -> Plan:
         """:meth:`pipeline` on the current settings, in this thread."""
@@ -250,9 +249,7 @@ class Models:
 
     async def losing(self, row_ids: set[str]) -> list[str]:
         """Discovered models whose backend is one of ``row_ids`` (managed or build rows)."""
-        import anyio
-
-        models = await anyio.to_thread.run_sync(self.info)
+        models = await in_thread(self.info)
         return sorted(m.id for m in models if m.backend is not None and m.backend.id in row_ids)
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
+from .._inline import in_thread
 from ..api_models.overrides import ModelsDirResult, ModelSettingsResult, PinResult
 from ..config.models import (
     MAX_ID_CHARS,
@@ -111,7 +109,7 @@ class Registry:
         except ValueError as exc:
             raise InvalidInput(first_error(exc)) from exc
         catalog_ids = self.ctx.catalog.ids()
-        problem = await anyio.to_thread.run_sync(_exe_problem, path)
+        problem = await in_thread(_exe_problem, path)
 
         def change(s: Settings) -> tuple[Settings, BackendRow]:
             rows = registry.add_manual(
@@ -180,7 +178,7 @@ class Registry:
         config = str(self.ctx.store.path)
         path, add = req.path, req.add
         if add:
-            folder = await anyio.to_thread.run_sync(_readable_folder, path)
+            folder = await in_thread(_readable_folder, path)
         else:
             folder = path
 
@@ -325,7 +323,7 @@ class Registry:
         if plan is not None:
             found = plan.found
         else:
-            _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
+            _, found = await in_thread(discover, settings, self.ctx.paths.cache)
         ids = [m.id for m in found.models] + [s.id for s in found.skipped]
         if model not in ids:
             close = did_you_mean(model, ids) or "; it is kept for when the model appears"
@@ -477,6 +475,8 @@ def _check_model_id(model: str) -> str:
 def _exe_problem(path: str) -> str | None:
     """Why ``path`` cannot be run as given, or None (a bare name is looked up on PATH)."""
     if os.sep not in path and "/" not in path and not path.startswith("~"):
+        import shutil  # only here: its archive modules cost every edit
+
         return None if shutil.which(path) else f'"{path}" is not on PATH'
     target = Path(path).expanduser()
     if not target.exists():

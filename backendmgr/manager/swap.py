@@ -16,14 +16,15 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
+from .._inline import in_thread
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
 from ..requests import GenerateRequest
 
 if TYPE_CHECKING:  # a mutation's mark and follow-up load no server's request
+    import anyio
+
     from ..api_models import GenerateResult
     from ..run_requests import ServiceRequest
     from ..swap.reload import Mark
@@ -129,17 +130,19 @@ class SwapService:
         when another ``up`` serves this home's config already (``replace``: stop it first, with
         its model servers), and clean a stale record. The notes say what was done; the
         release is for the end of ``up``."""
+        import anyio
+
         from ..swap.process import GRACE_S, replace_running
         from ..swap.status import clean_stale, read_state, take_up_lock
 
         home = self.paths.home
-        seen = await anyio.to_thread.run_sync(read_state, home)
+        seen = await in_thread(read_state, home)
         if seen.link:
             raise Refused(f"{seen.stale}; up records the running llama-swap there")
-        release = await anyio.to_thread.run_sync(take_up_lock, home)
+        release = await in_thread(take_up_lock, home)
         running = seen.state
         if release is not None and running is None:
-            cleaned = await anyio.to_thread.run_sync(clean_stale, home, seen)
+            cleaned = await in_thread(clean_stale, home, seen)
             return ([f"removed a stale record: {seen.stale}"] if cleaned else []), release
         if not replace:
             if release is not None:
@@ -166,17 +169,15 @@ class SwapService:
                         f"stopped the llama-swap that served on {running.url} (pid {running.pid})"
                     )
                 if release is None:
-                    release = await anyio.to_thread.run_sync(take_up_lock, home)
+                    release = await in_thread(take_up_lock, home)
                 if release is None:
                     await anyio.sleep(0.1)
-                    running = (await anyio.to_thread.run_sync(read_state, home)).state
+                    running = (await in_thread(read_state, home)).state
                 else:
                     running = None
         if release is None:
             raise Refused(f"another backendmgr up on {home} did not stop; stop it first")
-        await anyio.to_thread.run_sync(
-            clean_stale, home, await anyio.to_thread.run_sync(read_state, home)
-        )
+        await in_thread(clean_stale, home, await in_thread(read_state, home))
         return notes, release
 
     async def up(
@@ -191,6 +192,8 @@ class SwapService:
         """Run llama-swap until ``stop`` is set; record it for ``status`` while it runs.
         ``adopt_orphans``: this process runs nothing else (the CLI's ``up``), so the servers
         of a llama-swap that dies are handed to it and stopped (see ``swap.process``)."""
+        import anyio
+
         from ..swap import process as swap_process
         from ..swap.process import SwapCrashed, SwapFailed, SwapRun, run_swap, swap_argv
 
@@ -272,12 +275,12 @@ class SwapService:
         output = self.output_path(settings)
         unit = service_file(dict(self.environ))
         service = str(unit) if unit.exists() else None
-        seen_state = await anyio.to_thread.run_sync(read_state, self.paths.home)
+        seen_state = await in_thread(read_state, self.paths.home)
         state = seen_state.state
         if state is None:
             stale: list[str] = []
             if seen_state.stale is not None:
-                cleaned = await anyio.to_thread.run_sync(clean_stale, self.paths.home, seen_state)
+                cleaned = await in_thread(clean_stale, self.paths.home, seen_state)
                 stale.append(
                     f"removed a stale record: {seen_state.stale}" if cleaned else seen_state.stale
                 )
@@ -303,10 +306,10 @@ class SwapService:
         current: bool | None = None
         if not seen.error and serves_output:
             record = written_record(self.paths.home, output)
-            if await anyio.to_thread.run_sync(edited_by_hand, record, output):
+            if await in_thread(edited_by_hand, record, output):
                 problems.append(f"{output} was changed since backendmgr wrote it")
             try:
-                text = await anyio.to_thread.run_sync(output.read_text)
+                text = await in_thread(output.read_text)
                 differences = compare_models(seen.models, file_models(text))
             except (OSError, ValueError) as exc:
                 differences = [f"{output} cannot be read ({exc})"]
@@ -359,12 +362,12 @@ class SwapService:
                 log=self.paths.home / "swap" / "llama-swap.log",
                 path=self.environ.get("PATH"),
             )
-            await anyio.to_thread.run_sync(write_service, spec, target)
+            await in_thread(write_service, spec, target)
         elif not target.exists():
             raise NotFound('no backendmgr service is installed; run "backendmgr service install"')
-        said = await anyio.to_thread.run_sync(control, action, target)
+        said = await in_thread(control, action, target)
         if action == "uninstall":
-            await anyio.to_thread.run_sync(remove_service, target)
+            await in_thread(remove_service, target)
         if not said.ok and action in ("install", "uninstall"):
             tool = "launchctl" if kind == "launchd" else "systemctl --user"
             warnings.append(f"{tool} failed: {_last_line(said.output)}")
@@ -407,14 +410,14 @@ class SwapService:
     async def mark(self) -> SwapMark | None:
         """Note what a mutation may change; None (and no cost beyond a file read) when no
         llama-swap runs and no service is installed."""
-        from ..swap.places import service_file, state_path
+        from ..swap.places import quiet, service_file
 
-        service = service_file(dict(self.environ))
-        if not os.path.lexists(state_path(self.paths.home)) and not service.exists():
+        if quiet(self.paths.home, dict(self.environ)):
             return None  # no record to read: what reads it (and the unit's writer) stays unloaded
+        service = service_file(dict(self.environ))
         from ..swap.status import read_state
 
-        state = (await anyio.to_thread.run_sync(read_state, self.paths.home)).state
+        state = (await in_thread(read_state, self.paths.home)).state
         if state is None and not service.exists():
             return None
         from ..emit.regen import file_digest
@@ -434,7 +437,7 @@ class SwapService:
                 reload = Mark(state.url, output, anchor, None)
         return SwapMark(
             reload=reload,
-            digest=await anyio.to_thread.run_sync(file_digest, output),
+            digest=await in_thread(file_digest, output),
             activated=found[1] if found else None,
         )
 
@@ -453,8 +456,8 @@ class SwapService:
         found = await self.activated()
         if (found[1] if found else None) != mark.activated:
             target = service_file(dict(self.environ))
-            if await anyio.to_thread.run_sync(is_active, target):
-                said = await anyio.to_thread.run_sync(control, "restart", target)
+            if await in_thread(is_active, target):
+                said = await in_thread(control, "restart", target)
                 if said.ok:
                     notes.append("restarted the llama-swap service on the newly activated build")
                 else:
@@ -467,7 +470,7 @@ class SwapService:
         if mark.reload is None:
             return FollowUp(notes, warnings)
         output = mark.reload.config
-        if await anyio.to_thread.run_sync(file_digest, output) == mark.digest:
+        if await in_thread(file_digest, output) == mark.digest:
             return FollowUp(notes, warnings)
         proof = await await_reload(mark.reload, timeout=timeout)
         (notes if proof.ok else warnings).append(proof.message)

@@ -7,8 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-import anyio
-
+from .._inline import in_thread
 from .facts import find_build
 from .flags import check_switch, followers, pin_target, unpin_lines
 
@@ -60,7 +59,7 @@ class Switches:
         kept: list[str] = []
         if settings.override(req.model).extra_args:
             lines = (settings, self.models.pipeline, self.builds, req.model)
-            kept = await anyio.to_thread.run_sync(unpin_lines, *lines)
+            kept = await in_thread(unpin_lines, *lines)
         result = await self.registry.unpin(req)
         return _warned(result, kept)
 

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["LABEL", "UNIT_NAME", "service_file", "service_kind", "state_path"]
+__all__ = ["LABEL", "UNIT_NAME", "quiet", "service_file", "service_kind", "state_path"]
 
 UNIT_NAME = "backendmgr-llama-swap.service"
 LABEL = "backendmgr.llama-swap"
@@ -30,3 +30,10 @@ def service_file(environ: dict[str, str] | None = None) -> Path:
         )
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "systemd" / "user" / UNIT_NAME
+
+
+def quiet(home: Path, environ: dict[str, str] | None = None) -> bool:
+    """Neither trace is there: no ``up`` has recorded a llama-swap serving ``home``'s config
+    and no service is installed, so a mutation has nothing to follow up (as ``mark`` finds).
+    Raises ``OSError`` for a folder that cannot be looked into."""
+    return not os.path.lexists(state_path(home)) and not service_file(environ).exists()

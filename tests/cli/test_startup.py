@@ -329,9 +329,20 @@ def test_reads_and_an_edit_load_neither_pydantic_nor_an_event_loop(
     for argv in (("list",), ("backends",)):  # the snapshot is stamped with the config's bytes
         assert loaded_after(*argv, heavy=("hashlib",))[1] == [], argv  # no OpenSSL to load
     # ``set`` validates the values a person typed (pydantic); ``pin`` names a row, and needs
-    # only the lock, the loop and the YAML library it edits with
+    # only the lock and the YAML library it edits with; with no llama-swap to follow up, no
+    # edit starts an event loop (its services' awaits run inline: backendmgr._inline)
     out, loaded = loaded_after("pin", "tiny-q4_k_m", "mine", heavy=heavy)
     assert "pinned" in out and "pydantic" not in loaded
+    loop = {"asyncio", "anyio"}
+    assert not loop & set(loaded), loaded
+    for argv in (
+        ("set", "tiny-q4_k_m", "ctx=2048"),
+        ("unpin", "tiny-q4_k_m"),
+        ("generate", "--force"),
+        ("-q", "generate"),
+    ):
+        out, loaded = loaded_after(*argv, heavy=heavy)
+        assert not loop & set(loaded), (argv, loaded)
     out, loaded = loaded_after("--json", "list", heavy=heavy)
     assert json.loads(out) == [] and loaded == []
 

@@ -21,6 +21,14 @@ MUTATIONS = frozenset(
     | {"update", "prune", "sync", "generate"}
 )
 
+# The mutations whose services only read and write files (issue 30): with no llama-swap to
+# follow up, they run with no event loop (``backends`` and ``models``: their add and remove,
+# the listings being plain reads). ``install``, ``sync``, ``update`` … reach the network or run
+# programs on the loop (as ``activate --canary`` does).
+INLINE = frozenset(
+    {"set", "unset", "pin", "unpin", "default", "activate", "generate", "backends", "models"}
+)
+
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     from ...run_requests import ServiceRequest, StatusRequest, UpRequest
@@ -141,9 +149,23 @@ async def status(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     return 0
 
 
-def with_follow_up(handler: Handler) -> Handler:
+def runs_inline(mgr: Manager, args: argparse.Namespace) -> bool:
+    """Whether this command runs without an event loop: one of :data:`INLINE`, while no
+    llama-swap runs and no service is installed (a follow-up talks to them over HTTP). What
+    cannot be learnt about llama-swap runs it on the loop, whose follow-up warns as ever."""
+    if getattr(args, "command", None) not in INLINE or getattr(args, "canary", None):
+        return False  # ``activate --canary`` measures the build: its servers run on the loop
+    try:
+        return mgr.swap_quiet()
+    except Exception:
+        return False
+
+
+def with_follow_up(handler: Handler, *, quiet: bool = False) -> Handler:
     """``handler``, followed (for a mutation while llama-swap runs or a service is installed)
-    by the proof that llama-swap took the change, or a restart onto a new llama-swap build."""
+    by the proof that llama-swap took the change, or a restart onto a new llama-swap build.
+    ``quiet``: the caller found no llama-swap and no service (:func:`runs_inline`), so there
+    is nothing to follow up."""
 
     async def run(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         from ...changes import collecting
@@ -164,11 +186,11 @@ def with_follow_up(handler: Handler) -> Handler:
             or getattr(args, "check", False)
         ):
             return await handler(mgr, args, out)
-        unknown = ""
+        unknown, mark = "", None
         try:  # what cannot be learnt about llama-swap never blocks the change (issue 33)
-            mark = await mgr.swap_mark()
+            mark = None if quiet else await mgr.swap_mark()
         except Exception as exc:  # an unreadable service file or state: a warning, later
-            mark, unknown = None, _why(exc)
+            unknown = _why(exc)
         wait = mark is not None and out.json_mode  # the document waits for llama-swap
         held: list[Any] = []
         if wait:
@@ -219,4 +241,4 @@ def _why(exc: BaseException) -> str:
     return failure_of(exc).message
 
 
-__all__ = ["register", "with_follow_up"]
+__all__ = ["INLINE", "register", "runs_inline", "with_follow_up"]

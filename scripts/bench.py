@@ -445,6 +445,7 @@ STAGE_NAMES = {
     "extract": "unpack again from the whole file",
     "smoke": "smoke check and probe",
     "commit": "syncfs, receipt and commit",
+    "syncfs": "of which syncfs (the disk writing what is not on it yet)",
     "after": "after the commit (registry, config, exit)",
 }
 

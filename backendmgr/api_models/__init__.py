@@ -26,16 +26,8 @@ from ..results import dump, extra_keys
 
 if TYPE_CHECKING:
     from ._shared import Previewed
-    from .builds import (
-        ActivateResult,
-        AssetInfo,
-        BuildOutcome,
-        CatalogEntry,
-        InstallResult,
-        ReleaseInfo,
-        UninstallResult,
-        VariantHere,
-    )
+    from .builds import ActivateResult, AssetInfo, BuildOutcome, InstallResult, UninstallResult
+    from .catalog import CatalogEntry, ReleaseInfo, VariantHere
     from .cmd import CmdResult
     from .config import ConfigInfo
     from .generate import GeneratedText, GenerateResult, SkippedModel
@@ -102,7 +94,7 @@ _WHERE = {
     "BuildOutcome": "builds",
     "CacheCleanResult": "upkeep",
     "CanaryReport": "measure",
-    "CatalogEntry": "builds",
+    "CatalogEntry": "catalog",
     "CmdResult": "cmd",
     "ConfigInfo": "config",
     "DoctorReport": "upkeep",
@@ -120,14 +112,14 @@ _WHERE = {
     "PinResult": "overrides",
     "Previewed": "_shared",
     "PruneResult": "upkeep",
-    "ReleaseInfo": "builds",
+    "ReleaseInfo": "catalog",
     "RemovedRow": "registry",
     "SkippedModel": "generate",
     "SyncResult": "lock",
     "UninstallResult": "builds",
     "UpdateEntry": "upkeep",
     "UpdateResult": "upkeep",
-    "VariantHere": "builds",
+    "VariantHere": "catalog",
     "VerifyReport": "measure",
     "VerifyResult": "models",
     "WhichResult": "which",

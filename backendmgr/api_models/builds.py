@@ -1,5 +1,5 @@
-"""The catalog and the builds' changes: ``components``, ``releases``, ``install``,
-``activate``, ``uninstall``."""
+"""The builds' changes: ``install``, ``activate``, ``uninstall`` (the catalog's results,
+which an install does not make, are in :mod:`.catalog`)."""
 
 from __future__ import annotations
 
@@ -14,44 +14,9 @@ __all__ = [
     "ActivateResult",
     "AssetInfo",
     "BuildOutcome",
-    "CatalogEntry",
     "InstallResult",
-    "ReleaseInfo",
     "UninstallResult",
-    "VariantHere",
 ]
-
-
-@dataclass(kw_only=True)
-class VariantHere(Result):
-    id: str
-    available: bool
-    runs_here: bool = True
-    why_not: str | None = None  # why this host cannot run it (no GPU of the vendor it needs)
-
-
-@dataclass(kw_only=True)
-class CatalogEntry(Result):
-    id: str
-    name: str
-    kind: str
-    source: str
-    variants: list[VariantHere]
-    suggested: str | None
-    why: str
-    installed: list[str]
-    activated: str | None
-
-
-@dataclass(kw_only=True)
-class ReleaseInfo(Result):
-    tag: str
-    published_at: str | None
-    prerelease: bool
-    variants: list[str]
-    installed: list[str]
-    activated: str | None
-    runs_here: list[str] | None = None  # of ``variants``, those this host's GPUs can run
 
 
 @dataclass(kw_only=True)

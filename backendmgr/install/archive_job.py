@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
 import anyio
 import httpx
@@ -39,7 +39,9 @@ from .extract import (
 from .locked import check_locked_assets, verify_locked
 from .store import AssetRecord, Receipt
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
-from .zipstream import StreamedZip, stream_zip
+
+if TYPE_CHECKING:
+    from .zipstream import StreamedZip
 
 __all__ = ["ArchivePlan", "install_archive"]
 
@@ -192,7 +194,7 @@ def _discard_all(parts: list[Path]) -> None:
         discard(part)
 
 
-_Streamed = ExtractReport | UnsafeArchive | StreamedZip | None
+_Streamed: TypeAlias = "ExtractReport | UnsafeArchive | StreamedZip | None"
 
 
 async def _download_streaming(
@@ -211,7 +213,11 @@ async def _download_streaming(
     follower = _Follower(part, size_on_disk(part))
     outcome: list[_Streamed] = [None]
     ended = [0.0, 0.0]  # when the download, and the unpack, ended
-    unpack_as = stream_zip if archive_format(asset.name) == "zip" else extract_stream
+    unpack_as: Callable[..., _Streamed] = extract_stream
+    if archive_format(asset.name) == "zip":  # loaded only to install a zip
+        from .zipstream import stream_zip
+
+        unpack_as = stream_zip
 
     def unpack() -> None:
         cpu = time.thread_time()  # against "unpack": the rest waited for the GIL or a core
@@ -339,7 +345,8 @@ async def install_archive(
             _emit(emit, ProgressEvent("extracting", plan.choice.primary.name))
             if isinstance(streamed, UnsafeArchive):
                 raise streamed  # from the bytes just verified: unpacking them again says it again
-            if isinstance(streamed, StreamedZip):  # kept if its central directory agrees
+            if streamed is not None and not isinstance(streamed, ExtractReport):
+                # a zip's streamed tree: kept if its central directory agrees
                 with stages.timed("zip_finish"):
                     streamed = await anyio.to_thread.run_sync(
                         streamed.finish, results[primary.name].path

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from packaging.utils import canonicalize_name
-
 from ..errors import InstallFailed, VerificationError
 from ..sources.models import ReleaseAsset
 from .download import Downloaded, discard
@@ -45,6 +43,8 @@ def verify_locked(asset: ReleaseAsset, got: Downloaded, expected: str) -> None:
 
 def check_locked_packages(have: Mapping[str, str], pins: Sequence[tuple[str, str]]) -> None:
     """A venv made from a lock holds exactly the locked distributions, no more, no fewer."""
+    from packaging.utils import canonicalize_name  # a venv's check: an archive needs none
+
     got = {canonicalize_name(k): v for k, v in have.items()}
     want = {canonicalize_name(k): v for k, v in pins}
     if got == want:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from .._fs import apply_umask, atomic_write_bytes, fsync_dir, sanitize_segment, sync_filesystem
+from . import stages
 from .receipt import RECEIPT, AssetRecord, InstalledEntry, Receipt, receipt_json
 
 if TYPE_CHECKING:  # the store calls in here; this module never imports it
@@ -75,7 +76,8 @@ def commit(staging: Path, final: Path, receipt: Receipt) -> None:
     between the two renames ``doctor --fix`` can tell a swap to finish from a removal.
     The staged files reach the disk first, with one call for them all (no fsync per
     file): the receipt, fsynced, and the rename then only ever name a complete build."""
-    sync_filesystem(staging)
+    with stages.timed("syncfs"):  # the disk's own work: what of the build is not written yet
+        sync_filesystem(staging)
     write_receipt(staging, receipt)
     trash: Path | None = None
     if final.exists():

@@ -4,23 +4,25 @@ file, and the regeneration every change ends with (after adopting builds into th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._inline import in_thread
 from .._locks import hold
-from ..api_models import GeneratedText, GenerateResult, SkippedModel
 from ..changes import generated
 from ..config.models import BackendRow, Settings
 from ..errors import BackendmgrError, InvalidInput, Refused, VerificationError
 from ..registry import rows as registry
-from ..requests import GenerateRequest
 from .context import Context
-from .models import Models, Plan
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a change that does not regenerate (install --no-generate) loads none
+    from ..api_models import GeneratedText, GenerateResult
     from ..emit.plan import Entry
+    from ..requests import GenerateRequest
+    from .models import Models, Plan
 
 __all__ = ["Finding", "Generator"]
 
@@ -39,9 +41,14 @@ class Finding:
 
 
 class Generator:
-    def __init__(self, ctx: Context, models: Models) -> None:
+    def __init__(self, ctx: Context, models: Callable[[], Models]) -> None:
         self.ctx = ctx
-        self.models = models
+        self._models = models
+
+    @cached_property
+    def models(self) -> Models:
+        """The planner, made when a change first regenerates."""
+        return self._models()
 
     async def sync_registry(self) -> bool:
         """Adoption (SPEC §3.2): managed and build rows follow the builds on disk. The config
@@ -72,6 +79,8 @@ class Generator:
         """``regenerate``, with the plan the file was written from: a change's own notes about
         its model (not discovered, a ctx above the trained one, a plan's note) are read from
         it, so a change discovers and plans once."""
+        from ..requests import GenerateRequest
+
         await self.sync_registry()
         result, plan = await self._generate(GenerateRequest())
         return result.warnings, plan
@@ -110,6 +119,7 @@ class Generator:
     async def _write(self, plan: Plan, target: Path, req: GenerateRequest) -> GenerateResult:
         from .._fs import atomic_write_bytes
         from .._version import __version__
+        from ..api_models import GenerateResult, SkippedModel
         from ..emit.document import build_document, dump
         from ..emit.plan import Skip
         from ..emit.regen import (
@@ -230,7 +240,9 @@ class Generator:
         """The configured llama-swap file's text, whether it has the shape llama-swap needs,
         and whether it is what ``generate`` would write now (``generate --check``)."""
         from .._fs import read_regular
+        from ..api_models import GeneratedText
         from ..emit.verify import check_config
+        from ..requests import GenerateRequest
 
         target = self.ctx.output_path(await self.ctx.settings())
 

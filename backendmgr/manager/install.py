@@ -22,13 +22,13 @@ from ..requests import InstallRequest
 from .activate import Activation, Registered
 from .context import Context
 from .facts import executable_exists
-from .generate import Generator
 from .install_source import BuildSource, How, Locked, open_source
 from .probe import GpuProbe
 from .releases import Releases
 
 if TYPE_CHECKING:
     from ..catalog.manifest import Manifest
+    from .generate import Generator
 
 __all__ = ["Installer", "Locked"]
 

@@ -7,21 +7,21 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..api_models import CatalogEntry, ReleaseInfo, VariantHere
 from ..config.models import Settings
 from ..errors import NotFound
-from ..requests import ReleasesQuery
 from .context import Context
 from .facts import activated_id
 from .probe import GpuProbe
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the catalog's results and query: an install makes none
     from packaging.version import Version
 
+    from ..api_models import CatalogEntry, ReleaseInfo
     from ..catalog.host import Host
     from ..catalog.manifest import Manifest
     from ..catalog.matching import AssetChoice
     from ..install.builds import BuildStore
+    from ..requests import ReleasesQuery
     from ..sources.github import GithubReleases
     from ..sources.models import Release
     from ..sources.pypi import IndexRelease
@@ -35,6 +35,7 @@ class Releases:
     probe: GpuProbe
 
     async def catalog(self) -> list[CatalogEntry]:
+        from ..api_models import CatalogEntry, VariantHere
         from ..catalog.manifest import source_label
         from ..catalog.matching import suggest_variant
 
@@ -186,6 +187,8 @@ class _Marks:
         self.host = host
 
     def info(self, tag: str, published: str | None, pre: bool, variants: list[str]) -> ReleaseInfo:
+        from ..api_models import ReleaseInfo
+
         row = self.settings.row(self.component)
         active = activated_id(self.settings, self.component)
         activated = (

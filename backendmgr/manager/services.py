@@ -101,7 +101,7 @@ class Services:
     def generator(self) -> Generator:
         from .generate import Generator
 
-        return Generator(self.ctx, self.models)
+        return Generator(self.ctx, lambda: self.models)  # planned when it regenerates
 
     @cached_property
     def registry(self) -> Registry:

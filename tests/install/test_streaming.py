@@ -160,3 +160,29 @@ def test_a_write_failure_while_streaming_fails_cleanly(
         not (home / "builds" / "llama-server").exists()
         or tree(home / "builds" / "llama-server") == []
     )
+
+
+# What only another kind of install, another command or a regeneration needs (issue 34)
+NOT_AN_ARCHIVE_INSTALLS = (
+    "backendmgr.manager.models",  # the planner: install --no-generate plans nothing
+    "backendmgr.emit.plan",
+    "backendmgr.api_models.generate",
+    "backendmgr.install.zipstream",  # a zip's streaming
+    "backendmgr.install.venv_job",  # a venv's build
+    "packaging.tags",  # a venv's lock check
+    "backendmgr.api_models.catalog",  # components and releases
+    "backendmgr.requests.releases",
+)
+
+
+def test_an_archive_install_loads_only_what_it_uses(
+    mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    from tests.support.startup import loaded_after
+
+    release(mirror_root)
+    out, loaded = loaded_after(
+        "install", "llama-server", "--no-generate", heavy=NOT_AN_ARCHIVE_INSTALLS
+    )
+    assert "installed llama-server@b100-vulkan" in out, out
+    assert loaded == []

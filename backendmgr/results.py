@@ -124,7 +124,7 @@ def dump(value: Any, *, every: bool = False) -> Any:
         return value
     if isinstance(value, str):  # ruamel.yaml's scalars as their plain values, as pydantic did
         return str(value)
-    if isinstance(value, int | float):  # ScalarBoolean is an int: 1, as pydantic wrote it
+    if isinstance(value, int | float):  # a number of ruamel's (its booleans are read as bool)
         return float(value) if isinstance(value, float) else int(value)
     if isinstance(value, Result):
         layout = _layout(type(value))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarbool import ScalarBoolean
 
 from .._yaml import check_yaml, yaml_problem
 from ..errors import ConfigError, did_you_mean, escaped, validation_problem
@@ -127,10 +128,15 @@ def settings_of(path: Path, doc: CommentedMap) -> Settings:
 
 
 def plain(node: Any) -> Any:
+    """The document as plain data. An anchored ``true`` or ``false`` is a ``ScalarBoolean``,
+    which is an ``int``: taken as it is, it reached llama-swap's file as ``1``, which a boolean
+    field there refuses. It is a ``bool`` here, as the same value without an anchor is."""
     if isinstance(node, dict):
         return {str(k): plain(v) for k, v in node.items()}
     if isinstance(node, list):
         return [plain(v) for v in node]
+    if isinstance(node, ScalarBoolean):
+        return bool(node)
     return node
 
 

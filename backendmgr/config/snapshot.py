@@ -35,7 +35,7 @@ __all__ = [
     "snapshot_path",
 ]
 
-FORMAT = 4
+FORMAT = 5  # 5: an anchored boolean is kept as a boolean (4 kept it as 1)
 # 2: the validated settings, not the parsed YAML; 3: stamped with the source's inode; 4: with the
 # source's bytes themselves, not their SHA-256 (hashlib's OpenSSL was a fifth of a read's start)
 

@@ -246,3 +246,21 @@ def test_unsetting_the_macros_a_value_names_is_refused(
     line = refused(cli, config_path, "unset", "alpha-q4_k_m", "llama_swap")
     assert "${foo}" in line
     ok(cli("unset", "alpha-q4_k_m", "env", "llama_swap"))
+
+
+def test_an_anchored_boolean_reaches_the_file_as_a_boolean(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    """``&t true`` is ruamel's ScalarBoolean, an int: it once reached llama-swap's file as
+    ``1``, which a boolean field there refuses. Read fresh and from the config's snapshot."""
+    setup(tmp_path, config_path, "")
+    text = config_path.read_text().replace(
+        "llama_swap: {", 'llama_swap: {"sendLoadingState": &t true, "includeAliasesInList": *t, ', 1
+    )
+    config_path.write_text(text)
+    for run in ("fresh", "from the snapshot"):
+        ok(cli("generate", "--force"))
+        written = load(config_path)
+        assert written["sendLoadingState"] is True, run
+        assert written["includeAliasesInList"] is True, run
+        check_schema(config_path)

@@ -41,7 +41,13 @@ def inline() -> bool:
     if not _INLINE.get():
         return False
     asyncio = sys.modules.get("asyncio")  # not loaded: no loop runs
-    return asyncio is None or asyncio._get_running_loop() is None
+    if asyncio is None:
+        return True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return True
+    return False
 
 
 def run_inline(awaitable: Awaitable[T]) -> T:

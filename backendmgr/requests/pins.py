@@ -1,4 +1,4 @@
-"""``pin`` and ``unpin``: which row one model runs on."""
+"""``pin``: which row one model runs on (``unpin`` has its own module)."""
 
 from dataclasses import dataclass
 from typing import Annotated
@@ -6,7 +6,7 @@ from typing import Annotated
 from ..contract import Arg, Request
 from ._shared import DRY_RUN, MODEL, NO_GENERATE
 
-__all__ = ["PinRequest", "UnpinRequest"]
+__all__ = ["PinRequest"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,10 +24,3 @@ class PinRequest(Request):
     force: Annotated[
         bool, Arg("pin even when the model's extra_args uses a flag the build does not list")
     ] = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class UnpinRequest(Request):
-    model: Annotated[str, Arg("a model id", positional=True)]
-    generate: Annotated[bool, NO_GENERATE] = True
-    dry_run: Annotated[bool, DRY_RUN] = False

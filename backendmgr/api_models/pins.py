@@ -11,5 +11,7 @@ __all__ = ["PinResult"]
 
 @dataclass(kw_only=True)
 class PinResult(Previewed):
+    """``pin`` and ``unpin``: the model and the row it is pinned to (None: unpinned)."""
+
     model: str
     backend: str | None

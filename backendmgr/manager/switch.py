@@ -26,6 +26,8 @@ __all__ = ["Switches"]
 
 @dataclass(frozen=True, eq=False)
 class Switches:
+    """``activate`` and ``pin``/``unpin`` with the flag check a switch of builds needs."""
+
     builds: BuildStore
     settings: Callable[[], Awaitable[Settings]]
     models: Models

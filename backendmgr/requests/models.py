@@ -23,4 +23,6 @@ class ModelsDirRequest(Request):
 
 @dataclass(frozen=True, kw_only=True)
 class CmdRequest(Request):
+    """``cmd``: the command line one model gets."""
+
     model: Annotated[str, MODEL]

@@ -11,6 +11,8 @@ __all__ = ["SetRequest"]
 
 @dataclass(frozen=True, kw_only=True)
 class SetRequest(Request):
+    """``set``: per-model settings as typed, checked against the override's fields."""
+
     model: Annotated[
         str,
         Arg("a model id from 'backendmgr models' (or one not found yet)", positional=True),

@@ -11,6 +11,8 @@ __all__ = ["PinRequest"]
 
 @dataclass(frozen=True, kw_only=True)
 class PinRequest(Request):
+    """``pin``: one model kept on one registry row, whatever the class default is."""
+
     model: Annotated[str, MODEL]
     row: Annotated[
         str,

@@ -11,6 +11,8 @@ __all__ = ["UnpinRequest"]
 
 @dataclass(frozen=True, kw_only=True)
 class UnpinRequest(Request):
+    """``unpin``: the model follows its class default again."""
+
     model: Annotated[str, Arg("a model id", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True
     dry_run: Annotated[bool, DRY_RUN] = False

@@ -11,6 +11,8 @@ __all__ = ["UnsetRequest"]
 
 @dataclass(frozen=True, kw_only=True)
 class UnsetRequest(Request):
+    """``unset``: per-model settings cleared, back to the plan's own."""
+
     model: Annotated[str, Arg("a model id", positional=True)]
     keys: Annotated[
         list[str],

@@ -30,12 +30,14 @@ if TYPE_CHECKING:
     from .catalog import CatalogEntry, ReleaseInfo, VariantHere
     from .cmd import CmdResult
     from .config import ConfigInfo
+    from .folders import ModelsDirResult
     from .generate import GeneratedText, GenerateResult, SkippedModel
     from .inventory import BackendRowInfo, BuildInfo
     from .lock import FetchResult, LockResult, SyncResult
     from .measure import BisectReport, CanaryReport, VerifyReport
     from .models import ModelBackend, ModelInfo, VerifyResult
-    from .overrides import ModelsDirResult, ModelSettingsResult, PinResult
+    from .overrides import ModelSettingsResult
+    from .pins import PinResult
     from .registry import BackendRowResult, RemovedRow
     from .upkeep import CacheCleanResult, DoctorReport, PruneResult, UpdateEntry, UpdateResult
     from .web import ErrorBody, JobInfo
@@ -108,8 +110,8 @@ _WHERE = {
     "ModelBackend": "models",
     "ModelInfo": "models",
     "ModelSettingsResult": "overrides",
-    "ModelsDirResult": "overrides",
-    "PinResult": "overrides",
+    "ModelsDirResult": "folders",
+    "PinResult": "pins",
     "Previewed": "_shared",
     "PruneResult": "upkeep",
     "ReleaseInfo": "catalog",

@@ -11,12 +11,17 @@ __all__ = ["GenerateResult", "GeneratedText", "SkippedModel"]
 
 @dataclass(kw_only=True)
 class SkippedModel(Result):
+    """A model the generated file leaves out, and why."""
+
     id: str
     reason: str
 
 
 @dataclass(kw_only=True)
 class GenerateResult(Outcome):
+    """``generate`` and every change's rewrite: the file, whether it was written, and which
+    models it holds, leaves out and changed."""
+
     output: str
     written: bool
     models: int

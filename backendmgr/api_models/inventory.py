@@ -18,6 +18,8 @@ __all__ = ["BackendRowInfo", "BuildInfo"]
 
 @dataclass(kw_only=True)
 class BuildInfo(Result):
+    """One installed build as ``list`` shows it."""
+
     id: str
     component: str
     version: str
@@ -35,6 +37,8 @@ class BuildInfo(Result):
 
 @dataclass(kw_only=True)
 class BackendRowInfo(Result):
+    """One registry row as ``backends`` shows it, with the classes its kind serves."""
+
     id: str
     kind: str
     name: str

@@ -16,6 +16,8 @@ __all__ = ["ModelBackend", "ModelInfo", "VerifyResult"]
 
 @dataclass(kw_only=True)
 class ModelBackend(Result):
+    """The row a model resolves to, and why (``models``' backend column)."""
+
     id: str | None
     kind: str
     path: str | None
@@ -58,6 +60,8 @@ class VerifyResult(Result):
 
 @dataclass(kw_only=True)
 class ModelInfo(Result):
+    """One discovered model as ``models`` shows it: its file, its plan and what was measured."""
+
     id: str
     path: str
     format: str

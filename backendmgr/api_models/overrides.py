@@ -1,5 +1,5 @@
-"""The per-model overrides and the models folders: ``pin``, ``set``/``unset``, ``models
-add-dir``/``remove-dir``."""
+"""The per-model overrides: ``set``/``unset`` (``pin`` and the models folders have modules of
+their own: an edit makes only its own result's class)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,7 @@ from typing import Any
 
 from ._shared import Previewed
 
-__all__ = ["ModelSettingsResult", "ModelsDirResult", "PinResult"]
-
-
-@dataclass(kw_only=True)
-class PinResult(Previewed):
-    model: str
-    backend: str | None
-
-
-@dataclass(kw_only=True)
-class ModelsDirResult(Previewed):
-    """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
-
-    path: str
-    config: str
-    models_dirs: list[str]
+__all__ = ["ModelSettingsResult"]
 
 
 @dataclass(kw_only=True)

@@ -12,6 +12,8 @@ __all__ = ["WhichResult"]
 
 @dataclass(kw_only=True)
 class WhichResult(Result):
+    """``which``: what the target is, the row and executable it runs, and why."""
+
     target: str
     type: str
     row: str | None

@@ -38,6 +38,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class LoadedConfig:
+    """A config file as an edit needs it: its settings, its YAML document (comments kept),
+    its bytes and its indentation."""
+
     settings: Settings
     doc: CommentedMap | None
     raw: bytes

@@ -40,6 +40,10 @@ class ConfigStore:
     def __init__(self, path: Path, lock_path: Path | None = None) -> None:
         self.path = path
         self.lock_path = lock_path or path.with_name(path.name + ".lock")
+        # the bytes last read or written and the settings they validate to: an edit reads the
+        # config four times (its checks, under the lock, the adoption, the plan), each time
+        # whole from the disk, and reads the same bytes again only while they are the same
+        self._known: tuple[bytes, Settings] | None = None
 
     def read(self) -> Settings:
         """The settings, from the parsed snapshot beside the file while it matches the file's
@@ -55,6 +59,7 @@ class ConfigStore:
         loaded = parse(self.path, raw)
         if loaded.doc is not None:
             save_snapshot(self.path, raw, parser_name(), _snapshot_of(loaded.settings))
+            self._known = (raw, loaded.settings)
         return loaded.settings
 
     def load(self) -> LoadedConfig:
@@ -68,14 +73,20 @@ class ConfigStore:
         return empty() if raw is None else parse(self.path, raw, self._kept(raw))
 
     def _kept(self, raw: bytes) -> Settings | None:
-        """The settings the snapshot holds for exactly ``raw``, or None."""
+        """The settings this store last saw ``raw`` validate to, else those the snapshot holds
+        for exactly ``raw``, or None."""
+        known = self._known
+        if known is not None and known[0] == raw:
+            return known[1]
         document = load_snapshot(self.path, raw, parser_name())
         if document is None:
             return None
         try:
-            return load(Settings, document, "snapshot")
+            settings = load(Settings, document, "snapshot")
         except Invalid:
             return None  # a snapshot this version cannot read: the YAML is parsed
+        self._known = (raw, settings)
+        return settings
 
     def _raw(self) -> bytes | None:
         try:
@@ -102,6 +113,7 @@ class ConfigStore:
                     with contextlib.suppress(ConfigError):  # the next read will say why
                         written = _said(self.path, doc)
                         save_snapshot(self.path, data, parser_name(), _snapshot_of(written))
+                        self._known = (data, written)
                     from ..changes import config_written
 
                     config_written(self.path)  # for the command's result (issue 33)

@@ -13,10 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ..config.models import Settings
@@ -136,7 +133,12 @@ def keep_copy(target: Path) -> Path:
     """Copy ``target`` beside itself (``NAME.bak``; timestamped when that holds another copy).
 
     The copy is written to a temporary file and renamed, so a ``.bak`` is never half a file.
+    Its modules are loaded here: only a hand-edited file is copied, and an edit loads none.
     """
+    import shutil
+    import tempfile
+    from datetime import UTC, datetime
+
     backup = target.with_name(target.name + ".bak")
     if backup.exists() and file_digest(backup) != file_digest(target):
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +14,7 @@ from .._inline import in_thread
 from .._locks import hold
 from ..changes import generated
 from ..config.models import BackendRow, Settings
-from ..errors import BackendmgrError, InvalidInput, Refused, VerificationError
+from ..errors import BackendmgrError, InvalidInput, VerificationError
 from ..registry import rows as registry
 from .context import Context
 
@@ -22,22 +22,12 @@ if TYPE_CHECKING:  # a change that does not regenerate (install --no-generate) l
     from ..api_models import GeneratedText, GenerateResult
     from ..emit.plan import Entry
     from ..requests import GenerateRequest
+    from .findings import Finding
     from .models import Models, Plan
 
-__all__ = ["Finding", "Generator"]
+__all__ = ["Generator"]
 
 MAX_SHOWN = 4 << 20  # bytes of the generated config that ``generated`` returns
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing wrong with the written llama-swap config. ``problem``: ``doctor`` fails on
-    it (a missing or stale file is a note: the next change rewrites it); ``generate --check``
-    fails on any, raising ``error``."""
-
-    text: str
-    problem: bool
-    error: type[BackendmgrError] = Refused
 
 
 class Generator:
@@ -200,6 +190,7 @@ class Generator:
         from ..emit.regen import edited_by_hand, output_hash, written_record
         from ..emit.verify import check_config
         from ..errors import ConfigError
+        from .findings import Finding
 
         config = f"the llama-swap config {target}"
         if not target.exists():

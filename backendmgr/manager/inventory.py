@@ -23,6 +23,8 @@ __all__ = ["Inventory"]
 
 @dataclass(frozen=True, eq=False)
 class Inventory:
+    """``list`` and ``backends``: the builds on disk and the registry's rows, read only."""
+
     paths: Paths
     build_store: BuildStore
     settings: Callable[[], Settings]

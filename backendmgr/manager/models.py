@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
     from ..catalog.host import Adapter
     from ..discovery.models import DiscoveredModel, Discovery
     from ..emit.plan import ToolParsers
+    from ..install.receipt import InstalledEntry
     from ..measure.store import BenchStore, TunedStore
     from .probe import Site
     from .verify_cache import VerifyCache
@@ -73,6 +74,17 @@ def _plan_one(
         return Skip(model.id, model.path, f"cannot size this model ({type(exc).__name__}: {exc})")
     # a name llama-swap would read as a macro leaves out this model, not every model (issue 28)
     return screen(planned, settings.llama_swap) if isinstance(planned, Entry) else planned
+
+
+def _receipts_text(installed: Sequence[InstalledEntry]) -> list[str]:
+    """Each receipt of a build that serves models, as the inputs hash reads it (a kindless
+    tool, llama-swap, serves none: it changes nothing in the config). The receipts' module is
+    loaded where a build is installed, and only there."""
+    if not installed:
+        return []
+    from ..install.receipt import receipt_json
+
+    return [receipt_json(e.receipt) for e in installed if e.receipt.kind]
 
 
 class Models:
@@ -124,10 +136,8 @@ class Models:
         hashed = ""
         if only is None and digest:
             from ..emit.regen import inputs_hash
-            from ..install.receipt import receipt_json  # loaded already where builds are
 
-            # a kindless tool (llama-swap) serves no model: it changes nothing in the config
-            receipts = [receipt_json(e.receipt) for e in installed if e.receipt.kind]
+            receipts = _receipts_text(installed)
             receipts += [
                 f"probed {p} {json.dumps(plain(c))}" for p, c in sorted(caps.by_path.items())
             ]

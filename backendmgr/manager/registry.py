@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._inline import in_thread
-from ..api_models.overrides import ModelsDirResult, ModelSettingsResult, PinResult
 from ..config.models import (
     MAX_ID_CHARS,
     BackendRow,
@@ -35,7 +34,10 @@ from ..registry.kinds import classes_of
 from .facts import discover, pinned_by
 from .values import SETTABLE_KEYS, check_key, first_error, override_of, parse_value
 
-if TYPE_CHECKING:  # an edit loads only its own request's module (the CLI made it)
+if TYPE_CHECKING:  # an edit loads only its own request's and result's modules
+    from ..api_models.folders import ModelsDirResult
+    from ..api_models.overrides import ModelSettingsResult
+    from ..api_models.pins import PinResult
     from ..api_models.registry import BackendRowResult, RemovedRow
     from ..requests import (
         AddBackendRequest,
@@ -175,6 +177,8 @@ class Registry:
         """``models add-dir`` / ``remove-dir``: the one documented way to edit ``models_dirs``
         (a locked, atomic config edit). A folder to add must exist and be readable; it is
         stored absolute, so the config means the same from any working directory."""
+        from ..api_models.folders import ModelsDirResult
+
         config = str(self.ctx.store.path)
         path, add = req.path, req.add
         if add:
@@ -221,6 +225,8 @@ class Registry:
     # --- per-model overrides --------------------------------------------------------------
 
     async def pin(self, req: PinRequest) -> PinResult:
+        from ..api_models.pins import PinResult
+
         model, row_id = _check_model_id(req.model), req.row
         _refuse(id_problem(row_id, "row id"))  # a build row's tag may hold "/"
         settings = await self.ctx.settings()
@@ -246,6 +252,8 @@ class Registry:
         )
 
     async def unpin(self, req: UnpinRequest) -> PinResult:
+        from ..api_models.pins import PinResult
+
         model = _check_model_id(req.model)
 
         def change(s: Settings) -> tuple[Settings, str | None]:
@@ -267,6 +275,8 @@ class Registry:
 
     async def set_overrides(self, req: SetRequest) -> ModelSettingsResult:
         """Validate ``KEY=VALUE`` strings against the override model, then store them."""
+        from ..api_models.overrides import ModelSettingsResult
+
         model, values = _check_model_id(req.model), req.values
         parsed = {key: parse_value(key, text) for key, text in values.items()}
         try:  # refuse a bad value before any discovery
@@ -376,6 +386,8 @@ class Registry:
         )
 
     async def unset_overrides(self, req: UnsetRequest) -> ModelSettingsResult:
+        from ..api_models.overrides import ModelSettingsResult
+
         model, keys = _check_model_id(req.model), req.keys
         for key in keys:
             check_key(key)

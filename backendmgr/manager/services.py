@@ -126,7 +126,9 @@ class Services:
         from .switch import Switches
 
         ctx = self.ctx
-        return Switches(ctx.builds, ctx.settings, self.models, self.registry, self.activation)
+        return Switches(
+            ctx.builds, ctx.settings, self.models, self.registry, lambda: self.activation
+        )
 
     @cached_property
     def installer(self) -> Installer:

@@ -26,11 +26,15 @@ __all__ = ["Switches"]
 
 @dataclass(frozen=True, eq=False)
 class Switches:
+    """``activate`` and ``pin``/``unpin`` with the flag check a switch of builds needs."""
+
     builds: BuildStore
     settings: Callable[[], Awaitable[Settings]]
     models: Models
     registry: Registry
-    activation: Activation
+    # made when ``activate`` runs: a pin loads neither the activation service nor the
+    # versions' ordering it sorts builds by (``packaging``)
+    activation: Callable[[], Activation]
 
     async def activate(self, req: ActivateRequest) -> ActivateResult:
         """Switch the activated build; refused when a model following it uses a flag the build
@@ -39,7 +43,7 @@ class Switches:
         plan = await self.models.plan()
         models = followers(plan, entry.receipt.component)
         kept = check_switch(plan.settings, models, entry, force=req.force)
-        result = await self.activation.activate(req)
+        result = await self.activation().activate(req)
         return _warned(result, kept)
 
     async def pin(self, req: PinRequest) -> PinResult:

@@ -7,15 +7,16 @@ hand in what they learned from the disk (installed builds, which paths exist).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..config.models import BackendRow, row_id_problem
 from ..errors import BackendmgrError, InvalidInput, MalformedId, Refused, unknown
-from ..record import Record
-from ..versioning import VersionKey, version_key
 from .build_ids import build_id_of, build_row_id
 from .kinds import KNOWN_KINDS, class_taken, classes_of, normalize_kind
+
+if TYPE_CHECKING:
+    from .installed import InstalledBuild, build_age_key, newest_first
 
 __all__ = [
     "InstalledBuild",
@@ -36,31 +37,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
-class InstalledBuild(Record):
-    """What the build store knows about one committed build, as the registry needs it."""
+def __getattr__(name: str) -> object:
+    """The installed builds' names from :mod:`.installed`, loaded when first named: a change
+    on a machine with no build installed makes no :class:`InstalledBuild` and orders no
+    version (``datetime`` and ``packaging`` stay unloaded)."""
+    if name in _INSTALLED:
+        from . import installed
 
-    component: str
-    version: str
-    variant: str
-    exe: str
-    kind: str
-    name: str = ""
-    installed_at: datetime | None = None
-
-    @property
-    def build_id(self) -> str:
-        return build_row_id(self.component, self.version, self.variant)
+        return getattr(installed, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def build_age_key(build: InstalledBuild) -> tuple[VersionKey, float]:
-    """Orders builds oldest to newest: version first, then install time."""
-    return version_key(build.version), build.installed_at.timestamp() if build.installed_at else 0
-
-
-def newest_first(builds: Iterable[InstalledBuild]) -> list[InstalledBuild]:
-    """Highest version first; equal versions by install time, newest first."""
-    return sorted(builds, key=build_age_key, reverse=True)
+_INSTALLED = frozenset({"InstalledBuild", "build_age_key", "newest_first"})
 
 
 def _find(rows: Sequence[BackendRow], row_id: str) -> int | None:
@@ -214,6 +202,8 @@ def sync_build_rows(
     rows: Sequence[BackendRow], component: str, builds: Iterable[InstalledBuild]
 ) -> list[BackendRow]:
     """One block of build rows, newest first, directly behind the component's managed row."""
+    from .installed import newest_first
+
     rest = [r for r in rows if not (r.build and r.component == component)]
     block = [
         BackendRow(
@@ -254,6 +244,8 @@ def adopt(
         {r.component for r in out if r.build and r.component and r.component not in installed}
     )
     for component in components:
+        from .installed import newest_first  # only where a build is, or a build row was
+
         builds = newest_first(installed.get(component, ()))
         if builds:
             index = _find(out, component)

@@ -14,8 +14,10 @@ that one declaration:
   (``__pydantic_config__`` refuses unknown keys; pydantic calls ``__post_init__``), and its
   OpenAPI schema shows each field's help and limits (:meth:`Arg.__get_pydantic_json_schema__`).
 
-Each group of commands has its own module (``builds``, ``registry``, ``pins``, ``models`` …;
-``install``, ``releases``, ``list`` and ``which`` one each, as the commands run most)
+Each group of commands has its own module (``builds``, ``registry``, ``models`` …; ``install``,
+``releases``, ``list``, ``which`` and the edits ``set``, ``unset``, ``pin``, ``unpin`` and
+``generate`` one each, as the commands run most: every edit regenerates, with a
+``GenerateRequest``)
 and this package loads a request's module when the request is first named: making the classes
 is most of an import's cost, and a command needs its own few. Nothing here imports pydantic.
 """
@@ -30,15 +32,18 @@ if TYPE_CHECKING:
     from .builds import ActivateRequest, DoctorRequest, UninstallRequest
     from .checks import CanaryRequest, VerifyRequest
     from .default import DefaultRequest
+    from .generate import GenerateRequest
     from .install import InstallRequest
     from .listing import ListRequest
     from .lock import FetchRequest, LockRequest, SyncRequest
-    from .models import CmdRequest, GenerateRequest, ModelsDirRequest
-    from .overrides import SetRequest, UnsetRequest
-    from .pins import PinRequest, UnpinRequest
+    from .models import CmdRequest, ModelsDirRequest
+    from .overrides import SetRequest
+    from .pins import PinRequest
     from .registry import AddBackendRequest, RemoveBackendRequest
     from .releases import ReleasesQuery
     from .serve import ServeRequest
+    from .unpin import UnpinRequest
+    from .unset import UnsetRequest
     from .upkeep import CacheCleanRequest, PruneRequest, UpdateRequest
     from .which import WhichRequest
 
@@ -86,7 +91,7 @@ _WHERE = {
     "DefaultRequest": "default",
     "DoctorRequest": "builds",
     "FetchRequest": "lock",
-    "GenerateRequest": "models",
+    "GenerateRequest": "generate",
     "InstallRequest": "install",
     "ListRequest": "listing",
     "LockRequest": "lock",
@@ -102,8 +107,8 @@ _WHERE = {
     "SetRequest": "overrides",
     "SyncRequest": "lock",
     "UninstallRequest": "builds",
-    "UnpinRequest": "pins",
-    "UnsetRequest": "overrides",
+    "UnpinRequest": "unpin",
+    "UnsetRequest": "unset",
     "UpdateRequest": "upkeep",
     "VerifyRequest": "checks",
     "WhichRequest": "which",

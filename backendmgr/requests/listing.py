@@ -10,6 +10,8 @@ __all__ = ["ListRequest"]
 
 @dataclass(frozen=True, kw_only=True)
 class ListRequest(Request):
+    """``list``: the installed builds, of one component or of all."""
+
     component: Annotated[
         str | None, Arg("only builds of this component", positional=True, high=200)
     ] = None

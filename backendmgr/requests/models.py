@@ -1,4 +1,4 @@
-"""``models add|remove`` (the folders), ``cmd``, ``generate``."""
+"""``models add|remove`` (the folders) and ``cmd``."""
 
 from dataclasses import dataclass
 from typing import Annotated
@@ -6,7 +6,7 @@ from typing import Annotated
 from ..contract import Arg, Request
 from ._shared import DRY_RUN, MAX_PATH, MODEL, NO_GENERATE
 
-__all__ = ["CmdRequest", "GenerateRequest", "ModelsDirRequest"]
+__all__ = ["CmdRequest", "ModelsDirRequest"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,22 +23,6 @@ class ModelsDirRequest(Request):
 
 @dataclass(frozen=True, kw_only=True)
 class CmdRequest(Request):
+    """``cmd``: the command line one model gets."""
+
     model: Annotated[str, MODEL]
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenerateRequest(Request):
-    """``output`` is the CLI's ``--output`` only: the API writes only the configured file."""
-
-    output: Annotated[
-        str | None,
-        Arg(
-            "write here instead of the configured output",
-            metavar="PATH",
-            high=MAX_PATH,
-            blank=False,
-            api=False,
-        ),
-    ] = None
-    force: Annotated[bool, Arg("rewrite even when up to date")] = False
-    check: Annotated[bool, Arg("exit 1 when missing or stale")] = False

@@ -1,4 +1,4 @@
-"""``pin`` and ``unpin``: which row one model runs on."""
+"""``pin``: which row one model runs on (``unpin`` has its own module)."""
 
 from dataclasses import dataclass
 from typing import Annotated
@@ -6,11 +6,13 @@ from typing import Annotated
 from ..contract import Arg, Request
 from ._shared import DRY_RUN, MODEL, NO_GENERATE
 
-__all__ = ["PinRequest", "UnpinRequest"]
+__all__ = ["PinRequest"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class PinRequest(Request):
+    """``pin``: one model kept on one registry row, whatever the class default is."""
+
     model: Annotated[str, MODEL]
     row: Annotated[
         str,
@@ -24,10 +26,3 @@ class PinRequest(Request):
     force: Annotated[
         bool, Arg("pin even when the model's extra_args uses a flag the build does not list")
     ] = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class UnpinRequest(Request):
-    model: Annotated[str, Arg("a model id", positional=True)]
-    generate: Annotated[bool, NO_GENERATE] = True
-    dry_run: Annotated[bool, DRY_RUN] = False

@@ -10,6 +10,8 @@ __all__ = ["WhichRequest"]
 
 @dataclass(frozen=True, kw_only=True)
 class WhichRequest(Request):
+    """``which``: the executable a model, component or build would run, and why."""
+
     target: Annotated[
         str,
         Arg(

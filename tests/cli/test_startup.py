@@ -347,6 +347,42 @@ def test_reads_and_an_edit_load_neither_pydantic_nor_an_event_loop(
     assert json.loads(out) == [] and loaded == []
 
 
+def test_an_edit_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: an edit makes its own request and result and the regeneration's, not its
+    siblings' (``unset``'s, ``unpin``'s, the ``models`` commands'); on a machine with no build
+    installed it reads no receipt and orders no version (``packaging``), and it copies no file
+    (``shutil``, ``tempfile``: a hand-edited output's backup) nor checks the written one as
+    ``doctor`` does."""
+    from backendmgr import api_models, requests
+
+    config = _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
+    manual = {"id": "mine", "kind": "llama", "path": sys.executable}
+    config.write_text(config.read_text() + f"backends: [{json.dumps(manual)}]\n")
+    monkeypatch.setenv("BACKENDMGR_VRAM_GB", "24")  # the card's size given: no probe to find
+    loaded_after("generate")  # the first run writes the output and keeps the config's parse
+    made = {f"backendmgr.requests.{m}" for m in requests._WHERE.values() if m != "_shared"}
+    made |= {f"backendmgr.api_models.{m}" for m in api_models._WHERE.values() if m != "_shared"}
+    unused = (
+        "backendmgr.install.receipt",
+        "backendmgr.registry.installed",
+        "packaging.version",
+        "shutil",
+        "tempfile",
+        "backendmgr.manager.findings",
+    )
+    heavy = (*sorted(made), *unused)
+    for argv, own in (
+        (("set", "tiny-q4_k_m", "ctx=2048"), ("requests.overrides", "api_models.overrides")),
+        (("unset", "tiny-q4_k_m", "ctx"), ("requests.unset", "api_models.overrides")),
+        (("pin", "tiny-q4_k_m", "mine"), ("requests.pins", "api_models.pins")),
+        (("unpin", "tiny-q4_k_m"), ("requests.unpin", "api_models.pins")),
+        (("generate", "--force"), ()),
+    ):
+        wanted = {f"backendmgr.{m}" for m in (*own, "requests.generate", "api_models.generate")}
+        out, loaded = loaded_after(*argv, heavy=heavy)
+        assert out.strip() and set(loaded) == wanted, (argv, loaded)
+
+
 def test_a_read_makes_only_its_own_result_classes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

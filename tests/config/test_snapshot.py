@@ -53,7 +53,19 @@ def test_a_read_writes_the_snapshot_and_the_next_read_uses_it(config: Path) -> N
     assert snapshot_path(config).exists() and first == fresh(config)
     assert store.read() == first
     forge(config, models_dirs=["/forged"])  # proves the next read takes the snapshot
-    assert store.read().models_dirs == ["/forged"]
+    assert ConfigStore(config).read().models_dirs == ["/forged"]  # the next command's
+    assert store.read() == first  # this store's: the bytes it read, as they validated
+
+
+def test_a_store_reads_the_same_bytes_once(config: Path) -> None:
+    """An edit reads the config several times (its checks, under the lock, the plan): the
+    store reads the file whole each time, its settings again only when the bytes differ."""
+    store = ConfigStore(config)
+    first = store.read()
+    snapshot_path(config).unlink()
+    assert store.read() is first and not snapshot_path(config).exists()
+    config.write_text(CONFIG.replace("8192", "8193"))
+    assert store.read().models["qwen"].ctx == 8193
 
 
 def test_any_change_to_the_config_bytes_is_parsed_again(config: Path) -> None:
@@ -83,7 +95,7 @@ def test_a_write_leaves_a_snapshot_of_what_it_wrote(config: Path) -> None:
     via_snapshot = store.read()
     assert via_snapshot.models["new"].ctx == 2048 and via_snapshot == fresh(config)
     forge(config, models_dirs=["/forged"])
-    assert store.read().models_dirs == ["/forged"]  # written by the update, not a read
+    assert ConfigStore(config).read().models_dirs == ["/forged"]  # the update's, not a read's
 
 
 @pytest.mark.parametrize(
@@ -104,10 +116,10 @@ def test_a_stale_or_broken_snapshot_is_never_used(config: Path, stale: object) -
     data["document"]["models_dirs"] = ["/forged"]
     stale(data)  # type: ignore[operator]
     snapshot_path(config).write_text(json.dumps(data))
-    assert store.read() == fresh(config)
+    assert ConfigStore(config).read() == fresh(config)
     for junk in (b"", b"{", b"[]", b"\xff" * 10):
         snapshot_path(config).write_bytes(junk)
-        assert store.read() == fresh(config)
+        assert ConfigStore(config).read() == fresh(config)
 
 
 def test_a_folder_that_cannot_hold_a_snapshot_still_reads(config: Path) -> None:
@@ -165,7 +177,7 @@ def test_a_read_from_the_snapshot_says_what_a_parse_says(config: Path, extra: st
     assert (
         json.loads(snapshot_path(config).read_text())["document"]["models"]["qwen"]["ctx"] == 8192
     )
-    warm = store.read()
+    warm = ConfigStore(config).read()
     assert json.dumps(plain(warm)) == json.dumps(plain(cold)) == json.dumps(plain(fresh(config)))
 
 

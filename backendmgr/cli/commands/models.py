@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...requests import CmdRequest, GenerateRequest, ModelsDirRequest
+from ... import requests
 from ..options import add_request, request_in
 from .common import report
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from ..render import Renderer
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def _models(sub: argparse._SubParsersAction[Any]) -> None:
     m = sub.add_parser("models", help="discovered models, the row each resolves to, and why")
     m.set_defaults(handler=models)
     folders = m.add_subparsers(dest="models_action", metavar="ACTION", required=False)
@@ -24,18 +25,32 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         ("remove-dir", False, "remove a folder from models_dirs"),
     ):
         f = folders.add_parser(name, help=text, description=text)
-        add_request(f, ModelsDirRequest, given={"add": add})
+        add_request(f, requests.ModelsDirRequest, given={"add": add})
         f.set_defaults(handler=models_dir)
+
+
+def _cmd(sub: argparse._SubParsersAction[Any]) -> None:
     c = sub.add_parser("cmd", help="print the command line a model gets")
-    add_request(c, CmdRequest)
+    add_request(c, requests.CmdRequest)
     c.set_defaults(handler=cmd)
+
+
+def _generate(sub: argparse._SubParsersAction[Any]) -> None:
     g = sub.add_parser("generate", help="regenerate the llama-swap config")
-    add_request(g, GenerateRequest)
+    add_request(g, requests.GenerateRequest)
     g.set_defaults(handler=generate)
 
 
+PARSERS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
+    "models": _models,
+    "cmd": _cmd,
+    "generate": _generate,
+}
+"""Each command's parser on its own: a run makes only its own command's requests."""
+
+
 async def models_dir(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.models_dir(request_in(args, ModelsDirRequest)))
+    return report(out, await mgr.models_dir(request_in(args, requests.ModelsDirRequest)))
 
 
 def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
@@ -116,7 +131,7 @@ def _checked(row: ModelInfo) -> list[str]:
 def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    result = mgr.cmd(request_in(args, CmdRequest))
+    result = mgr.cmd(request_in(args, requests.CmdRequest))
     if out.json_mode:
         out.document(dump(result))
     else:
@@ -125,4 +140,4 @@ def cmd(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
 
 
 async def generate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.generate(request_in(args, GenerateRequest)))
+    return report(out, await mgr.generate(request_in(args, requests.GenerateRequest)))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...requests import SetRequest, UnsetRequest
+from ... import requests
 from ..keys import KEY_HELP
 from ..options import add_request, request_in
 from .common import command, report
@@ -32,18 +33,28 @@ def _keyed(
     return command(sub, name, handler, help=help, epilog=epilog, formatter_class=formatter)
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def _set(sub: argparse._SubParsersAction[Any]) -> None:
     p = _keyed(
         sub, "set", set_overrides, "set per-model overrides (ctx, vllm_gpu_util, extra_args, …)"
     )
-    add_request(p, SetRequest)
+    add_request(p, requests.SetRequest)
+
+
+def _unset(sub: argparse._SubParsersAction[Any]) -> None:
     u = _keyed(sub, "unset", unset_overrides, "clear per-model overrides")
-    add_request(u, UnsetRequest)
+    add_request(u, requests.UnsetRequest)
+
+
+PARSERS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
+    "set": _set,
+    "unset": _unset,
+}
+"""Each command's parser on its own: a run makes only its own command's request."""
 
 
 async def set_overrides(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.set_overrides(request_in(args, SetRequest)))
+    return report(out, await mgr.set_overrides(request_in(args, requests.SetRequest)))
 
 
 async def unset_overrides(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
-    return report(out, await mgr.unset_overrides(request_in(args, UnsetRequest)))
+    return report(out, await mgr.unset_overrides(request_in(args, requests.UnsetRequest)))

@@ -37,6 +37,7 @@ from .extract import (
     find_executable,
     streamable,
 )
+from .inflate import keep_pieces_in_heap
 from .locked import check_locked_assets, verify_locked
 from .store import AssetRecord, Receipt
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
@@ -297,6 +298,7 @@ async def install_archive(
     cut (or a cancel) keeps its part files, so that the next attempt resumes them."""
     began = time.perf_counter()
     stages.reset()
+    keep_pieces_in_heap()
     downloads = store.paths.downloads
     sums = checksum_assets(plan.manifest, plan.choice.release, plan.choice.assets)
     parts = [part_path(downloads, a) for a in (*plan.choice.assets, *(s for s, _ in sums))]

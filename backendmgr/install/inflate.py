@@ -13,10 +13,12 @@ import bz2
 import io
 import lzma
 import struct
+import sys
 import time
 import zipfile
 import zlib
 from collections.abc import Iterator
+from functools import cache
 from types import ModuleType
 from typing import IO, BinaryIO, Protocol, cast
 
@@ -35,10 +37,42 @@ def _fastest_zlib() -> ModuleType:
 
 fast_zlib = _fastest_zlib()
 
-__all__ = ["DATA_ERRORS", "Served", "Source", "Unpacked", "fast_zlib", "zip_member"]
+
+@cache
+def keep_pieces_in_heap() -> None:
+    """Have glibc's allocator keep the unpack's pieces (up to ``OUT_CHUNK``) in its heaps and
+    keep up to 8 MiB free there, once per process. By default a piece of 128 KiB or more is a
+    mapping of its own or, once the allocator adapts, heap memory handed back to the system as
+    soon as it is free; each new piece then starts on fresh pages the kernel must zero: a .zip
+    of the bench's 87 MiB tree took 34 000 page faults against 8 500 with this (13 % of the
+    install's CPU here). The memory kept is bounded (8 MiB free per heap); elsewhere than glibc,
+    nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - a C library without it
+        return
+    mallopt(M_MMAP_THRESHOLD, 2 * OUT_CHUNK)
+    mallopt(M_TRIM_THRESHOLD, 8 * OUT_CHUNK)
+
+
+__all__ = [
+    "DATA_ERRORS",
+    "Served",
+    "Source",
+    "Unpacked",
+    "fast_zlib",
+    "keep_pieces_in_heap",
+    "zip_member",
+]
 
 IN_CHUNK = 256 << 10
 OUT_CHUNK = 1 << 20
+M_TRIM_THRESHOLD = -1  # mallopt(3)'s parameters
+M_MMAP_THRESHOLD = -3
 MAX_READ = 16 << 20  # a pax header of this size is no release's
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -65,13 +65,19 @@ class _Drains(Protocol):
 class Places:
     """Where members go, after checking that no link already on disk (an earlier asset's: this
     one's are made last) leads them outside. A folder is checked and made once: until the links
-    are made, nothing can turn it into a link, so its members need only their own name checked."""
+    are made, nothing can turn it into a link, so its members need only their own name checked.
+
+    Under a root that is empty at the start (the first or only asset's staging folder) there is
+    no link to check until :func:`make_links`: then no member is looked up on disk at all (an
+    ``lstat`` per file, which waits for the writing thread's create in the same folder)."""
 
     def __init__(self, root: Path, archive: str) -> None:
         self.root = root
         self.archive = archive
         self._made: set[PurePosixPath] = set()
         self._before_mkdir: Callable[[], None] | None = None
+        with os.scandir(root) as entries:
+            self._linkless = next(entries, None) is None
 
     def drained_by(self, writer: _Drains) -> Self:
         """Files are written by ``writer``'s thread: a new folder waits for the writes handed
@@ -80,6 +86,8 @@ class Places:
         return self
 
     def _check(self, rel: PurePosixPath, path: Path) -> None:
+        if self._linkless:
+            return
         if not resolves_inside(self.root, path):
             raise UnsafeArchive(f"{self.archive}: refusing {str(rel)!r}: a link leads it outside")
 
@@ -96,7 +104,7 @@ class Places:
 
     def file(self, rel: PurePosixPath) -> Path:
         dest = self.folder(rel.parent) / rel.name
-        if os.path.islink(dest):
+        if not self._linkless and os.path.islink(dest):
             self._check(rel, dest)
         return dest
 

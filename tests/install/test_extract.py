@@ -200,3 +200,24 @@ def test_concatenated_streams_are_one_archive(tmp_path: Path, fmt: str) -> None:
     staging = unpack(tmp_path, f"a.tar.{fmt}", pack(plain[:half]) + pack(plain[half:]))
     assert (staging / "build" / "bin" / "LICENSE").read_bytes() == b"MIT\n"
     assert os.readlink(staging / "build" / "bin" / "libggml.so") == "libggml.so.0"
+
+
+@pytest.mark.parametrize("fmt", ["tar.gz", "zip"])
+def test_a_second_asset_is_checked_against_the_first_ones_links(tmp_path: Path, fmt: str) -> None:
+    """A member is looked up on disk only where a link may already be: an empty staging folder
+    has none until its own links are made, a second asset finds the first one's."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    staging = tmp_path / "box" / "staging"
+    staging.mkdir(parents=True)
+    (staging / "lib").symlink_to(outside)  # as if an earlier asset had made it
+    build = make_zip if fmt == "zip" else (lambda e: make_tar(e, "gz"))
+    archive = tmp_path / f"b.{fmt}"
+    archive.write_bytes(build([Entry("lib/evil.so", b"x")]))
+    with pytest.raises(UnsafeArchive, match="a link leads it outside"):
+        extract(archive, archive.name, staging, exe_name="llama-server")
+    assert list(outside.iterdir()) == []
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    extract(archive, archive.name, fresh, exe_name="llama-server")
+    assert (fresh / "lib" / "evil.so").read_bytes() == b"x"

@@ -21,6 +21,11 @@ from tests.support.wheels import make_wheel
 # Each install builds a real venv; with plain venv + pip that is ensurepip and a pip run, several
 # seconds of CPU, so the pip variants are the slow ones.
 PIP_IS_SLOW = pytest.mark.slow(reason="a real venv per install: ensurepip, then pip")
+# A test whose subject is no installer's own (the staging folder and its commit, a manifest's
+# reading) runs with uv alone: the code under it is the same for both, and what differs with
+# pip (making the venv, its pip run, its failure's lines, its launchers' relocation) is what
+# the tests that keep both installers check.
+UV_ONLY = pytest.mark.parametrize("installer", ["uv"], indirect=True)
 
 
 @pytest.fixture(params=["uv", pytest.param("pip", marks=PIP_IS_SLOW)])
@@ -67,6 +72,9 @@ def test_two_versions_side_by_side(cli: Cli, installer: str, tmp_path: Path) -> 
             check=True,
         ).stdout
         assert out.strip() == f"toy-server {version}"
+        for launcher in (home / f"{version}-cpu" / "bin").iterdir():  # pip's and activate too
+            if launcher.is_file() and not launcher.is_symlink():
+                assert b".staging-" not in launcher.read_bytes(), launcher
     rows = json.loads(ok(cli("--json", "backends")).out)
     assert [(r["id"], r["version"], r["build"]) for r in rows] == [
         ("toy", "1.0.0", False),
@@ -171,6 +179,7 @@ def test_builtin_vllm_manifest_dry_run_and_unreachable_index(
     assert not (tmp_path / "home" / "builds").exists()
 
 
+@UV_ONLY  # a failed pip run is test_failed_pip_run_reports_its_last_lines[pip]
 def test_failed_reinstall_keeps_the_working_build(
     cli: Cli, installer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -222,6 +231,7 @@ def test_failed_reinstall_keeps_the_working_build(
         os.umask(old_umask)
 
 
+@UV_ONLY  # the manifest is read alike for both; a pip install is test_two_versions_…[pip]
 def test_pypi_manifest_with_only_id_and_label_installs_here(
     cli: Cli, installer: str, tmp_path: Path, config_path: Path
 ) -> None:

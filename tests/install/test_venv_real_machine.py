@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli, error_line, ok
+from tests.support.servers import POLL_S
 from tests.support.wheels import make_wheel
 
 RUNNING = ".".join(map(str, sys.version_info[:3]))
@@ -311,7 +312,7 @@ def test_releases_show_the_index_upload_date_and_the_plan_its_requires_python(
     cli: Cli, wheels: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Index)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     try:
         monkeypatch.delenv("BACKENDMGR_OFFLINE")
@@ -486,7 +487,7 @@ def test_a_torch_mirror_that_answers_gives_torch_and_an_html_index_is_read(
     _pep503(site / "whl" / "cpu", "torch", [cpu])
     handler = lambda *a: _Static(*a, directory=str(site))  # noqa: E731
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True).start()
     try:
         base = f"http://127.0.0.1:{server.server_port}"
         for name in ("BACKENDMGR_OFFLINE", "PIP_NO_INDEX", "PIP_FIND_LINKS"):

@@ -29,6 +29,7 @@ from tests.support.cli import CliResult
 from tests.support.ggufs import write_gguf
 from tests.support.paths import SHARED
 from tests.support.processes import running
+from tests.support.servers import POLL_S
 from tests.support.standins import SERVER_STANDIN
 from tests.support.wait import wait_until
 
@@ -285,7 +286,7 @@ def answering_port(routes: dict[str, bytes]) -> Iterator[str]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL_S,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

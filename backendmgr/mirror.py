@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-__all__ = ["MirrorServer", "main"]
+__all__ = ["POLL_S", "MirrorServer", "main"]
+
+POLL_S = 0.01  # how often a started mirror's loop looks for stop()
 
 Hook = Callable[["MirrorHandler"], bool]
 
@@ -244,7 +246,11 @@ class MirrorServer(ThreadingHTTPServer):
         return out
 
     def start(self) -> MirrorServer:
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        """Serve in a thread; its loop looks for :meth:`stop` every 10 ms (socketserver's
+        default, 0.5 s, made each stop wait up to half a second)."""
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": POLL_S}, daemon=True
+        )
         self._thread.start()
         return self
 

@@ -443,10 +443,9 @@ STAGE_NAMES = {
     "unpack_after_download": "unpack after the download ended",
     "zip_finish": "zip: central directory check, modes, links, members past 2048",
     "extract": "unpack again from the whole file",
-    "smoke_syncfs": "smoke check and probe, beside the syncfs (the longer of the two)",
-    "smoke": "of which the smoke check and probe",
+    "smoke": "smoke check and probe",
+    "commit": "syncfs, receipt and commit",
     "syncfs": "of which syncfs (the disk writing what is not on it yet)",
-    "commit": "receipt and commit",
     "after": "after the commit (registry, config, exit)",
 }
 

@@ -17,7 +17,6 @@ import anyio
 import httpx
 from filelock import Timeout
 
-from ..catalog.capabilities import Capabilities
 from ..catalog.manifest import Manifest
 from ..catalog.matching import AssetChoice, checksum_assets
 from ..errors import InstallFailed, NetworkError, UnsafeArchive, first_error
@@ -254,28 +253,6 @@ async def _download_streaming(
     return None if follower.broken else outcome[0]
 
 
-async def _check_while_syncing(
-    store: BuildStore, staging: Path, exe: Path, manifest: Manifest, smoke: bool
-) -> Capabilities | None:
-    """The smoke check and probe (the program's time) while the staged files go to the disk
-    (the disk's): the commit, after both, renames a build that ran and is on the disk."""
-    found: list[Capabilities | None] = []
-
-    async def check() -> None:
-        started = time.perf_counter()
-        found.append(await check_staged(exe, manifest, smoke=smoke))
-        stages.add("smoke", time.perf_counter() - started)
-
-    try:
-        with stages.timed("smoke_syncfs"):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(anyio.to_thread.run_sync, store.sync_staged, staging)
-                tg.start_soon(check)
-    except BaseExceptionGroup as group:
-        raise first_error(group) from None
-    return found[0]
-
-
 async def install_archive(
     plan: ArchivePlan,
     store: BuildStore,
@@ -401,11 +378,9 @@ async def install_archive(
             if exe is None:
                 raise InstallFailed(f"{plan.exe_name} not found in {plan.choice.primary.name}")
             exe.chmod(exe.stat().st_mode | 0o111)
-            # The archive is unpacked and verified: it goes before the file-system sync, which
-            # would otherwise write its pages to the disk only for them to be freed (as many
-            # bytes again as the build's, on every install).
-            _discard_all(parts)
-            capabilities = await _check_while_syncing(store, staging, exe, plan.manifest, smoke)
+            started = time.perf_counter()
+            capabilities = await check_staged(exe, plan.manifest, smoke=smoke)
+            stages.add("smoke", time.perf_counter() - started)
             _emit(emit, ProgressEvent("committing"))
             records = [
                 AssetRecord(
@@ -417,9 +392,13 @@ async def install_archive(
                 )
                 for a in plan.choice.assets
             ]
+            # The archive is unpacked and checked: it goes before the commit's file-system
+            # sync, which would otherwise write its pages to the disk only for them to be
+            # freed (as many bytes again as the build's, on every install).
             with stages.timed("commit"):
+                _discard_all(parts)
                 receipt = await commit_staged(
-                    store, plan, staging, exe, capabilities, assets=records, synced=True
+                    store, plan, staging, exe, capabilities, assets=records
                 )
         except BaseException as exc:
             if staging is not None:

@@ -146,17 +146,11 @@ class BuildStore:
 
         store.write_receipt(folder, receipt)
 
-    def sync_staged(self, staging: Path) -> None:
-        """See :func:`.store.sync_staged`: the staged files on the disk, before a commit."""
-        from . import store
-
-        store.sync_staged(staging)
-
-    def commit(self, staging: Path, final: Path, receipt: Receipt, *, synced: bool = False) -> None:
+    def commit(self, staging: Path, final: Path, receipt: Receipt) -> None:
         """See :func:`.store.commit`: a crash leaves the old build or the new one."""
         from . import store
 
-        store.commit(staging, final, receipt, synced=synced)
+        store.commit(staging, final, receipt)
 
     def remove(self, entry: InstalledEntry) -> None:
         from . import store

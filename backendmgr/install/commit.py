@@ -59,11 +59,9 @@ async def commit_staged(
     python: str | None = None,
     packages: dict[str, str] | None = None,
     tool_parsers: list[str] | None = None,
-    synced: bool = False,
 ) -> Receipt:
     """Write the receipt into ``staging`` and rename it to the plan's target; a cancel cannot stop
-    it half-way (the receipt is the only "installed" signal). ``synced``: the caller put the
-    staged files on the disk already (:meth:`.builds.BuildStore.sync_staged`)."""
+    it half-way (the receipt is the only "installed" signal)."""
     manifest = plan.manifest
     receipt = Receipt(
         component=manifest.id,
@@ -83,5 +81,5 @@ async def commit_staged(
         tool_parsers=tool_parsers,
     )
     with anyio.CancelScope(shield=True):
-        store.commit(staging, plan.target, receipt, synced=synced)
+        store.commit(staging, plan.target, receipt)
     return receipt

@@ -69,22 +69,15 @@ def write_receipt(folder: Path, receipt: Receipt) -> None:
     atomic_write_bytes(folder / RECEIPT, receipt_json(receipt).encode())
 
 
-def sync_staged(staging: Path) -> None:
-    """Put the staged files on the disk with one call for them all (no fsync per file)."""
-    with stages.timed("syncfs"):  # the disk's own work: what of the build is not written yet
-        sync_filesystem(staging)
-
-
-def commit(staging: Path, final: Path, receipt: Receipt, *, synced: bool = False) -> None:
+def commit(staging: Path, final: Path, receipt: Receipt) -> None:
     """Receipt into staging, then one rename; an old build is swapped aside, then deleted.
 
     The old build waits in ``<final>.swap-*/old`` (not ``.trash-``) so that after a kill
     between the two renames ``doctor --fix`` can tell a swap to finish from a removal.
-    The staged files reach the disk first (:func:`sync_staged`, here unless the caller
-    ``synced`` them already): the receipt, fsynced, and the rename then only ever name a
-    complete build."""
-    if not synced:
-        sync_staged(staging)
+    The staged files reach the disk first, with one call for them all (no fsync per
+    file): the receipt, fsynced, and the rename then only ever name a complete build."""
+    with stages.timed("syncfs"):  # the disk's own work: what of the build is not written yet
+        sync_filesystem(staging)
     write_receipt(staging, receipt)
     trash: Path | None = None
     if final.exists():

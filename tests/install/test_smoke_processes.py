@@ -110,6 +110,10 @@ def test_ctrl_c_during_the_smoke_check_exits_130_and_leaves_no_process(
     assert_none_left(found)
     no_build(tmp_path / "home")
     assert not config_path.exists()
+    # a cancel before the commit keeps the download (README, SPEC 7.8): the next attempt
+    # resumes it, here with every byte already on the disk
+    parts = [p.name for p in (tmp_path / "home" / "downloads").iterdir()]
+    assert any(name.endswith(".part") for name in parts), parts
 
 
 @pytest.mark.parametrize("step", ["installer", "tool-parser probe"])

@@ -6,6 +6,7 @@ outside it, and nothing outside the build is ever written."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -130,18 +131,28 @@ def release(
 def _archive(fmt: str, entries: list[Entry]) -> bytes:
     full = [Entry("tool/bin/tool", SCRIPT, mode=0o755), *entries]
     if fmt == "zip":
-        return make_zip(full)
+        with warnings.catch_warnings():  # zipfile warns as it writes a repeated name
+            warnings.simplefilter("ignore", UserWarning)
+            return make_zip(full)
     return make_tar(full, "" if fmt == "tar" else "gz")
 
 
-@pytest.mark.parametrize("fmt", ["tar.gz", "zip", "tar"])
-@pytest.mark.parametrize("attack", sorted(ATTACKS) + sorted(REFUSED_BY_NAME))
+def _cases() -> list[tuple[str, str]]:
+    """Every attack in every format that can hold it (a zip has no hard links)."""
+    attacks = {**ATTACKS, **REFUSED_BY_NAME}
+    return [
+        (attack, fmt)
+        for attack in sorted(attacks)
+        for fmt in ("tar.gz", "zip", "tar")
+        if not (fmt == "zip" and any(e.kind == "hardlink" for e in attacks[attack]))
+    ]
+
+
+@pytest.mark.parametrize(("attack", "fmt"), _cases())
 def test_hostile_members_never_write_outside(
     release: Release, tmp_path: Path, fmt: str, attack: str
 ) -> None:
     entries = ATTACKS.get(attack) or REFUSED_BY_NAME[attack]
-    if fmt == "zip" and any(e.kind == "hardlink" for e in entries):
-        pytest.skip("a zip has no hard links")
     result = release({f"tool-linux-x64.{fmt}": _archive(fmt, entries)})
     assert not Path("/tmp/evil-backendmgr-attack").exists()
     builds = tmp_path / "home" / "builds" / "tool"

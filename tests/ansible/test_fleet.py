@@ -23,7 +23,6 @@ from backendmgr.mirror import MirrorServer
 from tests.support import Entry, make_tar, publish, tree
 from tests.support.ggufs import write_gguf
 from tests.support.paths import ROOT
-from tests.support.servers import start_mirror
 from tests.support.standins import SERVER_STANDIN
 
 BIN = Path(sys.executable).parent
@@ -113,7 +112,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     asset = evil / "ggml-org/llama.cpp/b101" / VULKAN.format(tag="b101")
     pwned = Entry("build/bin/llama-server", b"#!/bin/sh\necho pwned\n", mode=0o755)
     asset.write_bytes(make_tar([pwned]))
-    mirror, tampered = start_mirror(root), start_mirror(evil)
+    mirror, tampered = MirrorServer(root).start(), MirrorServer(evil).start()
     for server in (mirror, tampered):
         server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     flags = ["--home", str(tmp / "ref" / "home"), "--config", str(tmp / "ref" / "config.yaml")]

@@ -30,7 +30,6 @@ from tests.support import (
 )
 from tests.support.cli import Cli, CliResult
 from tests.support.ggufs import write_gguf
-from tests.support.servers import start_mirror
 from tests.support.wheels import TOY_MANIFEST as MANIFEST
 from tests.support.wheels import make_wheel
 
@@ -321,7 +320,7 @@ def test_fetch_serve_and_sync_offline(
     assert "fetched 0 assets" in again.out and "1 already there" in again.out
 
     mirror.requests.clear()
-    offline = start_mirror(carried)
+    offline = MirrorServer(carried).start()
     offline.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     try:
         monkeypatch.setenv("BACKENDMGR_GITHUB_API", offline.base_url)

@@ -23,7 +23,6 @@ from backendmgr.net import NetSettings, make_client
 from backendmgr.sources.models import ReleaseAsset
 from tests.support import big_release, publish_llama
 from tests.support.cli import Cli, CliResult
-from tests.support.servers import start_mirror
 
 NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
 LISTING = "/repos/ggml-org/llama.cpp/releases"
@@ -32,7 +31,7 @@ LISTING = "/repos/ggml-org/llama.cpp/releases"
 @pytest.fixture
 def other_mirror(mirror_root: Path) -> Iterator[MirrorServer]:
     """A second loopback server on another port (same host), recording what it receives."""
-    server = start_mirror(mirror_root)
+    server = MirrorServer(mirror_root).start()
     try:
         yield server
     finally:
@@ -410,7 +409,7 @@ def test_two_mirrors_on_one_host_do_not_share_a_cache(
     publish_llama(mirror.root, "b100")
     root2 = tmp_path / "mirror2"
     publish_llama(root2, "b200")
-    second = start_mirror(root2)
+    second = MirrorServer(root2).start()
     try:
         first = cli("--json", "releases", "llama-server")
         assert [r["tag"] for r in json.loads(first.out)] == ["b100"]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from backendmgr.mirror import POLL_S
 from tests.support.cli import Cli, error_line, ok
-from tests.support.servers import POLL_S
 from tests.support.wheels import make_wheel
 
 RUNNING = ".".join(map(str, sys.version_info[:3]))

@@ -6,7 +6,6 @@
   ``error_line``
 - ``wait``: ``wait_until``/``await_until`` instead of sleeps
 - ``archives``, ``releases``: real archives and releases laid out for the loopback mirror
-- ``servers``: that mirror (``start_mirror``) and loopback servers that stop at once
 - ``wheels``: real wheels for venv installs; ``ggufs``: real GGUF files and HF folders
 - ``standins``: stand-in server programs; ``processes``: liveness of the children they start
 - ``user``: a user's config and models; ``manager``: checks for Manager-driven tests

@@ -51,9 +51,9 @@ def mirror_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def mirror(mirror_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MirrorServer]:
     """A real HTTP server on 127.0.0.1 speaking the GitHub releases API over ``mirror_root``."""
-    from tests.support.servers import start_mirror
+    from backendmgr.mirror import MirrorServer
 
-    server = start_mirror(mirror_root)
+    server = MirrorServer(mirror_root).start()
     monkeypatch.setenv("BACKENDMGR_GITHUB_API", server.base_url)
     monkeypatch.delenv("BACKENDMGR_OFFLINE", raising=False)
     monkeypatch.setenv("BACKENDMGR_GPU", "AMD Radeon RX 7900 XTX")  # → vulkan

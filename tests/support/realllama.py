@@ -72,12 +72,12 @@ def _sha256(path: Path) -> str:
 def _install(home: Path) -> None:
     """``backendmgr install`` of the real archive into ``home``, from a loopback mirror, in a
     child process (the test process's environment stays as the test made it)."""
-    from tests.support.servers import start_mirror
+    from backendmgr.mirror import MirrorServer
 
     mirror = home.parent / "mirror"
     shutil.rmtree(mirror, ignore_errors=True)
     publish(mirror, LLAMA_REPO, REAL_TAG, {REAL_ARCHIVE.name: REAL_ARCHIVE.read_bytes()})
-    server = start_mirror(mirror)
+    server = MirrorServer(mirror).start()
     env = {k: v for k, v in os.environ.items() if not k.startswith("BACKENDMGR_")}
     env.update(
         BACKENDMGR_HOME=str(home),

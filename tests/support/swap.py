@@ -24,12 +24,12 @@ from typing import Any
 import httpx
 import pytest
 
+from backendmgr.mirror import POLL_S
 from tests.support import publish
 from tests.support.cli import CliResult
 from tests.support.ggufs import write_gguf
 from tests.support.paths import SHARED
 from tests.support.processes import running
-from tests.support.servers import POLL_S
 from tests.support.standins import SERVER_STANDIN
 from tests.support.wait import wait_until
 

@@ -29,14 +29,14 @@ def swap_build(swap_release: dict[str, bytes], tmp_path_factory: pytest.TempPath
     copy the build into their own home (an install costs seconds, a copy does not)."""
     import os
 
+    from backendmgr.mirror import MirrorServer
     from tests.support.cli import run_backendmgr
-    from tests.support.servers import start_mirror
     from tests.support.swap import publish_swap
 
     root = tmp_path_factory.mktemp("swap-mirror")
     publish_swap(root, swap_release)
     work = tmp_path_factory.mktemp("swap-install")
-    server = start_mirror(root)
+    server = MirrorServer(root).start()
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("BACKENDMGR_")}
         env |= {

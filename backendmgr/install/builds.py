@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
     from ..config.paths import Paths
-    from ..registry.rows import InstalledBuild
+    from ..registry.installed import InstalledBuild
     from .receipt import InstalledEntry, Receipt
 
 __all__ = ["BuildStore"]
@@ -93,7 +93,7 @@ class BuildStore:
                 if receipt is not None:
                     entries.append(InstalledEntry(folder, receipt))
         if entries:
-            from ..registry.rows import build_age_key
+            from ..registry.installed import build_age_key
 
             entries.sort(key=lambda e: build_age_key(e.as_build()), reverse=True)
             entries.sort(key=lambda e: e.receipt.component)  # stable: newest first within each

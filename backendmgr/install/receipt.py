@@ -15,7 +15,7 @@ from ..catalog.capabilities import Capabilities
 from ..record import After, Before, Invalid, Limit, Record, instant, load, plain
 
 if TYPE_CHECKING:
-    from ..registry.rows import InstalledBuild
+    from ..registry.installed import InstalledBuild
 
 __all__ = [
     "MAX_RECEIPT_BYTES",
@@ -127,7 +127,7 @@ class InstalledEntry:
 
     def as_build(self) -> InstalledBuild:
         """The receipt's fields the registry reads, with the executable's full path."""
-        from ..registry.rows import InstalledBuild
+        from ..registry.installed import InstalledBuild
 
         r = self.receipt
         return InstalledBuild(

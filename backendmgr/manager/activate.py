@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.models import ModelOverride, Settings
 from ..registry import rows as registry
+from ..registry.installed import newest_first
 from ..registry.kinds import classes_of
 from ..registry.resolve import resolve
 from ..versioning import version_key
@@ -74,7 +75,7 @@ class Activation:
             star = bool(managed and managed.default)
             target = build if activate or is_active else None
             if target is None and auto and (first or not has_active):
-                kin = registry.newest_first(b for b in installed if b.variant == build.variant)
+                kin = newest_first(b for b in installed if b.variant == build.variant)
                 newest = kin[0] if kin else build
                 older = (
                     managed is not None

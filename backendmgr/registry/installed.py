@@ -1,7 +1,7 @@
 """The builds installed here, as the registry needs them, and their order (newest first).
 
 A module of its own: only a machine with a build installed makes one, and ordering versions
-loads ``packaging`` (:mod:`backendmgr.versioning`); :mod:`.rows` names these lazily.
+loads ``packaging`` (:mod:`backendmgr.versioning`); :mod:`.rows` imports it where a build is.
 """
 
 from __future__ import annotations

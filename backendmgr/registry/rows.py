@@ -16,17 +16,14 @@ from .build_ids import build_id_of, build_row_id
 from .kinds import KNOWN_KINDS, class_taken, classes_of, normalize_kind
 
 if TYPE_CHECKING:
-    from .installed import InstalledBuild, build_age_key, newest_first
+    from .installed import InstalledBuild
 
 __all__ = [
-    "InstalledBuild",
     "add_manual",
     "adopt",
-    "build_age_key",
     "build_id_of",
     "build_row_id",
     "default_problem",
-    "newest_first",
     "pin_problem",
     "pin_target",
     "remove_manual",
@@ -35,20 +32,6 @@ __all__ = [
     "unknown_row",
     "upsert_managed",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """The installed builds' names from :mod:`.installed`, loaded when first named: a change
-    on a machine with no build installed makes no :class:`InstalledBuild` and orders no
-    version (``datetime`` and ``packaging`` stay unloaded)."""
-    if name in _INSTALLED:
-        from . import installed
-
-        return getattr(installed, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_INSTALLED = frozenset({"InstalledBuild", "build_age_key", "newest_first"})
 
 
 def _find(rows: Sequence[BackendRow], row_id: str) -> int | None:

@@ -10,7 +10,8 @@ from backendmgr.config.models import BackendRow, Settings
 from backendmgr.config.paths import Paths
 from backendmgr.config.store import ConfigStore
 from backendmgr.errors import ConfigError
-from backendmgr.registry.rows import InstalledBuild, sync_build_rows, upsert_managed
+from backendmgr.registry.installed import InstalledBuild
+from backendmgr.registry.rows import sync_build_rows, upsert_managed
 
 COMMENTED = """\
 # backendmgr config, kept by hand

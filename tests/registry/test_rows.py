@@ -6,8 +6,8 @@ import pytest
 
 from backendmgr.config.models import BackendRow
 from backendmgr.errors import InvalidInput, NotFound, Refused
+from backendmgr.registry.installed import InstalledBuild
 from backendmgr.registry.rows import (
-    InstalledBuild,
     add_manual,
     adopt,
     remove_manual,

@@ -188,3 +188,20 @@ def test_a_time_at_the_calendars_end_is_no_time_of_ours(when: str) -> None:
 @dataclass(frozen=True, kw_only=True)
 class Stamped(Record):
     at: Annotated[str, After(instant)]
+
+
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+class _Uncompared(Record):
+    id: str
+
+
+def test_a_record_without_eq_compares_by_identity_not_by_the_base_s_no_fields() -> None:
+    """A record that switches its generated methods off (one no code compares, hashes or
+    prints: issue 30, each costs a compile at import) gets object's, never the base's."""
+    one, other = _Uncompared(id="a"), _Uncompared(id="b")
+    assert one != other and one == one
+    assert hash(one) != hash(other)
+    assert "_Uncompared object at" in repr(one)
+    # and one that keeps them compares its own fields
+    assert Row(id="a", path=Path("/x")) == Row(id="a", path=Path("/x"))
+    assert Row(id="a", path=Path("/x")) != Row(id="b", path=Path("/x"))

@@ -21,7 +21,7 @@ __all__ = ["Record", "collecting", "config_written", "current", "generated"]
 _SHOWN = 12  # model ids a person is shown on the line that says a file was rewritten
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Record:
     """What one command changed so far."""
 

@@ -224,10 +224,14 @@ def _metadata(hint: Any) -> tuple[Any, ...]:
     return tuple(getattr(hint, "__metadata__", ()))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False, eq=False)
 class Record:
     """The base of every record: made (directly, by :func:`load`, by pydantic, by
-    :func:`dataclasses.replace`), it runs its fields' checks, then :meth:`rule`."""
+    :func:`dataclasses.replace`), it runs its fields' checks, then :meth:`rule`.
+
+    It has no fields, so it makes no ``__eq__``, ``__hash__`` or ``__repr__``: a record that
+    leaves them off (one no code compares or prints) must not inherit ones over no fields,
+    which would make any two of its records equal."""
 
     # pydantic's validation of a record refuses keys it does not name, as :func:`load` does
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}

@@ -82,7 +82,7 @@ def _layout(cls: type) -> dict[str, tuple[str, bool, bool]]:
     return found
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class Outcome(Result):
     """The result of one mutation: the data under SPEC §13's keys, plus ``message`` (the human
     line), ``changed`` (False for a dry run or a no-op) and ``warnings`` (also printed on

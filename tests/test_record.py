@@ -188,3 +188,54 @@ def test_a_time_at_the_calendars_end_is_no_time_of_ours(when: str) -> None:
 @dataclass(frozen=True, kw_only=True)
 class Stamped(Record):
     at: Annotated[str, After(instant)]
+
+
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+class _Uncompared(Record):
+    id: str
+
+
+def test_a_record_without_eq_compares_by_identity_not_by_the_base_s_no_fields() -> None:
+    """A record that switches its generated methods off (one no code compares, hashes or
+    prints: issue 30, each costs a compile at import) gets object's, never the base's."""
+    one, other = _Uncompared(id="a"), _Uncompared(id="b")
+    assert one != other and one == one
+    assert hash(one) != hash(other)
+    assert "_Uncompared object at" in repr(one)
+    # and one that keeps them compares its own fields
+    assert Row(id="a", path=Path("/x")) == Row(id="a", path=Path("/x"))
+    assert Row(id="a", path=Path("/x")) != Row(id="b", path=Path("/x"))
+
+
+def test_no_dataclass_inherits_a_method_it_switched_off() -> None:
+    """A dataclass that makes no ``__eq__``/``__hash__``/``__repr__`` (issue 30) must not get
+    one that dataclasses generated for a base, which sees only the base's fields."""
+    import importlib
+    import pkgutil
+
+    import backendmgr
+
+    wrong = []
+    for info in pkgutil.walk_packages(backendmgr.__path__, "backendmgr."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                continue
+            params = cls.__dataclass_params__  # type: ignore[attr-defined]
+            for name, made in (
+                ("__eq__", params.eq),
+                ("__hash__", params.eq),
+                ("__repr__", params.repr),
+            ):
+                owner = next(c for c in cls.__mro__ if name in c.__dict__)
+                method = getattr(owner.__dict__[name], "__qualname__", "")
+                generated = (
+                    dataclasses.is_dataclass(owner) and method == f"{owner.__qualname__}.{name}"
+                )
+                if not made and owner is not cls and generated:
+                    wrong.append(
+                        f"{cls.__module__}.{cls.__qualname__}.{name} from {owner.__qualname__}"
+                    )
+    assert wrong == []

@@ -10,7 +10,7 @@ from ..results import Outcome
 __all__ = ["Previewed"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class Previewed(Outcome):
     """A change ``--dry-run`` can preview (issue 29): run up to the write, nothing written;
     ``changed`` is what the real run would report, ``diff`` the config file's unified diff."""

@@ -9,7 +9,7 @@ from ..results import Outcome, Result
 __all__ = ["GenerateResult", "GeneratedText", "SkippedModel"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class SkippedModel(Result):
     """A model the generated file leaves out, and why."""
 
@@ -17,7 +17,7 @@ class SkippedModel(Result):
     reason: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class GenerateResult(Outcome):
     """``generate`` and every change's rewrite: the file, whether it was written, and which
     models it holds, leaves out and changed."""
@@ -30,7 +30,7 @@ class GenerateResult(Outcome):
     models_changed: list[str] | None = None  # ids whose entries a rewrite changed (issue 33)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class GeneratedText(Result):
     """The llama-swap config as it is on disk, and whether it is valid and up to date."""
 

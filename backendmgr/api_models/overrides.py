@@ -11,7 +11,7 @@ from ._shared import Previewed
 __all__ = ["ModelSettingsResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ModelSettingsResult(Previewed):
     """``set``/``unset``: the model id and its overrides as stored (only those set)."""
 

@@ -9,7 +9,7 @@ from ._shared import Previewed
 __all__ = ["PinResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class PinResult(Previewed):
     """``pin`` and ``unpin``: the model and the row it is pinned to (None: unpinned)."""
 

@@ -10,7 +10,7 @@ from ..results import Result
 __all__ = ["WhichResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class WhichResult(Result):
     """``which``: what the target is, the row and executable it runs, and why."""
 

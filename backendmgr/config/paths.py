@@ -23,7 +23,7 @@ class _Below:
         return (paths.config_dir if self.config else paths.home) / self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Paths:
     """The config file and the data home, plus the folders derived from the home (SPEC §1)."""
 

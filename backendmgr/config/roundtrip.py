@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class LoadedConfig:
     """A config file as an edit needs it: its settings, its YAML document (comments kept),
     its bytes and its indentation."""

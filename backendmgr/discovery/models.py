@@ -48,7 +48,7 @@ Role = Literal["chat", "embedding", "reranker"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class DiscoveredModel(Record):
     """A model the walk found: its id, file (or folder), kind and what its header says."""
 
@@ -67,7 +67,7 @@ class DiscoveredModel(Record):
         return self.size_bytes / float(1 << 30)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class SkippedModel(Record):
     """A file the walk found that is not a model it can serve, and why."""
 
@@ -76,7 +76,7 @@ class SkippedModel(Record):
     reason: str
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class FolderScan:
     """One folder as the walk saw it: file names with (size, mtime_ns), already sorted."""
 

@@ -41,7 +41,7 @@ _HOST_VENDOR = {"cuda": "nvidia", "rocm": "amd", "sycl": "intel"}
 _LABEL = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "sycl": "SYCL"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class DevicePlan:
     """What a model's ``device`` pin adds: llama-swap env, notes and the pinned cards."""
 

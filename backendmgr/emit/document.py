@@ -50,7 +50,7 @@ _MODELS_LINE = "models:\n"
 _MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class _Piece:
     """One whole YAML document of the text: the comment lines above it (each ending in its
     line break), its events, whether its non-ASCII is escaped, and which model it writes."""
@@ -62,7 +62,7 @@ class _Piece:
     head: tuple[str, ...] = ()  # the header, when the first model's piece is the first piece
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Document:
     """The config as llama-swap must read it (``data``: plain dicts, lists, strings, numbers,
     booleans, string keys, ``models`` last), and the pieces :func:`dump` writes it as; made
@@ -273,18 +273,30 @@ def _emitter() -> Callable[..., Any]:
     return CEmitter  # type: ignore[no-any-return]
 
 
-def _emit(piece: _Piece, emitter: Callable[..., Any]) -> str:
-    """One piece as a whole YAML document (its mapping, in a stream of its own)."""
+def _frame() -> tuple[Any, Any, Any, Any]:
+    """The events around every piece's mapping: a stream of one implicit document. Made once
+    per text, as the walk makes each scalar's once: the emitters only read events."""
     from ruamel.yaml import events as ev
 
+    return (
+        ev.StreamStartEvent(encoding="utf-8"),
+        ev.DocumentStartEvent(explicit=False),
+        ev.DocumentEndEvent(explicit=False),
+        ev.StreamEndEvent(),
+    )
+
+
+def _emit(piece: _Piece, emitter: Callable[..., Any], frame: tuple[Any, Any, Any, Any]) -> str:
+    """One piece as a whole YAML document (its mapping, in a stream of its own)."""
+    stream_start, document_start, document_end, stream_end = frame
     out = io.StringIO()
     writer = emitter(out, indent=2, width=_WIDTH, allow_unicode=not piece.escape)
-    writer.emit(ev.StreamStartEvent(encoding="utf-8"))
-    writer.emit(ev.DocumentStartEvent(explicit=False))
+    writer.emit(stream_start)
+    writer.emit(document_start)
     for event in piece.events:
         writer.emit(event)
-    writer.emit(ev.DocumentEndEvent(explicit=False))
-    writer.emit(ev.StreamEndEvent())
+    writer.emit(document_end)
+    writer.emit(stream_end)
     return out.getvalue()
 
 
@@ -293,9 +305,10 @@ def dump(document: Document, *, pure: bool = False) -> str:
     whole lines between its pieces (see above); ``pure``: ruamel's emitter even where
     libyaml's is installed (for the test that both write the same text)."""
     emitter = _pure_emitter() if pure else _emitter()
+    frame = _frame()
     parts: list[str] = []
     for piece in document.pieces:
-        text = _emit(piece, emitter)
+        text = _emit(piece, emitter, frame)
         if piece.model is not None:
             # the emitter wrote the key `models` (plain) and, its value being a non-empty
             # block mapping, a line break: the rest is that mapping's one entry, the model,

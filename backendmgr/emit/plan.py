@@ -59,7 +59,7 @@ PORT = "${PORT}"  # the one macro the plan writes itself
 SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Entry:
     """A model's llama-swap entry as planned: its row, command line, metadata and notes."""
 
@@ -88,7 +88,7 @@ class Entry:
         return self.resolution.kind or "llama"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Skip:
     """A model left out of the config, and why (with the row that would have served it)."""
 

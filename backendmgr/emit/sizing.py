@@ -375,7 +375,7 @@ class VllmSizing(NamedTuple):
     need_gb: float  # what the window needs, before the utilisation's clamp
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Budget:
     """The memory a model is sized for, and the setting (or card) that says so."""
 

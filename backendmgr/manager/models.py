@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
 __all__ = ["Models", "Plan"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Plan:
     """Every discovered model planned against one reading of the settings."""
 

@@ -62,7 +62,7 @@ class GpuProbe:
         return self.host.os, self.host.arch
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Site:
     """Where a figure is measured (:class:`..measure.tuned.Place`): the builds, the environment
     their fingerprints read, and the probe's device."""

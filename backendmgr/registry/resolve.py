@@ -35,7 +35,7 @@ _FALLBACK_FAMILIES: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Resolution:
     """The row that serves a model (None: the legacy fallback ``exe``), and the reason."""
 

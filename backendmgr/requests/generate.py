@@ -10,7 +10,7 @@ from ._shared import MAX_PATH
 __all__ = ["GenerateRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class GenerateRequest(Request):
     """``output`` is the CLI's ``--output`` only: the API writes only the configured file."""
 

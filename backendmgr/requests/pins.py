@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, MODEL, NO_GENERATE
 __all__ = ["PinRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class PinRequest(Request):
     """``pin``: one model kept on one registry row, whatever the class default is."""
 

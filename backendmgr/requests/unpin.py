@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, NO_GENERATE
 __all__ = ["UnpinRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class UnpinRequest(Request):
     """``unpin``: the model follows its class default again."""
 

@@ -8,7 +8,7 @@ from ..contract import Arg, Request
 __all__ = ["WhichRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class WhichRequest(Request):
     """``which``: the executable a model, component or build would run, and why."""
 

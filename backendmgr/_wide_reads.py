@@ -1,16 +1,20 @@
-"""httpx's transport with its connections reading the socket 256 KiB at a time (issue 34).
+"""httpx's transport with its connections reading the socket 1 MiB at a time (issue 34).
 
-httpcore asks its stream for 64 KiB per read, and each read costs a pass through httpcore, h11
-and httpx in Python: an 87 MiB download took 1 392 of them, 0.12-0.2 s of CPU on the event
-loop's thread, which the unpacking thread then waits for (the GIL); at 256 KiB it takes 350,
-0.07-0.08 s. httpcore has no option for it, and its class is not ours to change for the whole
-process: the transport's pool gets a network backend (httpcore's public interface) whose
-streams ask for more. httpx offers no argument for the pool's backend, so it is set on the
-pool the transport made (``_pool``, ``_network_backend``: private names, looked up with care;
-where a version of httpx or httpcore names them otherwise, reads stay at 64 KiB). A read
-still returns what the socket has, at most 256 KiB (asyncio's own read size), and h11 takes
-any amount; every bound on a response (size, time, redirects) is
-its caller's, as before. Imported when the first transport is made (net.py).
+httpcore asks its stream for 64 KiB per read, and each read costs a pass through httpcore, h11,
+httpx, anyio and asyncio in Python (two ``epoll_ctl`` calls too: anyio resumes and pauses the
+transport's reading around every read). An 87 MiB download took 1 392 reads at 64 KiB;
+asyncio's socket transport then caps each ``recv`` at 256 KiB (350 reads, 0.28 s of CPU on the
+event loop's thread, which the unpacking threads compete with for the GIL and the two cores);
+at 1 MiB (about 90 reads from a loopback mirror) the same download takes 0.19-0.20 s of CPU.
+httpcore has no option for it, and its class is not ours to change for the whole process: the
+transport's pool gets a network backend (httpcore's public interface) whose streams ask for
+more, and whose connections' asyncio transport is told to ``recv`` as much (``max_size``, a
+class attribute set on the one transport). httpx offers no argument for the pool's backend, so
+it is set on the pool the transport made (``_pool``, ``_network_backend``, ``_stream``,
+``_transport``: private names, looked up with care; where a version of httpx, httpcore, anyio
+or asyncio names them otherwise, reads stay narrower). A read still returns what the socket
+has, at most 1 MiB, and h11 takes any amount; every bound on a response (size, time, redirects)
+is its caller's, as before. Imported when the first transport is made (net.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import httpx
 
 __all__ = ["READ_BYTES", "wide_reads"]
 
-READ_BYTES = 256 << 10
+READ_BYTES = 1 << 20
 
 
 def wide_reads(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
@@ -37,6 +41,15 @@ def wide_reads(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
     ):
         pool._network_backend = WideBackend(inner)
     return transport
+
+
+def _widen(stream: httpcore.AsyncNetworkStream) -> None:
+    """Have the connection's asyncio transport ``recv`` up to :data:`READ_BYTES` at a time
+    (256 KiB otherwise): httpcore's anyio stream, its anyio socket stream, its transport."""
+    transport: Any = getattr(getattr(stream, "_stream", None), "_transport", None)
+    size = getattr(transport, "max_size", None)
+    if isinstance(size, int) and size < READ_BYTES:
+        transport.max_size = READ_BYTES
 
 
 class WideStream(httpcore.AsyncNetworkStream):
@@ -83,6 +96,7 @@ class WideBackend(httpcore.AsyncNetworkBackend):
         stream = await self._inner.connect_tcp(
             host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )
+        _widen(stream)
         return WideStream(stream)
 
     async def connect_unix_socket(

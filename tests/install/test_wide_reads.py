@@ -9,8 +9,9 @@ import os
 from pathlib import Path
 
 import anyio
+import httpcore
 
-from backendmgr._wide_reads import READ_BYTES
+from backendmgr._wide_reads import READ_BYTES, TLS_READ_BYTES, WideStream
 from backendmgr.mirror import MirrorServer
 from backendmgr.net import NetSettings, make_client
 
@@ -49,3 +50,36 @@ def test_a_download_reads_wider_than_httpcore_and_gets_every_byte(
     sizes = [len(c) for c in chunks]
     assert max(sizes) > max(HTTPCORE_READ, ASYNCIO_READ)
     assert max(sizes) <= READ_BYTES
+
+
+def _transport_read_size(stream: WideStream) -> int:
+    """What the connection's asyncio transport ``recv``s at a time (the names _wide_reads
+    looks up: should they change, this fails rather than the reads narrowing unseen)."""
+    size = stream._inner._stream._transport.max_size  # type: ignore[attr-defined]
+    assert isinstance(size, int)
+    return size
+
+
+def test_a_plain_connection_is_widened_at_its_first_read_and_a_tls_one_never(
+    mirror: MirrorServer,
+) -> None:
+    """httpcore starts TLS before it reads: a plain connection's transport gets the wide
+    ``recv`` at its first read, and a stream over TLS keeps asyncio's (anyio's TLS stream
+    reads it 64 KiB at a time, copying the rest of a larger chunk each time)."""
+    host, port = "127.0.0.1", int(mirror.base_url.rsplit(":", 1)[1])
+    request = f"GET /nothing HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+
+    async def sizes(tls: bool) -> tuple[int, int]:
+        inner = await httpcore.AnyIOBackend().connect_tcp(host, port)
+        stream = WideStream(inner, tls=tls)
+        try:
+            before = _transport_read_size(stream)
+            await stream.write(request)
+            assert await stream.read(64 << 10)
+            return before, _transport_read_size(stream)
+        finally:
+            await stream.aclose()
+
+    assert anyio.run(sizes, False) == (ASYNCIO_READ, READ_BYTES)
+    assert TLS_READ_BYTES == ASYNCIO_READ
+    assert anyio.run(sizes, True) == (ASYNCIO_READ, ASYNCIO_READ)

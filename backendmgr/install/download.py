@@ -213,8 +213,11 @@ class _Transfer:
                 total = int(response.headers["content-length"])
             started, done_at_start = time.monotonic(), have
             last_emit = 0.0
-            # unbuffered: every piece is in the file when on_data hears of it
-            with self.part.open(mode, buffering=0) as fh:
+            from .._wide_reads import raw_reads  # loaded with the client's transport
+
+            # unbuffered: every piece is in the file when on_data hears of it; the body is
+            # read raw, nothing decodes it, so the connection reads it 1 MiB at a time
+            with self.part.open(mode, buffering=0) as fh, raw_reads(response):
                 try:
                     # no re-chunking: every piece is written as it arrives, so a cut loses nothing
                     async for chunk in response.aiter_raw():

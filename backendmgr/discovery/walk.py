@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,9 +81,10 @@ def _cached_entries(raw: bytes, where: str) -> dict[str, Any]:
     file not cached, and reading each entry as a typed record would cost a warm scan more
     than its use. Text decoded strictly as UTF-8 holds a lone surrogate only where an escape
     makes one, and the parse refuses a NaN: what is left to check is the depth, one walk over
-    the containers (a file with such an escape is read by ``load``'s walk of every value)."""
+    the containers (a file with such an escape, ``\\ud800`` to ``\\udfff`` or one of
+    ``\\ud000`` to ``\\ud7ff``, is read by ``load``'s walk of every value)."""
     text = raw.decode()  # strict UTF-8, as written: another encoding is no cache of ours
-    surrogate = _SURROGATE_ESCAPE.search(text) is not None
+    surrogate = "\\ud" in text or "\\uD" in text  # an escape of a surrogate, or like one
     data = json.loads(text) if surrogate else json.loads(text, parse_constant=_no_nan)
     if (
         not isinstance(data, dict)
@@ -100,10 +100,6 @@ def _cached_entries(raw: bytes, where: str) -> dict[str, Any]:
         raise Invalid(f"{where}: expected a mapping")
     _nested_within(entries, where)
     return entries
-
-
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-"""A JSON escape of a UTF-16 surrogate (or text that looks like one: read the long way)."""
 
 
 def _no_nan(constant: str) -> float:

@@ -73,6 +73,8 @@ def _evaluated(cls: type) -> dict[str, Any] | None:
 
 def _settled(tp: Any) -> bool:
     """Whether ``tp`` holds no forward reference typing would still evaluate."""
+    if type(tp) is type:  # a class (``str``, a record): most fields, and the leaves of the rest
+        return True
     if isinstance(tp, str | typing.ForwardRef):
         return False
     origin = get_origin(tp)

@@ -29,6 +29,7 @@ from pathlib import PurePath
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 from . import _yaml
+from ._field_types import field_types
 
 __all__ = [
     "After",
@@ -199,8 +200,7 @@ def hints(cls: type) -> dict[str, Any]:
     """The resolved field types of dataclass ``cls``, ``Annotated`` markers kept (cached)."""
     found = _HINTS.get(cls)
     if found is None:
-        every = typing.get_type_hints(cls, include_extras=True)
-        found = _HINTS[cls] = {f.name: every[f.name] for f in dataclasses.fields(cls)}
+        found = _HINTS[cls] = field_types(cls)
     return found
 
 

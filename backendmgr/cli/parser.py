@@ -205,6 +205,8 @@ def _add_global_options(
 def command_of(words: Sequence[str]) -> str:
     """The command word in ``words`` (global options may come first, as argparse reads
     them: ``--conf PATH`` is ``--config PATH``), or ``""``."""
+    if words and not words[0].startswith("-"):  # the command first: no grammar to load
+        return words[0] if words[0] in commands.COMMANDS else ""
     from .complete import option_of
     from .grammar import GRAMMAR
 

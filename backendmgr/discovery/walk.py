@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
-from ..record import load
+from ..record import MAX_DEPTH, Invalid, load
 from .files import walk_model_files
 from .models import Discovery, FolderScan, build_models, model_ids, split_parts
 
@@ -76,10 +76,16 @@ Header = dict[str, Any] | str
 def _cached_entries(raw: bytes, where: str) -> dict[str, Any]:
     """The entries of the header cache :meth:`MetaCache.save` wrote, ``{"format": 1,
     "entries": {path: [size, mtime_ns, header]}}``, or none. Each entry is free-form data here
-    (bounded in depth, no NaN, no lone surrogate) and its shape is :meth:`MetaCache.get`'s to
-    check: one of the wrong shape is a file not cached, and reading each entry as a typed
-    record would cost a warm scan more than its use."""
-    data = json.loads(raw)
+    (bounded in depth, no NaN, no lone surrogate, as :func:`~backendmgr.record.load` reads an
+    ``Any``) and its shape is :meth:`MetaCache.get`'s to check: one of the wrong shape is a
+    file not cached, and reading each entry as a typed record would cost a warm scan more
+    than its use. Text decoded strictly as UTF-8 holds a lone surrogate only where an escape
+    makes one, and the parse refuses a NaN: what is left to check is the depth, one walk over
+    the containers (a file with such an escape, ``\\ud800`` to ``\\udfff`` or one of
+    ``\\ud000`` to ``\\ud7ff``, is read by ``load``'s walk of every value)."""
+    text = raw.decode()  # strict UTF-8, as written: another encoding is no cache of ours
+    surrogate = "\\ud" in text or "\\uD" in text  # an escape of a surrogate, or like one
+    data = json.loads(text) if surrogate else json.loads(text, parse_constant=_no_nan)
     if (
         not isinstance(data, dict)
         or data.keys() != {"format", "entries"}
@@ -87,7 +93,36 @@ def _cached_entries(raw: bytes, where: str) -> dict[str, Any]:
         or data["format"] != CACHE_FORMAT
     ):
         return {}
-    return load(dict[str, Any], data["entries"], where)
+    if surrogate:
+        return load(dict[str, Any], data["entries"], where)
+    entries = data["entries"]
+    if not isinstance(entries, dict):
+        raise Invalid(f"{where}: expected a mapping")
+    _nested_within(entries, where)
+    return entries
+
+
+def _no_nan(constant: str) -> float:
+    """JSON's non-standard constants: the infinities as ``load`` reads them, never a NaN."""
+    if constant == "NaN":
+        raise Invalid("not a number (NaN)")
+    return float(constant)
+
+
+def _nested_within(entries: dict[str, Any], where: str) -> None:
+    """Refuse an entry nested deeper than :data:`~backendmgr.record.MAX_DEPTH` (as ``load``
+    bounds each ``Any``), looking only at containers (iterative: it cannot run out of stack)."""
+    stack = [(value, 0) for value in entries.values() if type(value) in _CONTAINERS]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            raise Invalid(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        for value in item.values() if type(item) is dict else item:
+            if type(value) in _CONTAINERS:
+                stack.append((value, depth + 1))
+
+
+_CONTAINERS = (dict, list)  # all JSON parses into besides scalars
 
 
 class MetaCache:

@@ -27,7 +27,6 @@ from .sizing import (
     over_budget,
     vllm_sizing,
 )
-from .tools import against_build, tool_parser
 
 if TYPE_CHECKING:  # the host's probe (platform, subprocess) is not the plan's to load
     from ..catalog.host import Adapter
@@ -385,6 +384,8 @@ def _vllm(
     if tensor_parallel and tensor_parallel > 1:
         ours.append(["--tensor-parallel-size", str(tensor_parallel)])
     groups += [g for g in ours if g[0] not in theirs]
+    from .tools import against_build, tool_parser  # vLLM's parsers: not loaded by llama plans
+
     arch = model.meta.architecture if model.meta else ""
     parser, why = tool_parser(arch, model.id, ov.vllm_tool_parser)
     build = build_id_of(res.row) or ""

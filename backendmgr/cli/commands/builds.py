@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from ... import requests
 from ...units import format_size
 from ..options import add_request, request_in
-from .canary import add_canary_options, run_canary
 from .common import command, report, table
 
 if TYPE_CHECKING:
@@ -39,6 +38,8 @@ def _uninstall(sub: argparse._SubParsersAction[Any]) -> None:
 def _activate(sub: argparse._SubParsersAction[Any]) -> None:
     a = command(sub, "activate", activate, help="switch the activated build of a component")
     add_request(a, requests.ActivateRequest)
+    from .canary import add_canary_options  # activate's and update's only: not list's
+
     add_canary_options(a)
 
 
@@ -130,6 +131,8 @@ async def uninstall(mgr: Manager, args: argparse.Namespace, out: Renderer) -> in
 
 async def activate(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     if args.canary:
+        from .canary import run_canary
+
         return await run_canary(mgr, args, out, args.build)
     return report(out, await mgr.activate(request_in(args, requests.ActivateRequest)))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -59,10 +60,11 @@ def part_lock(store: BuildStore, part: Path) -> FileLock:
     return FileLock(store.paths.locks / f"download@{part.name}.lock")
 
 
-# Linux's inode flag for "the top of a directory hierarchy" (chattr +T), and its ioctls
+# Linux's inode flag for "the top of a directory hierarchy" (chattr +T), and the ioctls that
+# read and set a file's flags: _IOR('f', 1, long) and _IOW('f', 2, long)
 _FS_TOPDIR_FL = 0x00020000
-_FS_IOC_GETFLAGS = 0x80086601
-_FS_IOC_SETFLAGS = 0x40086602
+_FS_IOC_GETFLAGS = 0x80006601 | struct.calcsize("l") << 16
+_FS_IOC_SETFLAGS = 0x40006602 | struct.calcsize("l") << 16
 
 
 def _unrelated_children(folder: Path) -> None:
@@ -77,7 +79,6 @@ def _unrelated_children(folder: Path) -> None:
     if not sys.platform.startswith("linux"):
         return
     import fcntl
-    import struct
 
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)

@@ -48,9 +48,11 @@ def _inode_flags(folder: Path) -> int | None:
     import os
     import struct
 
+    from backendmgr.install.store import _FS_IOC_GETFLAGS
+
     fd = os.open(folder, os.O_RDONLY)
     try:
-        return int(struct.unpack("i", fcntl.ioctl(fd, 0x80086601, bytes(4)))[0])
+        return int(struct.unpack("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(4)))[0])
     except OSError:
         return None
     finally:
@@ -62,7 +64,7 @@ def test_a_staging_folder_is_placed_apart_from_its_siblings(tmp_path: Path) -> N
     """The component's folder is marked as holding unrelated hierarchies (``chattr +T``) where
     the file system keeps the flag, so that each staging folder starts in a block group of
     its own; the staging folder itself is not (its build's folders stay beside it)."""
-    from backendmgr.install.store import new_staging
+    from backendmgr.install.store import _FS_TOPDIR_FL, new_staging
 
     final = tmp_path / "builds" / "tool" / "v1-cpu"
     staging = new_staging(final)
@@ -70,6 +72,6 @@ def test_a_staging_folder_is_placed_apart_from_its_siblings(tmp_path: Path) -> N
     flags = _inode_flags(final.parent)
     if flags is None:
         pytest.skip("this file system keeps no inode flags")
-    assert flags & 0x00020000
-    assert not (_inode_flags(staging) or 0) & 0x00020000
+    assert flags & _FS_TOPDIR_FL
+    assert not (_inode_flags(staging) or 0) & _FS_TOPDIR_FL
     assert new_staging(final) != staging  # a second one, the flag already there

@@ -35,6 +35,7 @@ __all__ = [
     "InstalledEntry",
     "Receipt",
     "folder_size",
+    "place_apart",
     "receipt_json",
 ]
 
@@ -67,7 +68,7 @@ _FS_IOC_GETFLAGS = 0x80006601 | struct.calcsize("l") << 16
 _FS_IOC_SETFLAGS = 0x40006602 | struct.calcsize("l") << 16
 
 
-def _unrelated_children(folder: Path) -> None:
+def place_apart(folder: Path) -> None:
     """Mark ``folder`` as holding unrelated hierarchies (``chattr +T``): ext4's Orlov
     allocator then places each new folder in it (a build's staging folder) in a block group
     of its own, with room, instead of beside its siblings. Without a journal, ext4 will not
@@ -97,7 +98,7 @@ def _unrelated_children(folder: Path) -> None:
 
 def new_staging(final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
-    _unrelated_children(final.parent)
+    place_apart(final.parent)
     staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.staging-", dir=final.parent))
     apply_umask(staging)  # the committed build gets the mode a plain mkdir would give
     return staging

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import struct
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +35,7 @@ __all__ = [
     "InstalledEntry",
     "Receipt",
     "folder_size",
+    "place_apart",
     "receipt_json",
 ]
 
@@ -58,8 +61,44 @@ def part_lock(store: BuildStore, part: Path) -> FileLock:
     return FileLock(store.paths.locks / f"download@{part.name}.lock")
 
 
+# Linux's inode flag for "the top of a directory hierarchy" (chattr +T), and the ioctls that
+# read and set a file's flags: _IOR('f', 1, long) and _IOW('f', 2, long)
+_FS_TOPDIR_FL = 0x00020000
+_FS_IOC_GETFLAGS = 0x80006601 | struct.calcsize("l") << 16
+_FS_IOC_SETFLAGS = 0x40006602 | struct.calcsize("l") << 16
+
+
+def place_apart(folder: Path) -> None:
+    """Mark ``folder`` as holding unrelated hierarchies (``chattr +T``): ext4's Orlov
+    allocator then places each new folder in it (a build's staging folder) in a block group
+    of its own, with room, instead of beside its siblings. Without a journal, ext4 will not
+    reuse an inode deleted in the last seconds (minutes while its table is unwritten) and
+    reads past each such one to create a file: in the group where earlier builds and their
+    stagings were removed, a file of a 405-file build cost ~0.3 ms of CPU to create, in a
+    fresh group ~0.02 ms. A hint only: elsewhere (another file system, no permission) the
+    folders are placed as before."""
+    if not sys.platform.startswith("linux"):
+        return
+    import fcntl
+
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        got = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(4))
+        flags = struct.unpack("i", got)[0]
+        if not flags & _FS_TOPDIR_FL:
+            fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("i", flags | _FS_TOPDIR_FL))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def new_staging(final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
+    place_apart(final.parent)
     staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.staging-", dir=final.parent))
     apply_umask(staging)  # the committed build gets the mode a plain mkdir would give
     return staging

@@ -40,7 +40,7 @@ from .commit import check_staged, commit_staged
 from .interpreters import Interpreter, choose_interpreter, no_interpreter, python_spec
 from .locked import check_locked_packages
 from .smoke import SmokeTimedOut
-from .store import Receipt
+from .store import Receipt, place_apart
 from .venv_probe import probe_tool_parsers
 
 __all__ = [
@@ -339,7 +339,9 @@ async def install_venv(
     staging = plan.staging
     reused = await anyio.to_thread.run_sync(_reusable, plan, env)
     if not reused:
-        staging.mkdir(parents=True)
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        place_apart(staging.parent)  # its thousands of files: see place_apart
+        staging.mkdir()
         apply_umask(staging)  # the committed build gets the mode a plain mkdir would give
     elif emit is not None:
         emit(ProgressEvent("downloading", message=f"reusing the venv kept in {staging}"))

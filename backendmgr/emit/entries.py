@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from .macros import MERGE_KEY, declared, load_problems, shell_line
 from .plan import Entry, Skip, render_token
@@ -65,8 +66,25 @@ def entry_env(entry: Entry) -> list[str]:
     return list(theirs) if isinstance(theirs, list) else list(entry.env)
 
 
+# each entry's body for the passthrough it was made with: the screen of a plan makes it, and
+# the document written from that plan takes the same (an edit made every body twice); an
+# entry is frozen, and its body goes when the entry does
+_BODIES: WeakKeyDictionary[Entry, tuple[dict[str, Any] | None, dict[str, Any]]]
+_BODIES = WeakKeyDictionary()
+
+
 def entry_body(entry: Entry, passthrough: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The entry's model mapping as plain data: what llama-swap must read back."""
+    """The entry's model mapping as plain data: what llama-swap must read back. Read only:
+    the same mapping is given for the same entry and passthrough."""
+    made = _BODIES.get(entry)
+    if made is not None and made[0] is passthrough:
+        return made[1]
+    body = _body(entry, passthrough)
+    _BODIES[entry] = (passthrough, body)
+    return body
+
+
+def _body(entry: Entry, passthrough: dict[str, Any] | None) -> dict[str, Any]:
     body: dict[str, Any] = {"cmd": entry_cmd(entry, passthrough)}
     if entry.env:
         body["env"] = list(entry.env)

@@ -228,46 +228,50 @@ def _reads_back(text: str, meant: dict[str, Any], *, pure: bool = False) -> bool
     known = plain.known  # each distinct plain scalar, as read
     scalar, alias = ev.ScalarEvent, ev.AliasEvent
     mapping, sequence = ev.MappingStartEvent, ev.SequenceStartEvent
-    ends = (ev.MappingEndEvent, ev.SequenceEndEvent)
+    mapping_end, sequence_end = ev.MappingEndEvent, ev.SequenceEndEvent
     end = _END
-    stack: list[tuple[bool, Iterator[Any]]] = []  # per open collection: mapping?, what is left
     try:
         if type(next_event()) is not ev.StreamStartEvent:
             return False
         start = next_event()
         if type(start) is not ev.DocumentStartEvent or start.version or start.tags:
             return False  # a directive: the emitter writes none, and the parsers differ on it
-        want: Any = meant
-        is_mapping = False
+        root = next_event()
+        if type(root) is not mapping or type(meant) is not dict:
+            return False  # the document is no mapping
+        if root.anchor is not None or root.ctag is not None:
+            return False
+        # per open collection: mapping?, what is left of it; the innermost also in locals
+        is_mapping, left = True, iter(meant.items())
+        stack: list[tuple[bool, Iterator[Any]]] = [(is_mapping, left)]
         while True:
             event = next_event()
             kind = type(event)
-            if stack:
-                is_mapping, left = stack[-1]
-                if kind in ends:
-                    if next(left, end) is not end:
-                        return False  # a key or an item missing
-                    stack.pop()
-                    if stack:
-                        continue
+            if kind is mapping_end or kind is sequence_end:
+                if next(left, end) is not end:
+                    return False  # a key or an item missing
+                stack.pop()
+                if not stack:
                     break
-                if is_mapping:  # the key, then its value
-                    item: Any = next(left, end)
-                    if item is end or kind is not scalar or event.ctag is not None:
-                        return False  # an extra key, or a key that is no string
-                    key = event.value
-                    if event.implicit[0]:
-                        key = known.get(key, end)
-                        key = plain(event.value) if key is end else key
-                    if type(key) is not str or key != item[0] or event.anchor is not None:
-                        return False
-                    want = item[1]
-                    event = next_event()
-                    kind = type(event)
-                else:
-                    want = next(left, end)
-                    if want is end:
-                        return False  # an extra item
+                is_mapping, left = stack[-1]
+                continue
+            if is_mapping:  # the key, then its value
+                item: Any = next(left, end)
+                if item is end or kind is not scalar or event.ctag is not None:
+                    return False  # an extra key, or a key that is no string
+                key = event.value
+                if event.implicit[0]:
+                    key = known.get(key, end)
+                    key = plain(event.value) if key is end else key
+                if type(key) is not str or key != item[0] or event.anchor is not None:
+                    return False
+                want: Any = item[1]
+                event = next_event()
+                kind = type(event)
+            else:
+                want = next(left, end)
+                if want is end:
+                    return False  # an extra item
             if kind is alias or event.anchor is not None or event.ctag is not None:
                 return False
             if kind is scalar:
@@ -277,12 +281,12 @@ def _reads_back(text: str, meant: dict[str, Any], *, pure: bool = False) -> bool
                     value = plain(event.value) if value is end else value
                 if type(value) is not type(want) or value != want:
                     return False
-                if not stack:
-                    return False  # the document is a scalar
             elif kind is mapping and type(want) is dict:
-                stack.append((True, iter(want.items())))
+                is_mapping, left = True, iter(want.items())
+                stack.append((is_mapping, left))
             elif kind is sequence and type(want) is list:
-                stack.append((False, iter(want)))
+                is_mapping, left = False, iter(want)
+                stack.append((is_mapping, left))
             else:
                 return False
         return type(next_event()) is ev.DocumentEndEvent and type(next_event()) is ev.StreamEndEvent

@@ -232,6 +232,10 @@ def substitute(value: Any, name: str, macro: Any) -> Any:
     """``substituteMacroInValue``: a whole-string match takes the typed value, mappings and
     lists are walked (their keys are no macro targets)."""
     slug = f"${{{name}}}"  # made once per walk: a read screens every model's entry with it
+    if isinstance(value, str):  # most values: no walk to set up
+        if value == slug:
+            return macro
+        return value.replace(slug, _go_v(macro)) if slug in value else value
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):

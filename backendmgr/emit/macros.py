@@ -147,6 +147,8 @@ def macro_problem(name: str, value: Any) -> str | None:
 
 
 def _substitute_all(value: Any, macros: list[tuple[str, Any]]) -> Any:
+    if isinstance(value, str) and "${" not in value:
+        return value  # no macro's pattern is in it: every substitution gives it back
     for name, replacement in reversed(macros):  # substituteMacroList: the last one first
         value = substitute(value, name, replacement)
     return value
@@ -156,8 +158,11 @@ def _holds_macro(value: Any) -> bool:
     """Whether a string in ``value`` holds ``${``. Every macro's pattern starts so: elsewhere
     each substitution gives the value back and no macro is left over, so the passes below,
     which copy the whole value once per macro, need only the values that hold one."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str or isinstance(value, str):
         return "${" in value
+    if kind is int or kind is float or kind is bool or value is None:
+        return False  # the scalars of every entry, without the checks below
     if isinstance(value, dict):
         return any(map(_holds_macro, value.values()))
     if isinstance(value, list):
@@ -204,8 +209,8 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     for model_id, body in models.items():
         if type(body) is not dict and not isinstance(body, Mapping):  # the ABC's check: slow
             continue
-        own = declared(body.get("macros"))
-        bad = next((p for n, v in own if (p := macro_problem(n, v))), None)
+        own = declared(body["macros"]) if "macros" in body else []
+        bad = next((p for n, v in own if (p := macro_problem(n, v))), None) if own else None
         if bad is not None:
             per_model[str(model_id)] = bad
             continue

@@ -44,7 +44,8 @@ from .plan import Entry, Skip
 __all__ = ["Document", "build_document", "document_of", "dump"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_LITERAL_LINE = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no edge spaces
+# lines of printable ASCII, no edge spaces, none empty: a text it matches is a literal block
+_LITERAL_LINES = re.compile(r"[!-~](?:[ -~]*[!-~])?(?:\n[!-~](?:[ -~]*[!-~])?)*")
 _WIDTH = 1 << 30  # never fold a long path or command line
 _MODELS_LINE = "models:\n"
 _MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
@@ -131,6 +132,17 @@ class _Walk:
 
     def value(self, value: Any) -> Any:
         """Any value of the data, block style; returns it as the re-read must give it."""
+        kind = type(value)  # the plain types an entry holds first, by their exact type
+        if kind is str:
+            return self.string(value)
+        if kind is dict:
+            return self.mapping(value)
+        if kind is int:
+            self.scalar(int.__repr__(value), None)
+            return value
+        if kind is bool:
+            self.scalar("true" if value else "false", None)
+            return value
         if isinstance(value, str):
             return self.string(str.__str__(value))
         if isinstance(value, dict):
@@ -169,7 +181,7 @@ def _literal(value: Any) -> bool:
     return (
         isinstance(value, str)
         and "${env." not in value
-        and all(_LITERAL_LINE.fullmatch(line) for line in value.split("\n"))
+        and _LITERAL_LINES.fullmatch(value) is not None
     )
 
 

@@ -334,7 +334,7 @@ def _old_models(record: Path, target: Path) -> dict[str, Any] | None:
         raw = read_limited(target)
     except (OSError, BackendmgrError):
         return {}
-    kept = load_parsed(_parsed_path(record), target, raw, f"{parser_name()} safe")
+    kept = load_parsed(_parsed_path(record), target, raw, f"{parser_name()} safe", digest=True)
     if kept is not None:
         return kept
     return _models_of(raw.decode("utf-8", "replace"))
@@ -342,11 +342,13 @@ def _old_models(record: Path, target: Path) -> dict[str, Any] | None:
 
 def _keep_models(record: Path, target: Path, body: bytes, models: dict[str, Any]) -> None:
     """Keep what was just written as parsed (an input of the next rewrite's comparison,
-    stamped with the bytes it came from: a hand edit or another version is parsed again)."""
+    stamped with the digest of the bytes it came from: a hand edit or another version is
+    parsed again). ``models`` is what the text was proved to read back as: plain data."""
     from .._yaml import parser_name
     from ..config.snapshot import save_parsed
 
-    save_parsed(_parsed_path(record), target, body, f"{parser_name()} safe", models)
+    parser = f"{parser_name()} safe"
+    save_parsed(_parsed_path(record), target, body, parser, models, digest=True, plain=True)
 
 
 def _models_of(text: str) -> dict[str, Any] | None:

@@ -51,7 +51,7 @@ _SHOWN = 40
 def _explicit(text: str, at: int, defined: Collection[str] | None) -> re.Match[str] | None:
     """The allowed macro starting at ``at``, if the ``${`` there starts one (``defined``
     None: any name)."""
-    env = ENV_MACRO.match(text, at)
+    env = re.compile(ENV_MACRO).match(text, at)  # re's cache: compiled once
     if env is not None:
         return env
     named = MACRO.match(text, at)
@@ -111,7 +111,7 @@ def shell_line(text: str, defined: Collection[str]) -> str:
 
 def env_names(text: str) -> list[str]:
     """The ``NAME`` of every ``${env.NAME}`` in ``text``."""
-    return [m.group(1) for m in ENV_MACRO.finditer(text)]
+    return [m.group(1) for m in re.finditer(ENV_MACRO, text)]
 
 
 def value_problem(text: str, what: str, defined: Collection[str] | None = ()) -> str | None:

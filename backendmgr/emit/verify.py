@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape", "reread_emitted"]
 
-# the schema's env item pattern, ^[A-Z_][A-Z0-9_]*=.*$, where "." matches no line break
-ENV_ITEM = re.compile("[A-Z_][A-Z0-9_]*=[^\n\r\u2028\u2029]*")
+# the schema's env item pattern, ^[A-Z_][A-Z0-9_]*=.*$, where "." matches no line break;
+# compiled by re (and kept in its cache) at the first entry with an env: most have none
+ENV_ITEM = "[A-Z_][A-Z0-9_]*=[^\n\r\u2028\u2029]*"
 
 # llama-swap's schema leaves unknown model and top-level keys open, but closes capabilities.
 CAPABILITY_KEYS = frozenset({"in", "out", "tools", "reranker", "context"})
@@ -65,7 +66,7 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
             f"model {name}: env item {single_line(repr(w))[:80]} is not KEY=VALUE on one line "
             "with KEY in capitals, digits and _"
             for w in env
-            if not (isinstance(w, str) and ENV_ITEM.fullmatch(w))
+            if not (isinstance(w, str) and re.fullmatch(ENV_ITEM, w))
         ]
     aliases = body.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):

@@ -189,10 +189,14 @@ def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
     return None
 
 
-def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+def load_problems(
+    data: Mapping[str, Any], passed: Collection[str] = ()
+) -> tuple[list[str], dict[str, str]]:
     """llama-swap's macro pass over a parsed document, after its ``${env.NAME}`` pass: the
     problems of the document as a whole, and of each model by id. Every top-level key is
-    checked (llama-swap checks those it knows: stricter is safe)."""
+    checked (llama-swap checks those it knows: stricter is safe). ``passed``: ids of models
+    this pass already found nothing in, with these very macros and bodies (not checked
+    again)."""
     top: list[str] = []
     glob = declared(data.get("macros"))
     top += [p for n, v in glob if (p := macro_problem(n, v))]
@@ -208,6 +212,8 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
         return top, per_model
     for model_id, body in models.items():
         if type(body) is not dict and not isinstance(body, Mapping):  # the ABC's check: slow
+            continue
+        if model_id in passed:
             continue
         own = declared(body["macros"]) if "macros" in body else []
         bad = next((p for n, v in own if (p := macro_problem(n, v))), None) if own else None

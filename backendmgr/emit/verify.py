@@ -10,7 +10,7 @@ problem, never "ok".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.error import YAMLError
@@ -88,8 +88,9 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
     return problems
 
 
-def check_shape(data: Any) -> list[str]:
-    """What llama-swap needs of the document, from its schema, for what backendmgr writes."""
+def check_shape(data: Any, passed: Collection[str] = ()) -> list[str]:
+    """What llama-swap needs of the document, from its schema, for what backendmgr writes
+    (``passed``: models whose macros were checked in these very bodies, :func:`macro_problems`)."""
     if not isinstance(data, dict):
         return ["the document is not a mapping"]
     problems = [
@@ -110,13 +111,15 @@ def check_shape(data: Any) -> list[str]:
                     f"model {single_line(repr(model_id))}: alias {single_line(repr(alias))} "
                     f"is model {single_line(repr(owner[alias]))}'s too"
                 )
-    return problems + macro_problems(data)
+    return problems + macro_problems(data, passed)
 
 
-def macro_problems(data: dict[Any, Any]) -> list[str]:
+def macro_problems(data: dict[Any, Any], passed: Collection[str] = ()) -> list[str]:
     """What llama-swap's macro pass refuses (:func:`.macros.load_problems`), each naming the
-    model and the value; a model id its ``${env.NAME}`` pass would rewrite, too."""
-    top, per_model = load_problems({str(k): v for k, v in data.items()})
+    model and the value; a model id its ``${env.NAME}`` pass would rewrite, too. ``passed``:
+    ids of models whose bodies the pass already checked with these macros (a plan's screen:
+    :attr:`.document.Document.screened`), not checked twice."""
+    top, per_model = load_problems({str(k): v for k, v in data.items()}, passed)
     problems = [single_line(p) for p in top]
     problems += [f"model {single_line(repr(m))}: {single_line(p)}" for m, p in per_model.items()]
     models = data.get("models")
@@ -147,7 +150,7 @@ def reread_emitted(
     (:func:`_reads_back`): no tree is built. Only a refused text is loaded, to say where."""
     meant = document.data
     if _reads_back(text, meant, pure=pure):
-        return meant, check_shape(meant)
+        return meant, check_shape(meant, document.screened)
     try:
         data = _safe(pure).load(text)
     except (YAMLError, ValueError, RecursionError) as exc:

@@ -54,7 +54,7 @@ def entry_cmd(entry: Entry, passthrough: dict[str, Any] | None = None) -> Any:
     in a path or name is no macro; ``extra_args`` keeps its explicit macros."""
     if "cmd" in entry.passthrough:
         return entry.passthrough["cmd"]
-    lines = [" ".join(render_token(t) for t in group) for group in entry.groups if group]
+    lines = [" ".join(map(render_token, group)) for group in entry.groups if group]
     if entry.extra_args:
         lines.append(shell_line(entry.extra_args, _defined(entry, passthrough)))
     return "\n".join(lines)

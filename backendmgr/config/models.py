@@ -72,7 +72,7 @@ MAX_DEVICES = 16
 MAX_DEVICE_INDEX = 255
 MAX_ENV_WORDS = 64
 MAX_ENV_VALUE = 4096
-_ENV_KEY = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")  # llama-swap's schema: ^[A-Z_][A-Z0-9_]*=
+_ENV_KEY = r"[A-Z_][A-Z0-9_]{0,127}"  # llama-swap's schema: ^[A-Z_][A-Z0-9_]*= (re's cache)
 
 
 def device_indices(value: str) -> tuple[int, ...]:
@@ -104,7 +104,7 @@ def env_pairs(words: list[str]) -> list[tuple[str, str]]:
     pairs = []
     for word in words:
         key, eq, value = word.partition("=")
-        if not eq or not _ENV_KEY.fullmatch(key):
+        if not eq or not re.fullmatch(_ENV_KEY, key):
             raise ValueError(
                 f"env word {shown(word, 40)} is not KEY=VALUE with KEY in capitals, digits "
                 'and "_" (e.g. GGML_CUDA_ENABLE_UNIFIED_MEMORY=1)'

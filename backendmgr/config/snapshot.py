@@ -46,21 +46,23 @@ def snapshot_path(config: Path) -> Path:
     return config.with_name(f".{config.name}.parsed.json")
 
 
-def _stamp(raw: bytes, parser: str, source: os.stat_result) -> dict[str, Any]:
+def _stamp(raw: bytes, parser: str, source: os.stat_result, digest: bool) -> dict[str, Any]:
     """What a snapshot was made from: these bytes, by this parser, in this very file. The
     file's identity (device, inode) makes a snapshot that arrived with a copy of its source (a
     cloned dotfiles repository, an unpacked archive, a restored backup) no snapshot: the YAML a
     person reviewed decides, never a hidden file that came beside it. The bytes are kept as
     they are (each byte one character: JSON holds any), not as a digest: comparing a config's
-    few kilobytes is exact and costs less than loading a hash function."""
+    few kilobytes is exact and costs less than loading a hash function. ``digest``: their
+    SHA-256 instead, for a source of many kilobytes read by a command that hashes anyway
+    (the generated llama-swap config: its bytes would be most of the snapshot)."""
     file = [source.st_dev, source.st_ino]
-    return {
-        "format": FORMAT,
-        "backendmgr": __version__,
-        "parser": parser,
-        "source": raw.decode("latin-1"),
-        "file": file,
-    }
+    if digest:
+        from ..digest import sha256_hex
+
+        made: dict[str, Any] = {"sha256": sha256_hex(raw)}
+    else:
+        made = {"source": raw.decode("latin-1")}
+    return {"format": FORMAT, "backendmgr": __version__, "parser": parser, **made, "file": file}
 
 
 def load_snapshot(config: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
@@ -75,9 +77,12 @@ def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any
     save_parsed(snapshot_path(config), config, raw, parser, document)
 
 
-def load_parsed(where: Path, source: Path, raw: bytes, parser: str) -> dict[str, Any] | None:
+def load_parsed(
+    where: Path, source: Path, raw: bytes, parser: str, *, digest: bool = False
+) -> dict[str, Any] | None:
     """The plain document kept at ``where`` for exactly ``raw`` (``source``'s bytes) as
-    ``parser`` read them, or ``None`` when none matches them."""
+    ``parser`` read them, or ``None`` when none matches them (``digest``: as
+    :func:`save_parsed` was given it)."""
     try:  # a link, a FIFO or a device in its place is no snapshot of ours (nor waited on)
         data, st = read_regular_stat(where, MAX_BYTES, follow=False)
         made_from = os.stat(source)
@@ -88,28 +93,39 @@ def load_parsed(where: Path, source: Path, raw: bytes, parser: str) -> dict[str,
         found = json.loads(data)
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(found, dict) or found.get("stamp") != _stamp(raw, parser, made_from):
+    if not isinstance(found, dict) or found.get("stamp") != _stamp(raw, parser, made_from, digest):
         return None
     document = found.get("document")
     return document if isinstance(document, dict) else None
 
 
 def save_parsed(
-    where: Path, source: Path, raw: bytes, parser: str, document: dict[str, Any]
+    where: Path,
+    source: Path,
+    raw: bytes,
+    parser: str,
+    document: dict[str, Any],
+    *,
+    digest: bool = False,
+    plain: bool = False,
 ) -> None:
     """Keep ``document`` (what ``raw`` parsed to) at ``where``; replaced atomically, and a
     snapshot that cannot be written only costs the next read a parse. A document JSON does
     not give back equal (a number key, NaN, a date), or one over :data:`MAX_BYTES` (which
-    no read would take), is not kept. It holds what ``source``
-    holds, so nobody may read it who cannot read the source: it gets the source's mode."""
+    no read would take), is not kept; ``plain``: the caller's document holds only string
+    keys, lists and JSON's scalars (a safe load's, proved), so it is not read back to see.
+    ``digest``: stamped with the bytes' SHA-256, not the bytes (:func:`_stamp`). It holds
+    what ``source`` holds, so nobody may read it who cannot read the source: it gets the
+    source's mode."""
     with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, LinkRefused):
         made_from = os.stat(source)
-        stamp = _stamp(raw, parser, made_from)
-        body = json.dumps({"stamp": stamp, "document": document}, ensure_ascii=False)
+        stamp = _stamp(raw, parser, made_from, digest)
+        kept = {"stamp": stamp, "document": document}
+        body = json.dumps(kept, ensure_ascii=False, allow_nan=False)  # NaN is never equal
         data = body.encode("utf-8")
         if len(data) > MAX_BYTES:  # what no read takes: a quote is two bytes twice, say
             return
-        if json.loads(body)["document"] != document:
+        if not plain and json.loads(body)["document"] != document:
             return
         if where.is_symlink():  # ours: a link in its place is never chmod-ed or written through
             return

@@ -38,13 +38,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .entries import HASH_PREFIX, entry_body, plain_safe, single_line
+from .entries import HASH_PREFIX, entry_body, plain_safe, screened, single_line
 from .plan import Entry, Skip
 
 __all__ = ["Document", "build_document", "document_of", "dump"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-_LITERAL_LINE = re.compile(r"[!-~](?:[ -~]*[!-~])?")  # printable ASCII, no edge spaces
+# lines of printable ASCII, no edge spaces, none empty: a text it matches is a literal block
+_LITERAL_LINES = re.compile(r"[!-~](?:[ -~]*[!-~])?(?:\n[!-~](?:[ -~]*[!-~])?)*")
 _WIDTH = 1 << 30  # never fold a long path or command line
 _MODELS_LINE = "models:\n"
 _MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
@@ -71,6 +72,9 @@ class Document:
     data: dict[str, Any]
     pieces: tuple[_Piece, ...]
     after: tuple[str, ...] = ()
+    # the models whose bodies a plan's screen already passed through llama-swap's macro pass,
+    # with the macros of ``data``: the check before the write does not run it on them again
+    screened: frozenset[str] = frozenset()
 
 
 def _hidden(ch: str) -> bool:
@@ -131,6 +135,17 @@ class _Walk:
 
     def value(self, value: Any) -> Any:
         """Any value of the data, block style; returns it as the re-read must give it."""
+        kind = type(value)  # the plain types an entry holds first, by their exact type
+        if kind is str:
+            return self.string(value)
+        if kind is dict:
+            return self.mapping(value)
+        if kind is int:
+            self.scalar(int.__repr__(value), None)
+            return value
+        if kind is bool:
+            self.scalar("true" if value else "false", None)
+            return value
         if isinstance(value, str):
             return self.string(str.__str__(value))
         if isinstance(value, dict):
@@ -169,7 +184,7 @@ def _literal(value: Any) -> bool:
     return (
         isinstance(value, str)
         and "${env." not in value
-        and all(_LITERAL_LINE.fullmatch(line) for line in value.split("\n"))
+        and _LITERAL_LINES.fullmatch(value) is not None
     )
 
 
@@ -206,10 +221,12 @@ def document_of(
     header: Sequence[str] = (),
     before: Mapping[str, Sequence[str]] | None = None,
     after: Sequence[str] = (),
+    screened: frozenset[str] = frozenset(),
 ) -> Document:
     """``data`` (a mapping; its ``models`` a mapping of model bodies) as a document, with
     comment lines: ``header`` at the top, ``before[id]`` above a model's key, ``after``
-    below the last model. Every comment is made one printable line."""
+    below the last model. Every comment is made one printable line. ``screened``: see
+    :class:`Document`."""
     walk = _Walk()
     plain: dict[str, Any] = {}
     for key, value in data.items():
@@ -239,7 +256,7 @@ def document_of(
             walk.out.append(walk.map_end)
             comments = _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
             pieces.append(walk.piece(comments, n, head if n == 0 else ()))
-    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after))
+    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after), screened)
 
 
 def _pure_emitter() -> Callable[..., Any]:
@@ -359,12 +376,19 @@ def build_document(
     items += [(s.id, s) for s in skipped]
     items.sort(key=lambda pair: pair[0])
     pending: list[str] = []  # comment lines waiting for the next model key
+    passed: set[str] = set()  # the models a plan's screen checked in these very bodies
     for model_id, item in items:
         if isinstance(item, Skip):
             pending += _skip_lines(item)
             continue
         pending += [item.comment, *(f"NOTE {n}" for n in item.notes)]
-        models[model_id] = entry_body(item, passthrough)
+        body = models[model_id] = entry_body(item, passthrough)
+        if screened(item, passthrough, body):
+            passed.add(model_id)
+        else:  # an id given twice is checked as the body it ends with
+            passed.discard(model_id)
         before[model_id] = tuple(pending)
         pending = []
-    return document_of(data, header=header, before=before, after=pending)
+    return document_of(
+        data, header=header, before=before, after=pending, screened=frozenset(passed)
+    )

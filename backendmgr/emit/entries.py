@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from .macros import MERGE_KEY, declared, load_problems, shell_line
 from .plan import Entry, Skip, render_token
@@ -17,6 +18,7 @@ __all__ = [
     "entry_env",
     "plain_safe",
     "screen",
+    "screened",
     "single_line",
 ]
 
@@ -52,7 +54,7 @@ def entry_cmd(entry: Entry, passthrough: dict[str, Any] | None = None) -> Any:
     in a path or name is no macro; ``extra_args`` keeps its explicit macros."""
     if "cmd" in entry.passthrough:
         return entry.passthrough["cmd"]
-    lines = [" ".join(render_token(t) for t in group) for group in entry.groups if group]
+    lines = [" ".join(map(render_token, group)) for group in entry.groups if group]
     if entry.extra_args:
         lines.append(shell_line(entry.extra_args, _defined(entry, passthrough)))
     return "\n".join(lines)
@@ -65,8 +67,33 @@ def entry_env(entry: Entry) -> list[str]:
     return list(theirs) if isinstance(theirs, list) else list(entry.env)
 
 
+# each entry's body for the passthrough it was made with, and whether the screen passed it:
+# the screen of a plan makes it, and the document written from that plan takes the same (an
+# edit made every body twice, and checked its macros twice); an entry is frozen, and its
+# body goes when the entry does
+_BODIES: WeakKeyDictionary[Entry, tuple[dict[str, Any] | None, dict[str, Any], bool]]
+_BODIES = WeakKeyDictionary()
+
+
 def entry_body(entry: Entry, passthrough: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The entry's model mapping as plain data: what llama-swap must read back."""
+    """The entry's model mapping as plain data: what llama-swap must read back. Read only:
+    the same mapping is given for the same entry and passthrough."""
+    made = _BODIES.get(entry)
+    if made is not None and made[0] is passthrough:
+        return made[1]
+    body = _body(entry, passthrough)
+    _BODIES[entry] = (passthrough, body, False)
+    return body
+
+
+def screened(entry: Entry, passthrough: dict[str, Any] | None, body: dict[str, Any]) -> bool:
+    """Whether :func:`screen` passed exactly ``body`` (this entry's, for this passthrough):
+    llama-swap's macro pass (:func:`.macros.load_problems`) found nothing in it."""
+    made = _BODIES.get(entry)
+    return made is not None and made[2] and made[0] is passthrough and made[1] is body
+
+
+def _body(entry: Entry, passthrough: dict[str, Any] | None) -> dict[str, Any]:
     body: dict[str, Any] = {"cmd": entry_cmd(entry, passthrough)}
     if entry.env:
         body["env"] = list(entry.env)
@@ -98,6 +125,8 @@ def screen(entry: Entry, passthrough: dict[str, Any]) -> Entry | Skip:
         body = entry_body(entry, passthrough)
         data = {"macros": passthrough.get("macros"), "models": {model_id: body}}
         problem = load_problems(data)[1].get(model_id)
+        if problem is None:
+            _BODIES[entry] = (passthrough, body, True)
     if problem is None:
         return entry
     reason = f"llama-swap would refuse it: {problem}; rename the file or change the setting"

@@ -40,9 +40,11 @@ __all__ = [
     "substitute",
 ]
 
-MACRO_NAME = re.compile(r"[a-zA-Z0-9_-]+")  # fullmatch: Go's $ is the end of the text
+# patterns only a macro or an ${env.NAME} asks for are compiled at the first (re's cache):
+# an edit's entries hold neither
+MACRO_NAME = r"[a-zA-Z0-9_-]+"  # fullmatch: Go's $ is the end of the text
 MACRO_PATTERN = re.compile(r"\$\{([a-zA-Z0-9_-]+)\}")
-ENV_MACRO = re.compile(r"\$\{env\.([a-zA-Z_][a-zA-Z0-9_]*)\}")
+ENV_MACRO = r"\$\{env\.([a-zA-Z_][a-zA-Z0-9_]*)\}"
 RESERVED = frozenset({"PID", "PORT", "MODEL_ID"})
 DEFAULT_PROXY = "http://localhost:${PORT}"  # llama-swap's MODEL_CONFIG_DEFAULT_PROXY
 MACRO_NAME_LIMIT = 64
@@ -212,7 +214,7 @@ def check_macro(name: str, value: Any) -> None:
     """llama-swap's ``validateMacro``."""
     if len(name) >= MACRO_NAME_LIMIT:
         raise ExpandError(f"macro name '{name}' exceeds maximum length of 63 characters")
-    if not MACRO_NAME.fullmatch(name):
+    if not re.fullmatch(MACRO_NAME, name):
         raise ExpandError(
             f"macro name '{name}' contains invalid characters, must match pattern ^[a-zA-Z0-9_-]+$"
         )
@@ -232,6 +234,10 @@ def substitute(value: Any, name: str, macro: Any) -> Any:
     """``substituteMacroInValue``: a whole-string match takes the typed value, mappings and
     lists are walked (their keys are no macro targets)."""
     slug = f"${{{name}}}"  # made once per walk: a read screens every model's entry with it
+    if isinstance(value, str):  # most values: no walk to set up
+        if value == slug:
+            return macro
+        return value.replace(slug, _go_v(macro)) if slug in value else value
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):
@@ -265,7 +271,7 @@ def merge_macros(
 def _substitute_env(texts: list[Any], environ: Mapping[str, str]) -> list[Any]:
     """Phase 1 of ``LoadConfigFromReader``: every ``${env.NAME}`` found, in order of
     appearance, replaced everywhere it occurs."""
-    found = [m for t in texts if isinstance(t, str) for m in ENV_MACRO.finditer(t)]
+    found = [m for t in texts if isinstance(t, str) for m in re.finditer(ENV_MACRO, t)]
     out = list(texts)
     for match in found:
         name = match.group(1)
@@ -291,12 +297,12 @@ def _check_uses(model_id: str, cmd: str, env: Sequence[str], proxy: str) -> None
         hit = MACRO_PATTERN.search(item)
         if hit is not None:
             raise ExpandError(f"model {model_id} env: unknown macro '${{{hit.group(1)}}}'")
-        env_hit = ENV_MACRO.search(item)
+        env_hit = re.search(ENV_MACRO, item)
         if env_hit is not None:
             raise ExpandError(
                 f"models.{model_id}.env[{index}]: environment variable '{env_hit.group(1)}' not set"
             )
-    env_hit = ENV_MACRO.search(cmd)
+    env_hit = re.search(ENV_MACRO, cmd)
     if env_hit is not None:
         raise ExpandError(
             f"models.{model_id}.cmd: environment variable '{env_hit.group(1)}' not set"

@@ -51,7 +51,7 @@ _SHOWN = 40
 def _explicit(text: str, at: int, defined: Collection[str] | None) -> re.Match[str] | None:
     """The allowed macro starting at ``at``, if the ``${`` there starts one (``defined``
     None: any name)."""
-    env = ENV_MACRO.match(text, at)
+    env = re.compile(ENV_MACRO).match(text, at)  # re's cache: compiled once
     if env is not None:
         return env
     named = MACRO.match(text, at)
@@ -111,7 +111,7 @@ def shell_line(text: str, defined: Collection[str]) -> str:
 
 def env_names(text: str) -> list[str]:
     """The ``NAME`` of every ``${env.NAME}`` in ``text``."""
-    return [m.group(1) for m in ENV_MACRO.finditer(text)]
+    return [m.group(1) for m in re.finditer(ENV_MACRO, text)]
 
 
 def value_problem(text: str, what: str, defined: Collection[str] | None = ()) -> str | None:
@@ -147,6 +147,8 @@ def macro_problem(name: str, value: Any) -> str | None:
 
 
 def _substitute_all(value: Any, macros: list[tuple[str, Any]]) -> Any:
+    if isinstance(value, str) and "${" not in value:
+        return value  # no macro's pattern is in it: every substitution gives it back
     for name, replacement in reversed(macros):  # substituteMacroList: the last one first
         value = substitute(value, name, replacement)
     return value
@@ -156,8 +158,11 @@ def _holds_macro(value: Any) -> bool:
     """Whether a string in ``value`` holds ``${``. Every macro's pattern starts so: elsewhere
     each substitution gives the value back and no macro is left over, so the passes below,
     which copy the whole value once per macro, need only the values that hold one."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str or isinstance(value, str):
         return "${" in value
+    if kind is int or kind is float or kind is bool or value is None:
+        return False  # the scalars of every entry, without the checks below
     if isinstance(value, dict):
         return any(map(_holds_macro, value.values()))
     if isinstance(value, list):
@@ -184,10 +189,14 @@ def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
     return None
 
 
-def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+def load_problems(
+    data: Mapping[str, Any], passed: Collection[str] = ()
+) -> tuple[list[str], dict[str, str]]:
     """llama-swap's macro pass over a parsed document, after its ``${env.NAME}`` pass: the
     problems of the document as a whole, and of each model by id. Every top-level key is
-    checked (llama-swap checks those it knows: stricter is safe)."""
+    checked (llama-swap checks those it knows: stricter is safe). ``passed``: ids of models
+    this pass already found nothing in, with these very macros and bodies (not checked
+    again)."""
     top: list[str] = []
     glob = declared(data.get("macros"))
     top += [p for n, v in glob if (p := macro_problem(n, v))]
@@ -204,8 +213,10 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     for model_id, body in models.items():
         if type(body) is not dict and not isinstance(body, Mapping):  # the ABC's check: slow
             continue
-        own = declared(body.get("macros"))
-        bad = next((p for n, v in own if (p := macro_problem(n, v))), None)
+        if model_id in passed:
+            continue
+        own = declared(body["macros"]) if "macros" in body else []
+        bad = next((p for n, v in own if (p := macro_problem(n, v))), None) if own else None
         if bad is not None:
             per_model[str(model_id)] = bad
             continue

@@ -10,7 +10,7 @@ problem, never "ok".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.error import YAMLError
@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CAPABILITY_KEYS", "check_config", "check_emitted", "check_shape", "reread_emitted"]
 
-# the schema's env item pattern, ^[A-Z_][A-Z0-9_]*=.*$, where "." matches no line break
-ENV_ITEM = re.compile("[A-Z_][A-Z0-9_]*=[^\n\r\u2028\u2029]*")
+# the schema's env item pattern, ^[A-Z_][A-Z0-9_]*=.*$, where "." matches no line break;
+# compiled by re (and kept in its cache) at the first entry with an env: most have none
+ENV_ITEM = "[A-Z_][A-Z0-9_]*=[^\n\r\u2028\u2029]*"
 
 # llama-swap's schema leaves unknown model and top-level keys open, but closes capabilities.
 CAPABILITY_KEYS = frozenset({"in", "out", "tools", "reranker", "context"})
@@ -65,7 +66,7 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
             f"model {name}: env item {single_line(repr(w))[:80]} is not KEY=VALUE on one line "
             "with KEY in capitals, digits and _"
             for w in env
-            if not (isinstance(w, str) and ENV_ITEM.fullmatch(w))
+            if not (isinstance(w, str) and re.fullmatch(ENV_ITEM, w))
         ]
     aliases = body.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
@@ -87,8 +88,9 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
     return problems
 
 
-def check_shape(data: Any) -> list[str]:
-    """What llama-swap needs of the document, from its schema, for what backendmgr writes."""
+def check_shape(data: Any, passed: Collection[str] = ()) -> list[str]:
+    """What llama-swap needs of the document, from its schema, for what backendmgr writes
+    (``passed``: models whose macros were checked in these very bodies, :func:`macro_problems`)."""
     if not isinstance(data, dict):
         return ["the document is not a mapping"]
     problems = [
@@ -109,13 +111,15 @@ def check_shape(data: Any) -> list[str]:
                     f"model {single_line(repr(model_id))}: alias {single_line(repr(alias))} "
                     f"is model {single_line(repr(owner[alias]))}'s too"
                 )
-    return problems + macro_problems(data)
+    return problems + macro_problems(data, passed)
 
 
-def macro_problems(data: dict[Any, Any]) -> list[str]:
+def macro_problems(data: dict[Any, Any], passed: Collection[str] = ()) -> list[str]:
     """What llama-swap's macro pass refuses (:func:`.macros.load_problems`), each naming the
-    model and the value; a model id its ``${env.NAME}`` pass would rewrite, too."""
-    top, per_model = load_problems({str(k): v for k, v in data.items()})
+    model and the value; a model id its ``${env.NAME}`` pass would rewrite, too. ``passed``:
+    ids of models whose bodies the pass already checked with these macros (a plan's screen:
+    :attr:`.document.Document.screened`), not checked twice."""
+    top, per_model = load_problems({str(k): v for k, v in data.items()}, passed)
     problems = [single_line(p) for p in top]
     problems += [f"model {single_line(repr(m))}: {single_line(p)}" for m, p in per_model.items()]
     models = data.get("models")
@@ -146,7 +150,7 @@ def reread_emitted(
     (:func:`_reads_back`): no tree is built. Only a refused text is loaded, to say where."""
     meant = document.data
     if _reads_back(text, meant, pure=pure):
-        return meant, check_shape(meant)
+        return meant, check_shape(meant, document.screened)
     try:
         data = _safe(pure).load(text)
     except (YAMLError, ValueError, RecursionError) as exc:
@@ -228,46 +232,50 @@ def _reads_back(text: str, meant: dict[str, Any], *, pure: bool = False) -> bool
     known = plain.known  # each distinct plain scalar, as read
     scalar, alias = ev.ScalarEvent, ev.AliasEvent
     mapping, sequence = ev.MappingStartEvent, ev.SequenceStartEvent
-    ends = (ev.MappingEndEvent, ev.SequenceEndEvent)
+    mapping_end, sequence_end = ev.MappingEndEvent, ev.SequenceEndEvent
     end = _END
-    stack: list[tuple[bool, Iterator[Any]]] = []  # per open collection: mapping?, what is left
     try:
         if type(next_event()) is not ev.StreamStartEvent:
             return False
         start = next_event()
         if type(start) is not ev.DocumentStartEvent or start.version or start.tags:
             return False  # a directive: the emitter writes none, and the parsers differ on it
-        want: Any = meant
-        is_mapping = False
+        root = next_event()
+        if type(root) is not mapping or type(meant) is not dict:
+            return False  # the document is no mapping
+        if root.anchor is not None or root.ctag is not None:
+            return False
+        # per open collection: mapping?, what is left of it; the innermost also in locals
+        is_mapping, left = True, iter(meant.items())
+        stack: list[tuple[bool, Iterator[Any]]] = [(is_mapping, left)]
         while True:
             event = next_event()
             kind = type(event)
-            if stack:
-                is_mapping, left = stack[-1]
-                if kind in ends:
-                    if next(left, end) is not end:
-                        return False  # a key or an item missing
-                    stack.pop()
-                    if stack:
-                        continue
+            if kind is mapping_end or kind is sequence_end:
+                if next(left, end) is not end:
+                    return False  # a key or an item missing
+                stack.pop()
+                if not stack:
                     break
-                if is_mapping:  # the key, then its value
-                    item: Any = next(left, end)
-                    if item is end or kind is not scalar or event.ctag is not None:
-                        return False  # an extra key, or a key that is no string
-                    key = event.value
-                    if event.implicit[0]:
-                        key = known.get(key, end)
-                        key = plain(event.value) if key is end else key
-                    if type(key) is not str or key != item[0] or event.anchor is not None:
-                        return False
-                    want = item[1]
-                    event = next_event()
-                    kind = type(event)
-                else:
-                    want = next(left, end)
-                    if want is end:
-                        return False  # an extra item
+                is_mapping, left = stack[-1]
+                continue
+            if is_mapping:  # the key, then its value
+                item: Any = next(left, end)
+                if item is end or kind is not scalar or event.ctag is not None:
+                    return False  # an extra key, or a key that is no string
+                key = event.value
+                if event.implicit[0]:
+                    key = known.get(key, end)
+                    key = plain(event.value) if key is end else key
+                if type(key) is not str or key != item[0] or event.anchor is not None:
+                    return False
+                want: Any = item[1]
+                event = next_event()
+                kind = type(event)
+            else:
+                want = next(left, end)
+                if want is end:
+                    return False  # an extra item
             if kind is alias or event.anchor is not None or event.ctag is not None:
                 return False
             if kind is scalar:
@@ -277,12 +285,12 @@ def _reads_back(text: str, meant: dict[str, Any], *, pure: bool = False) -> bool
                     value = plain(event.value) if value is end else value
                 if type(value) is not type(want) or value != want:
                     return False
-                if not stack:
-                    return False  # the document is a scalar
             elif kind is mapping and type(want) is dict:
-                stack.append((True, iter(want.items())))
+                is_mapping, left = True, iter(want.items())
+                stack.append((is_mapping, left))
             elif kind is sequence and type(want) is list:
-                stack.append((False, iter(want)))
+                is_mapping, left = False, iter(want)
+                stack.append((is_mapping, left))
             else:
                 return False
         return type(next_event()) is ev.DocumentEndEvent and type(next_event()) is ev.StreamEndEvent

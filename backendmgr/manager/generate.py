@@ -20,7 +20,7 @@ from .context import Context
 
 if TYPE_CHECKING:  # a change that does not regenerate (install --no-generate) loads none
     from ..api_models import GeneratedText, GenerateResult
-    from ..emit.plan import Entry
+    from ..emit.plan import Entry, Skip
     from ..requests import GenerateRequest
     from .findings import Finding
     from .models import Models, Plan
@@ -69,11 +69,9 @@ class Generator:
         """``regenerate``, with the plan the file was written from: a change's own notes about
         its model (not discovered, a ctx above the trained one, a plan's note) are read from
         it, so a change discovers and plans once."""
-        from ..requests import GenerateRequest
-
         await self.sync_registry()
-        result, plan = await self._generate(GenerateRequest())
-        return result.warnings, plan
+        rewrite, plan = await self._generate(None, force=False, check=False)
+        return rewrite.warnings, plan
 
     async def after(self, generate: bool) -> list[str]:
         """What a change that may regenerate adds to its result's warnings."""
@@ -88,14 +86,18 @@ class Generator:
 
     async def generate(self, req: GenerateRequest) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
-        return (await self._generate(req))[0]
+        rewrite = (await self._generate(req.output, force=req.force, check=req.check))[0]
+        return rewrite.result()
 
-    async def _generate(self, req: GenerateRequest) -> tuple[GenerateResult, Plan]:
-        """``generate``, and the plan it wrote (or checked) the file from."""
+    async def _generate(
+        self, output: str | None, *, force: bool, check: bool
+    ) -> tuple[_Rewrite, Plan]:
+        """``generate``'s work, and the plan it wrote (or checked) the file from; a change's
+        regeneration reads only the warnings, and makes no request or result class."""
         from filelock import FileLock
 
-        target = self.ctx.output_path(await self.ctx.settings(), req.output)
-        if req.output is not None and not target.parent.is_dir():
+        target = self.ctx.output_path(await self.ctx.settings(), output)
+        if output is not None and not target.parent.is_dir():
             # a typo in --output must not make folders (as root, anywhere)
             raise InvalidInput(
                 f"the folder {target.parent} does not exist; create it or choose another --output"
@@ -104,12 +106,11 @@ class Generator:
         async with hold(FileLock(self._output_lock(target))):
             # re-read under the lock: the newest settings win
             plan = await self.models.plan()
-            return await self._write(plan, target, req), plan
+            return await self._write(plan, target, force=force, check=check), plan
 
-    async def _write(self, plan: Plan, target: Path, req: GenerateRequest) -> GenerateResult:
+    async def _write(self, plan: Plan, target: Path, *, force: bool, check: bool) -> _Rewrite:
         from .._fs import atomic_write_bytes
         from .._version import __version__
-        from ..api_models import GenerateResult, SkippedModel
         from ..emit.document import build_document, dump
         from ..emit.plan import Skip
         from ..emit.regen import (
@@ -127,20 +128,11 @@ class Generator:
         current = output_hash(target) if target.exists() else None
         record = written_record(self.ctx.paths.home, target)
         edited = await in_thread(edited_by_hand, record, target)
-        result = GenerateResult(
-            message=f"{target} is up to date",
-            changed=False,
-            output=str(target),
-            written=False,
-            models=len(entries),
-            skipped=[
-                SkippedModel(id=s.id, reason=s.reason) for s in sorted(skipped, key=lambda s: s.id)
-            ],
-        )
-        if req.check:
+        result = _Rewrite(target, len(entries), skipped)
+        if check:
             await self._check(plan, target)
             return result
-        if current == plan.digest and not req.force and not edited:
+        if current == plan.digest and not force and not edited:
             return result
         document = build_document(
             version=__version__,
@@ -160,7 +152,7 @@ class Generator:
         if edited and target.is_file():
             backup = await in_thread(keep_copy, target)
             result.backup = str(backup)
-            result.warn(f"{target} was modified by hand; kept that copy as {backup}")
+            result.warnings.append(f"{target} was modified by hand; kept that copy as {backup}")
         body = text.encode()
         models = data.get("models")
         new = models if isinstance(models, dict) else {}
@@ -169,7 +161,6 @@ class Generator:
         await in_thread(record_written, record, body)
         await in_thread(_keep_models, record, target, body, new)
         result.written = True
-        result.changed = True
         result.models_changed = _changed_models(before, new)
         generated(target, result.models_changed)
         result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
@@ -277,6 +268,56 @@ class Generator:
         )
 
 
+class _Rewrite:
+    """What one run of ``generate`` did, before it is a :class:`GenerateResult`: a change's
+    regeneration reads only its warnings, and loads no result class for them."""
+
+    __slots__ = (
+        "backup",
+        "message",
+        "models",
+        "models_changed",
+        "skipped",
+        "target",
+        "warnings",
+        "written",
+    )
+
+    def __init__(self, target: Path, models: int, skipped: list[Skip]) -> None:
+        self.target = target
+        self.models = models
+        self.skipped = skipped
+        self.message = f"{target} is up to date"
+        self.written = False
+        self.backup: str | None = None
+        self.models_changed: list[str] | None = None  # set when the file is written
+        self.warnings: list[str] = []
+
+    def result(self) -> GenerateResult:
+        """``generate``'s result: the keys a document shows are those the run set."""
+        from ..api_models import GenerateResult, SkippedModel
+
+        done: dict[str, Any] = {}
+        if self.backup is not None:
+            done["backup"] = self.backup
+        if self.written:
+            done["models_changed"] = self.models_changed
+        result = GenerateResult(
+            message=self.message,
+            changed=self.written,
+            output=str(self.target),
+            written=self.written,
+            models=self.models,
+            skipped=[
+                SkippedModel(id=s.id, reason=s.reason)
+                for s in sorted(self.skipped, key=lambda s: s.id)
+            ],
+            **done,
+        )
+        result.warn(*self.warnings)
+        return result
+
+
 def _parsed_path(record: Path) -> Path:
     """Where the models of the file last written are kept, parsed, beside its record."""
     return record.with_name(record.stem + ".parsed.json")
@@ -293,7 +334,7 @@ def _old_models(record: Path, target: Path) -> dict[str, Any] | None:
         raw = read_limited(target)
     except (OSError, BackendmgrError):
         return {}
-    kept = load_parsed(_parsed_path(record), target, raw, f"{parser_name()} safe")
+    kept = load_parsed(_parsed_path(record), target, raw, f"{parser_name()} safe", digest=True)
     if kept is not None:
         return kept
     return _models_of(raw.decode("utf-8", "replace"))
@@ -301,11 +342,13 @@ def _old_models(record: Path, target: Path) -> dict[str, Any] | None:
 
 def _keep_models(record: Path, target: Path, body: bytes, models: dict[str, Any]) -> None:
     """Keep what was just written as parsed (an input of the next rewrite's comparison,
-    stamped with the bytes it came from: a hand edit or another version is parsed again)."""
+    stamped with the digest of the bytes it came from: a hand edit or another version is
+    parsed again). ``models`` is what the text was proved to read back as: plain data."""
     from .._yaml import parser_name
     from ..config.snapshot import save_parsed
 
-    save_parsed(_parsed_path(record), target, body, f"{parser_name()} safe", models)
+    parser = f"{parser_name()} safe"
+    save_parsed(_parsed_path(record), target, body, parser, models, digest=True, plain=True)
 
 
 def _models_of(text: str) -> dict[str, Any] | None:

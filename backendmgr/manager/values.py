@@ -49,8 +49,8 @@ def parse_value(key: str, text: str) -> Any:
     return text
 
 
-_WHOLE = re.compile(r"0|[1-9][0-9]{0,17}")
-_DECIMAL = re.compile(r"(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?")
+_WHOLE = r"0|[1-9][0-9]{0,17}"  # compiled by re at the first number typed (its cache)
+_DECIMAL = r"(0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?"
 _BOOLS = {"true": True, "false": False}
 
 
@@ -73,9 +73,9 @@ def _typed(key: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     kind = _scalar_of(key)
-    if kind is int and _WHOLE.fullmatch(value):
+    if kind is int and re.fullmatch(_WHOLE, value):
         return int(value)
-    if kind is float and _DECIMAL.fullmatch(value):
+    if kind is float and re.fullmatch(_DECIMAL, value):
         return float(value)
     if kind is bool and value in _BOOLS:
         return _BOOLS[value]

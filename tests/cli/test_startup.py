@@ -348,11 +348,11 @@ def test_reads_and_an_edit_load_neither_pydantic_nor_an_event_loop(
 
 
 def test_an_edit_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 30: an edit makes its own request and result and the regeneration's, not its
-    siblings' (``unset``'s, ``unpin``'s, the ``models`` commands'); on a machine with no build
-    installed it reads no receipt and orders no version (``packaging``), and it copies no file
-    (``shutil``, ``tempfile``: a hand-edited output's backup) nor checks the written one as
-    ``doctor`` does."""
+    """Issue 30: an edit makes its own request and result, not its siblings' (``unset``'s,
+    ``unpin``'s, the ``models`` commands') nor ``generate``'s for its regeneration; on a
+    machine with no build installed it reads no receipt and orders no version
+    (``packaging``), and it copies no file (``shutil``, ``tempfile``: a hand-edited output's
+    backup) nor checks the written one as ``doctor`` does."""
     from backendmgr import api_models, requests
 
     config = _one_model_home(tmp_path, monkeypatch, "tiny-q4_k_m")
@@ -376,9 +376,9 @@ def test_an_edit_loads_only_what_it_uses(tmp_path: Path, monkeypatch: pytest.Mon
         (("unset", "tiny-q4_k_m", "ctx"), ("requests.unset", "api_models.overrides")),
         (("pin", "tiny-q4_k_m", "mine"), ("requests.pins", "api_models.pins")),
         (("unpin", "tiny-q4_k_m"), ("requests.unpin", "api_models.pins")),
-        (("generate", "--force"), ()),
+        (("generate", "--force"), ("requests.generate", "api_models.generate")),
     ):
-        wanted = {f"backendmgr.{m}" for m in (*own, "requests.generate", "api_models.generate")}
+        wanted = {f"backendmgr.{m}" for m in own}
         out, loaded = loaded_after(*argv, heavy=heavy)
         assert out.strip() and set(loaded) == wanted, (argv, loaded)
 

@@ -223,3 +223,33 @@ def test_the_real_llama_swap_loads_the_edges(cli: Cli, tmp_path: Path, config_pa
     for stem in ("models", "- x", "# x", "x: y"):
         write_gguf(models / f"{stem}.gguf", "llama", layers=2, ctx=4096, embd=256, heads=4)
     served({"models", "- x", "# x", "x: y"})
+
+
+def test_the_check_before_the_write_skips_only_the_macros_the_screen_passed() -> None:
+    """Issue 30: a body the plan's screen passed through llama-swap's macro pass, for this very
+    passthrough, is not run through it again before the write; any other body is, so a macro
+    problem the screen never saw still stops the write."""
+    from backendmgr.emit.entries import screen
+
+    passthrough: dict[str, Any] = {"macros": {"base": "/m"}}
+    good, bad = _entry("good"), _entry("bad", description="${nope}")
+
+    def built(with_passthrough: dict[str, Any]) -> Any:
+        return build_document(
+            version="1.0",
+            inputs_hash="0" * 64,
+            health_check_timeout=30,
+            passthrough=with_passthrough,
+            entries=[good, bad],
+            skipped=[],
+        )
+
+    assert screen(good, passthrough) is good
+    assert isinstance(screen(bad, passthrough), Skip)  # the screen leaves it out of a plan
+    document = built(passthrough)
+    assert document.screened == {"good"}
+    problems = reread_emitted(document, dump(document))[1]
+    assert problems == ["model 'bad': description holds unknown macro '${nope}'"], problems
+    other = built(dict(passthrough))  # another passthrough: its macros are checked anew
+    assert other.screened == frozenset()
+    assert reread_emitted(other, dump(other))[1] == problems

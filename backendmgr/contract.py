@@ -8,15 +8,15 @@ Standard library only: a command line becomes a request without pydantic.
 
 import dataclasses
 from collections.abc import Sized
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+from .immutable import frozen
 from .limits import Bounds
 
 __all__ = ["Arg", "Request", "args_of"]
 
 
-@dataclass(frozen=True, eq=False)  # typing's Annotated cache hashes it: by identity
+@frozen(eq=False)  # typing's Annotated cache hashes it: by identity
 class Arg:
     """One field's declaration beyond its type and default: the help (the CLI's ``--help`` and
     the API schema's description), how the command line gives it, and its limits.
@@ -116,7 +116,7 @@ def args_of(cls: type) -> tuple[tuple[str, Arg], ...]:
     return found
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class Request:
     """The base of every request: made, it checks itself (each field's limits, then
     :meth:`rule`); a value it refuses is a usage error (exit 2, HTTP 422) in one line."""

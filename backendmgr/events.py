@@ -4,8 +4,10 @@ the CLI draws them and the HTTP API streams them (:meth:`ProgressEvent.as_json`)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
+
+from .immutable import frozen
 
 if TYPE_CHECKING:
     from .api_models import VerifyResult
@@ -25,7 +27,7 @@ Phase = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ProgressEvent:
     """One step of a job. A ``downloading`` event with both ``asset`` and ``message`` is a note
     about that download (``resuming … at 12.6 MiB of 42.0 MiB``), shown as a line of its own.
@@ -54,7 +56,7 @@ class ProgressEvent:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class VerifiedEvent:
     """``verify``'s result for one model, as a job event: its one-line wording and the result."""
 

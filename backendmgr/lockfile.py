@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 from ._fs import atomic_write_bytes, read_regular
 from ._yaml import load_yaml, read_limited
 from .errors import ConfigError, validation_problem
+from .immutable import frozen
 from .install.store import InstalledEntry
 from .record import After, Length, Limit, Record, Tagged, plain, validate
 from .registry.rows import build_row_id
@@ -80,14 +81,14 @@ Segment = Annotated[str, After(_segment)]
 Text = Annotated[str, Length(min=1, max=400)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class GithubLock(Record):
     type: Literal["github"]
     repo: Annotated[str, _matching(_REPO, "repo must look like owner/name")]
     tag: Segment
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PypiLock(Record):
     type: Literal["pypi"]
     package: Text
@@ -95,7 +96,7 @@ class PypiLock(Record):
     pip_args: Annotated[list[Text], Length(max=64)] = field(default_factory=list)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LockedAsset(Record):
     name: Segment
     url: Annotated[str, Limit(pattern=r"^https?://"), Length(max=2000)]
@@ -103,7 +104,7 @@ class LockedAsset(Record):
     sha256: Annotated[str, _matching(_SHA256, "sha256 must be 64 lowercase hex digits")]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LockedBuild(Record):
     id: Text
     component: Segment
@@ -153,7 +154,7 @@ class LockedBuild(Record):
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LockFile(Record):
     format: Literal[1]
     activated: Annotated[dict[Segment, Text], Length(max=1000)] = field(default_factory=dict)

@@ -7,12 +7,12 @@ import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ._version import __version__
 from .errors import ConfigError, NetworkError
+from .immutable import frozen
 
 if TYPE_CHECKING:
     import httpx
@@ -83,7 +83,7 @@ def _timeout_from_env(env: Mapping[str, str]) -> float:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class NetSettings:
     api_base: str = DEFAULT_API
     token: str | None = None

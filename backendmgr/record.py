@@ -1,4 +1,4 @@
-"""Typed records: frozen standard-library dataclasses that load without pydantic.
+"""Typed records: dataclasses, immutable by type (``immutable.frozen``), loaded without pydantic.
 
 Importing pydantic and building its models costs more than a whole read (issue 30), so the
 types every command loads (settings, registry rows, receipts, manifests, caches) are plain
@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 from . import _yaml
 from ._field_types import field_types
+from .immutable import frozen
 
 __all__ = [
     "After",
@@ -224,7 +225,7 @@ def _metadata(hint: Any) -> tuple[Any, ...]:
     return tuple(getattr(hint, "__metadata__", ()))
 
 
-@dataclasses.dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Record:
     """The base of every record: made (directly, by :func:`load`, by pydantic, by
     :func:`dataclasses.replace`), it runs its fields' checks, then :meth:`rule`.

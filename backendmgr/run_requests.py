@@ -8,10 +8,11 @@ build) is measured, and the start timeout, are the canary's and verify's own dec
 A module of its own only to keep each module small.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 from .contract import Arg, Request, args_of
+from .immutable import frozen
 from .limits import TUNE_ATTEMPTS, TUNE_BUDGET_GB, TUNE_DEADLINE_DEFAULT_S, TUNE_DEADLINE_S
 from .requests._shared import MAX_BUILDS, MAX_ID, MAX_MODELS, NO_GENERATE
 from .requests.checks import CanaryRequest, VerifyRequest
@@ -47,7 +48,7 @@ def _canary_default(name: str) -> int:
 RUNS, WORDS, GENERATED = (_canary_default(n) for n in ("repeat", "prompt_words", "tokens"))
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TuneRequest(Request):
     models: Annotated[list[str], MODELS]
     budget_gb: Annotated[
@@ -76,7 +77,7 @@ class TuneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class RepairRequest(Request):
     """``verify --repair``: its models and timeout are verify's."""
 
@@ -85,7 +86,7 @@ class RepairRequest(Request):
     dry_run: Annotated[bool, Arg("with --repair: report, change nothing")] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BenchRequest(Request):
     models: Annotated[list[str], MODELS]
     builds: Annotated[
@@ -104,7 +105,7 @@ class BenchRequest(Request):
     timeout: Annotated[float | None, START_TIMEOUT] = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BisectRequest(Request):
     model: Annotated[str, Arg("model id", positional=True, metavar="MODEL", low=1, high=MAX_ID)]
     good: Annotated[str, Arg("a release that was good", metavar="TAG", low=1, high=MAX_ID)]
@@ -144,7 +145,7 @@ PUBLIC = Arg(
 )
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class UpRequest(Request):
     listen: Annotated[str, LISTEN] = DEFAULT_LISTEN
     public: Annotated[bool, PUBLIC] = False
@@ -154,7 +155,7 @@ class UpRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ServiceRequest(Request):
     action: Annotated[
         str, Arg("what to do with the service", positional=True, choices=SERVICE_ACTIONS)
@@ -163,6 +164,6 @@ class ServiceRequest(Request):
     public: Annotated[bool, PUBLIC] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class StatusRequest(Request):
     """``status`` takes nothing: whether llama-swap runs, and what it serves."""

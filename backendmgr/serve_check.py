@@ -20,7 +20,6 @@ import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -29,6 +28,7 @@ from anyio.abc import Process
 
 from ._commit import undoing
 from ._proc import cannot_start, open_group
+from .immutable import frozen
 
 __all__ = [
     "CheckResult",
@@ -60,7 +60,7 @@ Then = Callable[[httpx.AsyncClient], Awaitable[Any]]
 """More work against the healthy server (its base URL set on the client), while it runs."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class CheckResult:
     ok: bool
     reason: str | None  # why it failed; None when ok

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
 
 from backendmgr.errors import validation_problem
-from backendmgr.record import (
-    After,
-    Before,
-    Invalid,
-    Limit,
-    Record,
-    instant,
-    load,
-    plain,
-    validate,
-)
+from backendmgr.immutable import frozen
+from backendmgr.record import After, Before, Invalid, Limit, Record, instant, load, plain, validate
 
 
 def _device(value: Any) -> Any:
@@ -35,14 +26,14 @@ def _one_word(value: str) -> str:
     return value.lower()
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Row(Record):
     id: Annotated[str, After(_one_word)]
     path: Path
     kind: Literal["llama", "vllm"] = "llama"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Override(Record):
     ctx: Annotated[int | None, Limit(gt=0)] = None
     util: Annotated[float | None, Limit(gt=0, le=1)] = None
@@ -50,7 +41,7 @@ class Override(Record):
     url: Annotated[str | None, Limit(pattern=r"^https?://\S+$")] = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Settings(Record):
     ttl: Annotated[int, Limit(ge=0)] = 600
     backends: list[Row] = field(default_factory=list)
@@ -138,7 +129,7 @@ def test_a_copy_is_checked_as_a_new_record_is() -> None:
     assert dataclasses.replace(settings, ttl=7).ttl == 7
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Free(Record):
     name: str = ""
     size: float = 0.0
@@ -185,12 +176,12 @@ def test_a_time_at_the_calendars_end_is_no_time_of_ours(when: str) -> None:
         load(Stamped, {"at": when})
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Stamped(Record):
     at: Annotated[str, After(instant)]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class _Uncompared(Record):
     id: str
 
@@ -207,35 +198,111 @@ def test_a_record_without_eq_compares_by_identity_not_by_the_base_s_no_fields() 
     assert Row(id="a", path=Path("/x")) != Row(id="b", path=Path("/x"))
 
 
-def test_no_dataclass_inherits_a_method_it_switched_off() -> None:
-    """A dataclass that makes no ``__eq__``/``__hash__``/``__repr__`` (issue 30) must not get
-    one that dataclasses generated for a base, which sees only the base's fields."""
+def _package_dataclasses() -> list[type]:
+    """Every dataclass the package's modules define."""
     import importlib
     import pkgutil
 
     import backendmgr
 
-    wrong = []
+    found: list[type] = []
     for info in pkgutil.walk_packages(backendmgr.__path__, "backendmgr."):
         if info.name.endswith("__main__"):
             continue
         module = importlib.import_module(info.name)
-        for cls in vars(module).values():
-            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-                continue
-            params = cls.__dataclass_params__  # type: ignore[attr-defined]
-            for name, made in (
-                ("__eq__", params.eq),
-                ("__hash__", params.eq),
-                ("__repr__", params.repr),
-            ):
-                owner = next(c for c in cls.__mro__ if name in c.__dict__)
-                method = getattr(owner.__dict__[name], "__qualname__", "")
-                generated = (
-                    dataclasses.is_dataclass(owner) and method == f"{owner.__qualname__}.{name}"
+        found += [
+            cls
+            for cls in vars(module).values()
+            if isinstance(cls, type)
+            and dataclasses.is_dataclass(cls)
+            and cls.__module__ == module.__name__
+        ]
+    return found
+
+
+def test_no_dataclass_inherits_a_method_it_switched_off() -> None:
+    """A dataclass that makes no ``__eq__``/``__hash__``/``__repr__`` (issue 30) must not get
+    one that dataclasses generated for a base, which sees only the base's fields."""
+    wrong = []
+    for cls in _package_dataclasses():
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        for name, made in (
+            ("__eq__", params.eq),
+            ("__hash__", params.eq),
+            ("__repr__", params.repr),
+        ):
+            owner = next(c for c in cls.__mro__ if name in c.__dict__)
+            method = getattr(owner.__dict__[name], "__qualname__", "")
+            generated = dataclasses.is_dataclass(owner) and method == f"{owner.__qualname__}.{name}"
+            if not made and owner is not cls and generated:
+                wrong.append(
+                    f"{cls.__module__}.{cls.__qualname__}.{name} from {owner.__qualname__}"
                 )
-                if not made and owner is not cls and generated:
-                    wrong.append(
-                        f"{cls.__module__}.{cls.__qualname__}.{name} from {owner.__qualname__}"
-                    )
     assert wrong == []
+
+
+def test_no_dataclass_is_frozen_at_run_time() -> None:
+    """An immutable dataclass is declared with :func:`~backendmgr.immutable.frozen` (checked
+    by mypy), never ``@dataclass(frozen=True)``, which costs twice as much to create at every
+    start (issue 30); one that compares by its fields still hashes by them."""
+    every = _package_dataclasses()
+    assert len(every) > 100
+    assert [c.__qualname__ for c in every if c.__dataclass_params__.frozen] == []  # type: ignore[attr-defined]
+    one, other = Override(ctx=1), Override(ctx=1)
+    assert hash(one) == hash(other) and len({one, other, Row(id="a", path=Path("/x"))}) == 2
+
+
+_ASSIGNMENTS = """\
+import dataclasses
+from backendmgr.config.models import Settings
+from backendmgr.contract import Arg
+from backendmgr.immutable import frozen
+from backendmgr.record import Record
+
+@frozen(kw_only=True)
+class Mine(Record):
+    x: int
+
+@dataclasses.dataclass
+class Mutable:
+    x: int
+
+Settings().ttl = 5
+Arg(help="h").flag = "f"
+Mine(x=1).x = 2
+Mutable(x=1).x = 2
+dataclasses.replace(Mine(x=1), x=2)
+"""
+
+
+def test_the_type_checker_refuses_an_assignment_to_a_record(tmp_path: Path) -> None:
+    """Records are immutable by type, not at run time: ``mypy --strict`` (CI) must refuse an
+    assignment to a field of a real record, of a request's declaration and of a new record,
+    and only those (the plain dataclass and the copy are fine)."""
+    import mypy.api
+
+    root = Path(__file__).resolve().parents[1]
+    snippet = tmp_path / "assign.py"
+    snippet.write_text(_ASSIGNMENTS, encoding="utf-8")
+    # only these files: their other imports are skipped (Any), so it runs in about a second
+    files = ["config/models.py", "contract.py", "immutable.py", "record.py"]
+    out, err, _ = mypy.api.run(
+        [
+            f"--config-file={root / 'pyproject.toml'}",
+            "--follow-imports=skip",
+            "--no-incremental",
+            "--cache-dir=" + str(tmp_path / "cache"),
+            str(snippet),
+            *(str(root / "backendmgr" / f) for f in files),
+        ]
+    )
+    said = sorted(
+        line.split(": error: ")[1]
+        for line in out.splitlines()
+        if line.startswith(str(snippet)) and ": error: " in line
+    )
+    assert said == [
+        'Property "flag" defined in "Arg" is read-only  [misc]',
+        'Property "ttl" defined in "Settings" is read-only  [misc]',
+        'Property "x" defined in "Mine" is read-only  [misc]',
+    ], out + err

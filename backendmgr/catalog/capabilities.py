@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..immutable import frozen
 from ..record import Record
 
 __all__ = [
@@ -66,7 +67,7 @@ _PROMISES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "hip": "ROCm", 
 _PROMISES |= {"sycl": "SYCL", "musa": "MUSA", "cann": "CANN", "opencl": "OpenCL"}
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class Capabilities(Record):
     """What the probe found. ``None`` in a field means "could not tell", never "none"."""
 
@@ -236,7 +237,7 @@ def missing_gpu(build_id: str, variant: str, caps: Capabilities | None) -> str |
     )
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class CapabilityIndex:
     """Capabilities by executable path, and which registry rows are installed builds, so that
     an emitter can say which build *does* have a flag (pure data handed to the planner)."""

@@ -17,9 +17,11 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal
+
+from ..immutable import frozen
 
 __all__ = [
     "Adapter",
@@ -57,7 +59,7 @@ MAX_ADAPTERS = 64  # more than any one machine holds; bounds a hostile override 
 MAX_NAME = 120
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Adapter:
     name: str
     vendor: Vendor
@@ -70,7 +72,7 @@ class Adapter:
         return f"GPU {self.index}: {self.name}{memory} ({self.vendor})"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Host:
     os: str
     arch: str

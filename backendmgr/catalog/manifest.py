@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from ..errors import ConfigError, validation_problem
+from ..immutable import frozen
 from ..record import After, Invalid, Length, Limit, Record, Tagged, load, plain, validate
 from .files import ManifestText, builtin_manifest_dir, manifest_files
 
@@ -62,13 +63,13 @@ def _repo_shape(value: str) -> str:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class GithubSource(Record):
     type: Literal["github"]
     repo: Annotated[str, After(_repo_shape)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PypiSource(Record):
     type: Literal["pypi"]
     package: str
@@ -89,7 +90,7 @@ def source_label(source: Any) -> str:
 Patterns = Annotated[dict[str, list[str]], After(_check_patterns)]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Variant(Record):
     id: str
     label: str = ""
@@ -127,7 +128,7 @@ def pypi_variants_install_anywhere(data: Any) -> Any:
     return {**data, "variants": filled}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Manifest(Record):
     id: Annotated[str, Limit(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
     name: str = ""

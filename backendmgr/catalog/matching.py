@@ -8,9 +8,9 @@ primary through ``pair_key`` so that a CUDA 12.4 build never gets the 13.4 runti
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ..errors import BackendmgrError, NotFound, unknown
+from ..immutable import frozen
 from ..sources.models import Release, ReleaseAsset
 from .host import Host
 from .manifest import Manifest, Variant
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class AssetChoice:
     release: Release
     variant: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any
 
 from ..discovery.chars import unsafe_char
@@ -18,6 +18,7 @@ from ..emit.expand import strip_comments
 from ..emit.macros import MERGE_KEY, declared, env_names, macro_problem, value_problem
 from ..emit.schema import string_field_problems
 from ..errors import escaped
+from ..immutable import frozen
 from ..record import After, Before, Limit, Record, plain
 
 __all__ = [
@@ -272,7 +273,7 @@ _RowId = Annotated[str, After(_checked(_any_row_id))]
 _RowPath = Annotated[str, After(_checked(_path_not_blank))]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BackendRow(Record):
     """One registry row: an executable that can serve the classes of its ``kind``."""
 
@@ -409,7 +410,7 @@ def _passthrough_is_safe(value: dict[str, Any] | None) -> dict[str, Any] | None:
 _Word = Annotated[str | None, After(_checked(_one_printable_word))]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ModelOverride(Record):
     """Per-model settings for every backend kind; each emitter reads only its own fields."""
 
@@ -449,7 +450,7 @@ def _one_dir_is_a_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Settings(Record):
     """The whole config file. A missing file is ``Settings()``."""
 

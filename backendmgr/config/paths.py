@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..immutable import frozen
 from .locate import CACHE, USER_MANIFESTS, locate
 
 __all__ = ["Paths"]
@@ -23,7 +23,7 @@ class _Below:
         return (paths.config_dir if self.config else paths.home) / self.name
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Paths:
     """The config file and the data home, plus the folders derived from the home (SPEC §1)."""
 

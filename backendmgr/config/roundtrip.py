@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 
 from .._yaml import check_yaml, yaml_problem
 from ..errors import ConfigError, did_you_mean, escaped, validation_problem
+from ..immutable import frozen
 from ..record import Record, validate
 from .models import BackendRow, ModelOverride, Settings
 
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen(slots=True, repr=False, eq=False)
 class LoadedConfig:
     """A config file as an edit needs it: its settings, its YAML document (comments kept),
     its bytes and its indentation."""

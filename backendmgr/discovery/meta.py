@@ -7,15 +7,15 @@ from size the same way.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from ..immutable import frozen
 from ..record import Record
 
 __all__ = ["ModelMeta", "gguf_kind", "hf_quant_label", "meta_from_gguf", "meta_from_hf"]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class ModelMeta(Record):
     """What the sizing math and the roles read of a model's header or config.json."""
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeVar
 
+from ..immutable import frozen
 from ..record import Record
 from .chars import printable, unsafe_char
 from .meta import ModelMeta, gguf_kind, meta_from_gguf, meta_from_hf
@@ -48,7 +49,7 @@ Role = Literal["chat", "embedding", "reranker"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class DiscoveredModel(Record):
     """A model the walk found: its id, file (or folder), kind and what its header says."""
 
@@ -67,7 +68,7 @@ class DiscoveredModel(Record):
         return self.size_bytes / float(1 << 30)
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class SkippedModel(Record):
     """A file the walk found that is not a model it can serve, and why."""
 

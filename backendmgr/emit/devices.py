@@ -10,11 +10,12 @@ build, and an unpinned model follows whichever build the default or activation p
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from ..catalog.capabilities import Capabilities, promised_backend
 from ..config.models import ModelOverride, Settings, device_indices
+from ..immutable import frozen
 from ..registry.build_ids import build_id_of
 from ..registry.resolve import Resolution
 
@@ -41,7 +42,7 @@ _HOST_VENDOR = {"cuda": "nvidia", "rocm": "amd", "sycl": "intel"}
 _LABEL = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "sycl": "SYCL"}
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen(slots=True, repr=False, eq=False)
 class DevicePlan:
     """What a model's ``device`` pin adds: llama-swap env, notes and the pinned cards."""
 

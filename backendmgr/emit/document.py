@@ -35,9 +35,9 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..immutable import frozen
 from .entries import HASH_PREFIX, entry_body, plain_safe, screened, single_line
 from .plan import Entry, Skip
 
@@ -51,7 +51,7 @@ _MODELS_LINE = "models:\n"
 _MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class _Piece:
     """One whole YAML document of the text: the comment lines above it (each ending in its
     line break), its events, whether its non-ASCII is escaped, and which model it writes."""
@@ -63,7 +63,7 @@ class _Piece:
     head: tuple[str, ...] = ()  # the header, when the first model's piece is the first piece
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Document:
     """The config as llama-swap must read it (``data``: plain dicts, lists, strings, numbers,
     booleans, string keys, ``models`` last), and the pieces :func:`dump` writes it as; made

@@ -10,12 +10,13 @@ import functools
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex
 from ..config.models import ModelOverride, Settings
 from ..discovery.models import POOLING, DiscoveredModel
+from ..immutable import frozen
 from ..registry.build_ids import build_id_of
 from ..registry.resolve import Resolution, resolve, resolve_preferring
 from .devices import DevicePlan, plan_devices
@@ -58,7 +59,7 @@ PORT = "${PORT}"  # the one macro the plan writes itself
 SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Entry:
     """A model's llama-swap entry as planned: its row, command line, metadata and notes."""
 
@@ -87,7 +88,7 @@ class Entry:
         return self.resolution.kind or "llama"
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Skip:
     """A model left out of the config, and why (with the row that would have served it)."""
 

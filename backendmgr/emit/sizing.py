@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..discovery.meta import ModelMeta
+from ..immutable import frozen
 
 if TYPE_CHECKING:
     from ..config.models import Settings
@@ -375,7 +375,7 @@ class VllmSizing(NamedTuple):
     need_gb: float  # what the window needs, before the utilisation's clamp
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen(slots=True, repr=False, eq=False)
 class Budget:
     """The memory a model is sized for, and the setting (or card) that says so."""
 

@@ -8,7 +8,6 @@ import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TypeAlias
@@ -21,6 +20,7 @@ from ..catalog.manifest import Manifest
 from ..catalog.matching import AssetChoice, checksum_assets
 from ..errors import InstallFailed, NetworkError, UnsafeArchive, first_error
 from ..events import EventSink, ProgressEvent
+from ..immutable import frozen
 from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from . import stages
@@ -49,7 +49,7 @@ __all__ = ["ArchivePlan", "install_archive"]
 MAX_CHECKSUM_FILE = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ArchivePlan:
     manifest: Manifest
     choice: AssetChoice

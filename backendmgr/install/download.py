@@ -13,7 +13,7 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO
 
@@ -23,6 +23,7 @@ import httpx
 from .._fs import sanitize_segment
 from ..errors import NetworkError, VerificationError
 from ..events import EventSink, ProgressEvent
+from ..immutable import frozen
 from ..net import NetSettings, describe_network_failure, open_following
 from ..sources.models import ReleaseAsset
 from ..units import format_size
@@ -40,7 +41,7 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 DataSink = Callable[[int, int], None]  # (offset in the file, bytes just written)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Downloaded:
     path: Path
     size: int
@@ -131,7 +132,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(float(value), 60.0) if value is not None else None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class _Transfer:
     """One asset into its ``.part`` file: what every attempt at it needs."""
 

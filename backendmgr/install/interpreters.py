@@ -16,13 +16,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..errors import InstallFailed, UsageError
+from ..immutable import frozen
 
 __all__ = [
     "Interpreter",
@@ -39,7 +39,7 @@ MINORS = range(8, 20)
 _ASK = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Interpreter:
     path: str
     version: Version

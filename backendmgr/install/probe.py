@@ -11,7 +11,6 @@ uses it too): own process group, bounded output, the whole group stopped on ever
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -19,6 +18,7 @@ from anyio.abc import ByteReceiveStream
 
 from .._proc import KILL_GRACE_S, open_group, stop_group
 from ..catalog.capabilities import Capabilities, parse_capabilities, parse_options
+from ..immutable import frozen
 
 __all__ = [
     "MAX_OUTPUT",
@@ -43,7 +43,7 @@ class ProbeError(Exception):
     """Why a run gave no usable output (shown in ``capabilities.error``)."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Finished:
     """How a run ended: exit status (None when stopped for printing too much), the first
     ``limit`` bytes of each stream and its last :data:`TAIL_BYTES` (where errors are)."""

@@ -5,13 +5,14 @@ read that never opens one, skip it (and the capabilities record it holds)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from .._fs import read_regular
 from ..catalog.capabilities import Capabilities
+from ..immutable import frozen
 from ..record import After, Before, Invalid, Limit, Record, instant, load, plain
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _assets(value: Any) -> Any:
     return [_known(AssetRecord, a) for a in value] if isinstance(value, list) else value
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AssetRecord(Record):
     name: str
     url: str
@@ -83,7 +84,7 @@ class AssetRecord(Record):
     verified_by: Literal["digest", "checksums", "none"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Receipt(Record):
     """The only "installed" signal. ``format`` lets a later backendmgr convert old receipts."""
 
@@ -110,7 +111,7 @@ class Receipt(Record):
         return datetime.fromisoformat(self.installed_at)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class InstalledEntry:
     dir: Path
     receipt: Receipt

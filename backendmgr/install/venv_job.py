@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -34,6 +34,7 @@ from .._proc import open_group
 from ..catalog.manifest import Manifest, PypiSource
 from ..errors import InstallFailed, NetworkError
 from ..events import EventSink, ProgressEvent
+from ..immutable import frozen
 from ..net import NetSettings
 from .builds import BuildStore
 from .commit import check_staged, commit_staged
@@ -65,7 +66,7 @@ TORCH_INDEX_ENV = "BACKENDMGR_TORCH_INDEX_URL"
 TORCH_INDEX_KEY = "torch_index_url"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class TorchIndex:
     """Where a ``cpu``/``rocm`` variant takes torch from: uv's ``--torch-backend`` (the
     PyTorch index), or ``url``, the user's mirror of the index for that variant."""
@@ -84,7 +85,7 @@ class TorchIndex:
         return ["--extra-index-url", self.url]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class VenvPlan:
     manifest: Manifest
     version: str

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ..immutable import frozen
 from . import stages
 from .extract import (
     MAX_ENTRIES,
@@ -55,7 +56,7 @@ class _NotStreamable(Exception):
     """Left to the unpack of the whole file."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class _Member:
     """One member as its local header and its data said."""
 

@@ -4,10 +4,11 @@ managed row runs, the build rows beside it, and who holds the default (★)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..config.models import ModelOverride, Settings
+from ..immutable import frozen
 from ..registry import rows as registry
 from ..registry.installed import newest_first
 from ..registry.kinds import classes_of
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # made for every switch (pin's too): what only activate uses 
 __all__ = ["Activation", "Registered"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Registered:
     activated: bool
     star: bool  # its component's row has the ★
@@ -34,7 +35,7 @@ class Registered:
     newer: str | None = None  # a newer build of its variant, installed meanwhile, runs instead
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Activation:
     ctx: Context
     generator: Generator

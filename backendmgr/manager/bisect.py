@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._commit import undoing
 from .._version import __version__
 from ..api_models import BisectReport
 from ..errors import Refused, UsageError
+from ..immutable import frozen
 from ..measure.results import BenchResult
 from ..measure.tuned import device_of
 from ..requests import InstallRequest, ReleasesQuery, UninstallRequest
@@ -52,7 +52,7 @@ def _shown(tag: str, r: BenchResult) -> dict[str, Any]:
     return {"tag": tag, **{k: getattr(r, k) for k in keys}, "reason": r.reason, "argv": r.argv}
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Bisect:
     """``bisect`` over the services it drives (releases, install, bench, uninstall)."""
 

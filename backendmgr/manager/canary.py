@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from .._commit import undoing
 from .._fs import create_exclusive, read_regular
 from ..api_models import CanaryReport
 from ..errors import Refused, UsageError
+from ..immutable import frozen
 from ..measure.results import BenchResult
 from ..registry.rows import build_id_of
 from ..requests import (
@@ -133,7 +133,7 @@ def _figures(r: BenchResult) -> dict[str, Any]:
     return {"build": r.build, **{k: getattr(r, k) for k in keys}, "reason": r.reason}
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Canary:
     """``activate BUILD --canary`` and ``update --canary`` over the services they drive."""
 

@@ -3,14 +3,13 @@ module of its own, loaded by them and not by every edit's regeneration."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import BackendmgrError, Refused
+from ..immutable import frozen
 
 __all__ = ["Finding"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One thing wrong with the written llama-swap config. ``problem``: ``doctor`` fails on
     it (a missing or stale file is a note: the next change rewrites it); ``generate --check``

@@ -5,7 +5,6 @@ there (or another process just built it), register it, and regenerate."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -14,6 +13,7 @@ from ..api_models import AssetInfo, InstallResult
 from ..catalog.capabilities import missing_gpu
 from ..errors import NotFound
 from ..events import EventSink, ProgressEvent
+from ..immutable import frozen
 from ..install.store import InstalledEntry
 from ..record import plain
 from ..registry import rows as registry
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Installer", "Locked"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Installer:
     ctx: Context
     probe: GpuProbe

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..api_models import AssetInfo, InstallResult
 from ..errors import InstallFailed, InvalidInput, NotFound, UsageError
 from ..events import EventSink
+from ..immutable import frozen
 from ..install.store import InstalledEntry
 from ..units import format_size
 from .context import Context
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["BuildSource", "How", "Locked", "open_source"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Locked:
     """What a lock file holds an install to (``sync``): each asset's SHA-256 by name, or
     every distribution of a venv by name."""
@@ -53,7 +53,7 @@ class BuildSource(Protocol):
         """Add what this kind of build tells about itself to the install's result."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchiveSource:
     ctx: Context
     plan: ArchivePlan
@@ -100,7 +100,7 @@ class ArchiveSource:
             result.warn("no checksum was published for this build; recorded its SHA-256 only")
 
 
-@dataclass(frozen=True)
+@frozen
 class VenvSource:
     ctx: Context
     plan: VenvPlan
@@ -155,7 +155,7 @@ def _cannot_run(build: str, why: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class How:
     """How to build, whatever the source."""
 

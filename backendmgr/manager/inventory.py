@@ -5,11 +5,11 @@ may run a probe, never the network, so the CLI runs them without an event loop."
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..api_models import BackendRowInfo, BuildInfo
 from ..catalog.capabilities import Capabilities
+from ..immutable import frozen
 from .facts import activated_id, pinned_by
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["Inventory"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Inventory:
     """``list`` and ``backends``: the builds on disk and the registry's rows, read only."""
 

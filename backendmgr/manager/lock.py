@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import anyio
 from .._fs import atomic_write_bytes
 from ..api_models import FetchResult, LockResult
 from ..errors import ConfigError, NetworkError
+from ..immutable import frozen
 from ..lockfile import (
     LOCK_NAME,
     GithubLock,
@@ -49,7 +49,7 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Locks:
     ctx: Context
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ import anyio
 from ..api_models import CacheCleanResult, PruneResult, UpdateEntry, UpdateResult
 from ..errors import NotFound, Refused
 from ..events import EventSink
+from ..immutable import frozen
 from ..install.builds import BuildStore
 from ..install.store import InstalledEntry, folder_size
 from ..requests import (
@@ -46,7 +46,7 @@ def _size_of(path: Path) -> int:
     return 0
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Maintenance:
     paths: Paths
     builds: BuildStore

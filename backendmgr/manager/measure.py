@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ import anyio
 
 from .._commit import committing
 from ..errors import InvalidInput, Refused, unknown
+from ..immutable import frozen
 from ..measure.diagnose import failure_cause, repair_order
 from ..measure.memory import group_memory
 from ..measure.reasons import FailureCause, cause_text, classify
@@ -55,7 +56,7 @@ OnTrial = Callable[[str, TuneTrial], None]
 HELD_CTRL_C = "Ctrl-C came while the result was being recorded: it was recorded whole"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Planned:
     settings: Settings
     model: DiscoveredModel

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
 from ..emit.sizing import tuning_text
 from ..errors import Refused, unknown
+from ..immutable import frozen
 from ..record import plain
 from .context import Context
 from .facts import discover
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
 __all__ = ["Models", "Plan"]
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Plan:
     """Every discovered model planned against one reading of the settings."""
 

@@ -10,8 +10,9 @@ What they return is then worked on by pure code (``emit/devices``, ``emit/sizing
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..immutable import frozen
 
 if TYPE_CHECKING:
     from ..catalog.host import Host
@@ -62,7 +63,7 @@ class GpuProbe:
         return self.host.os, self.host.arch
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@frozen(repr=False, eq=False)
 class Site:
     """Where a figure is measured (:class:`..measure.tuned.Place`): the builds, the environment
     their fingerprints read, and the probe's device."""

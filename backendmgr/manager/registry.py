@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,15 +20,8 @@ from ..config.models import (
     row_id_problem,
     unset_env,
 )
-from ..errors import (
-    InvalidInput,
-    MalformedId,
-    Refused,
-    UsageError,
-    did_you_mean,
-    escaped,
-    unknown,
-)
+from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, escaped, unknown
+from ..immutable import frozen
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from .facts import discover, pinned_by
@@ -60,7 +53,7 @@ __all__ = ["SETTABLE_KEYS", "Registry"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Registry:
     """The rows of the registry and the per-model overrides; every change regenerates."""
 

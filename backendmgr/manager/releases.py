@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config.models import Settings
 from ..errors import NotFound
+from ..immutable import frozen
 from .context import Context
 from .facts import activated_id
 from .probe import GpuProbe
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the catalog's results and query: an install makes none
 __all__ = ["Releases"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Releases:
     ctx: Context
     probe: GpuProbe

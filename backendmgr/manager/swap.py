@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from .._inline import in_thread
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..errors import NotFound, Refused
+from ..immutable import frozen
 from ..requests import GenerateRequest
 
 if TYPE_CHECKING:  # a mutation's mark and follow-up load no server's request
@@ -41,7 +42,7 @@ CRASH_WINDOW_S = 300.0
 RESTART_DELAY_S = 1.0  # times the crashes in the window
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Prepared:
     exe: Path
     build: str
@@ -51,7 +52,7 @@ class Prepared:
     warnings: list[str]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FollowUp:
     """What to tell the user after a mutation: lines that are news, and warnings."""
 
@@ -59,7 +60,7 @@ class FollowUp:
     warnings: list[str]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SwapMark:
     """The state before a mutation: the reload mark (when llama-swap runs on our file), the
     generated file's digest, and the activated llama-swap build."""
@@ -69,7 +70,7 @@ class SwapMark:
     activated: str | None
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class SwapService:
     paths: Paths
     _: KW_ONLY

@@ -4,10 +4,10 @@ the build a model runs, refused when it would drop a flag the model uses (issue 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from .._inline import in_thread
+from ..immutable import frozen
 from .facts import find_build
 from .flags import check_switch, followers, pin_target, unpin_lines
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Switches"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Switches:
     """``activate`` and ``pin``/``unpin`` with the flag check a switch of builds needs."""
 

@@ -5,7 +5,6 @@ locked builds and optionally removes the rest."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -14,6 +13,7 @@ from ..api_models import SyncResult
 from ..config.models import Settings
 from ..errors import BackendmgrError, ConfigError, Refused
 from ..events import EventSink, for_build
+from ..immutable import frozen
 from ..install.store import InstalledEntry
 from ..lockfile import GithubLock, LockedBuild, LockFile, PypiLock, read_lock, same_build
 from ..requests import ActivateRequest, InstallRequest, SyncRequest, UninstallRequest
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Syncer"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Syncer:
     builds: BuildStore
     settings: Callable[[], Awaitable[Settings]]

@@ -9,10 +9,11 @@ signal handler); it is cancelled when llama-swap has stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+
+from ..immutable import frozen
 
 if TYPE_CHECKING:
     from ..run_requests import UpRequest
@@ -24,7 +25,7 @@ Watch = Callable[..., Coroutine[Any, Any, Any]]
 """``watch(stop, *, task_status)``: started in a task group once ``up`` is prepared."""
 
 
-@dataclass(frozen=True)
+@frozen
 class UpListeners:
     """What the front end hears while ``up`` runs, and what tells it to stop.
     ``adopt_orphans``: this process runs nothing else (the CLI's ``up``), so the servers of a
@@ -39,7 +40,7 @@ class UpListeners:
     on_stopped: Callable[[Prepared], None] | None = None  # said while the lock is still held
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Up:
     swap: SwapService
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ import anyio
 from ..api_models import VerifyReport, VerifyResult
 from ..errors import unknown
 from ..events import JobEvent, ProgressEvent, VerifiedEvent
+from ..immutable import frozen
 from ..requests import VerifyRequest
 from .models import Models
 from .verify_cache import VerifyCache
@@ -108,7 +108,7 @@ async def start_entry(
     )
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Verifier:
     environ: Mapping[str, str]
     on_wait: Callable[[str], None] | None  # hears a start's wait before it waits (issue 20)

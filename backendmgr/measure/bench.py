@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from ..immutable import frozen
 from ..record import Record
 from .store import BENCH_NAME, BenchStore
 from .tuned import Place, device_of, load_kept, model_fingerprint
@@ -55,7 +56,7 @@ def prompt_text(words: int) -> str:
     return " ".join(_WORDS[i % len(_WORDS)] for i in range(words))
 
 
-@dataclass(frozen=True)
+@frozen
 class Run:
     """One request's figures: tokens per second (``prompt`` None where unknown) and counts."""
 
@@ -65,7 +66,7 @@ class Run:
     predicted_tokens: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BenchRecord(Record):
     """The figures of the last ``bench`` of one model on one build and device."""
 

@@ -4,14 +4,13 @@ showing the last verify), apart from the table of causes and its classifier
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..immutable import frozen
 from ..record import Record
 
 __all__ = ["FailureCause", "cause_text"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FailureCause(Record):
     """A recognised cause, as the CLI, ``--json`` and the page show it."""
 

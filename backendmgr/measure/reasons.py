@@ -13,8 +13,8 @@ import functools
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..immutable import frozen
 from .cause import FailureCause, cause_text
 
 __all__ = ["CAUSES", "Cause", "FailureCause", "Match", "cause_text", "classify", "explain"]
@@ -23,7 +23,7 @@ SCANNED_CHARS = 64 << 10  # of a reason text: the tail is bounded already, this 
 VALUE_CHARS = 120  # of a captured value shown in a line
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Cause:
     """One known cause: its code, the patterns that recognise it, its line and fixes."""
 
@@ -128,7 +128,7 @@ def _compiled() -> tuple[tuple[Cause, tuple[re.Pattern[str], ...]], ...]:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Match:
     """The cause a failure's text matched, with what the pattern's groups captured."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..immutable import frozen
 from ..record import Record
 from ..results import Outcome
 from .reasons import FailureCause, cause_text
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Attempt(Record):
     """One build tried for a model: whether it served, and why not."""
 
@@ -39,7 +40,7 @@ class Attempt(Record):
         return f"{self.backend}: {self.reason}" + cause_text(self.cause)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class RepairResult(Record):
     id: str
     ok: bool  # it serves now (or would, for a dry run)
@@ -56,7 +57,7 @@ class RepairReport(Outcome):
     failed: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TuneTrial(Record):
     ctx: int
     ok: bool  # started, and measured within the budget
@@ -66,7 +67,7 @@ class TuneTrial(Record):
     cause: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TuneResult(Record):
     id: str
     ok: bool
@@ -89,7 +90,7 @@ class TuneReport(Outcome):
     failed: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BenchResult(Record):
     """One model on one build: the medians and spreads of its runs, or why there are none."""
 

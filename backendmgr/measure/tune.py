@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..emit.sizing import FLOOR_CTX, rounded_ctx
+from ..immutable import frozen
 
 __all__ = ["MAX_CTX", "Outcome", "Trial", "candidates", "find_context"]
 
@@ -21,7 +22,7 @@ MAX_CTX = 1 << 20
 """Largest context tried for a model that does not state its trained length."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Trial:
     """One start at ``ctx``: whether it served, what it held, and why not."""
 
@@ -35,7 +36,7 @@ class Trial:
     stop: str | None = None  # why the search must end here whatever it showed (the deadline)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Outcome:
     best: Trial | None  # the largest context that started within the budget
     trials: list[Trial] = field(default_factory=list)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..digest import sha256_hex
 from ..emit.sizing import tuned_sentence, tuning_text
+from ..immutable import frozen
 from ..record import Invalid, Record, hints, load, plain
 from .store import TUNED_NAME, TunedStore
 
@@ -62,7 +63,7 @@ class Place(Protocol):
     def card_gb(self) -> float | None: ...
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TunedRecord(Record):
     """The context ``tune`` measured for one model on one build and device."""
 

@@ -7,9 +7,9 @@ loads ``packaging`` (:mod:`backendmgr.versioning`); :mod:`.rows` imports it wher
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
+from ..immutable import frozen
 from ..record import Record
 from ..versioning import VersionKey, version_key
 from .build_ids import build_row_id
@@ -17,7 +17,7 @@ from .build_ids import build_row_id
 __all__ = ["InstalledBuild", "build_age_key", "newest_first"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class InstalledBuild(Record):
     """What the build store knows about one committed build, as the registry needs it."""
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from ..config.models import BackendRow, ModelOverride, Settings
+from ..immutable import frozen
 from .kinds import ModelClass, classes_of, is_audiocpp, normalize_kind
 
 __all__ = [
@@ -35,7 +36,7 @@ _FALLBACK_FAMILIES: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@frozen(slots=True, repr=False, eq=False)
 class Resolution:
     """The row that serves a model (None: the legacy fallback ``exe``), and the reason."""
 

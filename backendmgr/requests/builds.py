@@ -1,16 +1,16 @@
 """``uninstall``, ``activate``, ``doctor``: the operations on installed builds (``install``,
 ``releases`` and ``list`` have their own modules, so each of those makes only its request)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import DRY_RUN, MAX_BUILDS, MAX_ID, NO_GENERATE
 
 __all__ = ["ActivateRequest", "DoctorRequest", "UninstallRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class UninstallRequest(Request):
     builds: Annotated[
         list[str],
@@ -23,7 +23,7 @@ class UninstallRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False  # every check, the plan and the diff; no removal
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ActivateRequest(Request):
     build: Annotated[str, Arg("COMPONENT@VERSION-VARIANT", positional=True, low=1, high=MAX_ID)]
     generate: Annotated[bool, NO_GENERATE] = True
@@ -33,6 +33,6 @@ class ActivateRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class DoctorRequest(Request):
     fix: Annotated[bool, Arg("repair what can be repaired")] = False

@@ -1,16 +1,17 @@
 """What starts a model to check it: ``verify`` and ``activate --canary``."""
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ..limits import BENCH_PROMPT, BENCH_REPEAT, BENCH_TOKENS, CANARY_TOLERANCE
 from ._shared import MAX_ID, MAX_MODELS, RUNS, TIMEOUT
 
 __all__ = ["CanaryRequest", "VerifyRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class VerifyRequest(Request):
     models: Annotated[
         list[str],
@@ -20,7 +21,7 @@ class VerifyRequest(Request):
     keep_going: Annotated[bool, Arg("check the others after a failure")] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CanaryRequest(Request):
     """``activate BUILD --canary MODEL…``: the build to try, its canary models, how much
     slower it may be (percent), and how each (model, build) is measured (bench's options)."""

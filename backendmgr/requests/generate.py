@@ -1,16 +1,16 @@
 """``generate``, and the regeneration every edit ends with: a module of its own, so an edit
 makes no request of the ``models`` commands."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import MAX_PATH
 
 __all__ = ["GenerateRequest"]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class GenerateRequest(Request):
     """``output`` is the CLI's ``--output`` only: the API writes only the configured file."""
 

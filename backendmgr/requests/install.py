@@ -1,16 +1,16 @@
 """``install``: one build of a component (its own module: ``install`` makes this one request
 and no other)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import COMPONENT, NO_GENERATE
 
 __all__ = ["InstallRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class InstallRequest(Request):
     """``dry_run`` and ``platform`` plan without installing (``platform`` needs ``dry_run``)."""
 

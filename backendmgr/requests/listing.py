@@ -1,14 +1,14 @@
 """``list``: the installed builds (its own module: a read makes its one request)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 
 __all__ = ["ListRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ListRequest(Request):
     """``list``: the installed builds, of one component or of all."""
 

@@ -1,16 +1,16 @@
 """``sync``, ``lock``, ``fetch``."""
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import LOCK, MAX_PATH
 
 __all__ = ["FetchRequest", "LockRequest", "SyncRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SyncRequest(Request):
     """``lock`` is the CLI's LOCK argument only (default, and the API's: beside the config
     file)."""
@@ -28,7 +28,7 @@ class SyncRequest(Request):
         return "--force only applies with --prune" if self.force and not self.prune else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LockRequest(Request):
     output: Annotated[
         str | None,
@@ -50,7 +50,7 @@ class LockRequest(Request):
     ] = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FetchRequest(Request):
     dir: Annotated[
         str,

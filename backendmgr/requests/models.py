@@ -1,15 +1,15 @@
 """``models add|remove`` (the folders) and ``cmd``."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import DRY_RUN, MAX_PATH, MODEL, NO_GENERATE
 
 __all__ = ["CmdRequest", "ModelsDirRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ModelsDirRequest(Request):
     """``models add-dir`` (``add``) and ``models remove-dir``: the subcommand sets ``add``."""
 
@@ -21,7 +21,7 @@ class ModelsDirRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CmdRequest(Request):
     """``cmd``: the command line one model gets."""
 

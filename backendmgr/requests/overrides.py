@@ -1,15 +1,15 @@
 """``set``: per-model settings (``unset`` has its own module: a command makes its own request)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import DRY_RUN, NO_GENERATE
 
 __all__ = ["SetRequest"]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class SetRequest(Request):
     """``set``: per-model settings as typed, checked against the override's fields."""
 

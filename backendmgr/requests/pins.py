@@ -1,15 +1,15 @@
 """``pin``: which row one model runs on (``unpin`` has its own module)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import DRY_RUN, MODEL, NO_GENERATE
 
 __all__ = ["PinRequest"]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class PinRequest(Request):
     """``pin``: one model kept on one registry row, whatever the class default is."""
 

@@ -1,16 +1,16 @@
 """The registry's manual rows: ``backends add|remove`` (``default`` has its own module: a
 ``backends`` read makes these two, ``default`` its one)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import MAX_PATH, NO_GENERATE
 
 __all__ = ["AddBackendRequest", "RemoveBackendRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AddBackendRequest(Request):
     """``id`` is checked by the registry's own rule (a malformed id, exit 2), not a length."""
 
@@ -23,7 +23,7 @@ class AddBackendRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class RemoveBackendRequest(Request):
     id: Annotated[str, Arg("a manual row id from 'backendmgr backends'", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True

@@ -1,16 +1,16 @@
 """``releases``: what a component published, and the variants each release ships here."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ..limits import RELEASES_LIMIT
 from ._shared import COMPONENT
 
 __all__ = ["ReleasesQuery"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ReleasesQuery(Request):
     component: Annotated[str, COMPONENT]
     variant: Annotated[str | None, Arg("only releases that ship this variant here", high=100)] = (

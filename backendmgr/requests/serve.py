@@ -1,15 +1,15 @@
 """``serve``: the web page and the API."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ..limits import PORT, TOKEN_CHARS
 
 __all__ = ["ServeRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ServeRequest(Request):
     """``serve``: where the page and the API listen (beyond loopback only with a token: the
     web server's own rule, :mod:`backendmgr.web.security`)."""

@@ -1,15 +1,15 @@
 """``unpin``: a model follows the class default again."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import DRY_RUN, NO_GENERATE
 
 __all__ = ["UnpinRequest"]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class UnpinRequest(Request):
     """``unpin``: the model follows its class default again."""
 

@@ -1,15 +1,15 @@
 """``unset``: per-model settings cleared."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ._shared import DRY_RUN, NO_GENERATE
 
 __all__ = ["UnsetRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class UnsetRequest(Request):
     """``unset``: per-model settings cleared, back to the plan's own."""
 

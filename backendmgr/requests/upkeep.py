@@ -1,16 +1,17 @@
 """``update``, ``prune``, ``cache clean``."""
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 from ..limits import PRUNE_KEEP
 from ._shared import MAX_COMPONENTS, NO_GENERATE
 
 __all__ = ["CacheCleanRequest", "PruneRequest", "UpdateRequest"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class UpdateRequest(Request):
     components: Annotated[
         list[str],
@@ -24,7 +25,7 @@ class UpdateRequest(Request):
     ] = False
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PruneRequest(Request):
     component: Annotated[str | None, Arg("default: every component", positional=True, high=200)] = (
         None
@@ -41,6 +42,6 @@ class PruneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CacheCleanRequest(Request):
     dry_run: Annotated[bool, Arg("report, remove nothing")] = False

@@ -1,14 +1,14 @@
 """``which``: the executable that would run (its own module: a read makes its one request)."""
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from ..contract import Arg, Request
+from ..immutable import frozen
 
 __all__ = ["WhichRequest"]
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True, repr=False, eq=False)
 class WhichRequest(Request):
     """``which``: the executable a model, component or build would run, and why."""
 

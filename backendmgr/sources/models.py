@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
+from ..immutable import frozen
 from ..record import Record
 from ..versioning import version_key
 
@@ -25,7 +25,7 @@ def tag_problem(tag: str) -> str | None:
     return id_problem(tag, "release tag", MAX_TAG_CHARS)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ReleaseAsset(Record):
     name: str
     url: str
@@ -39,7 +39,7 @@ class ReleaseAsset(Record):
         return None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Release(Record):
     tag: str
     name: str = ""

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from email.parser import HeaderParser
 from html.parser import HTMLParser
@@ -39,6 +38,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from ..errors import NetworkError, NotFound
+from ..immutable import frozen
 from ..net import NetSettings, get_bounded, make_client
 from .models import tag_problem
 
@@ -56,7 +56,7 @@ MAX_INDEX_BYTES = 32 << 20  # a project page with every file of a large project 
 MAX_METADATA_BYTES = 1 << 20  # a wheel's METADATA (its long description included)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class IndexRelease:
     """One version of a package as the index (or a find-links folder) describes it."""
 

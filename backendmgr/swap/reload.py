@@ -10,12 +10,12 @@ wait ends with a warning.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from ..errors import shown
+from ..immutable import frozen
 from .status import Unanswered, answers, compare_models, file_models, observe
 
 __all__ = ["Mark", "Reloaded", "await_reload", "log_text"]
@@ -25,7 +25,7 @@ POLL_S = 0.2
 WAIT_S = 15.0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Mark:
     """A running llama-swap before a change: where, its log's last line, the file's digest."""
 
@@ -35,7 +35,7 @@ class Mark:
     digest: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Reloaded:
     ok: bool
     message: str

@@ -9,7 +9,6 @@ import os
 import signal
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -17,6 +16,7 @@ import httpx
 
 from .._proc import cannot_start, open_group
 from ..errors import escaped
+from ..immutable import frozen
 
 __all__ = ["TRIAL_S", "Trial", "trial_load"]
 
@@ -26,7 +26,7 @@ _KEEP = 8  # lines of its output kept for the verdict
 _LINE = 400
 
 
-@dataclass(frozen=True)
+@frozen
 class Trial:
     loaded: bool
     detail: str  # the models it listed, or why it refused

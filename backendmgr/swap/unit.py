@@ -17,11 +17,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .._fs import atomic_write_bytes
 from ..errors import InvalidInput
+from ..immutable import frozen
 from .places import LABEL, UNIT_NAME, service_file, service_kind
 
 __all__ = [
@@ -40,7 +40,7 @@ CONTROL_TIMEOUT_S = 60.0
 OUTPUT_CAP = 8192
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ServiceSpec:
     """What the service runs: ``argv`` (backendmgr up with its paths), and where it logs."""
 
@@ -146,7 +146,7 @@ def write_service(spec: ServiceSpec, target: Path) -> None:
     atomic_write_bytes(target, body, no_links_below=target.parent)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class Controlled:
     ok: bool
     output: str  # what the tool said, bounded

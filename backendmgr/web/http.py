@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -15,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..boundary import failure_of
 from ..errors import UsageError, validation_problem
+from ..immutable import frozen
 from ..requests import Request as OperationRequest
 from ..requests import args_of
 from .jobs import one_line
@@ -30,7 +30,7 @@ B = TypeVar("B", bound=OperationRequest)
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Call:
     """What an operation gets: the Manager, the jobs, the request and its checked body."""
 
@@ -60,7 +60,7 @@ class Call:
 Run = Callable[[Call], Awaitable[Any]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Op:
     """One operation of the route table: how it is reached, what it answers (for the OpenAPI
     document), and ``run``, whose docstring is its summary."""

@@ -25,7 +25,13 @@ def entry() -> NoReturn:
         from backendmgr.cli.main import main
     except KeyboardInterrupt:  # Ctrl-C while Python imports: no traceback either
         raise SystemExit(130) from None
-    leave(main())
+    try:
+        code = main()
+    except SystemExit as done:  # argparse's exit after --help, --version: left as a command is
+        if done.code is not None and not isinstance(done.code, int):
+            raise  # a message for the interpreter to print
+        code = done.code or 0
+    leave(code)
 
 
 def _unraisable(info: sys.UnraisableHookArgs) -> None:
@@ -44,14 +50,16 @@ def leave(code: int) -> NoReturn:
     the ordinary exit does that matters is done here in the same order: wait for the threads
     that are not daemons (anyio's idle workers stop as the event loop closes), run the exit
     handlers (logging's flush, filelock's release of locks still held), flush the output."""
+    # ``signal`` is this C module with enums around it: building them costs a millisecond at
+    # every command's exit, and the one call here needs none
+    import _signal  # type: ignore[import-not-found]
     import atexit
-    import signal
 
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)  # a profiler or debugger writes its report after this returns
     # the command is done and has said what it did: a Ctrl-C from here on ends the process as
     # the signal does (a shell shows 130), never as a traceback out of an exit handler
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     if "threading" in sys.modules:  # not loaded: no thread was started through it
         import threading
 

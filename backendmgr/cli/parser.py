@@ -207,6 +207,8 @@ def command_of(words: Sequence[str]) -> str:
     them: ``--conf PATH`` is ``--config PATH``), or ``""``."""
     if words and not words[0].startswith("-"):  # the command first: no grammar to load
         return words[0] if words[0] in commands.COMMANDS else ""
+    if not any(word in commands.COMMANDS for word in words):  # ``--help``: no command at all
+        return ""
     from .complete import option_of
     from .grammar import GRAMMAR
 

@@ -116,8 +116,10 @@ PIPE_WIDTH = 200  # what rich is given in a pipe: a wider table folds its cells
 
 # Drawn one cell wide by rich, as by this module (tests/cli/test_render.py holds them equal)
 _NARROW = frozenset("★…→±§")
-# Where rich would read markup (``[bold]``) or an emoji code (``:smile:``): rich draws it
-_RICH_TEXT = re.compile(r"\[|:\S*?:")
+# Where rich would read markup (``[bold]``) or an emoji code (``:smile:``): rich draws it.
+# This and :data:`_WORD` are compiled by the first table (re's cache): a command that prints
+# none (``which``) compiles neither.
+_RICH_TEXT = r"\[|:\S*?:"
 
 
 def plain_table(
@@ -132,6 +134,7 @@ def plain_table(
     if os.environ.get("FORCE_COLOR") is not None or os.environ.get("TTY_COMPATIBLE") == "1":
         return None
     utf8 = (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8"
+    rich_text = re.compile(_RICH_TEXT)
     texts = [list(columns), *rows]
     for row in texts:
         if len(row) != len(columns):
@@ -141,7 +144,7 @@ def plain_table(
                 utf8 and all(ch in _NARROW or (ch.isascii() and ch.isprintable()) for ch in text)
             ):
                 return None
-            if _RICH_TEXT.search(text):
+            if rich_text.search(text):
                 return None
     widths = [max(len(row[i]) for row in texts) for i in range(len(columns))]
     if sum(widths) + 3 * len(widths) + 1 > PIPE_WIDTH:
@@ -150,10 +153,11 @@ def plain_table(
             return None
         widths = [w - 2 for w in fitted]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
+    words = re.compile(_WORD)
 
     def line(row: Sequence[str], header: bool = False) -> str:
         """One row, its cells folded; rich aligns the header's to the bottom, the rest top."""
-        cells = [_folded(text, w) for text, w in zip(row, widths, strict=True)]
+        cells = [_folded(text, w, words) for text, w in zip(row, widths, strict=True)]
         height = max(len(c) for c in cells)
         blank = [[" " * w] * (height - len(c)) for c, w in zip(cells, widths, strict=True)]
         cells = [b + c if header else c + b for c, b in zip(cells, blank, strict=True)]
@@ -197,10 +201,10 @@ def _ratio_reduce(total: int, ratios: list[int], most: int, values: list[int]) -
     return out
 
 
-_WORD = re.compile(r"\s*\S+\s*")
+_WORD = r"\s*\S+\s*"  # a word and the spaces around it (``words`` of :func:`_folded`)
 
 
-def _folded(text: str, width: int) -> list[str]:
+def _folded(text: str, width: int, words: re.Pattern[str]) -> list[str]:
     """``text`` as rich wraps a cell ``width`` characters wide with ``overflow="fold"``: broken
     before the word that does not fit, a word longer than a line cut into pieces, each line
     padded to ``width`` (rich's ``divide_line``, ``Text.rstrip_end`` and ``truncate``)."""
@@ -208,7 +212,7 @@ def _folded(text: str, width: int) -> list[str]:
         return [text.ljust(width)]
     breaks: list[int] = []
     offset = 0
-    for match in _WORD.finditer(text):
+    for match in words.finditer(text):
         start, word = match.start(), match.group(0)
         length = len(word.rstrip())
         if width - offset >= length:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Unpack
 
-from .context import Context, Options
+from .context import Context
 
 if TYPE_CHECKING:
     from ..api_models import (
@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from ..swap.models import ServiceResult, SwapStatus
     from .bench import OnRun
     from .bisect import BisectReport, OnStep
+    from .context import Options
     from .measure import OnAttempt, OnTrial
     from .registry import SETTABLE_KEYS
     from .services import Services

@@ -27,22 +27,24 @@ if TYPE_CHECKING:
     from ..net import NetSettings
     from ..sources.github import GithubReleases
 
-__all__ = ["Context", "Options"]
+    class Options(TypedDict, total=False):
+        """What a Manager can be given besides its paths (tests and embedders set them): a
+        type for the checker, ``**options`` being a plain dict when it runs. Made at run time
+        it would cost every command typing's compile of each of its annotations."""
+
+        environ: Mapping[str, str] | None  # default: this process's environment
+        host: Host | None  # default: detected on first use (the GPU probe's)
+        client_factory: Callable[[], httpx.AsyncClient] | None  # default: net.make_client
+        retry_backoff: float  # seconds before the first download retry (default 0.5)
+        vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb (the probe's)
+        # hears what a step that can take seconds (a probe) waits for, before it waits
+        # (issue 20); it may be called from a worker thread
+        on_wait: Callable[[str], None] | None
+
+
+__all__ = ["Context"]
 
 T = TypeVar("T")
-
-
-class Options(TypedDict, total=False):
-    """What a Manager can be given besides its paths (tests and embedders set them)."""
-
-    environ: Mapping[str, str] | None  # default: this process's environment
-    host: Host | None  # default: detected on first use (the GPU probe's)
-    client_factory: Callable[[], httpx.AsyncClient] | None  # default: net.make_client
-    retry_backoff: float  # seconds before the first download retry (default 0.5)
-    vram_probe: Callable[[], float | None] | None  # default: vram.probe_card_gb (the probe's)
-    # hears what a step that can take seconds (a probe) waits for, before it waits (issue 20);
-    # it may be called from a worker thread
-    on_wait: Callable[[str], None] | None
 
 
 class Context:

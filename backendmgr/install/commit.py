@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -25,14 +26,15 @@ async def check_staged(
     exe: Path, manifest: Manifest, *, smoke: bool, timeout: float | None = None
 ) -> Capabilities | None:
     """Run the staged executable with its version flag (bounded by ``timeout``, default the
-    smoke check's) and probe its ``--help`` (``smoke`` off: neither, and its capabilities
-    stay unknown)."""
+    smoke check's) and, alongside, probe its ``--help`` (``smoke`` off: neither, and its
+    capabilities stay unknown). A failed smoke check stops the probe and fails the install."""
     if not smoke:
         return None
-    said = await smoke_check(exe, manifest.version_args, timeout=timeout)
+    smoked = partial(smoke_check, exe, manifest.version_args, timeout=timeout)
     if not manifest.kind:  # a kindless tool (llama-swap) serves no model to probe for
+        await smoked()
         return None
-    return await probe_build(exe, version_text=said)
+    return await probe_build(exe, version=smoked)
 
 
 class Planned(Protocol):

@@ -110,7 +110,8 @@ class GithubReleases:
     def _write_cache(self, repo: str, etag: str | None, releases: list[Any]) -> None:
         payload = {"etag": etag, "fetched_at": self.clock(), "releases": releases}
         where = self._cache_file(repo)
-        atomic_write_bytes(where, json.dumps(payload).encode(), no_links_below=where.parent)
+        body = json.dumps(payload).encode()  # a cache: atomic, not durable (fetched again)
+        atomic_write_bytes(where, body, no_links_below=where.parent, durable=False)
 
     async def _get(self, url: str, headers: dict[str, str]) -> httpx.Response:
         """GET an API URL (:func:`get_bounded`); a redirect elsewhere never carries the token."""

@@ -214,6 +214,29 @@ def test_listing_cache_window_etag_and_refresh(
     assert len(listings) == 2 and listings[1]["If-None-Match"].startswith('"')
 
 
+def test_the_listing_cache_is_replaced_whole_without_an_fsync(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache needs its rename (no reader sees half a file), not the disk: a crash that loses
+    it costs one listing. Its writes call no fsync, of the file or of its folder."""
+    import os
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    publish_llama(mirror_root, "b100")
+    assert cli("releases", "llama-server", "--refresh").code == 0
+    cache = os.environ["BACKENDMGR_HOME"] + "/cache"
+    written = list(Path(cache).rglob("*.json"))
+    assert len(written) == 1 and json.loads(written[0].read_text())["releases"]
+    assert [path for path in synced if path.startswith(cache)] == []
+
+
 def test_offline_serves_an_expired_cache(
     cli: Cli,
     mirror: MirrorServer,

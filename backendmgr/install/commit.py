@@ -12,7 +12,7 @@ from typing import Protocol
 import anyio
 
 from .._version import __version__
-from ..catalog.capabilities import Capabilities
+from ..catalog.capabilities import Capabilities, kind_family
 from ..catalog.manifest import Manifest, source_label
 from .builds import BuildStore
 from .probe import probe_build
@@ -34,7 +34,8 @@ async def check_staged(
     if not manifest.kind:  # a kindless tool (llama-swap) serves no model to probe for
         await smoked()
         return None
-    return await probe_build(exe, version=smoked)
+    early = kind_family(manifest.kind) == "llama"
+    return await probe_build(exe, version=smoked, devices_early=early)
 
 
 class Planned(Protocol):

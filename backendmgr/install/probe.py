@@ -155,6 +155,7 @@ async def probe_build(
     *,
     version: Callable[[], Awaitable[str | None]] | None = None,
     timeout: float | None = None,
+    devices_early: bool = False,
 ) -> Capabilities:
     """``exe --help`` and, when the help lists it, ``exe --list-devices``, with ``version``
     running alongside (default ``exe --version``; an install passes its smoke check). Each run
@@ -163,7 +164,10 @@ async def probe_build(
     ``version``'s exception (the smoke check's refusal) stops them and goes through unchanged,
     so a build that failed it gets no capabilities. ``timeout`` (default :data:`TIMEOUT_S`)
     bounds the probe's runs together, not each run: a program that hangs costs it once
-    (issue 20: 10 s, not 10 s per run); ``version`` keeps its own bound."""
+    (issue 20: 10 s, not 10 s per run); ``version`` keeps its own bound. ``devices_early``
+    (a llama.cpp build: recent ones list it, older ones refuse it at once): ``--list-devices``
+    starts with ``--help`` instead of after it, stopped and forgotten if the help does not
+    list it."""
     errors: dict[str, str] = {}
     limit = TIMEOUT_S if timeout is None else timeout
     deadline = anyio.current_time() + limit
@@ -180,10 +184,22 @@ async def probe_build(
 
     said: dict[str, str | None] = {}
 
+    async def list_devices() -> None:
+        said[LIST_DEVICES] = await run(LIST_DEVICES)
+
     async def read_help() -> None:
-        said["--help"] = await run("--help")
-        if said["--help"] and LIST_DEVICES in parse_options(said["--help"]):
-            said[LIST_DEVICES] = await run(LIST_DEVICES)
+        async with anyio.create_task_group() as tg:
+            if devices_early:
+                tg.start_soon(list_devices)
+            help_text = said["--help"] = await run("--help")
+            listed = LIST_DEVICES in parse_options(help_text) if help_text else False
+            if not listed:  # a flag the program does not list: its early run stops, unheard
+                tg.cancel_scope.cancel()
+            elif not devices_early:
+                await list_devices()
+        if not listed:
+            said.pop(LIST_DEVICES, None)
+            errors.pop(LIST_DEVICES, None)
 
     failed: Exception | None = None
     async with anyio.create_task_group() as tg:

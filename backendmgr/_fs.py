@@ -109,7 +109,9 @@ def _create_private(folder: Path, name: str) -> tuple[int, Path]:
     raise FileExistsError(f"no free temporary name in {folder}")
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, no_links_below: Path | None = None) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, no_links_below: Path | None = None, durable: bool = True
+) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old file or the new, never half.
 
     A symlink (a dotfiles manager's) is written through: its target is replaced, in the
@@ -121,9 +123,13 @@ def atomic_write_bytes(path: Path, data: bytes, *, no_links_below: Path | None =
     no one links on purpose: a symbolic link at ``path`` or at any folder between this one and
     ``path`` is refused (:class:`LinkRefused`) and whatever it points at is left untouched
     (``O_NOFOLLOW`` semantics, race-free where the system opens files relative to a folder).
+
+    ``durable=False``: a cache. A running reader still sees the old file or the new (the rename
+    stays); a crash may leave it old, empty or gone, which its reader takes as no cache, so the
+    fsyncs of the file and its folder go.
     """
     if no_links_below is not None:
-        _write_no_follow(path, data, no_links_below)
+        _write_no_follow(path, data, no_links_below, durable)
         return
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -135,13 +141,14 @@ def atomic_write_bytes(path: Path, data: bytes, *, no_links_below: Path | None =
         mode = _kept_mode(st, os.access(target, os.W_OK), path, target)
     fd, tmp = _create_private(target.parent, target.name)
     try:
-        _fill(fd, data, mode)
+        _fill(fd, data, mode, durable)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    fsync_dir(target.parent)
+    if durable:
+        fsync_dir(target.parent)
 
 
 class LinkRefused(Refused):
@@ -160,14 +167,15 @@ def _kept_mode(st: os.stat_result, writable: bool, path: Path, target: Path) -> 
     return mode
 
 
-def _fill(fd: int, data: bytes, mode: int | None) -> None:
-    """Write, keep the mode, reach the disk, close."""
+def _fill(fd: int, data: bytes, mode: int | None, durable: bool = True) -> None:
+    """Write, keep the mode, reach the disk (when ``durable``), close."""
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
         fh.flush()
         if mode is not None and hasattr(os, "fchmod"):
             os.fchmod(fh.fileno(), mode)
-        os.fsync(fh.fileno())
+        if durable:
+            os.fsync(fh.fileno())
 
 
 def link_refused(path: Path) -> LinkRefused:
@@ -194,7 +202,7 @@ _RELATIVE = (
 )
 
 
-def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
+def _write_no_follow(path: Path, data: bytes, anchor: Path, durable: bool = True) -> None:
     parts = path.relative_to(anchor).parts
     if not parts:
         raise ValueError(f"{path} is the folder {anchor} itself")
@@ -206,7 +214,7 @@ def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
             if here.is_symlink():
                 raise link_refused(here)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, durable=durable)
         return
     folder = os.open(anchor, os.O_RDONLY | _DIRECTORY)
     try:
@@ -237,14 +245,15 @@ def _write_no_follow(path: Path, data: bytes, anchor: Path) -> None:
         tmp = f".{name}.{os.urandom(6).hex()}.tmp"
         fd = os.open(tmp, flags, 0o666, dir_fd=folder)
         try:
-            _fill(fd, data, mode)
+            _fill(fd, data, mode, durable)
             # a rename replaces a link planted meanwhile, never what it points at
             os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=folder)
             raise
-        os.fsync(folder)
+        if durable:
+            os.fsync(folder)
     finally:
         os.close(folder)
 

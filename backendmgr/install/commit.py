@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 import anyio
 
 from .._version import __version__
-from ..catalog.capabilities import Capabilities
+from ..catalog.capabilities import Capabilities, kind_family
 from ..catalog.manifest import Manifest, source_label
 from .builds import BuildStore
 from .probe import probe_build
@@ -25,14 +26,16 @@ async def check_staged(
     exe: Path, manifest: Manifest, *, smoke: bool, timeout: float | None = None
 ) -> Capabilities | None:
     """Run the staged executable with its version flag (bounded by ``timeout``, default the
-    smoke check's) and probe its ``--help`` (``smoke`` off: neither, and its capabilities
-    stay unknown)."""
+    smoke check's) and, alongside, probe its ``--help`` (``smoke`` off: neither, and its
+    capabilities stay unknown). A failed smoke check stops the probe and fails the install."""
     if not smoke:
         return None
-    said = await smoke_check(exe, manifest.version_args, timeout=timeout)
+    smoked = partial(smoke_check, exe, manifest.version_args, timeout=timeout)
     if not manifest.kind:  # a kindless tool (llama-swap) serves no model to probe for
+        await smoked()
         return None
-    return await probe_build(exe, version_text=said)
+    early = kind_family(manifest.kind) == "llama"
+    return await probe_build(exe, version=smoked, devices_early=early)
 
 
 class Planned(Protocol):

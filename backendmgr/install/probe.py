@@ -10,7 +10,8 @@ uses it too): own process group, bounded output, the whole group stopped on ever
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -150,13 +151,24 @@ async def run_bounded(
 
 
 async def probe_build(
-    exe: Path, *, version_text: str | None = None, timeout: float | None = None
+    exe: Path,
+    *,
+    version: Callable[[], Awaitable[str | None]] | None = None,
+    timeout: float | None = None,
+    devices_early: bool = False,
 ) -> Capabilities:
-    """``exe --help``, ``exe --list-devices`` when the help lists it, and ``exe --version``
-    when the smoke check's output is not given; never raises for what the program does.
-    ``timeout`` (default :data:`TIMEOUT_S`) bounds the whole probe, not each run: a program
-    that hangs costs it once (issue 20: 10 s, not 10 s per run)."""
-    errors: list[str] = []
+    """``exe --help`` and, when the help lists it, ``exe --list-devices``, with ``version``
+    running alongside (default ``exe --version``; an install passes its smoke check). Each run
+    of a GPU build loads its libraries (hundreds of ms), so the runs do not queue behind each
+    other (issue 34). Never raises for what the program does in the probe's own runs;
+    ``version``'s exception (the smoke check's refusal) stops them and goes through unchanged,
+    so a build that failed it gets no capabilities. ``timeout`` (default :data:`TIMEOUT_S`)
+    bounds the probe's runs together, not each run: a program that hangs costs it once
+    (issue 20: 10 s, not 10 s per run); ``version`` keeps its own bound. ``devices_early``
+    (a llama.cpp build: recent ones list it, older ones refuse it at once): ``--list-devices``
+    starts with ``--help`` instead of after it, stopped and forgotten if the help does not
+    list it."""
+    errors: dict[str, str] = {}
     limit = TIMEOUT_S if timeout is None else timeout
     deadline = anyio.current_time() + limit
 
@@ -167,17 +179,44 @@ async def probe_build(
                 raise ProbeError(f"not run: the probe's {limit:g} s were spent")
             return await run_bounded([str(exe), *args], timeout=left)
         except ProbeError as exc:
-            errors.append(f"{' '.join(args)}: {exc}")
+            errors[args[0]] = f"{' '.join(args)}: {exc}"
             return None
 
-    help_text = await run("--help")
-    devices = None
-    if help_text and LIST_DEVICES in parse_options(help_text):
-        devices = await run(LIST_DEVICES)
-    if version_text is None:
-        version_text = await run("--version")
+    said: dict[str, str | None] = {}
+
+    async def list_devices() -> None:
+        said[LIST_DEVICES] = await run(LIST_DEVICES)
+
+    async def read_help() -> None:
+        async with anyio.create_task_group() as tg:
+            if devices_early:
+                tg.start_soon(list_devices)
+            help_text = said["--help"] = await run("--help")
+            listed = LIST_DEVICES in parse_options(help_text) if help_text else False
+            if not listed:  # a flag the program does not list: its early run stops, unheard
+                tg.cancel_scope.cancel()
+            elif not devices_early:
+                await list_devices()
+        if not listed:
+            said.pop(LIST_DEVICES, None)
+            errors.pop(LIST_DEVICES, None)
+
+    failed: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_help)
+        try:
+            said["--version"] = await (version or partial(run, "--version"))()
+        except Exception as exc:  # re-raised as it is, not wrapped in a group
+            failed = exc
+            tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    ordered = [errors[arg] for arg in ("--help", LIST_DEVICES, "--version") if arg in errors]
     return parse_capabilities(
-        help_text, version_text, devices, error="; ".join(errors) if errors else None
+        said.get("--help"),
+        said.get("--version"),
+        said.get(LIST_DEVICES),
+        error="; ".join(ordered) if ordered else None,
     )
 
 

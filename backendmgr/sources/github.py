@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .._fs import atomic_write_bytes, sanitize_segment
+from .._fs import atomic_write_bytes, read_regular, sanitize_segment
 from ..errors import MalformedId, NetworkError, NotFound, did_you_mean
 from ..net import DEFAULT_API, NetSettings, get_bounded
 from .models import Release, ReleaseAsset, newest_releases_first, tag_problem
@@ -23,6 +23,7 @@ __all__ = ["CACHE_SECONDS", "GithubReleases", "validate_repo"]
 
 CACHE_SECONDS = 600
 MAX_API_BYTES = 32 << 20  # a listing of 100 releases is well under 1 MiB
+MAX_CACHE_BYTES = 4 * MAX_API_BYTES  # kept as ASCII JSON: up to 3 bytes for one received
 _PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -101,16 +102,20 @@ class GithubReleases:
         )
 
     def _read_cache(self, repo: str) -> dict[str, Any] | None:
+        """The cached listing, or None for anything else in its place: a FIFO (whose open
+        would wait), a link to ``/dev/zero``, a huge file, JSON nested too deep to parse."""
         try:
-            data = json.loads(self._cache_file(repo).read_text())
-        except (OSError, ValueError):
+            raw = read_regular(self._cache_file(repo), MAX_CACHE_BYTES, follow=False)
+            data = json.loads(raw) if len(raw) <= MAX_CACHE_BYTES else None
+        except (OSError, ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) and isinstance(data.get("releases"), list) else None
 
     def _write_cache(self, repo: str, etag: str | None, releases: list[Any]) -> None:
         payload = {"etag": etag, "fetched_at": self.clock(), "releases": releases}
         where = self._cache_file(repo)
-        atomic_write_bytes(where, json.dumps(payload).encode(), no_links_below=where.parent)
+        body = json.dumps(payload).encode()  # a cache: atomic, not durable (fetched again)
+        atomic_write_bytes(where, body, no_links_below=where.parent, durable=False)
 
     async def _get(self, url: str, headers: dict[str, str]) -> httpx.Response:
         """GET an API URL (:func:`get_bounded`); a redirect elsewhere never carries the token."""

@@ -19,6 +19,7 @@ from backendmgr.install import probe
 from backendmgr.mirror import MirrorServer
 from tests.support import llama_entries, make_tar, ok, publish, publish_llama
 from tests.support.cli import Cli
+from tests.support.hostile_files import KINDS, plant
 from tests.support.processes import assert_none_left, pids_in
 from tests.support.standins import NEW_HELP, OLD_HELP
 
@@ -190,23 +191,17 @@ def test_manual_rows_are_probed_once_and_again_when_the_file_changes(
     assert json.loads(cache.read_text())["format"] == 1
 
 
-@pytest.mark.parametrize("kind", ["deep", "fifo", "link"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_hostile_capabilities_cache_is_no_cache(tmp_path: Path, kind: str) -> None:
     """JSON nested 100 000 deep once escaped the cache's reader (RecursionError), a FIFO in its
     place hung every command that probes; the GGUF header cache is read the same way."""
-    import os
     import threading
 
     from backendmgr.discovery.walk import MetaCache
     from backendmgr.install.probe_cache import CapabilityCache
 
     for path in (tmp_path / "capabilities.json", tmp_path / "gguf-meta.json"):
-        if kind == "deep":
-            path.write_text("[" * 100_000 + "]" * 100_000)
-        elif kind == "fifo":
-            os.mkfifo(path)
-        else:
-            path.symlink_to("/dev/zero")
+        plant(path, kind)
     made: list[object] = []
 
     def read() -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from backendmgr.mirror import MirrorHandler, MirrorServer
 from tests.support import NAME, big_release, publish_llama
-from tests.support.cli import Cli
+from tests.support.cli import Cli, CliResult, error_line
+from tests.support.hostile_files import KINDS, plant
 
 
 def downloads(server: MirrorServer) -> list[dict[str, str]]:
@@ -212,6 +213,60 @@ def test_listing_cache_window_etag_and_refresh(
     assert cli("releases", "llama-server", "--refresh").code == 0
     listings = [h for p, h in mirror.requests if p.startswith("/repos/")]
     assert len(listings) == 2 and listings[1]["If-None-Match"].startswith('"')
+
+
+def test_the_listing_cache_is_replaced_whole_without_an_fsync(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache needs its rename (no reader sees half a file), not the disk: a crash that loses
+    it costs one listing. Its writes call no fsync, of the file or of its folder."""
+    import os
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    publish_llama(mirror_root, "b100")
+    assert cli("releases", "llama-server", "--refresh").code == 0
+    cache = os.environ["BACKENDMGR_HOME"] + "/cache"
+    written = list(Path(cache).rglob("*.json"))
+    assert len(written) == 1 and json.loads(written[0].read_text())["releases"]
+    assert [path for path in synced if path.startswith(cache)] == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hostile_listing_cache_is_no_cache(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path, kind: str
+) -> None:
+    """JSON nested 100 000 deep in the listing cache's place escaped its reader (a traceback),
+    a FIFO hung every command that lists releases, a link to /dev/zero read for ever: each is
+    no cache, the listing is fetched again and the cache written anew (over a link: refused
+    in one line, as every file of backendmgr's own is, and the link left alone)."""
+    import threading
+
+    publish_llama(mirror_root, "b100")
+    assert cli("releases", "llama-server").code == 0
+    [cache] = (tmp_path / "home" / "cache").rglob("*.json")
+    cache.unlink()
+    plant(cache, kind)
+    results: list[CliResult] = []
+    listing = threading.Thread(
+        target=lambda: results.append(cli("releases", "llama-server")), daemon=True
+    )
+    listing.start()
+    listing.join(30)
+    assert len(results) == 1, "the listing hung"
+    assert len([p for p, _ in mirror.requests if p.startswith("/repos/")]) == 2
+    if kind == "link":
+        assert error_line(results[0]).endswith("remove the link")
+        assert cache.is_symlink()
+    else:
+        assert results[0].code == 0, results[0]
+        assert json.loads(cache.read_text())["releases"]  # a regular file again
 
 
 def test_offline_serves_an_expired_cache(

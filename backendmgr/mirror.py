@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -175,6 +176,13 @@ class MirrorServer(ThreadingHTTPServer):
         self._digests: dict[tuple[str, int, float], str] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a download cancelled, a connection dropped) is
+        no server fault: socketserver would print a traceback onto the serving terminal."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     @property
     def base_url(self) -> str:

@@ -32,8 +32,6 @@ import datetime
 import io
 import json
 import math
-import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,23 +42,30 @@ from .plan import Entry, Skip
 __all__ = ["Document", "build_document", "document_of", "dump"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-# lines of printable ASCII, no edge spaces, none empty: a text it matches is a literal block
-_LITERAL_LINES = re.compile(r"[!-~](?:[ -~]*[!-~])?(?:\n[!-~](?:[ -~]*[!-~])?)*")
 _WIDTH = 1 << 30  # never fold a long path or command line
 _MODELS_LINE = "models:\n"
 _MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
 
 
-@frozen(repr=False, eq=False)
 class _Piece:
     """One whole YAML document of the text: the comment lines above it (each ending in its
     line break), its events, whether its non-ASCII is escaped, and which model it writes."""
 
-    comments: tuple[str, ...]
-    events: list[Any]
-    escape: bool
-    model: int | None = None  # the how-manieth model the piece writes, if it writes one
-    head: tuple[str, ...] = ()  # the header, when the first model's piece is the first piece
+    __slots__ = ("comments", "escape", "events", "head", "model")
+
+    def __init__(
+        self,
+        comments: tuple[str, ...],
+        events: list[Any],
+        escape: bool,
+        model: int | None = None,
+        head: tuple[str, ...] = (),
+    ) -> None:
+        self.comments = comments
+        self.events = events
+        self.escape = escape
+        self.model = model  # the how-manieth model the piece writes, if it writes one
+        self.head = head  # the header, when the first model's piece is the first piece
 
 
 @frozen(repr=False, eq=False)
@@ -72,12 +77,17 @@ class Document:
     data: dict[str, Any]
     pieces: tuple[_Piece, ...]
     after: tuple[str, ...] = ()
-    # the models whose bodies a plan's screen already passed through llama-swap's macro pass,
-    # with the macros of ``data``: the check before the write does not run it on them again
-    screened: frozenset[str] = frozenset()
+    # ``data`` less the models whose bodies a plan's screen already passed through llama-swap's
+    # macro pass with these very macros: what the check before the write still runs it on
+    # (None: all of ``data``)
+    unscreened: dict[str, Any] | None = None
 
 
 def _hidden(ch: str) -> bool:
+    """Whether ``ch`` (not ASCII) makes its piece all-ASCII: Unicode's tables are loaded by
+    the first non-ASCII character, which most documents never hold."""
+    import unicodedata
+
     return ch > "\uffff" or unicodedata.category(ch) in _HIDDEN
 
 
@@ -181,10 +191,17 @@ class _Walk:
 
 
 def _literal(value: Any) -> bool:
+    """Whether ``value`` is written as a literal block: lines of printable ASCII (which
+    ``str.isprintable`` says of exactly U+0020 to U+007E), none empty, none with a space at
+    either end, and no ``${env.``."""
     return (
         isinstance(value, str)
+        and value.isascii()
         and "${env." not in value
-        and _LITERAL_LINES.fullmatch(value) is not None
+        and all(
+            line.isprintable() and line[:1] not in ("", " ") and line[-1] != " "
+            for line in value.split("\n")
+        )
     )
 
 
@@ -225,8 +242,8 @@ def document_of(
 ) -> Document:
     """``data`` (a mapping; its ``models`` a mapping of model bodies) as a document, with
     comment lines: ``header`` at the top, ``before[id]`` above a model's key, ``after``
-    below the last model. Every comment is made one printable line. ``screened``: see
-    :class:`Document`."""
+    below the last model. Every comment is made one printable line. ``screened``: the ids
+    of the models a plan's screen passed (:attr:`Document.unscreened` leaves them out)."""
     walk = _Walk()
     plain: dict[str, Any] = {}
     for key, value in data.items():
@@ -256,7 +273,11 @@ def document_of(
             walk.out.append(walk.map_end)
             comments = _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
             pieces.append(walk.piece(comments, n, head if n == 0 else ()))
-    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after), screened)
+    unscreened = None
+    if screened and isinstance(plain["models"], dict):
+        left = {k: v for k, v in plain["models"].items() if k not in screened}
+        unscreened = {**plain, "models": left}
+    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after), unscreened)
 
 
 def _pure_emitter() -> Callable[..., Any]:

@@ -8,7 +8,7 @@ import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from .macros import MERGE_KEY, declared, load_problems, shell_line
+from .macros import MERGE_KEY, declared, model_problem, shell_line
 from .plan import Entry, Skip, render_token
 
 __all__ = [
@@ -88,7 +88,7 @@ def entry_body(entry: Entry, passthrough: dict[str, Any] | None = None) -> dict[
 
 def screened(entry: Entry, passthrough: dict[str, Any] | None, body: dict[str, Any]) -> bool:
     """Whether :func:`screen` passed exactly ``body`` (this entry's, for this passthrough):
-    llama-swap's macro pass (:func:`.macros.load_problems`) found nothing in it."""
+    llama-swap's macro pass (:func:`.macros.model_problem`) found nothing in it."""
     made = _BODIES.get(entry)
     return made is not None and made[2] and made[0] is passthrough and made[1] is body
 
@@ -122,9 +122,8 @@ def screen(entry: Entry, passthrough: dict[str, Any]) -> Entry | Skip:
     elif probed:  # a build id from a release tag: no escape in metadata, nor any user intent
         problem = f"its metadata {single_line(probed[0])[:80]!r} holds ${{…}}"
     else:
-        body = entry_body(entry, passthrough)
-        data = {"macros": passthrough.get("macros"), "models": {model_id: body}}
-        problem = load_problems(data)[1].get(model_id)
+        body = entry_body(entry, passthrough)  # the macro pass of a document of this model
+        problem = model_problem(model_id, body, declared(passthrough.get("macros")))
         if problem is None:
             _BODIES[entry] = (passthrough, body, True)
     if problem is None:

@@ -130,4 +130,6 @@ def save_parsed(
             os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:
             os.chmod(where, mode)
-        atomic_write_bytes(where, data, no_links_below=where.parent)
+        # an input cache: a crash may leave it old, empty or gone, which reads as no
+        # snapshot (its stamp holds the very bytes it was made from), so no fsync waits
+        atomic_write_bytes(where, data, no_links_below=where.parent, durable=False)

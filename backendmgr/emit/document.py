@@ -177,16 +177,29 @@ class _Walk:
     def mapping(self, value: Mapping[Any, Any], *, literal_cmd: bool = False) -> dict[str, Any]:
         """A mapping, block style; with ``literal_cmd`` (a model's body), its ``cmd`` of
         printable ASCII lines as a literal block (readable), anything else by the one rule."""
-        self.out.append(self.map_start)
+        out, strings = self.out, self._strings
+        out.append(self.map_start)
         plain: dict[str, Any] = {}
         for key, item in value.items():
-            name = self.string(str(key))  # the key's events before the value's
-            if literal_cmd and name == "cmd" and _literal(item):
+            name = str(key)  # the key's event before the value's; a known plain one inline
+            known = strings.get(name)
+            if known is None or known[1]:
+                self.string(name)
+            else:
+                out.append(known[0])
+            if type(item) is str and not (literal_cmd and name == "cmd"):
+                known = strings.get(item)  # :meth:`string`, inline for most values
+                if known is None or known[1]:
+                    self.string(item)
+                else:
+                    out.append(known[0])
+                plain[name] = item
+            elif literal_cmd and name == "cmd" and _literal(item):
                 plain[name] = str.__str__(item)
                 self.scalar(plain[name], "|")
             else:
                 plain[name] = self.value(item)
-        self.out.append(self.map_end)
+        out.append(self.map_end)
         return plain
 
 
@@ -194,15 +207,12 @@ def _literal(value: Any) -> bool:
     """Whether ``value`` is written as a literal block: lines of printable ASCII (which
     ``str.isprintable`` says of exactly U+0020 to U+007E), none empty, none with a space at
     either end, and no ``${env.``."""
-    return (
-        isinstance(value, str)
-        and value.isascii()
-        and "${env." not in value
-        and all(
-            line.isprintable() and line[:1] not in ("", " ") and line[-1] != " "
-            for line in value.split("\n")
-        )
-    )
+    if not isinstance(value, str) or not value.isascii() or "${env." in value:
+        return False
+    for line in value.split("\n"):
+        if not line or line[0] == " " or line[-1] == " " or not line.isprintable():
+            return False
+    return True
 
 
 def _scalar_text(value: Any) -> tuple[str, str | None]:

@@ -168,14 +168,27 @@ def _holds_macro(value: Any) -> bool:
     if kind is int or kind is float or kind is bool or value is None:
         return False  # the scalars of every entry, without the checks below
     if isinstance(value, dict):
-        return any(map(_holds_macro, value.values()))
-    if isinstance(value, list):
-        return any(map(_holds_macro, value))
+        items: Iterable[Any] = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return False
+    for item in items:  # an entry's strings and numbers here, its lists and mappings by a call
+        kind = type(item)
+        if kind is str:
+            if "${" in item:
+                return True
+        elif kind is int or kind is float or kind is bool or item is None:
+            continue
+        elif _holds_macro(item):
+            return True
     return False
 
 
 def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
     if isinstance(value, str):
+        if "${" not in value:  # every substitution done: most values, no pattern to run
+            return None
         for m in MACRO.finditer(value):
             if not (m.group(1) == "PID" and allow_pid):
                 return f"{where} holds unknown macro {m.group(0)!r}"

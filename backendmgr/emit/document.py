@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..immutable import frozen
-from .entries import HASH_PREFIX, entry_body, plain_safe, screened, single_line
+from .entries import HASH_PREFIX, plain_safe, screened_body, single_line
 from .plan import Entry, Skip
 
 __all__ = ["Document", "build_document", "document_of", "dump"]
@@ -413,8 +413,9 @@ def build_document(
             pending += _skip_lines(item)
             continue
         pending += [item.comment, *(f"NOTE {n}" for n in item.notes)]
-        body = models[model_id] = entry_body(item, passthrough)
-        if screened(item, passthrough, body):
+        body, passes = screened_body(item, passthrough)
+        models[model_id] = body
+        if passes:
             passed.add(model_id)
         else:  # an id given twice is checked as the body it ends with
             passed.discard(model_id)

@@ -12,7 +12,6 @@ import contextlib
 import threading
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Record", "collecting", "config_written", "current", "generated"]
@@ -21,14 +20,22 @@ __all__ = ["Record", "collecting", "config_written", "current", "generated"]
 _SHOWN = 12  # model ids a person is shown on the line that says a file was rewritten
 
 
-@dataclass(repr=False, eq=False)
 class Record:
-    """What one command changed so far."""
+    """What one command changed so far (a plain class: made once per command, and every edit
+    loads it, where a dataclass would cost its generated ``__init__``)."""
 
-    config: str | None = None  # the config file, when its text changed
-    output: str | None = None  # the llama-swap config, when it was rewritten
-    models: list[str] = field(default_factory=list)  # ids whose entries changed in it
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    __slots__ = ("config", "lock", "models", "output")
+
+    def __init__(
+        self,
+        config: str | None = None,
+        output: str | None = None,
+        models: list[str] | None = None,
+    ) -> None:
+        self.config = config  # the config file, when its text changed
+        self.output = output  # the llama-swap config, when it was rewritten
+        self.models: list[str] = [] if models is None else models  # ids whose entries changed
+        self.lock = threading.Lock()
 
     def document(self) -> dict[str, Any] | None:
         """``{"config": path, "generated": {"output": path, "models": [ids]}}``, leaving out

@@ -17,7 +17,6 @@ from ruamel.yaml.scalarbool import ScalarBoolean
 
 from .._yaml import check_yaml, yaml_problem
 from ..errors import ConfigError, did_you_mean, escaped, validation_problem
-from ..immutable import frozen
 from ..record import Record, validate
 from .models import BackendRow, ModelOverride, Settings
 
@@ -36,15 +35,23 @@ __all__ = [
 ]
 
 
-@frozen(slots=True, repr=False, eq=False)
 class LoadedConfig:
     """A config file as an edit needs it: its settings, its YAML document (comments kept),
     its bytes and its indentation."""
 
-    settings: Settings
-    doc: CommentedMap | None
-    raw: bytes
-    indent: tuple[int, int, int]
+    __slots__ = ("doc", "indent", "raw", "settings")
+
+    def __init__(
+        self,
+        settings: Settings,
+        doc: CommentedMap | None,
+        raw: bytes,
+        indent: tuple[int, int, int],
+    ) -> None:
+        self.settings = settings
+        self.doc = doc
+        self.raw = raw
+        self.indent = indent
 
 
 def empty() -> LoadedConfig:

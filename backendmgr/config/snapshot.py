@@ -46,22 +46,18 @@ def snapshot_path(config: Path) -> Path:
     return config.with_name(f".{config.name}.parsed.json")
 
 
-def _stamp(raw: bytes, parser: str, source: os.stat_result, digest: bool) -> dict[str, Any]:
+def _stamp(raw: bytes, parser: str, source: os.stat_result, digest: str | None) -> dict[str, Any]:
     """What a snapshot was made from: these bytes, by this parser, in this very file. The
     file's identity (device, inode) makes a snapshot that arrived with a copy of its source (a
     cloned dotfiles repository, an unpacked archive, a restored backup) no snapshot: the YAML a
     person reviewed decides, never a hidden file that came beside it. The bytes are kept as
     they are (each byte one character: JSON holds any), not as a digest: comparing a config's
     few kilobytes is exact and costs less than loading a hash function. ``digest``: their
-    SHA-256 instead, for a source of many kilobytes read by a command that hashes anyway
-    (the generated llama-swap config: its bytes would be most of the snapshot)."""
+    SHA-256 (hex) instead, for a source of many kilobytes read by a command that hashes it
+    anyway and gives the digest (the generated llama-swap config: its bytes would be most of
+    the snapshot)."""
     file = [source.st_dev, source.st_ino]
-    if digest:
-        from ..digest import sha256_hex
-
-        made: dict[str, Any] = {"sha256": sha256_hex(raw)}
-    else:
-        made = {"source": raw.decode("latin-1")}
+    made = {"sha256": digest} if digest is not None else {"source": raw.decode("latin-1")}
     return {"format": FORMAT, "backendmgr": __version__, "parser": parser, **made, "file": file}
 
 
@@ -78,11 +74,11 @@ def save_snapshot(config: Path, raw: bytes, parser: str, document: dict[str, Any
 
 
 def load_parsed(
-    where: Path, source: Path, raw: bytes, parser: str, *, digest: bool = False
+    where: Path, source: Path, raw: bytes, parser: str, *, digest: str | None = None
 ) -> dict[str, Any] | None:
     """The plain document kept at ``where`` for exactly ``raw`` (``source``'s bytes) as
-    ``parser`` read them, or ``None`` when none matches them (``digest``: as
-    :func:`save_parsed` was given it)."""
+    ``parser`` read them, or ``None`` when none matches them (``digest``: ``raw``'s SHA-256,
+    for a document :func:`save_parsed` was given one for)."""
     try:  # a link, a FIFO or a device in its place is no snapshot of ours (nor waited on)
         data, st = read_regular_stat(where, MAX_BYTES, follow=False)
         made_from = os.stat(source)
@@ -106,7 +102,7 @@ def save_parsed(
     parser: str,
     document: dict[str, Any],
     *,
-    digest: bool = False,
+    digest: str | None = None,
     plain: bool = False,
 ) -> None:
     """Keep ``document`` (what ``raw`` parsed to) at ``where``; replaced atomically, and a
@@ -114,7 +110,7 @@ def save_parsed(
     not give back equal (a number key, NaN, a date), or one over :data:`MAX_BYTES` (which
     no read would take), is not kept; ``plain``: the caller's document holds only string
     keys, lists and JSON's scalars (a safe load's, proved), so it is not read back to see.
-    ``digest``: stamped with the bytes' SHA-256, not the bytes (:func:`_stamp`). It holds
+    ``digest``: ``raw``'s SHA-256 (hex), stamped instead of the bytes (:func:`_stamp`). It holds
     what ``source`` holds, so nobody may read it who cannot read the source: it gets the
     source's mode."""
     with contextlib.suppress(OSError, ValueError, TypeError, RecursionError, LinkRefused):
@@ -134,4 +130,6 @@ def save_parsed(
             os.close(os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
         except FileExistsError:
             os.chmod(where, mode)
-        atomic_write_bytes(where, data, no_links_below=where.parent)
+        # an input cache: a crash may leave it old, empty or gone, which reads as no
+        # snapshot (its stamp holds the very bytes it was made from), so no fsync waits
+        atomic_write_bytes(where, data, no_links_below=where.parent, durable=False)

@@ -53,6 +53,9 @@ class DevicePlan:
     vendor: str | None = None
 
 
+_UNPINNED = DevicePlan()  # the plan of most models (immutable: one for them all)
+
+
 def build_vendor(res: Resolution, caps: Capabilities | None) -> str:
     """``cuda``, ``rocm``, ``vulkan``, ``sycl``, ``metal``, ``cpu`` or ``unknown``.
 
@@ -124,7 +127,7 @@ def plan_devices(
     """The entry's ``env`` and what to size for; a model without ``device`` only gets its
     own ``env`` words."""
     if not ov.device:
-        return DevicePlan(env=tuple(ov.env or ()))
+        return DevicePlan(env=tuple(ov.env)) if ov.env else _UNPINNED
     devices = device_indices(ov.device)
     vendor = build_vendor(res, caps)
     words = device_variables(vendor, devices)

@@ -32,35 +32,40 @@ import datetime
 import io
 import json
 import math
-import re
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..immutable import frozen
-from .entries import HASH_PREFIX, entry_body, plain_safe, screened, single_line
+from .entries import HASH_PREFIX, plain_safe, screened_body, single_line
 from .plan import Entry, Skip
 
 __all__ = ["Document", "build_document", "document_of", "dump"]
 
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-# lines of printable ASCII, no edge spaces, none empty: a text it matches is a literal block
-_LITERAL_LINES = re.compile(r"[!-~](?:[ -~]*[!-~])?(?:\n[!-~](?:[ -~]*[!-~])?)*")
 _WIDTH = 1 << 30  # never fold a long path or command line
 _MODELS_LINE = "models:\n"
 _MODEL_COMMENT = "  # "  # a comment line above a model key, at its indent
 
 
-@frozen(repr=False, eq=False)
 class _Piece:
     """One whole YAML document of the text: the comment lines above it (each ending in its
     line break), its events, whether its non-ASCII is escaped, and which model it writes."""
 
-    comments: tuple[str, ...]
-    events: list[Any]
-    escape: bool
-    model: int | None = None  # the how-manieth model the piece writes, if it writes one
-    head: tuple[str, ...] = ()  # the header, when the first model's piece is the first piece
+    __slots__ = ("comments", "escape", "events", "head", "model")
+
+    def __init__(
+        self,
+        comments: tuple[str, ...],
+        events: list[Any],
+        escape: bool,
+        model: int | None = None,
+        head: tuple[str, ...] = (),
+    ) -> None:
+        self.comments = comments
+        self.events = events
+        self.escape = escape
+        self.model = model  # the how-manieth model the piece writes, if it writes one
+        self.head = head  # the header, when the first model's piece is the first piece
 
 
 @frozen(repr=False, eq=False)
@@ -72,12 +77,17 @@ class Document:
     data: dict[str, Any]
     pieces: tuple[_Piece, ...]
     after: tuple[str, ...] = ()
-    # the models whose bodies a plan's screen already passed through llama-swap's macro pass,
-    # with the macros of ``data``: the check before the write does not run it on them again
-    screened: frozenset[str] = frozenset()
+    # ``data`` less the models whose bodies a plan's screen already passed through llama-swap's
+    # macro pass with these very macros: what the check before the write still runs it on
+    # (None: all of ``data``)
+    unscreened: dict[str, Any] | None = None
 
 
 def _hidden(ch: str) -> bool:
+    """Whether ``ch`` (not ASCII) makes its piece all-ASCII: Unicode's tables are loaded by
+    the first non-ASCII character, which most documents never hold."""
+    import unicodedata
+
     return ch > "\uffff" or unicodedata.category(ch) in _HIDDEN
 
 
@@ -167,25 +177,42 @@ class _Walk:
     def mapping(self, value: Mapping[Any, Any], *, literal_cmd: bool = False) -> dict[str, Any]:
         """A mapping, block style; with ``literal_cmd`` (a model's body), its ``cmd`` of
         printable ASCII lines as a literal block (readable), anything else by the one rule."""
-        self.out.append(self.map_start)
+        out, strings = self.out, self._strings
+        out.append(self.map_start)
         plain: dict[str, Any] = {}
         for key, item in value.items():
-            name = self.string(str(key))  # the key's events before the value's
-            if literal_cmd and name == "cmd" and _literal(item):
+            name = str(key)  # the key's event before the value's; a known plain one inline
+            known = strings.get(name)
+            if known is None or known[1]:
+                self.string(name)
+            else:
+                out.append(known[0])
+            if type(item) is str and not (literal_cmd and name == "cmd"):
+                known = strings.get(item)  # :meth:`string`, inline for most values
+                if known is None or known[1]:
+                    self.string(item)
+                else:
+                    out.append(known[0])
+                plain[name] = item
+            elif literal_cmd and name == "cmd" and _literal(item):
                 plain[name] = str.__str__(item)
                 self.scalar(plain[name], "|")
             else:
                 plain[name] = self.value(item)
-        self.out.append(self.map_end)
+        out.append(self.map_end)
         return plain
 
 
 def _literal(value: Any) -> bool:
-    return (
-        isinstance(value, str)
-        and "${env." not in value
-        and _LITERAL_LINES.fullmatch(value) is not None
-    )
+    """Whether ``value`` is written as a literal block: lines of printable ASCII (which
+    ``str.isprintable`` says of exactly U+0020 to U+007E), none empty, none with a space at
+    either end, and no ``${env.``."""
+    if not isinstance(value, str) or not value.isascii() or "${env." in value:
+        return False
+    for line in value.split("\n"):
+        if not line or line[0] == " " or line[-1] == " " or not line.isprintable():
+            return False
+    return True
 
 
 def _scalar_text(value: Any) -> tuple[str, str | None]:
@@ -225,8 +252,8 @@ def document_of(
 ) -> Document:
     """``data`` (a mapping; its ``models`` a mapping of model bodies) as a document, with
     comment lines: ``header`` at the top, ``before[id]`` above a model's key, ``after``
-    below the last model. Every comment is made one printable line. ``screened``: see
-    :class:`Document`."""
+    below the last model. Every comment is made one printable line. ``screened``: the ids
+    of the models a plan's screen passed (:attr:`Document.unscreened` leaves them out)."""
     walk = _Walk()
     plain: dict[str, Any] = {}
     for key, value in data.items():
@@ -256,7 +283,11 @@ def document_of(
             walk.out.append(walk.map_end)
             comments = _lines(_MODEL_COMMENT, (before or {}).get(model_id, ()))
             pieces.append(walk.piece(comments, n, head if n == 0 else ()))
-    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after), screened)
+    unscreened = None
+    if screened and isinstance(plain["models"], dict):
+        left = {k: v for k, v in plain["models"].items() if k not in screened}
+        unscreened = {**plain, "models": left}
+    return Document(plain, tuple(pieces), _lines(_MODEL_COMMENT, after), unscreened)
 
 
 def _pure_emitter() -> Callable[..., Any]:
@@ -382,8 +413,9 @@ def build_document(
             pending += _skip_lines(item)
             continue
         pending += [item.comment, *(f"NOTE {n}" for n in item.notes)]
-        body = models[model_id] = entry_body(item, passthrough)
-        if screened(item, passthrough, body):
+        body, passes = screened_body(item, passthrough)
+        models[model_id] = body
+        if passes:
             passed.add(model_id)
         else:  # an id given twice is checked as the body it ends with
             passed.discard(model_id)

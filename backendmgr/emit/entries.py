@@ -8,7 +8,7 @@ import re
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from .macros import MERGE_KEY, declared, load_problems, shell_line
+from .macros import MERGE_KEY, declared, model_problem, shell_line
 from .plan import Entry, Skip, render_token
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
     "entry_env",
     "plain_safe",
     "screen",
-    "screened",
+    "screened_body",
     "single_line",
 ]
 
@@ -78,19 +78,21 @@ _BODIES = WeakKeyDictionary()
 def entry_body(entry: Entry, passthrough: dict[str, Any] | None = None) -> dict[str, Any]:
     """The entry's model mapping as plain data: what llama-swap must read back. Read only:
     the same mapping is given for the same entry and passthrough."""
+    return screened_body(entry, passthrough)[0]
+
+
+def screened_body(
+    entry: Entry, passthrough: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], bool]:
+    """:func:`entry_body`, and whether :func:`screen` passed that very body (for this
+    passthrough): llama-swap's macro pass (:func:`.macros.model_problem`) found nothing in
+    it. One look-up for both: a write asks for every entry."""
     made = _BODIES.get(entry)
     if made is not None and made[0] is passthrough:
-        return made[1]
+        return made[1], made[2]
     body = _body(entry, passthrough)
     _BODIES[entry] = (passthrough, body, False)
-    return body
-
-
-def screened(entry: Entry, passthrough: dict[str, Any] | None, body: dict[str, Any]) -> bool:
-    """Whether :func:`screen` passed exactly ``body`` (this entry's, for this passthrough):
-    llama-swap's macro pass (:func:`.macros.load_problems`) found nothing in it."""
-    made = _BODIES.get(entry)
-    return made is not None and made[2] and made[0] is passthrough and made[1] is body
+    return body, False
 
 
 def _body(entry: Entry, passthrough: dict[str, Any] | None) -> dict[str, Any]:
@@ -122,11 +124,11 @@ def screen(entry: Entry, passthrough: dict[str, Any]) -> Entry | Skip:
     elif probed:  # a build id from a release tag: no escape in metadata, nor any user intent
         problem = f"its metadata {single_line(probed[0])[:80]!r} holds ${{…}}"
     else:
-        body = entry_body(entry, passthrough)
-        data = {"macros": passthrough.get("macros"), "models": {model_id: body}}
-        problem = load_problems(data)[1].get(model_id)
-        if problem is None:
-            _BODIES[entry] = (passthrough, body, True)
+        made = _BODIES.get(entry)  # the body, made once per entry and passthrough
+        body = made[1] if made is not None and made[0] is passthrough else _body(entry, passthrough)
+        # the macro pass of a document of this model
+        problem = model_problem(model_id, body, declared(passthrough.get("macros")))
+        _BODIES[entry] = (passthrough, body, problem is None)
     if problem is None:
         return entry
     reason = f"llama-swap would refuse it: {problem}; rename the file or change the setting"

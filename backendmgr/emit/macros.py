@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from .expand import (
@@ -36,6 +36,7 @@ __all__ = [
     "env_names",
     "load_problems",
     "macro_problem",
+    "model_problem",
     "shell_line",
     "shell_word",
     "value_problem",
@@ -110,7 +111,10 @@ def shell_line(text: str, defined: Collection[str]) -> str:
 
 
 def env_names(text: str) -> list[str]:
-    """The ``NAME`` of every ``${env.NAME}`` in ``text``."""
+    """The ``NAME`` of every ``${env.NAME}`` in ``text`` (the pattern is compiled only for a
+    text that could hold one: most values an edit sets hold none)."""
+    if "${env." not in text:
+        return []
     return [m.group(1) for m in re.finditer(ENV_MACRO, text)]
 
 
@@ -164,14 +168,27 @@ def _holds_macro(value: Any) -> bool:
     if kind is int or kind is float or kind is bool or value is None:
         return False  # the scalars of every entry, without the checks below
     if isinstance(value, dict):
-        return any(map(_holds_macro, value.values()))
-    if isinstance(value, list):
-        return any(map(_holds_macro, value))
+        items: Iterable[Any] = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return False
+    for item in items:  # an entry's strings and numbers here, its lists and mappings by a call
+        kind = type(item)
+        if kind is str:
+            if "${" in item:
+                return True
+        elif kind is int or kind is float or kind is bool or item is None:
+            continue
+        elif _holds_macro(item):
+            return True
     return False
 
 
 def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
     if isinstance(value, str):
+        if "${" not in value:  # every substitution done: most values, no pattern to run
+            return None
         for m in MACRO.finditer(value):
             if not (m.group(1) == "PID" and allow_pid):
                 return f"{where} holds unknown macro {m.group(0)!r}"
@@ -189,14 +206,10 @@ def _left_over(value: Any, where: str, allow_pid: bool) -> str | None:
     return None
 
 
-def load_problems(
-    data: Mapping[str, Any], passed: Collection[str] = ()
-) -> tuple[list[str], dict[str, str]]:
+def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     """llama-swap's macro pass over a parsed document, after its ``${env.NAME}`` pass: the
     problems of the document as a whole, and of each model by id. Every top-level key is
-    checked (llama-swap checks those it knows: stricter is safe). ``passed``: ids of models
-    this pass already found nothing in, with these very macros and bodies (not checked
-    again)."""
+    checked (llama-swap checks those it knows: stricter is safe)."""
     top: list[str] = []
     glob = declared(data.get("macros"))
     top += [p for n, v in glob if (p := macro_problem(n, v))]
@@ -213,35 +226,59 @@ def load_problems(
     for model_id, body in models.items():
         if type(body) is not dict and not isinstance(body, Mapping):  # the ABC's check: slow
             continue
-        if model_id in passed:
-            continue
-        own = declared(body["macros"]) if "macros" in body else []
-        bad = next((p for n, v in own if (p := macro_problem(n, v))), None) if own else None
-        if bad is not None:
-            per_model[str(model_id)] = bad
-            continue
-        model = {k: v for k, v in body.items() if k != "macros"}
-        for field in ("cmd", "cmdStop"):
-            if isinstance(model.get(field), str):
-                model[field] = strip_comments(model[field])
-        model.setdefault("proxy", DEFAULT_PROXY)
-        if model["proxy"] is None:
-            model["proxy"] = DEFAULT_PROXY
-        merged = merge_macros(str(model_id), glob, own)
-        done = {f: _substitute_all(model[f], merged) for f in ("cmd", "proxy") if f in model}
-        cmd, proxy = done.get("cmd"), done["proxy"]
-        cmd_port = isinstance(cmd, str) and "${PORT}" in cmd
-        if not cmd_port and isinstance(proxy, str) and "${PORT}" in proxy:
-            per_model[str(model_id)] = "proxy uses ${PORT} but cmd does not"
-            continue
-        for field, value in model.items():
-            if not _holds_macro(value):
-                continue  # no substitution changes it, and no macro is left in it
-            value = done[field] if field in done else _substitute_all(value, merged)
-            if cmd_port:
-                value = substitute(value, "PORT", 5800)
-            found = _left_over(value, str(field), field == "cmdStop")
-            if found is not None:
-                per_model[str(model_id)] = found
-                break
+        problem = model_problem(str(model_id), body, glob)
+        if problem is not None:
+            per_model[str(model_id)] = problem
     return top, per_model
+
+
+def model_problem(
+    model_id: str, body: Mapping[Any, Any], glob: list[tuple[str, Any]]
+) -> str | None:
+    """What llama-swap's macro pass refuses in one model's body (``glob``: the global macros):
+    its own macros, checked, then ``cmd`` and ``cmdStop`` without their comment lines, ``proxy``
+    (llama-swap's default where unset) and every other value, each after the macros and
+    ``${PORT}`` are substituted, in the body's order (an unset ``proxy`` last). Reads the body
+    in place: only the values that hold a ``${`` are copied, by their substitution."""
+    own = declared(body["macros"]) if "macros" in body else []
+    bad = next((p for n, v in own if (p := macro_problem(n, v))), None) if own else None
+    if bad is not None:
+        return bad
+    merged = merge_macros(model_id, glob, own)
+    cmd = body.get("cmd")
+    if isinstance(cmd, str):
+        cmd = strip_comments(cmd)
+    proxy = body.get("proxy")
+    if proxy is None:
+        proxy = DEFAULT_PROXY
+    cmd_done = _substitute_all(cmd, merged) if "cmd" in body else None
+    proxy_done = _substitute_all(proxy, merged)
+    cmd_port = isinstance(cmd_done, str) and "${PORT}" in cmd_done
+    if not cmd_port and isinstance(proxy_done, str) and "${PORT}" in proxy_done:
+        return "proxy uses ${PORT} but cmd does not"
+    fields: Iterable[tuple[Any, Any]] = body.items()
+    if "proxy" not in body:
+        fields = (*body.items(), ("proxy", proxy))
+    for field, value in fields:
+        if field == "macros":
+            continue
+        if field == "cmd":
+            value, done = cmd, cmd_done
+        elif field == "proxy":
+            value, done = proxy, proxy_done
+        else:
+            if field == "cmdStop" and isinstance(value, str):
+                value = strip_comments(value)
+            done = _UNDONE
+        if not _holds_macro(value):
+            continue  # no substitution changes it, and no macro is left in it
+        value = _substitute_all(value, merged) if done is _UNDONE else done
+        if cmd_port:
+            value = substitute(value, "PORT", 5800)
+        found = _left_over(value, str(field), field == "cmdStop")
+        if found is not None:
+            return found
+    return None
+
+
+_UNDONE = object()  # a value whose macros are not substituted yet

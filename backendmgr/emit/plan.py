@@ -255,7 +255,8 @@ def _llama(
     notes += _flag_notes(build, left_out, (ov.extra_args or "").strip(SHELL_SPACE))
     caps["context"] = ctx
     est = sizing.est_vram_gb
-    notes += over_budget(ov.ctx, est, [budget, _card(pinned or card_gb)])
+    if ov.ctx:  # only a pinned context can be over budget (the card's Budget made then)
+        notes += over_budget(ov.ctx, est, [budget, _card(pinned or card_gb)])
     extra = [f"ctx {ctx}", model.role] if model.role != "chat" else [f"ctx {ctx}"]
     extra += [f"device {ov.device}"] if dev.devices else []
     return Entry(
@@ -395,7 +396,8 @@ def _vllm(
     )
     caps: dict[str, Any] = {"in": ["text"], "out": ["text"], "context": sizing.max_model_len}
     notes = [*dev_notes, *sizing.notes]
-    notes += over_budget(ov.ctx, sizing.need_gb, [budget, _card(card_gb)])
+    if ov.ctx:
+        notes += over_budget(ov.ctx, sizing.need_gb, [budget, _card(card_gb)])
     if "--tool-call-parser" in theirs:
         caps["tools"] = True
     elif parser:

@@ -17,17 +17,22 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..config.models import Settings
+from ..digest import sha256_hex
 from ..record import plain
 from ..registry.kinds import classes_of, normalize_kind
 from .entries import HASH_PREFIX
 
 __all__ = [
     "EMITTER_VERSION",
+    "MAX_OUTPUT",
+    "Current",
     "edited_by_hand",
     "file_digest",
+    "header_hash",
     "inputs_hash",
     "keep_copy",
     "output_hash",
+    "read_current",
     "record_written",
     "written_record",
 ]
@@ -63,15 +68,26 @@ def inputs_hash(
     return digest.hexdigest()
 
 
+_HEAD = 64 << 10  # the bytes of an output's start its header is looked for in
+MAX_OUTPUT = 8 << 20
+"""The largest output a rewrite reads whole (to say which entries changed); a bigger one (no
+file backendmgr writes) is only hashed, streamed."""
+
+
 def output_hash(path: Path) -> str | None:
     """The inputs hash recorded in an existing output's header, if it has one."""
     from .._fs import read_regular
 
     try:  # a FIFO in its place is no output of ours, and is not waited on
-        head = read_regular(path, 64 << 10)[: 64 << 10]
+        head = read_regular(path, _HEAD)
     except OSError:
         return None
-    for line in head.split(b"\n")[:5]:
+    return header_hash(head)
+
+
+def header_hash(raw: bytes) -> str | None:
+    """The inputs hash in the header of an output whose bytes (or first bytes) are ``raw``."""
+    for line in raw[:_HEAD].split(b"\n")[:5]:
         text = line.decode("utf-8", "replace")
         if text.startswith(HASH_PREFIX):
             return text[len(HASH_PREFIX) :].strip()
@@ -94,15 +110,14 @@ def file_digest(path: Path) -> str | None:
 
 def written_record(home: Path, target: Path) -> Path:
     """Where the digest of what backendmgr last wrote to ``target`` is kept (one per output)."""
-    key = hashlib.sha256(str(target).encode()).hexdigest()[:24]
-    return home / "generated" / f"{key}.sha256"
+    return home / "generated" / f"{sha256_hex(str(target).encode())[:24]}.sha256"
 
 
-def record_written(record: Path, data: bytes) -> None:
+def record_written(record: Path, digest: str) -> None:
+    """Keep ``digest`` (:func:`..digest.sha256_hex` of the bytes just written) as the record."""
     from .._fs import atomic_write_bytes
 
-    digest = hashlib.sha256(data).hexdigest().encode() + b"\n"
-    atomic_write_bytes(record, digest, no_links_below=record.parent)
+    atomic_write_bytes(record, digest.encode() + b"\n", no_links_below=record.parent)
 
 
 def _recorded(record: Path) -> str | None:
@@ -115,18 +130,61 @@ def _recorded(record: Path) -> str | None:
     return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
 
 
-def edited_by_hand(record: Path, target: Path) -> bool:
-    """True when ``target`` exists and is not what backendmgr last wrote there.
+class Current:
+    """What is at an output before a rewrite replaces it, read once (:func:`read_current`):
+    whether it was edited by hand, its header and the entries it held all come from the
+    same bytes."""
+
+    __slots__ = ("digest", "exists", "header", "is_file", "raw")
+
+    def __init__(
+        self,
+        exists: bool,
+        is_file: bool = False,
+        raw: bytes | None = None,
+        digest: str | None = None,
+        header: str | None = None,
+    ) -> None:
+        self.exists = exists  # anything at the path: a folder or a FIFO too
+        self.is_file = is_file  # a regular file (through a link)
+        self.raw = raw  # its bytes; None: unreadable, or larger than MAX_OUTPUT
+        self.digest = digest  # the SHA-256 of its bytes (None: unreadable)
+        self.header = header  # the inputs hash its header records (:func:`header_hash`)
+
+
+def read_current(target: Path) -> Current:
+    """The output at ``target`` as it is now (blocking, for a worker thread). A FIFO or a
+    device in its place is never opened so as to wait, nor read."""
+    from .._fs import open_regular
+
+    if not target.is_file():
+        return Current(target.exists())
+    try:
+        with open_regular(target) as fh:
+            raw = fh.read(MAX_OUTPUT + 1)
+            if len(raw) <= MAX_OUTPUT:
+                return Current(True, True, raw, sha256_hex(raw), header_hash(raw))
+            fh.seek(0)  # no file of ours: hashed to its end, streamed; its entries go unread
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            return Current(True, True, None, digest, header_hash(raw))
+    except OSError:
+        return Current(True, True)
+
+
+def edited_by_hand(record: Path, target: Path, current: Current | None = None) -> bool:
+    """True when ``target`` exists and is not what backendmgr last wrote there (``current``:
+    what is there, when the caller has read it already).
 
     A file with no record is ours only if it carries our header (one written before records
     existed); a file without one was written by someone else and is theirs.
     """
-    if not target.is_file():
-        return target.exists()  # a folder or other odd thing where the output goes
+    now = read_current(target) if current is None else current
+    if not now.is_file:
+        return now.exists  # a folder or other odd thing where the output goes
     expected = _recorded(record)
     if expected is None:
-        return output_hash(target) is None
-    return file_digest(target) != expected
+        return now.header is None
+    return now.digest != expected
 
 
 def keep_copy(target: Path) -> Path:

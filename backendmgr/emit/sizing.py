@@ -118,6 +118,9 @@ def _knob(value: str | None) -> int | None:
     return min(n, MAX_KNOB) if n is not None and n > 0 else None
 
 
+_DEFAULT_KNOBS = LlamaKnobs()
+
+
 def llama_knobs(extra_args: str | None) -> LlamaKnobs:
     """Read ``-np``/``--parallel``, ``-ub``/``--ubatch-size``, ``-b``, ``--swa-full`` and
     ``-kvu``/``--kv-unified`` from the user's arguments; llama-server's defaults otherwise.
@@ -125,10 +128,12 @@ def llama_knobs(extra_args: str | None) -> LlamaKnobs:
     An explicit ``-np N`` gives N slots with one cache stream each (llama-server turns on the
     unified cache only for its automatic slot count) unless ``--kv-unified`` is also given.
     """
+    if not extra_args:
+        return _DEFAULT_KNOBS  # most models: llama-server's own defaults
     try:
-        tokens = shlex.split(extra_args) if extra_args else []  # a lexer made for nothing
+        tokens = shlex.split(extra_args)
     except ValueError:
-        tokens = (extra_args or "").split()
+        tokens = extra_args.split()
     values: dict[str, str | None] = {}
     for i, tok in enumerate(tokens[:MAX_KNOB]):
         name, eq, inline = tok.partition("=")

@@ -10,7 +10,7 @@ problem, never "ok".
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.error import YAMLError
@@ -88,9 +88,10 @@ def _model_shape(model_id: Any, body: Any) -> list[str]:
     return problems
 
 
-def check_shape(data: Any, passed: Collection[str] = ()) -> list[str]:
+def check_shape(data: Any, unscreened: dict[str, Any] | None = None) -> list[str]:
     """What llama-swap needs of the document, from its schema, for what backendmgr writes
-    (``passed``: models whose macros were checked in these very bodies, :func:`macro_problems`)."""
+    (``unscreened``: what of ``data`` llama-swap's macro pass still has to read,
+    :attr:`.document.Document.unscreened`; all of it by default)."""
     if not isinstance(data, dict):
         return ["the document is not a mapping"]
     problems = [
@@ -111,23 +112,20 @@ def check_shape(data: Any, passed: Collection[str] = ()) -> list[str]:
                     f"model {single_line(repr(model_id))}: alias {single_line(repr(alias))} "
                     f"is model {single_line(repr(owner[alias]))}'s too"
                 )
-    return problems + macro_problems(data, passed)
-
-
-def macro_problems(data: dict[Any, Any], passed: Collection[str] = ()) -> list[str]:
-    """What llama-swap's macro pass refuses (:func:`.macros.load_problems`), each naming the
-    model and the value; a model id its ``${env.NAME}`` pass would rewrite, too. ``passed``:
-    ids of models whose bodies the pass already checked with these macros (a plan's screen:
-    :attr:`.document.Document.screened`), not checked twice."""
-    top, per_model = load_problems({str(k): v for k, v in data.items()}, passed)
-    problems = [single_line(p) for p in top]
-    problems += [f"model {single_line(repr(m))}: {single_line(p)}" for m, p in per_model.items()]
-    models = data.get("models")
-    problems += [
+    problems += macro_problems(data if unscreened is None else unscreened)
+    return problems + [
         f"model {single_line(repr(m))}: its id holds ${{env.…}}, which llama-swap would rewrite"
-        for m in (models if isinstance(models, dict) else {})
+        for m in models
         if "${env." in str(m)
     ]
+
+
+def macro_problems(data: dict[Any, Any]) -> list[str]:
+    """What llama-swap's macro pass refuses (:func:`.macros.load_problems`), each naming the
+    model and the value."""
+    top, per_model = load_problems({str(k): v for k, v in data.items()})
+    problems = [single_line(p) for p in top]
+    problems += [f"model {single_line(repr(m))}: {single_line(p)}" for m, p in per_model.items()]
     return problems
 
 
@@ -150,7 +148,7 @@ def reread_emitted(
     (:func:`_reads_back`): no tree is built. Only a refused text is loaded, to say where."""
     meant = document.data
     if _reads_back(text, meant, pure=pure):
-        return meant, check_shape(meant, document.screened)
+        return meant, check_shape(meant, document.unscreened)
     try:
         data = _safe(pure).load(text)
     except (YAMLError, ValueError, RecursionError) as exc:

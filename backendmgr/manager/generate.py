@@ -3,7 +3,6 @@ file, and the regeneration every change ends with (after adopting builds into th
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
@@ -14,6 +13,7 @@ from .._inline import in_thread
 from .._locks import hold
 from ..changes import generated
 from ..config.models import BackendRow, Settings
+from ..digest import sha256_hex
 from ..errors import BackendmgrError, InvalidInput, VerificationError
 from ..registry import rows as registry
 from .context import Context
@@ -21,6 +21,7 @@ from .context import Context
 if TYPE_CHECKING:  # a change that does not regenerate (install --no-generate) loads none
     from ..api_models import GeneratedText, GenerateResult
     from ..emit.plan import Entry, Skip
+    from ..emit.regen import Current
     from ..requests import GenerateRequest
     from .findings import Finding
     from .models import Models, Plan
@@ -82,7 +83,7 @@ class Generator:
         llama-swap config is the user's, and gets nothing but the file (and a .bak)."""
         locks = self.ctx.paths.locks
         locks.mkdir(parents=True, exist_ok=True)
-        return locks / f"output-{hashlib.sha256(str(target).encode()).hexdigest()[:16]}.lock"
+        return locks / f"output-{sha256_hex(str(target).encode())[:16]}.lock"
 
     async def generate(self, req: GenerateRequest) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""
@@ -116,7 +117,7 @@ class Generator:
         from ..emit.regen import (
             edited_by_hand,
             keep_copy,
-            output_hash,
+            read_current,
             record_written,
             written_record,
         )
@@ -125,14 +126,15 @@ class Generator:
         entries = plan.entries()
         skipped = [p for p in plan.plans if isinstance(p, Skip)]
         skipped += [Skip(s.id, s.path, s.reason) for s in plan.found.skipped]
-        current = output_hash(target) if target.exists() else None
-        record = written_record(self.ctx.paths.home, target)
-        edited = await in_thread(edited_by_hand, record, target)
         result = _Rewrite(target, len(entries), skipped)
         if check:
             await self._check(plan, target)
             return result
-        if current == plan.digest and not force and not edited:
+        # the file as it is now, read and hashed once: hand edits, its header, its entries
+        current = await in_thread(read_current, target)
+        record = written_record(self.ctx.paths.home, target)
+        edited = await in_thread(edited_by_hand, record, target, current)
+        if current.header == plan.digest and not force and not edited:
             return result
         document = build_document(
             version=__version__,
@@ -154,12 +156,13 @@ class Generator:
             result.backup = str(backup)
             result.warnings.append(f"{target} was modified by hand; kept that copy as {backup}")
         body = text.encode()
+        digest = sha256_hex(body)
         models = data.get("models")
         new = models if isinstance(models, dict) else {}
-        before = await in_thread(_old_models, record, target)
+        before = await in_thread(_old_models, record, target, current)
         await in_thread(atomic_write_bytes, target, body)
-        await in_thread(record_written, record, body)
-        await in_thread(_keep_models, record, target, body, new)
+        await in_thread(record_written, record, digest)
+        await in_thread(_keep_models, record, target, body, digest, new)
         result.written = True
         result.models_changed = _changed_models(before, new)
         generated(target, result.models_changed)
@@ -323,32 +326,35 @@ def _parsed_path(record: Path) -> Path:
     return record.with_name(record.stem + ".parsed.json")
 
 
-def _old_models(record: Path, target: Path) -> dict[str, Any] | None:
-    """The models of the file about to be replaced, to say which entries changed: the kept
-    parse when its bytes are those backendmgr wrote, else the file parsed (bounded). An
-    absent or unreadable file has none; None: it is no YAML mapping of models."""
-    from .._yaml import parser_name, read_limited
+def _old_models(record: Path, target: Path, current: Current) -> dict[str, Any] | None:
+    """The models of the file about to be replaced (``current``: its bytes, read once), to
+    say which entries changed: the kept parse when its bytes are those backendmgr wrote, else
+    the file parsed (bounded). An absent or unreadable file has none; None: it is no YAML
+    mapping of models."""
+    from .._yaml import parser_name
     from ..config.snapshot import load_parsed
 
-    try:
-        raw = read_limited(target)
-    except (OSError, BackendmgrError):
+    if current.raw is None or current.digest is None:
         return {}
-    kept = load_parsed(_parsed_path(record), target, raw, f"{parser_name()} safe", digest=True)
+    parser = f"{parser_name()} safe"
+    kept = load_parsed(_parsed_path(record), target, current.raw, parser, digest=current.digest)
     if kept is not None:
         return kept
-    return _models_of(raw.decode("utf-8", "replace"))
+    return _models_of(current.raw.decode("utf-8", "replace"))
 
 
-def _keep_models(record: Path, target: Path, body: bytes, models: dict[str, Any]) -> None:
+def _keep_models(
+    record: Path, target: Path, body: bytes, digest: str, models: dict[str, Any]
+) -> None:
     """Keep what was just written as parsed (an input of the next rewrite's comparison,
-    stamped with the digest of the bytes it came from: a hand edit or another version is
-    parsed again). ``models`` is what the text was proved to read back as: plain data."""
+    stamped with ``digest``, the SHA-256 of ``body``, the bytes it came from: a hand edit or
+    another version is parsed again). ``models`` is what the text was proved to read back
+    as: plain data."""
     from .._yaml import parser_name
     from ..config.snapshot import save_parsed
 
     parser = f"{parser_name()} safe"
-    save_parsed(_parsed_path(record), target, body, parser, models, digest=True, plain=True)
+    save_parsed(_parsed_path(record), target, body, parser, models, digest=digest, plain=True)
 
 
 def _models_of(text: str) -> dict[str, Any] | None:

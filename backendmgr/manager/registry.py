@@ -21,7 +21,6 @@ from ..config.models import (
     unset_env,
 )
 from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, escaped, unknown
-from ..immutable import frozen
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
 from .facts import discover, pinned_by
@@ -53,13 +52,15 @@ __all__ = ["SETTABLE_KEYS", "Registry"]
 T = TypeVar("T")
 
 
-@frozen(eq=False)
 class Registry:
     """The rows of the registry and the per-model overrides; every change regenerates."""
 
-    ctx: Context
-    models: Models
-    generator: Generator
+    __slots__ = ("ctx", "generator", "models")
+
+    def __init__(self, ctx: Context, models: Models, generator: Generator) -> None:
+        self.ctx = ctx
+        self.models = models
+        self.generator = generator
 
     async def _mutate(
         self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool

@@ -247,9 +247,13 @@ def test_the_check_before_the_write_skips_only_the_macros_the_screen_passed() ->
     assert screen(good, passthrough) is good
     assert isinstance(screen(bad, passthrough), Skip)  # the screen leaves it out of a plan
     document = built(passthrough)
-    assert document.screened == {"good"}
+    assert document.unscreened is not None
+    assert list(document.unscreened["models"]) == ["bad"]  # "good" is not checked again
+    assert {k: v for k, v in document.unscreened.items() if k != "models"} == {
+        k: v for k, v in document.data.items() if k != "models"
+    }
     problems = reread_emitted(document, dump(document))[1]
     assert problems == ["model 'bad': description holds unknown macro '${nope}'"], problems
     other = built(dict(passthrough))  # another passthrough: its macros are checked anew
-    assert other.screened == frozenset()
+    assert other.unscreened is None
     assert reread_emitted(other, dump(other))[1] == problems

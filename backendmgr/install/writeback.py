@@ -30,7 +30,7 @@ __all__ = ["FLUSH_BYTES", "WRITEBACK_BYTES", "EarlyFlush", "start_writeback"]
 # Each large file's pages go to the disk from this many bytes on, while the unpack goes on
 WRITEBACK_BYTES = 4 << 20
 # and the disk's cache is flushed, in a thread of its own, each time this many more are written
-FLUSH_BYTES = 16 << 20
+FLUSH_BYTES = 8 << 20
 _SYNC_FILE_RANGE_WRITE = 2
 # what a file system says when it cannot flush a file: the syncfs does it
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EROFS}

@@ -440,6 +440,8 @@ STAGE_NAMES = {
     "write": "file writes, in their own thread (overlapping the unpack)",
     "write_cpu": "of which the writing thread's CPU",
     "write_backlog": "the unpacking thread waiting for the writes to catch up",
+    "flush": "the disk's cache flushed early, in a thread of its own (overlapping the unpack)",
+    "flush_wait": "waiting for the last early flush",
     "unpack_after_download": "unpack after the download ended",
     "zip_finish": "zip: central directory check, modes, links, members past 2048",
     "extract": "unpack again from the whole file",

@@ -25,23 +25,17 @@ from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from . import stages
 from .builds import BuildStore
-from .commit import check_staged, commit_staged
 from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
-from .extract import (
-    MAX_TOTAL,
-    ExtractReport,
-    archive_format,
-    extract,
-    extract_stream,
-    find_executable,
-    streamable,
-)
-from .inflate import keep_pieces_in_heap
+from .formats import MAX_TOTAL, archive_format, streamable
 from .locked import check_locked_assets, verify_locked
 from .store import AssetRecord, Receipt
 from .verify import Published, VerifiedBy, algorithms_for, parse_checksums, verify
 
+# The unpacking machinery (extract.py, zipstream.py: tarfile, zipfile, ISA-L, the writing
+# threads) and the smoke check load only once the download has started, in the unpacking
+# thread and after the download: none of it is needed before, when nothing else could run.
 if TYPE_CHECKING:
+    from .extract import ExtractReport
     from .zipstream import StreamedZip
 
 __all__ = ["ArchivePlan", "install_archive"]
@@ -214,15 +208,18 @@ async def _download_streaming(
     follower = _Follower(part, size_on_disk(part))
     outcome: list[_Streamed] = [None]
     ended = [0.0, 0.0]  # when the download, and the unpack, ended
-    unpack_as: Callable[..., _Streamed] = extract_stream
-    if archive_format(asset.name) == "zip":  # loaded only to install a zip
-        from .zipstream import stream_zip
-
-        unpack_as = stream_zip
 
     def unpack() -> None:
         cpu = time.thread_time()  # against "unpack": the rest waited for the GIL or a core
         try:
+            unpack_as: Callable[..., _Streamed]
+            if archive_format(asset.name) == "zip":  # loaded only to install a zip
+                from .zipstream import stream_zip as unpack_as
+            else:
+                from .extract import extract_stream as unpack_as
+            from .inflate import keep_pieces_in_heap
+
+            keep_pieces_in_heap()
             assert asset.size is not None
             with stages.timed("unpack"):
                 outcome[0] = unpack_as(
@@ -275,7 +272,6 @@ async def install_archive(
     cut (or a cancel) keeps its part files, so that the next attempt resumes them."""
     began = time.perf_counter()
     stages.reset()
-    keep_pieces_in_heap()
     downloads = store.paths.downloads
     sums = checksum_assets(plan.manifest, plan.choice.release, plan.choice.assets)
     parts = [part_path(downloads, a) for a in (*plan.choice.assets, *(s for s, _ in sums))]
@@ -333,6 +329,10 @@ async def install_archive(
             raise
 
         try:
+            from .commit import check_staged, commit_staged
+            from .extract import ExtractReport, extract, find_executable
+            from .inflate import keep_pieces_in_heap
+
             _emit(emit, ProgressEvent("verifying"))
             verified: dict[str, VerifiedBy] = {}
             for asset in plan.choice.assets:
@@ -360,6 +360,8 @@ async def install_archive(
             if staging is None:
                 staging = store.new_staging(plan.target)
             used = streamed.bytes if streamed is not None else 0
+            if streamed is None:
+                keep_pieces_in_heap()
             for asset in plan.choice.assets if streamed is None else ():
                 started = time.perf_counter()
                 report = await anyio.to_thread.run_sync(

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from ..errors import UnsafeArchive
 from . import stages
+from .formats import MAX_TOTAL, archive_format, streamable
 from .inflate import DATA_ERRORS, Served, Source, Unpacked, zip_member
 from .placing import Link, Places, clean_name, link_target_ok, make_links, safe_relpath
 from .tarheaders import PlainHeaders
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 MAX_ENTRIES = 100_000
-MAX_TOTAL = 32 << 30
 MAX_RATIO = 200
 RATIO_FLOOR = 1 << 20
 COPY_CHUNK = 1 << 20
@@ -47,7 +47,6 @@ MAX_LINK_TARGET = 4096
 # Past this much unpacked, a compressed tar that has so far expanded more than MAX_RATIO:1 is a
 # bomb already: refused before it writes the rest, not when its total is known.
 RUNNING_FLOOR = 64 << 20
-STREAMABLE = (".tar.gz", ".tgz", ".tar.xz", ".txz", ".zip")  # a zip: install/zipstream.py
 
 # What the archive libraries raise on malformed input (a corrupt stream, an encrypted or
 # unknown-method zip member, a NUL byte in a path): one place turns them into UnsafeArchive.
@@ -72,23 +71,6 @@ class ExtractReport:
     links: int = 0
     bytes: int = 0
     skipped: list[str] = field(default_factory=list)
-
-
-def archive_format(name: str) -> str:
-    lowered = name.lower()
-    for suffix, kind in (
-        (".zip", "zip"),
-        (".tar.gz", "tar"),
-        (".tgz", "tar"),
-        (".tar.xz", "tar"),
-        (".txz", "tar"),
-        (".tar.zst", "tar.zst"),
-        (".tzst", "tar.zst"),
-        (".tar", "tar"),
-    ):
-        if lowered.endswith(suffix):
-            return kind
-    return "bare"
 
 
 def _gib(n: int) -> str:
@@ -423,12 +405,6 @@ def extract(
             report.files += 1
             report.bytes += size
     return report
-
-
-def streamable(asset_name: str) -> bool:
-    """A compressed tar (read front to back) or a zip (its local headers, checked against
-    its central directory at the end): unpacked while it downloads."""
-    return asset_name.lower().endswith(STREAMABLE)
 
 
 def extract_stream(

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from functools import cache
+from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
 
 from . import stages
+from .writeback import WRITEBACK_BYTES, EarlyFlush, start_writeback
 
 __all__ = ["FileWriter", "writing"]
 
@@ -41,33 +39,6 @@ BATCH_BYTES = 256 << 10
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC
 
 _Op = tuple[Path, int] | memoryview | None  # open a file with a mode, write, close it
-# Each file's pages go to the disk from this many bytes on, while the unpack goes on
-WRITEBACK_BYTES = 4 << 20
-_SYNC_FILE_RANGE_WRITE = 2
-
-
-@cache
-def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
-    """Linux's sync_file_range(2), which the os module does not offer, from the C library."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        call = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):  # pragma: no cover - a libc without it
-        return None
-    call.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
-    return cast("Callable[[int, int, int, int], int]", call)
-
-
-def _start_writeback(fd: int, offset: int, size: int) -> None:
-    """Ask the kernel to start writing these pages to the disk, without waiting for it: the
-    commit's one ``syncfs`` then finds them written (as git's batched fsync does). Only a
-    head start: the guarantee is still the ``syncfs``'s, and an error here is ignored."""
-    call = _sync_file_range()
-    if call is not None:
-        call(fd, offset, size, _SYNC_FILE_RANGE_WRITE)
 
 
 def _write_all(fd: int, view: memoryview) -> None:
@@ -102,6 +73,7 @@ class FileWriter:
         self._mode = 0
         self._written = 0  # bytes written to the open file
         self._synced = 0  # of which their writeback is started
+        self._early = EarlyFlush()  # and the disk's cache flushed, now and then
 
     # --- the unpacking thread's side
 
@@ -168,13 +140,18 @@ class FileWriter:
                 self._cond.wait()
 
     def finish(self) -> None:
-        """Every write done and the thread ended; the writer's error, if it had one."""
+        """Every write done and the threads ended; the writer's error, if it had one (a
+        failed early flush's too)."""
         self._flush()
-        if self._thread is None:
-            self._close_file()
-            return
-        self.drain()
-        self.abort()
+        try:
+            if self._thread is None:
+                self._close_file()
+            else:
+                self.drain()
+                self.abort()
+        finally:
+            self._early.join()
+        self._early.check()
 
     def abort(self) -> None:
         """Stop the writer (what is queued is dropped) and wait for its thread."""
@@ -184,6 +161,7 @@ class FileWriter:
         if self._thread is not None:
             self._thread.join()
         self._close_file()
+        self._early.join()
 
     # --- the writer's side
 
@@ -217,13 +195,12 @@ class FileWriter:
                 _write_all(self._fd, op)
                 self._written += len(op)
                 if self._written - self._synced >= WRITEBACK_BYTES:
-                    _start_writeback(self._fd, self._synced, self._written - self._synced)
-                    self._synced = self._written
+                    self._start_writeback()
             elif op is None:
                 assert self._dest is not None
                 _set_mode(self._fd, self._dest, self._mode)
                 if self._synced:  # the rest of a large file; small ones wait for the syncfs
-                    _start_writeback(self._fd, self._synced, self._written - self._synced)
+                    self._start_writeback()
                 self._close_file()
             else:
                 self._dest, self._mode = op
@@ -231,6 +208,12 @@ class FileWriter:
                 self._written = self._synced = 0
         finally:
             stages.add("write", time.perf_counter() - started)
+
+    def _start_writeback(self) -> None:
+        """The open file's pages written since the last call go to the disk (writeback.py)."""
+        start_writeback(self._fd, self._synced, self._written - self._synced)
+        self._early.wrote(self._fd, self._written - self._synced)
+        self._synced = self._written
 
     def _close_file(self) -> None:
         if self._fd >= 0:

@@ -13,6 +13,7 @@ import pytest
 
 from backendmgr.errors import UnsafeArchive
 from backendmgr.install import extract as extract_module
+from backendmgr.install import writeback
 from backendmgr.install import writer as writer_module
 from backendmgr.install.extract import extract, extract_stream
 from backendmgr.install.writer import FileWriter, writing
@@ -146,12 +147,12 @@ def test_large_files_start_their_writeback_as_they_are_written(tmp_path: Path) -
     """The commit's one syncfs finds a large file's pages already on their way to the disk;
     the bytes are the same."""
     if sys.platform.startswith("linux"):
-        call = writer_module._sync_file_range()
+        call = writeback._sync_file_range()
         assert call is not None
         with (tmp_path / "probe").open("wb") as fh:
             fh.write(b"x" * 8192)
             fh.flush()
-            assert call(fh.fileno(), 0, 8192, writer_module._SYNC_FILE_RANGE_WRITE) == 0
+            assert call(fh.fileno(), 0, 8192, writeback._SYNC_FILE_RANGE_WRITE) == 0
     pieces = [os.urandom(1 << 20) for _ in range(9)]  # past WRITEBACK_BYTES twice
     with writing() as writer:
         writer.open(tmp_path / "big", 0o640)
@@ -193,3 +194,71 @@ def test_a_source_that_fails_half_way_stops_the_writes_and_the_thread(tmp_path: 
         )
     assert not _writer_threads()
     assert (tmp_path / "out" / "t" / "f0").read_bytes() == entries[0].data
+
+
+def _flush_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "backendmgr-unpack-flush"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's early flush")
+@pytest.mark.parametrize("threads", [True, False], ids=["two-threads", "one-thread"])
+def test_large_files_are_flushed_early_and_the_flush_is_over_when_the_writes_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: bool
+) -> None:
+    """Every FLUSH_BYTES an fdatasync runs beside the writes (on its own descriptor: the file
+    may be closed first); none is left running when the writes are done."""
+    flushed: list[int] = []
+    real = os.fdatasync
+
+    def counted(fd: int) -> None:
+        flushed.append(os.fstat(fd).st_size)
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", counted)
+    monkeypatch.setattr(writeback, "FLUSH_BYTES", 2 << 20)
+    monkeypatch.setattr(writer_module, "WRITEBACK_BYTES", 1 << 20)
+    pieces = [os.urandom(1 << 20) for _ in range(3)]
+    with writing(threads) as writer:
+        for n in range(3):
+            writer.open(tmp_path / f"big{n}", 0o644)
+            for piece in pieces:
+                writer.write(piece)
+            writer.close()
+    assert flushed  # at least one, while files were still being written
+    assert not _flush_threads()
+    for n in range(3):
+        assert (tmp_path / f"big{n}").read_bytes() == b"".join(pieces)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's early flush")
+@pytest.mark.parametrize("threads", [True, False], ids=["two-threads", "one-thread"])
+def test_a_flush_the_disk_fails_fails_the_unpack_one_it_cannot_do_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: bool
+) -> None:
+    """An early flush's EIO is the unpack's error, as a failed write's is; a file system that
+    cannot flush one file (EINVAL) leaves it to the commit's syncfs."""
+    import errno
+
+    code = [errno.EIO]
+
+    def failing(fd: int) -> None:
+        raise OSError(code[0], os.strerror(code[0]))
+
+    monkeypatch.setattr(os, "fdatasync", failing)
+    monkeypatch.setattr(writeback, "FLUSH_BYTES", 1 << 20)
+    monkeypatch.setattr(writer_module, "WRITEBACK_BYTES", 1 << 20)
+    piece = os.urandom(1 << 20)
+
+    def write_two() -> None:
+        with writing(threads) as writer:
+            writer.open(tmp_path / "big", 0o644)
+            for _ in range(2):
+                writer.write(piece)
+            writer.close()
+
+    with pytest.raises(OSError, match="Input/output error"):
+        write_two()
+    assert not _flush_threads() and not _writer_threads()
+    code[0] = errno.EINVAL
+    write_two()
+    assert (tmp_path / "big").read_bytes() == piece * 2

@@ -23,9 +23,11 @@ __all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
 CACHE_FORMAT = 1
 
 
-class Scan(NamedTuple):
-    folders: list[FolderScan]
-    inputs: list[tuple[str, int, int]]  # (path, size, mtime_ns) of every model file
+# The scanned folders, and (path, size, mtime_ns) of every model file. Declared with real
+# types, not as a class body: under postponed annotations typing compiles each field's text.
+Scan = NamedTuple(  # noqa: UP014
+    "Scan", [("folders", list[FolderScan]), ("inputs", list[tuple[str, int, int]])]
+)
 
 
 def scan_folders(dirs: list[str]) -> Scan:

@@ -254,8 +254,9 @@ def _pending(
             pending.append((base, path, made, reason))
         hf = _hf_entry(folder)
         if hf is not None:
-            pending.append(hf)
-    pending = [_refuse_unsafe(e) for e in pending]
+            pending.append(_refuse_unsafe(hf))
+    # a GGUF's path was checked above (its id is a lower-cased part of it: as safe), so each
+    # entry has been through the one check once
     pending.sort(key=lambda e: e[1])
     return pending
 

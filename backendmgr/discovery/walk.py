@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -196,11 +195,12 @@ def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Heade
     stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
     metas: dict[str, Header] = {}
     for folder in scan.folders:
+        prefix = folder.path if folder.path.endswith("/") else folder.path + "/"  # as the walk
         for name in folder.ggufs:
             parts = split_parts(name)
             if parts is not None and parts[1] != 1:
                 continue  # only shard 1 carries what we need
-            path = os.path.join(folder.path, name)
+            path = prefix + name
             size, mtime = stats[path]
             cached = cache.get(path, size, mtime)
             if cached is None:

@@ -124,6 +124,8 @@ def _nested_within(entries: dict[str, Any], where: str) -> None:
 
 
 _CONTAINERS = (dict, list)  # all JSON parses into besides scalars
+_ENTRY = (list, tuple)  # as read, as put
+_HEADER = (dict, str)  # a header, or why it could not be read
 
 
 class MetaCache:
@@ -145,11 +147,13 @@ class MetaCache:
     def get(self, path: str, size: int, mtime_ns: int) -> Header | None:
         entry = self.entries.get(path)
         if (
-            isinstance(entry, list | tuple)
+            isinstance(entry, _ENTRY)
             and len(entry) == 3
-            and (type(entry[0]), type(entry[1])) == (int, int)  # a boolean is no size
-            and (entry[0], entry[1]) == (size, mtime_ns)
-            and isinstance(entry[2], dict | str)
+            and type(entry[0]) is int  # a boolean is no size
+            and type(entry[1]) is int
+            and entry[0] == size
+            and entry[1] == mtime_ns
+            and isinstance(entry[2], _HEADER)
         ):
             header: Header = entry[2]
             return header

@@ -16,7 +16,8 @@ from .limits import Bounds
 __all__ = ["Arg", "Request", "args_of"]
 
 
-@frozen(eq=False)  # typing's Annotated cache hashes it: by identity
+# typing's Annotated cache hashes it: by identity; nothing prints one (no ``__repr__`` to make)
+@frozen(eq=False, repr=False)
 class Arg:
     """One field's declaration beyond its type and default: the help (the CLI's ``--help`` and
     the API schema's description), how the command line gives it, and its limits.

@@ -12,11 +12,10 @@ A record checks itself when made (``__post_init__``), as a pydantic model does: 
 :class:`After` checks and bounds, then its :meth:`Record.rule`. :func:`dataclasses.replace`
 makes a copy through the same checks.
 
-Markers go in ``Annotated[...]``: :class:`Before` (turn what a person may write into the
-field's form: ``device: 1`` → ``"1"``), :class:`After` (a check that may also normalise),
-:class:`Limit` (``gt``/``ge``/``le``, ``pattern``) and :class:`Length` (``min``/``max``
-characters or items), both in pydantic's words, and :class:`Tagged` (a union of records told
-apart by one key).
+Markers go in ``Annotated[...]``: :class:`Before` (turn what a person may write into the field's
+form: ``device: 1`` → ``"1"``), :class:`After` (a check that may also normalise), :class:`Limit`
+(``gt``/``ge``/``le``, ``pattern``) and :class:`Length` (``min``/``max`` characters or items), both
+in pydantic's words, and :class:`Tagged` (a union of records told apart by one key).
 """
 
 from __future__ import annotations
@@ -238,7 +237,9 @@ class Record:
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
 
     def __post_init__(self) -> None:
-        for name, marks in _checks(type(self)):
+        fields = () if type(self) in _CHECKS else dataclasses.fields(self)  # every check passes
+        empty = bool(fields) and all(getattr(self, f.name) is None for f in fields)  # None: a
+        for name, marks in () if empty else _checks(type(self)):  # default evaluates no type
             value = getattr(self, name)
             for mark in marks:
                 if isinstance(mark, Limit):

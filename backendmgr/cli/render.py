@@ -9,16 +9,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..units import format_duration, format_size
-
 if TYPE_CHECKING:
     from ..api_models import InstallResult
 
 __all__ = [
     "ProgressView",
     "Renderer",
-    "format_duration",
-    "format_size",
     "json_error",
     "plain_table",
 ]
@@ -367,6 +363,8 @@ def _speed_column() -> Any:
     from rich.progress import ProgressColumn
     from rich.text import Text
 
+    from ..units import format_size
+
     class SpeedColumn(ProgressColumn):
         def render(self, task: Any) -> Text:
             speed = task.finished_speed or task.speed
@@ -385,6 +383,8 @@ def install_summary(
     earlier run's ``.part`` arrived before the clock started."""
     if result.dry_run or result.already_installed:
         return None
+    from ..units import format_duration, format_size  # an install's words: no read loads them
+
     assets = result.assets
     total = sum(a.size or 0 for a in assets)
     checks = sorted({_VERIFIED.get(str(a.verified_by), "?") for a in assets})

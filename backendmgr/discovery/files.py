@@ -46,10 +46,12 @@ def walk_model_files(
             seen.add((st.st_dev, st.st_ino))
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             found = []
+            # os.path.join's result for a folder and a bare name, without its call per file
+            prefix = folder if folder.endswith("/") else folder + "/"
             for name in sorted(files):
                 if not is_model_file(name):
                     continue
-                path = os.path.join(folder, name)
+                path = prefix + name
                 fst = _stat(path)
                 if fst is None or not stat.S_ISREG(fst.st_mode):  # what isfile would stat again
                     continue

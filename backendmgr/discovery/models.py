@@ -29,7 +29,8 @@ __all__ = [
     "unsafe_char",
 ]
 
-SPLIT = re.compile(r"^(?P<base>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
+SPLIT = r"^(?P<base>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$"
+"""A shard of a split GGUF set (any case): ``name-00001-of-00003.gguf``."""
 ENCODERS = frozenset(
     {
         "bert",
@@ -87,9 +88,11 @@ class FolderScan:
     config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
 
 
-class Discovery(NamedTuple):
-    models: list[DiscoveredModel]
-    skipped: list[SkippedModel]
+# The models a walk found and the files it skipped. Declared with real types, not as a class
+# body: under this module's postponed annotations typing compiles each field's text.
+Discovery = NamedTuple(  # noqa: UP014
+    "Discovery", [("models", list[DiscoveredModel]), ("skipped", list[SkippedModel])]
+)
 
 
 # Control, format (bidi overrides), surrogate (a file name that is not UTF-8) and line/paragraph
@@ -114,7 +117,12 @@ def _refuse_unsafe(
 
 
 def split_parts(name: str) -> tuple[str, int, int] | None:
-    m = SPLIT.match(name)
+    """The set's name, this shard's number and the count, for a shard of a split GGUF set.
+    A name without ``-of-`` (in any case, as the pattern matches it) is none: most are not,
+    and then the pattern is never compiled (a read of a folder of plain models)."""
+    if "-of-" not in name.lower():
+        return None
+    m = re.match(SPLIT, name, re.IGNORECASE)
     return (m.group("base"), int(m.group("i")), int(m.group("n"))) if m else None
 
 
@@ -246,8 +254,9 @@ def _pending(
             pending.append((base, path, made, reason))
         hf = _hf_entry(folder)
         if hf is not None:
-            pending.append(hf)
-    pending = [_refuse_unsafe(e) for e in pending]
+            pending.append(_refuse_unsafe(hf))
+    # a GGUF's path was checked above (its id is a lower-cased part of it: as safe), so each
+    # entry has been through the one check once
     pending.sort(key=lambda e: e[1])
     return pending
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,9 +22,11 @@ __all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
 CACHE_FORMAT = 1
 
 
-class Scan(NamedTuple):
-    folders: list[FolderScan]
-    inputs: list[tuple[str, int, int]]  # (path, size, mtime_ns) of every model file
+# The scanned folders, and (path, size, mtime_ns) of every model file. Declared with real
+# types, not as a class body: under postponed annotations typing compiles each field's text.
+Scan = NamedTuple(  # noqa: UP014
+    "Scan", [("folders", list[FolderScan]), ("inputs", list[tuple[str, int, int]])]
+)
 
 
 def scan_folders(dirs: list[str]) -> Scan:
@@ -123,6 +124,8 @@ def _nested_within(entries: dict[str, Any], where: str) -> None:
 
 
 _CONTAINERS = (dict, list)  # all JSON parses into besides scalars
+_ENTRY = (list, tuple)  # as read, as put
+_HEADER = (dict, str)  # a header, or why it could not be read
 
 
 class MetaCache:
@@ -144,11 +147,13 @@ class MetaCache:
     def get(self, path: str, size: int, mtime_ns: int) -> Header | None:
         entry = self.entries.get(path)
         if (
-            isinstance(entry, list | tuple)
+            isinstance(entry, _ENTRY)
             and len(entry) == 3
-            and (type(entry[0]), type(entry[1])) == (int, int)  # a boolean is no size
-            and (entry[0], entry[1]) == (size, mtime_ns)
-            and isinstance(entry[2], dict | str)
+            and type(entry[0]) is int  # a boolean is no size
+            and type(entry[1]) is int
+            and entry[0] == size
+            and entry[1] == mtime_ns
+            and isinstance(entry[2], _HEADER)
         ):
             header: Header = entry[2]
             return header
@@ -194,11 +199,12 @@ def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Heade
     stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
     metas: dict[str, Header] = {}
     for folder in scan.folders:
+        prefix = folder.path if folder.path.endswith("/") else folder.path + "/"  # as the walk
         for name in folder.ggufs:
             parts = split_parts(name)
             if parts is not None and parts[1] != 1:
                 continue  # only shard 1 carries what we need
-            path = os.path.join(folder.path, name)
+            path = prefix + name
             size, mtime = stats[path]
             cached = cache.get(path, size, mtime)
             if cached is None:

@@ -12,7 +12,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
-from .._inline import in_thread
 from ..config.models import Settings
 from ..config.paths import Paths
 from ..config.store import ConfigStore
@@ -108,14 +107,20 @@ class Context:
 
     async def settings(self) -> Settings:
         """The settings, read in a worker thread (a read's service calls ``store.read``)."""
+        from .._inline import in_thread  # an async caller's: a read on the CLI loads none
+
         return await in_thread(self.store.read)
 
     async def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` to the config file under its lock, in a worker thread."""
+        from .._inline import in_thread
+
         return await in_thread(self.store.update, change)
 
     async def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
         """``update`` without the write (a dry run): ``change``'s result and the file's diff."""
+        from .._inline import in_thread
+
         return await in_thread(self.store.preview, change)
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._inline import in_thread
 from ..config.models import Settings
 from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
@@ -163,6 +162,8 @@ class Models:
 
     async def plan(self, only: str | None = None) -> Plan:
         """:meth:`pipeline` on the current settings, in a worker thread (for async callers)."""
+        from .._inline import in_thread  # an async caller's: ``which`` and ``models`` load none
+
         return await in_thread(self.plan_now, only)
 
     def plan_now(self, only: str | None = None, *, digest: bool = True) -> Plan:
@@ -259,6 +260,8 @@ class Models:
 
     async def losing(self, row_ids: set[str]) -> list[str]:
         """Discovered models whose backend is one of ``row_ids`` (managed or build rows)."""
+        from .._inline import in_thread
+
         models = await in_thread(self.info)
         return sorted(m.id for m in models if m.backend is not None and m.backend.id in row_ids)
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import read_record_file, read_regular
-from ..digest import sha256_hex
 from ..record import Record, plain
 
 if TYPE_CHECKING:
@@ -45,6 +44,8 @@ class TunedStore:
 
     def inputs_text(self) -> str:
         """For the generated config's inputs hash: a new record means a new config."""
+        from ..digest import sha256_hex  # a generate's: a plan that hashes nothing loads none
+
         try:  # a FIFO in its place must not hang every command that generates
             return "tuned " + sha256_hex(read_regular(self.path, TUNED_CAP))
         except OSError:

@@ -265,3 +265,21 @@ def test_keeping_one_model_and_listing_ids_agree_with_the_whole_discovery(
     assert discover(scan, tmp_path / "cache.json", keep=lambda _: False).models == []
     chat = next(m for m in whole.models if m.path.endswith("/a/chat.gguf"))
     assert chat.mmproj is not None and chat.mmproj.endswith("mmproj-chat.gguf")
+
+
+def test_lower_case_makes_no_unsafe_character() -> None:
+    """Discovery checks a GGUF's path once: its id, a lower-cased part of the path, is as safe
+    only because ``str.lower`` maps no safe character to one an id may not hold."""
+    import sys
+    import unicodedata
+
+    from backendmgr.discovery.chars import unsafe_char
+
+    made = [
+        hex(i)
+        for i in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(i)) not in {"Cc", "Cf", "Cs", "Zl", "Zp"}
+        and chr(i).lower() != chr(i)
+        and unsafe_char(chr(i).lower()) is not None
+    ]
+    assert made == []

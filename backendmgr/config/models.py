@@ -273,7 +273,7 @@ _RowId = Annotated[str, After(_checked(_any_row_id))]
 _RowPath = Annotated[str, After(_checked(_path_not_blank))]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False)
 class BackendRow(Record):
     """One registry row: an executable that can serve the classes of its ``kind``."""
 
@@ -410,7 +410,7 @@ def _passthrough_is_safe(value: dict[str, Any] | None) -> dict[str, Any] | None:
 _Word = Annotated[str | None, After(_checked(_one_printable_word))]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False)
 class ModelOverride(Record):
     """Per-model settings for every backend kind; each emitter reads only its own fields."""
 
@@ -450,7 +450,7 @@ def _one_dir_is_a_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False)
 class Settings(Record):
     """The whole config file. A missing file is ``Settings()``."""
 

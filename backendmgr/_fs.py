@@ -16,6 +16,7 @@ from .errors import Refused
 
 __all__ = [
     "LinkRefused",
+    "NotAFile",
     "ReadOnlyFile",
     "apply_umask",
     "atomic_write_bytes",
@@ -155,11 +156,41 @@ class LinkRefused(Refused):
     """A symbolic link where backendmgr writes a file of its own."""
 
 
+class NotAFile(Refused):
+    """Something other than a regular file where backendmgr would replace a file: renaming
+    over it would put a file in the place of a device, a FIFO or a socket (through a link,
+    even ``/dev/zero``'s)."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _only_a_name(st: os.stat_result, path: Path, target: Path) -> bool:
+    """A FIFO or socket at ``path`` itself is only a name in its folder, replaced as a file
+    is (a reader waiting on it is not ours to keep); behind a link, or a device (``/dev/null``
+    is a name many programs share), it is refused."""
+    return target == path and (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode))
+
+
 def _kept_mode(st: os.stat_result, writable: bool, path: Path, target: Path) -> int:
-    """The mode the new file keeps; :class:`ReadOnlyFile` for a file made read-only."""
+    """The mode the new file keeps; :class:`ReadOnlyFile` for a file made read-only,
+    :class:`NotAFile` for a device, a folder, or anything but a file behind a link (left as
+    it is)."""
+    shown = f"{path} (a link to {target})" if target != path else str(path)
+    if not stat.S_ISREG(st.st_mode) and not _only_a_name(st, path, target):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+        raise NotAFile(
+            f"{shown} is {kind}; backendmgr replaces only regular files and leaves it alone: "
+            "remove it, or have backendmgr write elsewhere"
+        )
     mode = st.st_mode & 0o7777
     if not mode & _ANY_WRITE or not writable:
-        shown = f"{path} (a link to {target})" if target != path else str(path)
         raise ReadOnlyFile(
             f"{shown} is read-only (mode {mode:04o}); backendmgr leaves it alone; "
             "make it writable (chmod u+w) to let backendmgr change it"

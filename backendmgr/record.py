@@ -9,18 +9,18 @@ snapshot) is read back with :func:`load`: a strict walk over the field types tha
 value of the wrong type, any unknown or missing key, and runs the same field checks.
 
 A record checks itself when made (``__post_init__``), as a pydantic model does: its fields'
-:class:`After` checks and bounds, then its :meth:`Record.rule`. :func:`dataclasses.replace`
-makes a copy through the same checks.
-
-Markers go in ``Annotated[...]``: :class:`Before` (turn what a person may write into the field's
-form: ``device: 1`` → ``"1"``), :class:`After` (a check that may also normalise), :class:`Limit`
-(``gt``/``ge``/``le``, ``pattern``) and :class:`Length` (``min``/``max`` characters or items), both
-in pydantic's words, and :class:`Tagged` (a union of records told apart by one key).
+:class:`After` checks and bounds, then its :meth:`Record.rule`; :func:`dataclasses.replace`
+too. Markers go in ``Annotated[...]``: :class:`Before` (what a person may write, made the
+field's form: ``device: 1`` → ``"1"``), :class:`After` (a check that may also normalise),
+:class:`Limit` (``gt``/``ge``/``le``: a finite number in range; ``pattern``), :class:`Length`
+(``min``/``max`` characters or items), in pydantic's words, and :class:`Tagged` (a union of
+records told apart by one key).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -84,8 +84,7 @@ class After:
 
 
 def _bounded(source: Any, marks: list[Any], handler: Any) -> Any:
-    """pydantic's schema of ``source`` with ``marks`` (annotated-types bounds) on it; on
-    ``X | None`` they bound the ``X``."""
+    """pydantic's schema of ``source`` with ``marks`` on it; on ``X | None`` they bound ``X``."""
     inner = [a for a in get_args(source) if a is not type(None)]
     if get_origin(source) in (Union, types.UnionType) and len(inner) == 1:
         return handler(typing.Optional[typing.Annotated[(inner[0], *marks)]])  # noqa: UP045
@@ -93,8 +92,7 @@ def _bounded(source: Any, marks: list[Any], handler: Any) -> Any:
 
 
 class Limit:
-    """Numeric bounds in pydantic's own words (``Input should be greater than 0``), for a
-    number or ``None``."""
+    """Numeric bounds in pydantic's words (``Input should be greater than 0``); None passes."""
 
     __slots__ = ("ge", "gt", "le", "pattern")
 
@@ -112,6 +110,8 @@ class Limit:
         if value is None or isinstance(value, bool):
             return None
         if isinstance(value, int | float):
+            if not math.isfinite(value):  # a bound is a range of numbers
+                return "Input should be a finite number"
             if self.gt is not None and not value > self.gt:
                 return f"Input should be greater than {self.gt:g}"
             if self.ge is not None and not value >= self.ge:
@@ -179,8 +179,7 @@ class Length(After):
 
 
 class Tagged:
-    """A union of records told apart by the value of ``key`` (``type: github``), so that a
-    person's mistake is reported against the one record that tag names."""
+    """Records told apart by ``key`` (``type: github``): a mistake is said against that one."""
 
     __slots__ = ("key",)
 

@@ -60,10 +60,12 @@ def inputs_hash(
     # a passthrough value JSON has no type for (a YAML date, a set) hashes as its type and repr
     text = json.dumps(plain(relevant), sort_keys=True, default=lambda v: f"{type(v)} {v!r}")
     digest.update(text.encode())
+    # a path is any file name the system holds: one that is not UTF-8 comes as surrogates,
+    # which "surrogatepass" encodes one to one (a plain encode() raises on them)
     for receipt in sorted(receipts):
-        digest.update(b"\nreceipt " + receipt.encode())
+        digest.update(b"\nreceipt " + receipt.encode("utf-8", "surrogatepass"))
     for path, size, mtime in sorted(files):
-        digest.update(f"\nfile {path}\0{size}\0{mtime}".encode())
+        digest.update(f"\nfile {path}\0{size}\0{mtime}".encode("utf-8", "surrogatepass"))
     digest.update(f"\ncard {card_gb!r}".encode())
     return digest.hexdigest()
 

@@ -1,0 +1,136 @@
+"""What stands where backendmgr writes, and what names the models folder holds, are inputs too:
+a FIFO or a device at the llama-swap config's path (or a link to one) is refused and left as
+it is, never replaced by a file; a file or folder name that is not UTF-8 is skipped with a
+reason, and every other model is still written."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Cli
+from tests.support.ggufs import write_gguf
+
+MIB = 1 << 20
+
+
+def setup(tmp_path: Path, config_path: Path) -> Path:
+    """A config with one llama row and one models folder holding ``ok.gguf``; the output's
+    path."""
+    models = tmp_path / "models"
+    models.mkdir()
+    write_gguf(models / "ok.gguf", "llama", layers=2, ctx=4096, size_bytes=MIB)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "models_dirs": [str(models)],
+        "backends": [{"id": "mine", "kind": "llama", "path": "/bin/true"}],
+    }
+    config_path.write_text(json.dumps(doc))  # JSON is YAML
+    return config_path.parent / "llama-swap.yaml"
+
+
+def test_a_fifo_behind_a_link_is_refused_and_left_a_fifo(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """A FIFO at the path itself is only a name, replaced as a file is
+    (tests/config/test_hostile_config.py); behind a link it is someone else's, left alone."""
+    output = setup(tmp_path, config_path)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    output.symlink_to(fifo)
+    result = cli("generate")
+    assert result.code != 0
+    assert f"{output} (a link to {fifo}) is a FIFO" in result.err
+    assert "backendmgr replaces only regular files" in result.err
+    assert "Traceback" not in result.err
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert output.is_symlink()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def _device(where: Path) -> Path:
+    """A character device with the null device's numbers, which only root may make."""
+    try:
+        os.mknod(where, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return where
+
+
+def test_a_device_named_as_the_output_is_never_replaced(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """``--output /dev/null`` as root once replaced the system's null device with a file."""
+    setup(tmp_path, config_path)
+    device = _device(tmp_path / "null")
+    result = cli("generate", "--output", str(device))
+    assert result.code != 0
+    assert f"{device} is a character device" in result.err
+    assert stat.S_ISCHR(device.lstat().st_mode)
+
+
+def test_a_device_behind_a_link_is_never_replaced(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """The case that replaced a machine's ``/dev/zero`` with a YAML file: a device of our own
+    making here (the null device's numbers), which only root may make."""
+    output = setup(tmp_path, config_path)
+    device = _device(tmp_path / "null")
+    output.symlink_to(device)
+    result = cli("generate", "--force")
+    assert result.code != 0
+    assert "is a character device" in result.err
+    assert stat.S_ISCHR(device.stat().st_mode)
+    assert os.major(device.stat().st_rdev) == 1
+
+
+def test_a_folder_at_the_output_is_said_in_one_line(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    output = setup(tmp_path, config_path)
+    output.mkdir()
+    result = cli("generate")
+    assert result.code != 0
+    assert f"{output} is a folder" in result.err
+    assert output.is_dir()
+
+
+def test_names_that_are_not_utf8_are_skipped_and_the_rest_is_written(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """Such names once crashed every generate (the inputs' hash encoded them as text)."""
+    output = setup(tmp_path, config_path)
+    models = tmp_path / "models"
+    write_gguf(tmp_path / "plain.gguf", "llama", layers=2, size_bytes=MIB)
+    (tmp_path / "plain.gguf").rename(os.fsdecode(bytes(models) + b"/bad\xff\xfex.gguf"))
+    hf = Path(os.fsdecode(bytes(models) + b"/hf\xffbad"))
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    (hf / "model.safetensors").write_bytes(b"\0" * 64)
+    result = cli("generate")
+    assert result.code == 0, result.err
+    text = output.read_text()
+    assert "\n  ok:\n" in text
+    assert text.count("path holds control character U+DCFF; rename it") == 2
+    again = cli("--json", "models")
+    assert again.code == 0, again.err
+    rows = {m["id"]: m for m in json.loads(again.out)}
+    assert "ok" in rows
+    assert len(rows) == 3  # the two skipped under printable ids
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "-inf", "nan"])
+def test_a_bounded_number_is_finite(
+    tmp_path: Path, config_path: Path, cli: Cli, value: str
+) -> None:
+    """``vram_target_gb=inf`` was kept, and the model then could not be sized at all."""
+    setup(tmp_path, config_path)
+    before = config_path.read_bytes()
+    result = cli("set", "ok", f"vram_target_gb={value}")
+    assert result.code == 2, result.err
+    assert result.err.startswith("error: vram_target_gb: Input should be")
+    assert config_path.read_bytes() == before

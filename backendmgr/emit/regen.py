@@ -190,28 +190,40 @@ def edited_by_hand(record: Path, target: Path, current: Current | None = None) -
 
 
 def keep_copy(target: Path) -> Path:
-    """Copy ``target`` beside itself (``NAME.bak``; timestamped when that holds another copy).
+    """Copy ``target`` beside itself (``NAME.bak``; timestamped when that holds another copy,
+    and numbered when that name is taken too: two hand edits kept in one second both stay).
 
-    The copy is written to a temporary file and renamed, so a ``.bak`` is never half a file.
-    Its modules are loaded here: only a hand-edited file is copied, and an edit loads none.
+    The copy is written to a temporary file and renamed (a stamped one linked, which never
+    replaces another), so a ``.bak`` is never half a file. Its modules are loaded here: only
+    a hand-edited file is copied, and an edit loads none.
     """
     import shutil
     import tempfile
     from datetime import UTC, datetime
 
     backup = target.with_name(target.name + ".bak")
-    if backup.exists() and file_digest(backup) != file_digest(target):
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        backup = target.with_name(f"{target.name}.{stamp}.bak")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         shutil.copyfile(target, tmp)
         shutil.copymode(target, tmp)
-        os.replace(tmp, backup)
-    except BaseException:
+        if not backup.exists() or file_digest(backup) == file_digest(tmp):
+            os.replace(tmp, backup)
+            return backup
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        for n in range(1, 1000):
+            backup = target.with_name(f"{target.name}.{stamp}{f'-{n}' if n > 1 else ''}.bak")
+            try:
+                os.link(tmp, backup)
+            except FileExistsError:
+                continue
+            except OSError:  # a file system without hard links: a free name, renamed onto
+                if backup.exists():
+                    continue
+                os.replace(tmp, backup)
+            return backup
+        raise FileExistsError(f"no free name for a copy of {target} in {target.parent}")
+    finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        raise
-    return backup

@@ -134,3 +134,22 @@ def test_a_bounded_number_is_finite(
     assert result.code == 2, result.err
     assert result.err.startswith("error: vram_target_gb: Input should be")
     assert config_path.read_bytes() == before
+
+
+def test_hand_edits_kept_in_one_second_all_stay(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """Each hand edit is kept as a copy before the file is rewritten; the copies of edits
+    made within one second once shared a stamped name, and all but the last were lost."""
+    output = setup(tmp_path, config_path)
+    assert cli("generate").code == 0
+    for n in range(5):
+        with output.open("a") as fh:
+            fh.write(f"# hand edit {n}\n")
+        result = cli("generate")
+        assert result.code == 0, result.err
+        assert "modified by hand" in result.err
+    kept = [p.read_text() for p in output.parent.glob("llama-swap.yaml*.bak")]
+    assert len(kept) == 5
+    for n in range(5):
+        assert sum(f"# hand edit {n}\n" in text for text in kept) == 1

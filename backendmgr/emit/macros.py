@@ -232,17 +232,34 @@ def load_problems(data: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
     return top, per_model
 
 
+def _alias_problem(model_id: str, aliases: Any) -> str | None:
+    """llama-swap's words for an alias a model names twice (one named by two models is
+    refused where the settings are checked, before any document)."""
+    if not isinstance(aliases, list):
+        return None  # the shape check says what is wrong with it
+    taken: set[str] = set()
+    for alias in aliases:
+        if isinstance(alias, str):
+            if alias in taken:
+                return f"duplicate alias {alias} found in model: {model_id}"
+            taken.add(alias)
+    return None
+
+
 def model_problem(
     model_id: str, body: Mapping[Any, Any], glob: list[tuple[str, Any]]
 ) -> str | None:
-    """What llama-swap's macro pass refuses in one model's body (``glob``: the global macros):
-    its own macros, checked, then ``cmd`` and ``cmdStop`` without their comment lines, ``proxy``
-    (llama-swap's default where unset) and every other value, each after the macros and
-    ``${PORT}`` are substituted, in the body's order (an unset ``proxy`` last). Reads the body
-    in place: only the values that hold a ``${`` are copied, by their substitution."""
+    """What llama-swap refuses in one model's body: an alias named twice, then what its macro
+    pass refuses (``glob``: the global macros): its own macros, checked, then ``cmd`` and
+    ``cmdStop`` without their comment lines, ``proxy`` (llama-swap's default where unset) and
+    every other value, each after the macros and ``${PORT}`` are substituted, in the body's
+    order (an unset ``proxy`` last). Reads the body in place: only the values that hold a
+    ``${`` are copied, by their substitution."""
     own = declared(body["macros"]) if "macros" in body else []
     bad = next((p for n, v in own if (p := macro_problem(n, v))), None) if own else None
     if bad is not None:
+        return bad
+    if "aliases" in body and (bad := _alias_problem(model_id, body["aliases"])):
         return bad
     merged = merge_macros(model_id, glob, own)
     cmd = body.get("cmd")

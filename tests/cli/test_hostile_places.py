@@ -153,3 +153,20 @@ def test_hand_edits_kept_in_one_second_all_stay(
     assert len(kept) == 5
     for n in range(5):
         assert sum(f"# hand edit {n}\n" in text for text in kept) == 1
+
+
+def test_an_alias_named_twice_skips_its_model_not_the_file(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """llama-swap refuses a whole file in which one model names an alias twice ("duplicate
+    alias x found in model: ok"); the check before writing used to pass it."""
+    output = setup(tmp_path, config_path)
+    write_gguf(tmp_path / "models" / "other.gguf", "llama", layers=2, size_bytes=MIB)
+    result = cli("set", "ok", "llama_swap={aliases: [x, x]}")
+    assert result.code == 0, result.err
+    text = output.read_text()
+    assert (
+        '# SKIPPED "ok": llama-swap would refuse it: duplicate alias x found in model: ok' in text
+    )
+    assert "\n  other:\n" in text
+    assert "aliases" not in text

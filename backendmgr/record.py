@@ -110,7 +110,7 @@ class Limit:
         if value is None or isinstance(value, bool):
             return None
         if isinstance(value, int | float):
-            if not math.isfinite(value):  # a bound is a range of numbers
+            if isinstance(value, float) and not math.isfinite(value):  # a bound is a range
                 return "Input should be a finite number"
             if self.gt is not None and not value > self.gt:
                 return f"Input should be greater than {self.gt:g}"

@@ -170,3 +170,13 @@ def test_an_alias_named_twice_skips_its_model_not_the_file(
     )
     assert "\n  other:\n" in text
     assert "aliases" not in text
+
+
+def test_a_huge_whole_number_is_no_internal_error(config_path: Path, cli: Cli) -> None:
+    """The finite check is a float's: a 400-digit ``ctx`` in a hand-written config has no
+    float to be (converting it raised OverflowError at every read)."""
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(f"models:\n  m:\n    ctx: {10**400}\n")
+    result = cli("list")
+    assert result.code == 0, result.err
+    assert "internal error" not in result.err

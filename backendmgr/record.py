@@ -236,9 +236,10 @@ class Record:
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
 
     def __post_init__(self) -> None:
-        fields = () if type(self) in _CHECKS else dataclasses.fields(self)  # every check passes
-        empty = bool(fields) and all(getattr(self, f.name) is None for f in fields)  # None: a
-        for name, marks in () if empty else _checks(type(self)):  # default evaluates no type
+        # all None (``ModelOverride()``) passes every check: no field type evaluated for it
+        fields = () if type(self) in _CHECKS else dataclasses.fields(self)
+        empty = bool(fields) and all(getattr(self, f.name) is None for f in fields)
+        for name, marks in () if empty else _checks(type(self)):
             value = getattr(self, name)
             for mark in marks:
                 if isinstance(mark, Limit):

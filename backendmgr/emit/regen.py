@@ -31,7 +31,6 @@ __all__ = [
     "header_hash",
     "inputs_hash",
     "keep_copy",
-    "output_hash",
     "read_current",
     "record_written",
     "written_record",
@@ -74,17 +73,6 @@ _HEAD = 64 << 10  # the bytes of an output's start its header is looked for in
 MAX_OUTPUT = 8 << 20
 """The largest output a rewrite reads whole (to say which entries changed); a bigger one (no
 file backendmgr writes) is only hashed, streamed."""
-
-
-def output_hash(path: Path) -> str | None:
-    """The inputs hash recorded in an existing output's header, if it has one."""
-    from .._fs import read_regular
-
-    try:  # a FIFO in its place is no output of ours, and is not waited on
-        head = read_regular(path, _HEAD)
-    except OSError:
-        return None
-    return header_hash(head)
 
 
 def header_hash(raw: bytes) -> str | None:

@@ -181,7 +181,7 @@ class Generator:
         (when its header claims the current inputs) does not say what the plan says. Blocking,
         for a worker thread."""
         from .._yaml import read_limited
-        from ..emit.regen import edited_by_hand, output_hash, written_record
+        from ..emit.regen import edited_by_hand, read_current, written_record
         from ..emit.verify import check_config
         from ..errors import ConfigError
         from .findings import Finding
@@ -190,7 +190,8 @@ class Generator:
         if not target.exists():
             return [Finding(f'{config} does not exist; run "backendmgr generate"', False)]
         found: list[Finding] = []
-        if edited_by_hand(written_record(self.ctx.paths.home, target), target):
+        current = read_current(target)  # read once: hand edit, header and text
+        if edited_by_hand(written_record(self.ctx.paths.home, target), target, current):
             found.append(
                 Finding(
                     f"{config} was modified since backendmgr wrote it; "
@@ -199,7 +200,7 @@ class Generator:
                 )
             )
         entries: list[Entry] | None = None
-        recorded = output_hash(target)
+        recorded = current.header
         if recorded is None:
             found.append(
                 Finding(f'{config} was not written by backendmgr; run "backendmgr generate"', False)
@@ -208,8 +209,9 @@ class Generator:
             found.append(Finding(f'{config} is stale; run "backendmgr generate"', False))
         else:
             entries = plan.entries()
-        try:
-            text = read_limited(target).decode("utf-8")
+        try:  # read again only where it was not read whole: the error to say
+            raw = current.raw if current.raw is not None else read_limited(target)
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError, ConfigError) as exc:
             return [*found, Finding(f"{config} cannot be read ({exc})", True, VerificationError)]
         differs = "does not match its plan: " if entries is not None else ""

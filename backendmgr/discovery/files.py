@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["is_model_file", "walk_model_files"]
+__all__ = ["in_folder", "is_model_file", "walk_model_files"]
 
 
 def is_model_file(name: str) -> bool:
     lowered = name.lower()
     return lowered.endswith((".gguf", ".safetensors")) or name == "config.json"
+
+
+def in_folder(folder: str) -> str:
+    """What a file name is appended to for its path in ``folder``: ``os.path.join``'s result
+    for a bare name, made once per folder (the walk, the header pass and the models built
+    from them key their maps by these paths: one rule makes them agree)."""
+    return folder if folder.endswith(("/", os.sep)) else folder + os.sep
 
 
 def _stat(path: str) -> os.stat_result | None:
@@ -46,8 +53,7 @@ def walk_model_files(
             seen.add((st.st_dev, st.st_ino))
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             found = []
-            # os.path.join's result for a folder and a bare name, without its call per file
-            prefix = folder if folder.endswith("/") else folder + "/"
+            prefix = in_folder(folder)
             for name in sorted(files):
                 if not is_model_file(name):
                     continue

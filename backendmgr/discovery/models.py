@@ -14,6 +14,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from ..immutable import frozen
 from ..record import Record
 from .chars import printable, unsafe_char
+from .files import in_folder
 from .meta import ModelMeta, gguf_kind, meta_from_gguf, meta_from_hf
 
 __all__ = [
@@ -198,7 +199,7 @@ def _pending(
     """Every candidate of the scanned folders in path order, each a model or a skip."""
     pending: list[Pending] = []
     for folder in folders:
-        sep = "" if folder.path.endswith("/") else "/"
+        prefix = in_folder(folder.path)
         projectors: list[str] = []
         entries: list[_InFolder] = []
         sets: dict[str, dict[int, str]] = {}
@@ -207,7 +208,7 @@ def _pending(
             if parts is not None:
                 sets.setdefault(parts[0], {})[parts[1]] = name
         for name, size in folder.ggufs.items():
-            path = folder.path + sep + name
+            path = prefix + name
             parts = split_parts(name)
             if unsafe_char(path):  # before it can become a projector or a shard set
                 base = (parts[0] if parts else name[: -len(".gguf")]).lower()

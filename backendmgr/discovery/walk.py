@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import MAX_DEPTH, Invalid, load
-from .files import walk_model_files
+from .files import in_folder, walk_model_files
 from .models import Discovery, FolderScan, build_models, model_ids, split_parts
 
 __all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
@@ -199,7 +199,7 @@ def _headers(scan: Scan, cache_file: Path | None, save: bool) -> dict[str, Heade
     stats = {path: (size, mtime) for path, size, mtime in scan.inputs}
     metas: dict[str, Header] = {}
     for folder in scan.folders:
-        prefix = folder.path if folder.path.endswith("/") else folder.path + "/"  # as the walk
+        prefix = in_folder(folder.path)
         for name in folder.ggufs:
             parts = split_parts(name)
             if parts is not None and parts[1] != 1:

@@ -30,7 +30,7 @@ import anyio.lowlevel
 __all__ = ["Held", "committing", "hold_to_exit", "undoing"]
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Held:
     """How many Ctrl-C the block held back."""
 

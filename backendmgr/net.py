@@ -83,7 +83,7 @@ def _timeout_from_env(env: Mapping[str, str]) -> float:
     return value
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=False, eq=False)
 class NetSettings:
     api_base: str = DEFAULT_API
     token: str | None = None

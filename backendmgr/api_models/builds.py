@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class AssetInfo(Result):
     """One downloaded (or, in a dry run, chosen) asset and how its bytes were checked."""
 
@@ -30,7 +30,7 @@ class AssetInfo(Result):
     verified_by: str | None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class BuildOutcome(Outcome):
     """What installing or activating a build says about it: the build and whether it is active."""
 
@@ -42,7 +42,7 @@ class BuildOutcome(Outcome):
     activated: bool
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class InstallResult(BuildOutcome):
     already_installed: bool
     assets: list[AssetInfo]
@@ -60,12 +60,12 @@ class InstallResult(BuildOutcome):
     interpreter: str | None = None  # the interpreter its venv is (or would be) made from
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ActivateResult(BuildOutcome, Previewed):
     """The build that is now (or already was) its component's active one."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class UninstallResult(Previewed):
     id: str | None
     ids: list[str]

@@ -9,7 +9,7 @@ from ..results import Result
 __all__ = ["CatalogEntry", "ReleaseInfo", "VariantHere"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class VariantHere(Result):
     id: str
     available: bool
@@ -17,7 +17,7 @@ class VariantHere(Result):
     why_not: str | None = None  # why this host cannot run it (no GPU of the vendor it needs)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class CatalogEntry(Result):
     id: str
     name: str
@@ -30,7 +30,7 @@ class CatalogEntry(Result):
     activated: str | None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ReleaseInfo(Result):
     tag: str
     published_at: str | None

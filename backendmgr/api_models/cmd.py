@@ -10,7 +10,7 @@ from ..results import Result
 __all__ = ["CmdResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class CmdResult(Result):
     id: str
     argv: list[str]

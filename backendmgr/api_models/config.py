@@ -12,7 +12,7 @@ from ..results import EVERY, Result
 __all__ = ["ConfigInfo"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ConfigInfo(Result):
     config: str
     config_exists: bool

@@ -9,7 +9,7 @@ from ._shared import Previewed
 __all__ = ["ModelsDirResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ModelsDirResult(Previewed):
     """``models add-dir`` / ``models remove-dir``: the folder and ``models_dirs`` as stored."""
 

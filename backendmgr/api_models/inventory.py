@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["BackendRowInfo", "BuildInfo"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class BuildInfo(Result):
     """One installed build as ``list`` shows it."""
 
@@ -35,7 +35,7 @@ class BuildInfo(Result):
     capabilities: Capabilities | None = None  # what its --help listed at install
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class BackendRowInfo(Result):
     """One registry row as ``backends`` shows it, with the classes its kind serves."""
 

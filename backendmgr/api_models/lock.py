@@ -9,14 +9,14 @@ from ..results import Outcome
 __all__ = ["FetchResult", "LockResult", "SyncResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class FetchResult(Outcome):
     dir: str
     fetched: list[str]
     present: list[str]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class LockResult(Outcome):
     path: str
     builds: list[str]
@@ -24,7 +24,7 @@ class LockResult(Outcome):
     fetch: FetchResult | None = None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class SyncResult(Outcome):
     lock: str
     install: list[str]

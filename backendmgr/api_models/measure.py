@@ -13,7 +13,7 @@ from .models import VerifyResult
 __all__ = ["BisectReport", "CanaryReport", "VerifyReport"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class VerifyReport(Result):
     results: list[VerifyResult]
     failed: int
@@ -21,7 +21,7 @@ class VerifyReport(Result):
     unchecked: list[str] = field(default_factory=list)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class BisectReport(Outcome):
     """What ``bisect`` found: the first bad and last good release, every release measured,
     the builds it installed and removed, and the Markdown report."""
@@ -38,7 +38,7 @@ class BisectReport(Outcome):
     report: str  # the Markdown
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class CanaryReport(Outcome):
     """A canary switch: promoted or rolled back, with both builds' figures per canary."""
 

@@ -14,7 +14,7 @@ from ..results import Result
 __all__ = ["ModelBackend", "ModelInfo", "VerifyResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ModelBackend(Result):
     """The row a model resolves to, and why (``models``' backend column)."""
 
@@ -24,7 +24,7 @@ class ModelBackend(Result):
     reason: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class VerifyResult(Result):
     """One model's run: whether it served, why not, how long it took and what it used."""
 
@@ -58,7 +58,7 @@ class VerifyResult(Result):
         return f"{self.id}: " + ", ".join(parts)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ModelInfo(Result):
     """One discovered model as ``models`` shows it: its file, its plan and what was measured."""
 

@@ -11,12 +11,12 @@ from .inventory import BackendRowInfo
 __all__ = ["BackendRowResult", "RemovedRow"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class RemovedRow(Outcome):
     id: str
     removed: bool
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class BackendRowResult(Outcome, BackendRowInfo):
     """``backends add`` and ``default``: the row as it now stands."""

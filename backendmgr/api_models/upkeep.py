@@ -9,7 +9,7 @@ from ..results import Outcome, Result
 __all__ = ["CacheCleanResult", "DoctorReport", "PruneResult", "UpdateEntry", "UpdateResult"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class DoctorReport(Result):
     ok: bool
     problems: list[str]
@@ -18,7 +18,7 @@ class DoctorReport(Result):
     gpus: list[str] = field(default_factory=list)  # "GPU 0: NVIDIA …, 24.0 GiB (nvidia)"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class UpdateEntry(Result):
     component: str
     variant: str
@@ -27,20 +27,20 @@ class UpdateEntry(Result):
     action: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class UpdateResult(Outcome):
     updates: list[UpdateEntry]
     dry_run: bool
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class PruneResult(Outcome):
     removed: list[str]
     freed_bytes: int
     dry_run: bool
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class CacheCleanResult(Outcome):
     freed_bytes: int
     release_listings: list[str]

@@ -10,7 +10,7 @@ from ..results import Result
 __all__ = ["ErrorBody", "JobInfo"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ErrorBody(Result):
     """Every error response: the CLI's one-line message and the exit status it would give."""
 
@@ -18,7 +18,7 @@ class ErrorBody(Result):
     exit: int
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class JobInfo(Result):
     id: str
     kind: str

@@ -72,7 +72,7 @@ class Adapter:
         return f"GPU {self.index}: {self.name}{memory} ({self.vendor})"
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=False, eq=False)
 class Host:
     os: str
     arch: str

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=False, eq=False)
 class AssetChoice:
     release: Release
     variant: str

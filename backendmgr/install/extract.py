@@ -65,7 +65,7 @@ _UNREADABLE: tuple[type[BaseException], ...] = (
 )
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class ExtractReport:
     files: int = 0
     links: int = 0

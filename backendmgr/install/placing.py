@@ -109,7 +109,7 @@ class Places:
         return dest
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Link:
     rel: PurePosixPath
     target: str

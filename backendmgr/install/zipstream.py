@@ -56,7 +56,7 @@ class _NotStreamable(Exception):
     """Left to the unpack of the whole file."""
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=False, eq=False)
 class _Member:
     """One member as its local header and its data said."""
 
@@ -70,7 +70,7 @@ class _Member:
     size: int
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class StreamedZip:
     """What was unpacked into ``root`` as the download went, waiting for the central
     directory."""

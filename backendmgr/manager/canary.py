@@ -133,7 +133,7 @@ def _figures(r: BenchResult) -> dict[str, Any]:
     return {"build": r.build, **{k: getattr(r, k) for k in keys}, "reason": r.reason}
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class Canary:
     """``activate BUILD --canary`` and ``update --canary`` over the services they drive."""
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["Inventory"]
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class Inventory:
     """``list`` and ``backends``: the builds on disk and the registry's rows, read only."""
 

@@ -49,7 +49,7 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class Locks:
     ctx: Context
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Syncer"]
 
 
-@frozen(eq=False)
+@frozen(eq=False, repr=False)
 class Syncer:
     builds: BuildStore
     settings: Callable[[], Awaitable[Settings]]

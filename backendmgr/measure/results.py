@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False, eq=False)
 class Attempt(Record):
     """One build tried for a model: whether it served, and why not."""
 
@@ -40,7 +40,7 @@ class Attempt(Record):
         return f"{self.backend}: {self.reason}" + cause_text(self.cause)
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False, eq=False)
 class RepairResult(Record):
     id: str
     ok: bool  # it serves now (or would, for a dry run)
@@ -50,14 +50,14 @@ class RepairResult(Record):
     message: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class RepairReport(Outcome):
     dry_run: bool = False
     results: list[RepairResult] = field(default_factory=list)
     failed: int = 0
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False, eq=False)
 class TuneTrial(Record):
     ctx: int
     ok: bool  # started, and measured within the budget
@@ -67,7 +67,7 @@ class TuneTrial(Record):
     cause: str | None = None
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False, eq=False)
 class TuneResult(Record):
     id: str
     ok: bool
@@ -84,13 +84,13 @@ class TuneResult(Record):
     message: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class TuneReport(Outcome):
     results: list[TuneResult] = field(default_factory=list)
     failed: int = 0
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=False, eq=False)
 class BenchResult(Record):
     """One model on one build: the medians and spreads of its runs, or why there are none."""
 
@@ -113,7 +113,7 @@ class BenchResult(Record):
     message: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class BenchReport(Outcome):
     results: list[BenchResult] = field(default_factory=list)
     failed: int = 0

@@ -11,7 +11,7 @@ from ..results import Outcome, Result
 __all__ = ["LoadedModel", "ServiceResult", "SwapStatus"]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class LoadedModel(Result):
     __pydantic_config__: ClassVar[dict[str, Any]] = {}  # its schema as before: extra ignored
 
@@ -20,7 +20,7 @@ class LoadedModel(Result):
     cmd: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class SwapStatus(Result):
     """Whether llama-swap runs, what it serves, and whether that is backendmgr's last file."""
 
@@ -44,7 +44,7 @@ class SwapStatus(Result):
     service: str | None = None  # the installed service file, if any
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class ServiceResult(Outcome):
     action: str
     file: str

@@ -60,7 +60,7 @@ def swap_argv(exe: str | Path, config: Path, listen: str) -> list[str]:
     return [str(exe), "-config", str(config), "-listen", listen, "-watch-config"]
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class SwapRun:
     """What a caller learns about the running llama-swap."""
 

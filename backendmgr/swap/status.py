@@ -60,7 +60,7 @@ READ_DEADLINE_S = 5.0  # total time of one look at llama-swap, every answer of i
 MAX_PID = (1 << 31) - 1  # what the system calls take; larger is no process id
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=False, eq=False)
 class SwapState:
     """What ``up`` records while llama-swap runs (``<home>/swap/up.json``)."""
 
@@ -75,7 +75,7 @@ class SwapState:
         return json.dumps(dataclasses.asdict(self), indent=1).encode()
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=False, eq=False)
 class Recorded:
     """The record read: ``state`` when it names a running llama-swap; otherwise ``stale`` says
     why it does not (both None: there is no record). ``raw``: the bytes read, so that a
@@ -285,7 +285,7 @@ def served_config(pid: int) -> tuple[str | None, bool]:
     return parse_config_flags(argv) if argv else (None, False)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Observed:
     """llama-swap's answers; ``error`` says why there are none."""
 

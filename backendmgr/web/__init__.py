@@ -66,7 +66,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Prepared:
     """A bound, not yet running server: ``await server.serve(sockets=[sock])`` runs it."""
 

@@ -41,7 +41,7 @@ def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
     return failure.http_status, failure.body()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Job:
     """One install: its request, its events in order, and how it ended."""
 

@@ -111,7 +111,7 @@ def is_api(path: str) -> bool:
     return path == "/api" or path.startswith("/api/")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Guard:
     """The rules for one server bound to ``host:port``."""
 

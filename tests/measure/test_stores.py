@@ -62,13 +62,13 @@ def paths(tmp_path: Path) -> Paths:
 def test_what_is_written_is_what_is_read(paths: Paths) -> None:
     store = TunedStore(paths)
     store.put_many([tuned(), tuned(build_fp="other", ctx=4096)])
-    assert find_tuned(store.records(), "chat", KEY) == tuned()
-    assert find_tuned(store.records(), "chat", ("mfp", "other", "cpu")) == tuned(
-        build_fp="other", ctx=4096
+    assert plain(find_tuned(store.records(), "chat", KEY)) == plain(tuned())
+    assert plain(find_tuned(store.records(), "chat", ("mfp", "other", "cpu"))) == plain(
+        tuned(build_fp="other", ctx=4096)
     )
     benches = BenchStore(paths)
     benches.put(bench())
-    assert matching(benches.records(), "chat", "mfp", "cpu") == [bench()]
+    assert plain(matching(benches.records(), "chat", "mfp", "cpu")) == [plain(bench())]
     assert matching(benches.records(), "chat", "mfp", "gpu") == []
 
 
@@ -90,7 +90,9 @@ def test_a_record_of_the_wrong_shape_is_passed_over(paths: Paths, bad: dict[str,
     body = {"version": 1, "models": {"chat": [broken, good, "junk", 5]}}
     store.path.write_text(json.dumps(body))
     assert find_tuned(store.records(), "chat", KEY) is None
-    assert find_tuned(store.records(), "chat", ("mfp", "x", "cpu")) == tuned(build_fp="x")
+    assert plain(find_tuned(store.records(), "chat", ("mfp", "x", "cpu"))) == plain(
+        tuned(build_fp="x")
+    )
 
 
 def test_keys_another_version_added_are_left_out_and_a_missing_default_is_kept(
@@ -102,12 +104,12 @@ def test_keys_another_version_added_are_left_out_and_a_missing_default_is_kept(
     stored = {"version": 1, "models": {"chat": [raw]}}
     (paths.home / "tuned.json").write_text(json.dumps(stored))
     store = TunedStore(paths)
-    assert find_tuned(store.records(), "chat", KEY) == tuned(attempts=0)
+    assert plain(find_tuned(store.records(), "chat", KEY)) == plain(tuned(attempts=0))
     raw_bench = {**plain(bench()), "later": True}
     (paths.home / "bench.json").write_text(
         json.dumps({"version": 1, "models": {"chat": [raw_bench]}})
     )
-    assert matching(BenchStore(paths).records(), "chat", "mfp", "cpu") == [bench()]
+    assert plain(matching(BenchStore(paths).records(), "chat", "mfp", "cpu")) == [plain(bench())]
 
 
 @pytest.mark.parametrize(
@@ -119,4 +121,4 @@ def test_a_file_that_is_not_ours_reads_as_empty(paths: Paths, body: str) -> None
     store = TunedStore(paths)
     assert store.records() == {} and find_tuned(store.records(), "chat", KEY) is None
     store.put(tuned())  # and the next record replaces it
-    assert find_tuned(store.records(), "chat", KEY) == tuned()
+    assert plain(find_tuned(store.records(), "chat", KEY)) == plain(tuned())

@@ -27,9 +27,14 @@ if TYPE_CHECKING:
 
     from .roundtrip import LoadedConfig
 
-__all__ = ["ConfigStore", "text_diff"]
+__all__ = ["ConfigStore", "Then", "text_diff"]
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+Then = Callable[[Settings, Callable[[], None]], R]
+"""What :meth:`ConfigStore.transact` runs under the lock: given the settings the config will
+say and the function that writes it."""
 
 LOCK_TIMEOUT_S = 60.0
 
@@ -98,6 +103,22 @@ class ConfigStore:
 
     def update(self, change: Callable[[Settings], tuple[Settings, T]]) -> T:
         """Apply ``change`` under the file lock; write only when the file's text changes."""
+        return self._edit(change, _write_only, strict=False)[0]
+
+    def transact(
+        self, change: Callable[[Settings], tuple[Settings, T]], then: Then[R]
+    ) -> tuple[T, R]:
+        """``update``, and ``then`` under the same lock, given the settings the file will say
+        and the function that writes it: ``then`` checks what it will write of its own first,
+        calls that function, then writes its own files. What raises before the config is
+        written leaves it as it was (a text that does not read back as settings is refused
+        too); what raises after has the config's old bytes put back, while it still holds
+        ours (no other backendmgr writes it meanwhile: the lock is held)."""
+        return self._edit(change, then, strict=True)
+
+    def _edit(
+        self, change: Callable[[Settings], tuple[Settings, T]], then: Then[R], *, strict: bool
+    ) -> tuple[T, R]:
         from filelock import FileLock, Timeout  # an edit's: a read takes no lock
 
         from .roundtrip import render_document
@@ -108,20 +129,50 @@ class ConfigStore:
                 loaded = self.load()
                 new_settings, result = change(loaded.settings)
                 doc, data = render_document(loaded, new_settings)
-                if data != loaded.raw:
+                if data == loaded.raw:
+                    return result, then(loaded.settings, _nothing)
+                try:  # what the file will say, as the next read gives it
+                    said: Settings | None = _said(self.path, doc)
+                except ConfigError:
+                    if strict:
+                        raise
+                    said = None  # the next read will say why
+                existed = bool(loaded.raw) or self.path.exists()
+                wrote = False
+
+                def write() -> None:
+                    nonlocal wrote
                     atomic_write_bytes(self.path, data)
-                    with contextlib.suppress(ConfigError):  # the next read will say why
-                        written = _said(self.path, doc)
-                        save_snapshot(self.path, data, parser_name(), _snapshot_of(written))
-                        self._known = (data, written)
+                    wrote = True
+                    if said is not None:
+                        save_snapshot(self.path, data, parser_name(), _snapshot_of(said))
+                        self._known = (data, said)
                     from ..changes import config_written
 
                     config_written(self.path)  # for the command's result (issue 33)
-                return result
+
+                try:
+                    return result, then(new_settings if said is None else said, write)
+                except BaseException:
+                    if wrote:
+                        self._put_back(loaded.raw if existed else None, data)
+                    raise
         except Timeout as exc:
             raise Refused(
                 f"{self.path} is locked by another backendmgr process; try again when it ends"
             ) from exc
+
+    def _put_back(self, old: bytes | None, ours: bytes) -> None:
+        """The config's ``old`` bytes (None: there was no file) in place of ``ours``, unless
+        the file holds others by now (a hand edit meanwhile is the user's to keep)."""
+        self._known = None
+        with contextlib.suppress(OSError, ConfigError):
+            if read_limited(self.path) != ours:
+                return
+            if old is None:
+                self.path.unlink()
+            else:
+                atomic_write_bytes(self.path, old)
 
     def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
         """``update`` up to the write, for a dry run: what ``change`` returned and the unified
@@ -132,6 +183,15 @@ class ConfigStore:
         loaded = self.load()
         new_settings, result = change(loaded.settings)
         return result, text_diff(self.path, loaded.raw, render(loaded, new_settings))
+
+
+def _write_only(settings: Settings, write: Callable[[], None]) -> None:
+    """``update``'s part under the lock: the config written, nothing else."""
+    write()
+
+
+def _nothing() -> None:
+    """The write of a config whose text stays."""
 
 
 def _snapshot_of(settings: Settings) -> dict[str, Any]:

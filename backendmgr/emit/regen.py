@@ -26,12 +26,15 @@ __all__ = [
     "EMITTER_VERSION",
     "MAX_OUTPUT",
     "Current",
+    "Recorded",
     "edited_by_hand",
     "file_digest",
+    "hand_edit",
     "header_hash",
     "inputs_hash",
     "keep_copy",
     "read_current",
+    "read_record",
     "record_written",
     "written_record",
 ]
@@ -110,14 +113,58 @@ def record_written(record: Path, digest: str) -> None:
     atomic_write_bytes(record, digest.encode() + b"\n", no_links_below=record.parent)
 
 
-def _recorded(record: Path) -> str | None:
-    from .._fs import read_regular
+class Recorded:
+    """The record of what backendmgr last wrote to an output, as read before a rewrite: the
+    digest it keeps, or why it confirms nothing, and what would stop it being rewritten."""
+
+    __slots__ = ("digest", "refusal", "why")
+
+    def __init__(self, digest: str | None, why: str = "", refusal: str | None = None) -> None:
+        self.digest = digest  # the SHA-256 it keeps (None: it confirms nothing)
+        self.why = why  # why it confirms nothing ("": it does)
+        self.refusal = refusal  # the one line that refuses a rewrite, said before any write
+
+
+def read_record(record: Path) -> Recorded:
+    """The record at ``record`` (blocking). One that is missing or holds no digest confirms
+    nothing, and is replaced by the next rewrite; a folder, a link (never followed: the file
+    is ours), another kind of file, or one that cannot be read or replaced is refused by a
+    rewrite before it writes anything, in a line that names it."""
+    from .._fs import read_regular_stat
 
     try:
-        text = read_regular(record, 128)[:128].decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+        raw, st = read_regular_stat(record, 128, follow=False)
+    except FileNotFoundError:
+        return Recorded(None, f"{record} is missing")
+    except OSError as exc:
+        what = _record_trouble(record, exc)
+        return Recorded(None, what, f"{what}; {_REMOVE}")
+    text = raw[:128].decode("ascii", "replace").strip()
+    if not st.st_mode & 0o222 or not os.access(record, os.W_OK):  # as the write would say
+        what = f"{record} is read-only"
+        return Recorded(None, what, f"{what}; {_REMOVE}")
+    if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+        return Recorded(text)
+    return Recorded(None, f"{record} holds no SHA-256")
+
+
+_REMOVE = (
+    "backendmgr keeps the digest of the llama-swap config it wrote there; nothing was "
+    "changed: remove it and run the command again"
+)
+
+
+def _record_trouble(record: Path, exc: OSError) -> str:
+    """What an open of the record that failed found there, said with its real path."""
+    import errno
+
+    if exc.errno == errno.ELOOP or record.is_symlink():
+        return f"{record} is a symbolic link"
+    if exc.errno == errno.ENOTDIR:
+        return f"{record.parent} is not a folder"
+    if exc.errno in (None, errno.EISDIR):  # opened, and not a regular file
+        return f"{record} is {'a folder' if record.is_dir() else 'not a regular file'}"
+    return f"{record} cannot be read ({exc.strerror})"
 
 
 class Current:
@@ -161,20 +208,27 @@ def read_current(target: Path) -> Current:
         return Current(True, True)
 
 
-def edited_by_hand(record: Path, target: Path, current: Current | None = None) -> bool:
-    """True when ``target`` exists and is not what backendmgr last wrote there (``current``:
-    what is there, when the caller has read it already).
+def hand_edit(recorded: Recorded, current: Current, written: bytes | None = None) -> str | None:
+    """The one check of whether an output is what backendmgr last wrote there: None when it is
+    (or nothing is there); ``""`` when it is not (its bytes are not those the record keeps, or
+    it is no regular file); else why it cannot be told (the record is missing, holds no digest
+    or cannot be read), which counts as a hand edit too: a kept header proves nothing, as
+    anyone may copy it. ``written``: the bytes backendmgr would write there now; a file that
+    holds exactly those is its own, whatever the record says."""
+    if not current.is_file:
+        return "" if current.exists else None  # a folder or other odd thing in its place
+    if written is not None and current.raw == written:
+        return None
+    if recorded.digest is None:
+        return recorded.why
+    return None if current.digest == recorded.digest else ""
 
-    A file with no record is ours only if it carries our header (one written before records
-    existed); a file without one was written by someone else and is theirs.
-    """
+
+def edited_by_hand(record: Path, target: Path, current: Current | None = None) -> bool:
+    """True when ``target`` exists and cannot be taken as what backendmgr last wrote there
+    (:func:`hand_edit`; ``current``: what is there, when the caller has read it already)."""
     now = read_current(target) if current is None else current
-    if not now.is_file:
-        return now.exists  # a folder or other odd thing where the output goes
-    expected = _recorded(record)
-    if expected is None:
-        return now.header is None
-    return now.digest != expected
+    return hand_edit(read_record(record), now) is not None
 
 
 def keep_copy(target: Path) -> Path:

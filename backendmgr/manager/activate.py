@@ -113,9 +113,9 @@ class Activation:
             registered, diff = await self.ctx.preview(self._registration(entry, activate=True))
             regen: list[str] = []
             dry = {"dry_run": True, "diff": diff}
-        else:
-            registered = await self.register(entry, activate=True)
-            regen = await self.generator.after(req.generate)
+        else:  # the rewrite checked before the config is written (Generator.change)
+            change = self._registration(entry, activate=True)
+            registered, regen, _ = await self.generator.change(change, generate=req.generate)
         was_active = registered.was_active
         done, runs = ("would activate", "would run") if dry else ("activated", "now runs")
         return ActivateResult(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypedDict, TypeVar, Unpack
 
 from ..config.models import Settings
 from ..config.paths import Paths
-from ..config.store import ConfigStore
+from ..config.store import ConfigStore, Then
 from ..errors import unknown
 from ..install.builds import BuildStore
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["Context"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Context:
@@ -116,6 +117,15 @@ class Context:
         from .._inline import in_thread
 
         return await in_thread(self.store.update, change)
+
+    async def transact(
+        self, change: Callable[[Settings], tuple[Settings, T]], then: Then[R]
+    ) -> tuple[T, R]:
+        """``update`` with ``then`` under the same lock, in a worker thread: what the change
+        writes of its own is checked before the config is (:meth:`.ConfigStore.transact`)."""
+        from .._inline import in_thread
+
+        return await in_thread(self.store.transact, change, then)
 
     async def preview(self, change: Callable[[Settings], tuple[Settings, T]]) -> tuple[T, str]:
         """``update`` without the write (a dry run): ``change``'s result and the file's diff."""

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from .._inline import in_thread
 from .._locks import hold
-from ..changes import generated
 from ..config.models import BackendRow, Settings
 from ..digest import sha256_hex
 from ..errors import BackendmgrError, InvalidInput, VerificationError
@@ -20,13 +19,15 @@ from .context import Context
 
 if TYPE_CHECKING:  # a change that does not regenerate (install --no-generate) loads none
     from ..api_models import GeneratedText, GenerateResult
-    from ..emit.plan import Entry, Skip
-    from ..emit.regen import Current
+    from ..emit.plan import Entry
     from ..requests import GenerateRequest
     from .findings import Finding
     from .models import Models, Plan
+    from .rewrite import Rewrite
 
 __all__ = ["Generator"]
+
+T = TypeVar("T")
 
 MAX_SHOWN = 4 << 20  # bytes of the generated config that ``generated`` returns
 
@@ -45,12 +46,7 @@ class Generator:
         """Adoption (SPEC §3.2): managed and build rows follow the builds on disk. The config
         is edited (locked, parsed round trip, rendered) only when the rows change: most
         changes adopt nothing, and the settings read from the parsed snapshot say so."""
-        builds = self.ctx.builds
-
-        def adopted(s: Settings) -> list[BackendRow]:
-            return registry.adopt(
-                s.backends, builds.installed_builds(), path_exists=lambda p: Path(p).exists()
-            )
+        adopted = self._adopted
 
         def change(s: Settings) -> tuple[Settings, bool]:
             rows = adopted(s)
@@ -60,6 +56,61 @@ class Generator:
         if await in_thread(adopted, current) == current.backends:
             return False
         return await self.ctx.update(change)
+
+    def _adopted(self, s: Settings) -> list[BackendRow]:
+        """The rows of ``s`` as the builds on disk make them (blocking)."""
+        return registry.adopt(
+            s.backends, self.ctx.builds.installed_builds(), path_exists=lambda p: Path(p).exists()
+        )
+
+    async def change(
+        self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
+    ) -> tuple[T, list[str], Plan | None]:
+        """Apply ``change`` to the config and, with ``generate``, rewrite the llama-swap config
+        from it, as one step under the config lock: the settings it makes (the registry
+        following the builds on disk, as a regeneration's adoption makes it) are planned,
+        rendered and checked, with the output and its record, before the config is written.
+        A change the rewrite would refuse changes nothing; one that passes writes the config,
+        then the output and its record. ``change``'s result, the rewrite's warnings, and the
+        plan it wrote from (None without ``generate``): a change discovers once."""
+        if not generate:
+            return await self.ctx.update(change), [], None
+        adopted = self._adopted
+
+        def adopting(s: Settings) -> tuple[Settings, T]:
+            new, result = change(s)
+            rows = adopted(new)
+            return (new if rows == new.backends else replace(new, backends=rows)), result
+
+        result, (rewrite, plan) = await self.ctx.transact(adopting, self._rewrite_with)
+        return result, rewrite.warnings, plan
+
+    def _rewrite_with(
+        self, settings: Settings, write_config: Callable[[], None]
+    ) -> tuple[Rewrite, Plan]:
+        """A change's rewrite, in the config lock's thread: ``settings`` (what the config will
+        say) planned and staged under the output's lock, then ``write_config``, then the
+        output (the config store puts the config back if that write fails)."""
+        from filelock import FileLock, Timeout
+
+        from ..config.store import LOCK_TIMEOUT_S
+        from ..errors import Refused
+        from .rewrite import stage
+
+        target = self.ctx.output_path(settings)
+        target.parent.mkdir(parents=True, exist_ok=True)  # the config's own folder, first run
+        try:
+            with FileLock(self._output_lock(target), timeout=LOCK_TIMEOUT_S):
+                plan = self.models.pipeline(settings)
+                home, config = self.ctx.paths.home, self.ctx.store.path
+                staged = stage(plan, target, home, force=False, config=config)
+                write_config()
+                staged.commit()
+        except Timeout as exc:
+            raise Refused(
+                f"{target} is being written by another backendmgr process; try again when it ends"
+            ) from exc
+        return staged.rewrite, plan
 
     async def regenerate(self) -> list[str]:
         """Bring the registry in line with the disk, then rewrite the llama-swap config; the
@@ -92,7 +143,7 @@ class Generator:
 
     async def _generate(
         self, output: str | None, *, force: bool, check: bool
-    ) -> tuple[_Rewrite, Plan]:
+    ) -> tuple[Rewrite, Plan]:
         """``generate``'s work, and the plan it wrote (or checked) the file from; a change's
         regeneration reads only the warnings, and makes no request or result class."""
         from filelock import FileLock
@@ -109,65 +160,16 @@ class Generator:
             plan = await self.models.plan()
             return await self._write(plan, target, force=force, check=check), plan
 
-    async def _write(self, plan: Plan, target: Path, *, force: bool, check: bool) -> _Rewrite:
-        from .._fs import atomic_write_bytes
-        from .._version import __version__
-        from ..emit.document import build_document, dump
-        from ..emit.plan import Skip
-        from ..emit.regen import (
-            edited_by_hand,
-            keep_copy,
-            read_current,
-            record_written,
-            written_record,
-        )
-        from ..emit.verify import reread_emitted
+    async def _write(self, plan: Plan, target: Path, *, force: bool, check: bool) -> Rewrite:
+        from .rewrite import rewrite_of, stage
 
-        entries = plan.entries()
-        skipped = [p for p in plan.plans if isinstance(p, Skip)]
-        skipped += [Skip(s.id, s.path, s.reason) for s in plan.found.skipped]
-        result = _Rewrite(target, len(entries), skipped)
         if check:
             await self._check(plan, target)
-            return result
-        # the file as it is now, read and hashed once: hand edits, its header, its entries
-        current = await in_thread(read_current, target)
-        record = written_record(self.ctx.paths.home, target)
-        edited = await in_thread(edited_by_hand, record, target, current)
-        if current.header == plan.digest and not force and not edited:
-            return result
-        document = build_document(
-            version=__version__,
-            inputs_hash=plan.digest,
-            health_check_timeout=plan.settings.health_check_timeout,
-            passthrough=plan.settings.llama_swap,
-            entries=entries,
-            skipped=skipped,
-        )
-        text = dump(document)
-        # what llama-swap would read: the text re-read, its shape, its macros (issue 28)
-        data, wrong = reread_emitted(document, text)
-        if wrong or data is None:
-            raise VerificationError(
-                f"the llama-swap config would be invalid: {wrong[0]}; {target} is unchanged"
-            )
-        if edited and target.is_file():
-            backup = await in_thread(keep_copy, target)
-            result.backup = str(backup)
-            result.warnings.append(f"{target} was modified by hand; kept that copy as {backup}")
-        body = text.encode()
-        digest = sha256_hex(body)
-        models = data.get("models")
-        new = models if isinstance(models, dict) else {}
-        before = await in_thread(_old_models, record, target, current)
-        await in_thread(atomic_write_bytes, target, body)
-        await in_thread(record_written, record, digest)
-        await in_thread(_keep_models, record, target, body, digest, new)
-        result.written = True
-        result.models_changed = _changed_models(before, new)
-        generated(target, result.models_changed)
-        result.message = f"wrote {target}: {len(entries)} models, {len(skipped)} skipped"
-        return result
+            return rewrite_of(plan, target, len(plan.entries()))
+        home = self.ctx.paths.home
+        staged = await in_thread(lambda: stage(plan, target, home, force=force))
+        await in_thread(staged.commit)
+        return staged.rewrite
 
     async def _check(self, plan: Plan, target: Path) -> None:
         """``generate --check``: refuse a hand-edited, missing, stale or drifted file."""
@@ -181,20 +183,28 @@ class Generator:
         (when its header claims the current inputs) does not say what the plan says. Blocking,
         for a worker thread."""
         from .._yaml import read_limited
-        from ..emit.regen import edited_by_hand, read_current, written_record
+        from ..emit.document import dump
+        from ..emit.regen import hand_edit, read_current, read_record, written_record
         from ..emit.verify import check_config
         from ..errors import ConfigError
         from .findings import Finding
+        from .rewrite import render
 
         config = f"the llama-swap config {target}"
         if not target.exists():
             return [Finding(f'{config} does not exist; run "backendmgr generate"', False)]
         found: list[Finding] = []
         current = read_current(target)  # read once: hand edit, header and text
-        if edited_by_hand(written_record(self.ctx.paths.home, target), target, current):
+        record = read_record(written_record(self.ctx.paths.home, target))
+        edited = hand_edit(record, current)
+        if edited is not None and current.header == plan.digest:  # what generate writes now?
+            edited = hand_edit(record, current, dump(render(plan, plan.entries())).encode())
+        if edited is not None:
+            how = "may have been" if edited else "was"
+            why = f" ({edited})" if edited else ""
             found.append(
                 Finding(
-                    f"{config} was modified since backendmgr wrote it; "
+                    f"{config} {how} modified since backendmgr wrote it{why}; "
                     '"backendmgr generate" rewrites it and keeps your copy as .bak',
                     True,
                 )
@@ -271,110 +281,3 @@ class Generator:
             up_to_date=fresh,
             status=status,
         )
-
-
-class _Rewrite:
-    """What one run of ``generate`` did, before it is a :class:`GenerateResult`: a change's
-    regeneration reads only its warnings, and loads no result class for them."""
-
-    __slots__ = (
-        "backup",
-        "message",
-        "models",
-        "models_changed",
-        "skipped",
-        "target",
-        "warnings",
-        "written",
-    )
-
-    def __init__(self, target: Path, models: int, skipped: list[Skip]) -> None:
-        self.target = target
-        self.models = models
-        self.skipped = skipped
-        self.message = f"{target} is up to date"
-        self.written = False
-        self.backup: str | None = None
-        self.models_changed: list[str] | None = None  # set when the file is written
-        self.warnings: list[str] = []
-
-    def result(self) -> GenerateResult:
-        """``generate``'s result: the keys a document shows are those the run set."""
-        from ..api_models import GenerateResult, SkippedModel
-
-        done: dict[str, Any] = {}
-        if self.backup is not None:
-            done["backup"] = self.backup
-        if self.written:
-            done["models_changed"] = self.models_changed
-        result = GenerateResult(
-            message=self.message,
-            changed=self.written,
-            output=str(self.target),
-            written=self.written,
-            models=self.models,
-            skipped=[
-                SkippedModel(id=s.id, reason=s.reason)
-                for s in sorted(self.skipped, key=lambda s: s.id)
-            ],
-            **done,
-        )
-        result.warn(*self.warnings)
-        return result
-
-
-def _parsed_path(record: Path) -> Path:
-    """Where the models of the file last written are kept, parsed, beside its record."""
-    return record.with_name(record.stem + ".parsed.json")
-
-
-def _old_models(record: Path, target: Path, current: Current) -> dict[str, Any] | None:
-    """The models of the file about to be replaced (``current``: its bytes, read once), to
-    say which entries changed: the kept parse when its bytes are those backendmgr wrote, else
-    the file parsed (bounded). An absent or unreadable file has none; None: it is no YAML
-    mapping of models."""
-    from .._yaml import parser_name
-    from ..config.snapshot import load_parsed
-
-    if current.raw is None or current.digest is None:
-        return {}
-    parser = f"{parser_name()} safe"
-    kept = load_parsed(_parsed_path(record), target, current.raw, parser, digest=current.digest)
-    if kept is not None:
-        return kept
-    return _models_of(current.raw.decode("utf-8", "replace"))
-
-
-def _keep_models(
-    record: Path, target: Path, body: bytes, digest: str, models: dict[str, Any]
-) -> None:
-    """Keep what was just written as parsed (an input of the next rewrite's comparison,
-    stamped with ``digest``, the SHA-256 of ``body``, the bytes it came from: a hand edit or
-    another version is parsed again). ``models`` is what the text was proved to read back
-    as: plain data."""
-    from .._yaml import parser_name
-    from ..config.snapshot import save_parsed
-
-    parser = f"{parser_name()} safe"
-    save_parsed(_parsed_path(record), target, body, parser, models, digest=digest, plain=True)
-
-
-def _models_of(text: str) -> dict[str, Any] | None:
-    """The models of a file backendmgr did not just write (a hand edit): bounded first, as any
-    user YAML is (libyaml's composer would crash the process on a deep enough nesting)."""
-    from .._yaml import load_yaml
-
-    try:
-        data = load_yaml(text, "the llama-swap config")
-    except Exception:  # a file edited into nonsense: every entry counts as changed
-        return None
-    models = data.get("models") if isinstance(data, dict) else None
-    return models if isinstance(models, dict) else None
-
-
-def _changed_models(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
-    """The ids whose llama-swap entries the rewrite added, removed or changed (``old``
-    None: the old file was no mapping of models, so every entry counts)."""
-    if old is None:
-        return sorted(new)
-    return sorted(str(k) for k in set(old) | set(new) if old.get(k) != new.get(k))

@@ -65,10 +65,11 @@ class Registry:
     async def _mutate(
         self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
     ) -> tuple[T, list[str]]:
-        """Apply ``change`` under the config lock, then regenerate: what ``change`` returned,
-        and the regeneration's warnings (a hand-edited config kept as .bak) for the result."""
-        result = await self.ctx.update(change)
-        return result, await self.generator.after(generate)
+        """Apply ``change`` under the config lock with its regeneration, checked before the
+        config is written (:meth:`.Generator.change`): what ``change`` returned, and the
+        regeneration's warnings (a hand-edited config kept as .bak) for the result."""
+        result, regen, _ = await self.generator.change(change, generate=generate)
+        return result, regen
 
     async def _change(
         self, change: Callable[[Settings], tuple[Settings, T]], req: _Change
@@ -86,10 +87,7 @@ class Registry:
         if req.dry_run:
             result, diff = await self.ctx.preview(change)
             return result, [], {"dry_run": True, "diff": diff}, None
-        result = await self.ctx.update(change)
-        if not req.generate:
-            return result, [], {}, None
-        regen, plan = await self.generator.regenerated()
+        result, regen, plan = await self.generator.change(change, generate=req.generate)
         return result, regen, {}, plan
 
     # --- registry ---------------------------------------------------------------------------

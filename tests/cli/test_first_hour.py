@@ -148,7 +148,10 @@ def test_sync_names_the_build_on_each_line_of_its_concurrent_installs(
     assert cli("install", "llama-server", "b100", "--variant", "cpu").code == 0
     lock = tmp_path / "backendmgr.lock"
     assert cli("lock", "--output", str(lock)).code == 0
-    other = ["--home", str(tmp_path / "other-home")]  # a second machine
+    # a second machine: its own home and config (a home that rewrites a llama-swap config
+    # another home wrote has no record of it, so it cannot tell a hand edit: it keeps a .bak)
+    machine = tmp_path / "other"
+    other = ["--home", str(machine / "home"), "--config", str(machine / "config.yaml")]
     result = cli(*other, "sync", str(lock))
     assert result.code == 0, result
     ids = ("llama-server@b100-cpu", "llama-server@b100-vulkan")

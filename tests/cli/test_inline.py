@@ -181,8 +181,9 @@ def test_what_runs_inline(words: tuple[str, ...], inline: bool) -> None:
 def test_ctrl_c_while_an_inline_edit_waits_for_the_output_lock_is_cancelled(
     tmp_path: Path, config_path: Path
 ) -> None:
-    """The regeneration waits for another writer's lock (polling, with no loop); a Ctrl-C
-    there ends the command as on the loop: "cancelled", 130, the config edited whole."""
+    """The regeneration waits for another writer's lock (with no loop) before the config is
+    written (a change is checked whole first); a Ctrl-C there ends the command as on the
+    loop: "cancelled", 130, and nothing changed."""
     import hashlib
 
     from filelock import FileLock
@@ -194,19 +195,22 @@ def test_ctrl_c_while_an_inline_edit_waits_for_the_output_lock_is_cancelled(
     assert finish(ok_run, 60)[0] and ok_run.returncode == 0
     output = config_path.parent / "llama-swap.yaml"
     before, names = output.read_bytes(), {p.name for p in config_path.parent.iterdir()}
+    config = config_path.read_bytes()
     key = hashlib.sha256(str(output).encode()).hexdigest()[:16]
     with FileLock(tmp_path / "home" / "locks" / f"output-{key}.lock"):
         proc = spawn_backendmgr("set", MODEL, "ctx=4096")
         deadline = time.monotonic() + 30
-        while "ctx: 4096" not in config_path.read_text():  # edited; now waiting for the lock
+        lock = config_path.with_name("config.yaml.lock")
+        while not lock.exists():  # the config's lock held; now waiting for the output's
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.02)
-        time.sleep(0.2)
+        time.sleep(0.5)
+        assert proc.poll() is None
         proc.send_signal(signal.SIGINT)
         out, err = finish(proc, 30)
     assert proc.returncode == 130 and err == "error: cancelled\n", (out, err)
-    assert output.read_bytes() == before  # not regenerated; the next change rewrites it
-    assert "ctx: 4096" in config_path.read_text()
+    assert output.read_bytes() == before
+    assert config_path.read_bytes() == config
     made = {p.name for p in config_path.parent.iterdir()} - names
     assert made == {"config.yaml.lock"}  # the edit's lock; no temporary file left
 

@@ -133,13 +133,13 @@ def atomic_write_bytes(
         _write_no_follow(path, data, no_links_below, durable)
         return
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        st = target.stat()
+    try:  # through the links as the kernel follows them: /dev/stdout's leads to a pipe
+        st = path.stat()
     except FileNotFoundError:
         mode: int | None = None
     else:
-        mode = _kept_mode(st, os.access(target, os.W_OK), path, target)
+        mode = _kept_mode(st, os.access(path, os.W_OK), path, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_private(target.parent, target.name)
     try:
         _fill(fd, data, mode, durable)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.cli import Cli, run_backendmgr
 from tests.support.ggufs import write_gguf
 
 MIB = 1 << 20
@@ -180,3 +180,16 @@ def test_a_huge_whole_number_is_no_internal_error(config_path: Path, cli: Cli) -
     result = cli("list")
     assert result.code == 0, result.err
     assert "internal error" not in result.err
+
+
+def test_a_pipe_behind_dev_stdout_is_refused_in_one_line(tmp_path: Path, config_path: Path) -> None:
+    """``/dev/stdout`` is a link to ``/proc/self/fd/1``, which names a pipe but resolves to no
+    path: its folder once got the temporary file's error instead of this refusal."""
+    setup(tmp_path, config_path)
+    result = run_backendmgr(
+        "generate", "--output", "/dev/stdout", env={"BACKENDMGR_CONFIG": str(config_path)}
+    )
+    assert result.returncode == 1
+    assert "/dev/stdout (a link to " in result.stderr
+    assert "is a FIFO; backendmgr replaces only regular files" in result.stderr
+    assert "No such file" not in result.stderr and "Traceback" not in result.stderr

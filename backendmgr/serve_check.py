@@ -384,8 +384,28 @@ async def _exercise(
             reason = f"{path}: {type(exc).__name__} {exc}".strip()
             return CheckResult(False, reason, ready, None, process.pid)
         if status >= 400:
-            text = " ".join(said[: BODY_CHARS * 4].decode(errors="replace")[:BODY_CHARS].split())
+            text = _shown(said)
             reason = f"HTTP {status} from {path}" + (f": {text}" if text else "")
+            return CheckResult(False, reason, ready, None, process.pid)
+        if not _json_object(said):  # a 200 of an HTML page or a proxy's text serves nothing
+            text = _shown(said)
+            reason = f"HTTP {status} from {path} is no JSON answer" + (f": {text}" if text else "")
             return CheckResult(False, reason, ready, None, process.pid)
         gpu = await gpu_memory_gib(process.pid, environ)
         return CheckResult(True, None, ready, gpu, process.pid, tail.device())
+
+
+def _shown(body: bytes) -> str:
+    """The start of an answer's body as one line, for a reason."""
+    return " ".join(body[: BODY_CHARS * 4].decode(errors="replace")[:BODY_CHARS].split())
+
+
+def _json_object(body: bytes) -> bool:
+    """Whether ``body`` (bounded by :func:`bounded_answer`) is one JSON object, as every
+    answer of the OpenAI-style API is."""
+    import json
+
+    try:
+        return isinstance(json.loads(body), dict)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, a digit string too long
+        return False

@@ -296,3 +296,20 @@ def test_a_build_installed_from_the_mirror_is_verified(
     assert again.code == 0, again
     rows = {r["id"]: r for r in json.loads(bm(fakes, "--json", "models").out)}
     assert rows["chat"]["verification"] == "not verified"
+
+
+@pytest.mark.asyncio
+async def test_a_200_that_is_no_json_answer_fails_the_check(fakes: dict[str, Path]) -> None:
+    """A server (or a proxy in front of it) that answers the request with an HTML page serves
+    nothing: ``verify`` once called that ok."""
+    os.environ["FAKE_DIR"] = str(fakes["fake"])
+    try:
+        server = str(fakes["bin"] / "llama-server")
+        argv = [server, "--port", "${PORT}", "--fake-mode", "garbage"]
+        result = await check_command(argv, role="chat", model_id="x", timeout=30)
+    finally:
+        del os.environ["FAKE_DIR"]
+    assert not result.ok
+    assert result.reason == (
+        "HTTP 200 from /v1/chat/completions is no JSON answer: <html>it works</html>"
+    )

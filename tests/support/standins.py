@@ -41,6 +41,7 @@ OLD_HELP = """\
 # --help and --version as the capability probe and smoke check ask, then /health, chat,
 # embeddings and rerank on the --port it is given. Its own arguments (so a model's extra_args)
 # can make it crash at start (--fake-mode crash), never become healthy (never), answer 500,
+# answer 200 with no JSON (garbage),
 # ignore SIGTERM (stubborn), or start a child as vLLM does (--fake-child 1); with FAKE_DIR set
 # it notes its pids and the requests it got there.
 SERVER_STANDIN = r"""
@@ -108,6 +109,12 @@ class Handler(BaseHTTPRequestHandler):
         note("requests", json.dumps([self.path, req]))
         if mode == "500":
             self.send(500, {"error": {"message": "CUDA error: out of memory"}})
+        elif mode == "garbage":  # a 200 that is no answer at all
+            body = b"<html>it works</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif self.path == "/v1/chat/completions":
             self.send(200, {"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
         elif self.path == "/v1/embeddings":

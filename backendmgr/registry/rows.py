@@ -61,12 +61,19 @@ def add_manual(
         raise MalformedId(problem)
     if "@" in row.id:
         raise InvalidInput(f'row id "{row.id}" may not contain "@" (that names an installed build)')
-    if row.id in set(catalog_ids):
+    # by case too: "LLAMA-SERVER" beside llama-server, or "MyRow" beside myrow, would be two
+    # rows a reader takes for one, and pin tells them apart
+    folded = row.id.casefold()
+    catalog = next((c for c in catalog_ids if c.casefold() == folded), None)
+    if catalog is not None:
+        same = "" if catalog == row.id else f' (as "{catalog}")'
         raise InvalidInput(
-            f'"{row.id}" is a catalog component id; choose another id for a manual row'
+            f'"{row.id}" is a catalog component id{same}; choose another id for a manual row'
         )
-    if _find(rows, row.id) is not None:
-        raise Refused(f'a backend row "{row.id}" already exists')  # state, not a typo: 1
+    taken = next((r.id for r in rows if r.id.casefold() == folded), None)
+    if taken is not None:  # state, not a typo: 1
+        same = "" if taken == row.id else f' (as "{taken}", in other case)'
+        raise Refused(f'a backend row "{row.id}" already exists{same}')
     if normalize_kind(row.kind) not in KNOWN_KINDS:
         raise unknown(
             f'unknown kind "{row.kind}"',

@@ -203,6 +203,8 @@ def test_add_manual_clears_installer_fields() -> None:
         ("a", "already exists", Refused),  # the state: exit 1
         ("x@1", 'may not contain "@"', InvalidInput),  # typed wrong: exit 2
         ("vllm", "catalog component", InvalidInput),
+        ("A", r'already exists \(as "a", in other case\)', Refused),
+        ("VLLM", r'catalog component id \(as "vllm"\)', InvalidInput),
     ],
 )
 def test_add_manual_refusals(rid: str, message: str, error: type[Exception]) -> None:

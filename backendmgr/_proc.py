@@ -33,7 +33,10 @@ def dying_with_parent(argv: Sequence[str]) -> list[str]:
         return list(argv)
     exe = shutil.which(argv[0])
     if exe is None:
-        code = errno.EACCES if os.path.isfile(argv[0]) else errno.ENOENT
+        # what exec says: a path to something there (a file, a folder, a FIFO) cannot be run;
+        # a bare name is looked up on PATH only, and a dangling link leads nowhere
+        there = "/" in argv[0] and os.path.exists(argv[0])
+        code = errno.EACCES if there else errno.ENOENT
         raise OSError(code, os.strerror(code), argv[0])
     shim = Path(__file__).with_name("_child_shim.py")
     return [sys.executable, "-I", "-S", str(shim), str(os.getpid()), exe, *argv]

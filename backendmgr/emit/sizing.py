@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from ..discovery.meta import ModelMeta
-from ..immutable import frozen
 
 if TYPE_CHECKING:
     from ..config.models import Settings
@@ -380,12 +379,18 @@ class VllmSizing(NamedTuple):
     need_gb: float  # what the window needs, before the utilisation's clamp
 
 
-@frozen(slots=True, repr=False, eq=False)
 class Budget:
-    """The memory a model is sized for, and the setting (or card) that says so."""
+    """The memory a model is sized for, and the setting (or card) that says so (a plain
+    class, immutable by type: a dataclass costs every read its ``__init__`` compiled)."""
 
-    gb: float
-    source: str  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
+    __slots__ = ("gb", "source")
+
+    gb: Final[float]
+    source: Final[str]  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
+
+    def __init__(self, gb: float, source: str) -> None:
+        self.gb = gb
+        self.source = source
 
     def __str__(self) -> str:
         return f"the {self.gb:g} GiB of {self.source}"

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from backendmgr.discovery.meta import ModelMeta
+
+
+def changed(meta: ModelMeta, **changes: Any) -> ModelMeta:
+    """``meta`` with ``changes`` (a plain class: ``dataclasses.replace`` of a header)."""
+    fields = {name: getattr(meta, name) for name in ModelMeta.__slots__}
+    return ModelMeta(**{**fields, **changes})
+
 
 BIG = ModelMeta(
     architecture="qwen3",

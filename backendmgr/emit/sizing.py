@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from ..discovery.meta import ModelMeta
 
@@ -66,13 +66,24 @@ FLOOR_CTX = 4096
 MAX_LAYERS = 4096
 
 
-# Figures made per model on every read are named tuples: each dataclass costs a start-up
-# about 0.4 ms to make (Python 3.11 compiles every method it generates)
-class KvModel(NamedTuple):
-    slope: float  # GiB per token of context
-    const: float  # GiB independent of context (sliding windows, recurrent state)
-    swa_cell: float = 0.0  # GiB per cell of the sliding-window layers together
-    window: int = 0  # their window; ``const`` charges ``window`` cells (SPEC §11)
+# Figures made per model on every read are plain classes, immutable by type (``Final``): a
+# dataclass costs a start-up about 0.4 ms to make (Python 3.11 compiles every method it
+# generates), a named tuple 0.3 ms (its fields' texts compiled, its methods made by ``eval``)
+class KvModel:
+    """A model's KV cost, in GiB: per token of context, and independent of it."""
+
+    __slots__ = ("const", "slope", "swa_cell", "window")
+
+    slope: Final[float]  # GiB per token of context
+    const: Final[float]  # GiB independent of context (sliding windows, recurrent state)
+    swa_cell: Final[float]  # GiB per cell of the sliding-window layers together
+    window: Final[int]  # their window; ``const`` charges ``window`` cells (SPEC §11)
+
+    def __init__(self, slope: float, const: float, swa_cell: float = 0.0, window: int = 0) -> None:
+        self.slope = slope
+        self.const = const
+        self.swa_cell = swa_cell
+        self.window = window
 
     def reserve_gb(self, ctx: int) -> float:
         return self.slope * ctx + self.const
@@ -87,13 +98,27 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-class LlamaKnobs(NamedTuple):
+class LlamaKnobs:
     """The llama-server options that change what it allocates, as ``extra_args`` set them."""
 
-    n_seq: int = LLAMA_N_SEQ
-    n_ubatch: int = LLAMA_N_UBATCH
-    unified: bool = True
-    swa_full: bool = False
+    __slots__ = ("n_seq", "n_ubatch", "swa_full", "unified")
+
+    n_seq: Final[int]
+    n_ubatch: Final[int]
+    unified: Final[bool]
+    swa_full: Final[bool]
+
+    def __init__(
+        self,
+        n_seq: int = LLAMA_N_SEQ,
+        n_ubatch: int = LLAMA_N_UBATCH,
+        unified: bool = True,
+        swa_full: bool = False,
+    ) -> None:
+        self.n_seq = n_seq
+        self.n_ubatch = n_ubatch
+        self.unified = unified
+        self.swa_full = swa_full
 
     def swa_cells(self, ctx: int, window: int) -> int:
         """Cells of the SWA cache, after ``llama_kv_cache_iswa`` in llama.cpp b11434.
@@ -315,12 +340,19 @@ def _est_gb(kv: KvModel | None, knobs: LlamaKnobs, weights_gb: float, ctx: int) 
     return math.ceil(fp * 100 - 1e-9) / 100
 
 
-class LlamaSizing(NamedTuple):
+class LlamaSizing:
     """A llama entry's ``-c``, the notes on how it was found, and its ``est_vram_gb``."""
 
-    ctx: int
-    notes: list[str]
-    est_vram_gb: float
+    __slots__ = ("ctx", "est_vram_gb", "notes")
+
+    ctx: Final[int]
+    notes: Final[list[str]]
+    est_vram_gb: Final[float]
+
+    def __init__(self, ctx: int, notes: list[str], est_vram_gb: float) -> None:
+        self.ctx = ctx
+        self.notes = notes
+        self.est_vram_gb = est_vram_gb
 
 
 def llama_sizing(
@@ -370,13 +402,33 @@ def _llama_context(
     return _cap(rounded_ctx(max_ctx_for_budget(sized, avail)), meta), []
 
 
-class VllmSizing(NamedTuple):
-    max_model_len: int
-    gpu_util: float
-    kv_cache_bytes: int | None
-    est_vram_gb: float
-    notes: tuple[str, ...]
-    need_gb: float  # what the window needs, before the utilisation's clamp
+class VllmSizing:
+    """A vLLM entry's window, memory flags, estimate and notes."""
+
+    __slots__ = ("est_vram_gb", "gpu_util", "kv_cache_bytes", "max_model_len", "need_gb", "notes")
+
+    max_model_len: Final[int]
+    gpu_util: Final[float]
+    kv_cache_bytes: Final[int | None]
+    est_vram_gb: Final[float]
+    notes: Final[tuple[str, ...]]
+    need_gb: Final[float]  # what the window needs, before the utilisation's clamp
+
+    def __init__(
+        self,
+        max_model_len: int,
+        gpu_util: float,
+        kv_cache_bytes: int | None,
+        est_vram_gb: float,
+        notes: tuple[str, ...],
+        need_gb: float,
+    ) -> None:
+        self.max_model_len = max_model_len
+        self.gpu_util = gpu_util
+        self.kv_cache_bytes = kv_cache_bytes
+        self.est_vram_gb = est_vram_gb
+        self.notes = notes
+        self.need_gb = need_gb
 
 
 class Budget:

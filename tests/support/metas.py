@@ -7,10 +7,14 @@ from typing import Any
 from backendmgr.discovery.meta import ModelMeta
 
 
+def fields_of(value: Any) -> dict[str, Any]:
+    """A plain record's fields (its slots) by name: what two of them compare by."""
+    return {name: getattr(value, name) for name in type(value).__slots__}
+
+
 def changed(meta: ModelMeta, **changes: Any) -> ModelMeta:
     """``meta`` with ``changes`` (a plain class: ``dataclasses.replace`` of a header)."""
-    fields = {name: getattr(meta, name) for name in ModelMeta.__slots__}
-    return ModelMeta(**{**fields, **changes})
+    return ModelMeta(**{**fields_of(meta), **changes})
 
 
 BIG = ModelMeta(

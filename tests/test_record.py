@@ -277,6 +277,7 @@ _ASSIGNMENTS = """\
 import dataclasses
 from backendmgr.config.models import Settings
 from backendmgr.contract import Arg
+from backendmgr.discovery.meta import ModelMeta
 from backendmgr.immutable import frozen
 from backendmgr.record import Record
 
@@ -290,6 +291,7 @@ class Mutable:
 
 Settings().ttl = 5
 Arg(help="h").flag = "f"
+ModelMeta().quant = "q"
 Mine(x=1).x = 2
 Mutable(x=1).x = 2
 dataclasses.replace(Mine(x=1), x=2)
@@ -298,15 +300,16 @@ dataclasses.replace(Mine(x=1), x=2)
 
 def test_the_type_checker_refuses_an_assignment_to_a_record(tmp_path: Path) -> None:
     """Records are immutable by type, not at run time: ``mypy --strict`` (CI) must refuse an
-    assignment to a field of a real record, of a request's declaration and of a new record,
-    and only those (the plain dataclass and the copy are fine)."""
+    assignment to a field of a real record, of a request's declaration, of a plain record
+    (``Final``: a header) and of a new record, and only those (the plain dataclass and the
+    copy are fine)."""
     import mypy.api
 
     root = Path(__file__).resolve().parents[1]
     snippet = tmp_path / "assign.py"
     snippet.write_text(_ASSIGNMENTS, encoding="utf-8")
     # only these files: their other imports are skipped (Any), so it runs in about a second
-    files = ["config/models.py", "contract.py", "immutable.py", "record.py"]
+    files = ["config/models.py", "contract.py", "discovery/meta.py", "immutable.py", "record.py"]
     out, err, _ = mypy.api.run(
         [
             f"--config-file={root / 'pyproject.toml'}",
@@ -323,7 +326,8 @@ def test_the_type_checker_refuses_an_assignment_to_a_record(tmp_path: Path) -> N
         if line.startswith(str(snippet)) and ": error: " in line
     )
     assert said == [
-        'Property "flag" defined in "Arg" is read-only  [misc]',
+        'Cannot assign to final attribute "flag"  [misc]',
+        'Cannot assign to final attribute "quant"  [misc]',
         'Property "ttl" defined in "Settings" is read-only  [misc]',
         'Property "x" defined in "Mine" is read-only  [misc]',
     ], out + err

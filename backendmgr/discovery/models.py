@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import Any, Final, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from .chars import printable, unsafe_char
 from .files import in_folder
@@ -121,11 +121,18 @@ class FolderScan:
         self.config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
 
 
-# The models a walk found and the files it skipped. Declared with real types, not as a class
-# body: under this module's postponed annotations typing compiles each field's text.
-Discovery = NamedTuple(  # noqa: UP014
-    "Discovery", [("models", list[DiscoveredModel]), ("skipped", list[SkippedModel])]
-)
+class Discovery:
+    """The models a walk found and the files it skipped (a plain class, immutable by type: a
+    named tuple costs every read its making)."""
+
+    __slots__ = ("models", "skipped")
+
+    models: Final[list[DiscoveredModel]]
+    skipped: Final[list[SkippedModel]]
+
+    def __init__(self, models: list[DiscoveredModel], skipped: list[SkippedModel]) -> None:
+        self.models = models
+        self.skipped = skipped
 
 
 # Control, format (bidi overrides), surrogate (a file name that is not UTF-8) and line/paragraph

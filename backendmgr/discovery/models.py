@@ -114,11 +114,16 @@ class FolderScan:
 
     __slots__ = ("config", "ggufs", "path", "safetensors")
 
+    path: Final[str]
+    ggufs: Final[dict[str, int]]  # filled by the walk
+    safetensors: Final[dict[str, int]]
+    config: dict[str, Any] | str | None  # parsed config.json, or its error text
+
     def __init__(self, path: str) -> None:
-        self.path: Final = path
-        self.ggufs: Final[dict[str, int]] = {}
-        self.safetensors: Final[dict[str, int]] = {}
-        self.config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
+        self.path = path
+        self.ggufs = {}
+        self.safetensors = {}
+        self.config = None
 
 
 class Discovery:

@@ -53,7 +53,6 @@ VLLM_OVERHEAD_GB = 1.5
 # and graph buffers); the per-token part is the f16 attention mask of the compute graph,
 # n_ctx x n_ubatch x 2 bytes (1 KiB per token at the default n_ubatch 512).
 LLAMA_FIXED_GB = 0.70
-LLAMA_OVERHEAD_GB = LLAMA_FIXED_GB  # the name older call sites import
 LLAMA_MASK_BYTES = 2  # per context token and per ubatch row
 # llama-server's defaults (b11434): 4 slots sharing one unified cache, micro-batch 512
 LLAMA_N_SEQ = 4
@@ -67,23 +66,17 @@ MAX_LAYERS = 4096
 
 
 # Figures made per model on every read are plain classes, immutable by type (``Final``): a
-# dataclass costs a start-up about 0.4 ms to make (Python 3.11 compiles every method it
-# generates), a named tuple 0.3 ms (its fields' texts compiled, its methods made by ``eval``)
+# dataclass or a named tuple costs every start its making (methods compiled, or made by eval)
 class KvModel:
     """A model's KV cost, in GiB: per token of context, and independent of it."""
 
     __slots__ = ("const", "slope", "swa_cell", "window")
 
-    slope: Final[float]  # GiB per token of context
-    const: Final[float]  # GiB independent of context (sliding windows, recurrent state)
-    swa_cell: Final[float]  # GiB per cell of the sliding-window layers together
-    window: Final[int]  # their window; ``const`` charges ``window`` cells (SPEC §11)
-
     def __init__(self, slope: float, const: float, swa_cell: float = 0.0, window: int = 0) -> None:
-        self.slope = slope
-        self.const = const
-        self.swa_cell = swa_cell
-        self.window = window
+        self.slope: Final = slope  # GiB per token of context
+        self.const: Final = const  # GiB independent of context (sliding windows, recurrent state)
+        self.swa_cell: Final = swa_cell  # GiB per cell of the sliding-window layers together
+        self.window: Final = window  # their window; ``const`` charges ``window`` cells (SPEC §11)
 
     def reserve_gb(self, ctx: int) -> float:
         return self.slope * ctx + self.const
@@ -103,11 +96,6 @@ class LlamaKnobs:
 
     __slots__ = ("n_seq", "n_ubatch", "swa_full", "unified")
 
-    n_seq: Final[int]
-    n_ubatch: Final[int]
-    unified: Final[bool]
-    swa_full: Final[bool]
-
     def __init__(
         self,
         n_seq: int = LLAMA_N_SEQ,
@@ -115,10 +103,10 @@ class LlamaKnobs:
         unified: bool = True,
         swa_full: bool = False,
     ) -> None:
-        self.n_seq = n_seq
-        self.n_ubatch = n_ubatch
-        self.unified = unified
-        self.swa_full = swa_full
+        self.n_seq: Final = n_seq
+        self.n_ubatch: Final = n_ubatch
+        self.unified: Final = unified
+        self.swa_full: Final = swa_full
 
     def swa_cells(self, ctx: int, window: int) -> int:
         """Cells of the SWA cache, after ``llama_kv_cache_iswa`` in llama.cpp b11434.
@@ -345,14 +333,10 @@ class LlamaSizing:
 
     __slots__ = ("ctx", "est_vram_gb", "notes")
 
-    ctx: Final[int]
-    notes: Final[list[str]]
-    est_vram_gb: Final[float]
-
     def __init__(self, ctx: int, notes: list[str], est_vram_gb: float) -> None:
-        self.ctx = ctx
-        self.notes = notes
-        self.est_vram_gb = est_vram_gb
+        self.ctx: Final = ctx
+        self.notes: Final = notes
+        self.est_vram_gb: Final = est_vram_gb
 
 
 def llama_sizing(
@@ -407,13 +391,6 @@ class VllmSizing:
 
     __slots__ = ("est_vram_gb", "gpu_util", "kv_cache_bytes", "max_model_len", "need_gb", "notes")
 
-    max_model_len: Final[int]
-    gpu_util: Final[float]
-    kv_cache_bytes: Final[int | None]
-    est_vram_gb: Final[float]
-    notes: Final[tuple[str, ...]]
-    need_gb: Final[float]  # what the window needs, before the utilisation's clamp
-
     def __init__(
         self,
         max_model_len: int,
@@ -423,26 +400,22 @@ class VllmSizing:
         notes: tuple[str, ...],
         need_gb: float,
     ) -> None:
-        self.max_model_len = max_model_len
-        self.gpu_util = gpu_util
-        self.kv_cache_bytes = kv_cache_bytes
-        self.est_vram_gb = est_vram_gb
-        self.notes = notes
-        self.need_gb = need_gb
+        self.max_model_len: Final = max_model_len
+        self.gpu_util: Final = gpu_util
+        self.kv_cache_bytes: Final = kv_cache_bytes
+        self.est_vram_gb: Final = est_vram_gb
+        self.notes: Final = notes
+        self.need_gb: Final = need_gb  # what the window needs, before the utilisation's clamp
 
 
 class Budget:
-    """The memory a model is sized for, and the setting (or card) that says so (a plain
-    class, immutable by type: a dataclass costs every read its ``__init__`` compiled)."""
+    """The memory a model is sized for, and the setting (or card) that says so."""
 
     __slots__ = ("gb", "source")
 
-    gb: Final[float]
-    source: Final[str]  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
-
     def __init__(self, gb: float, source: str) -> None:
-        self.gb = gb
-        self.source = source
+        self.gb: Final = gb
+        self.source: Final = source  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
 
     def __str__(self) -> str:
         return f"the {self.gb:g} GiB of {self.source}"

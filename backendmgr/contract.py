@@ -8,7 +8,7 @@ Standard library only: a command line becomes a request without pydantic.
 
 import dataclasses
 from collections.abc import Sized
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Final, Self
 
 from .immutable import frozen
 from .limits import Bounds
@@ -16,8 +16,6 @@ from .limits import Bounds
 __all__ = ["Arg", "Request", "args_of"]
 
 
-# typing's Annotated cache hashes it: by identity; nothing prints one (no ``__repr__`` to make)
-@frozen(eq=False, repr=False)
 class Arg:
     """One field's declaration beyond its type and default: the help (the CLI's ``--help`` and
     the API schema's description), how the command line gives it, and its limits.
@@ -29,19 +27,64 @@ class Arg:
     ``choices`` are the only texts it takes.
     ``api=False`` keeps a field off the HTTP API (a file named on the server: the API reads and
     writes only the configured ones); ``cli=False`` keeps it off the command line (a Python
-    caller's option no command offers)."""
+    caller's option no command offers).
 
-    help: str
-    flag: str | None = None
-    positional: bool = False
-    metavar: str | None = None
-    bounds: Bounds | None = None
-    low: int | None = None
-    high: int | None = None
-    blank: bool = True
-    api: bool = True
-    cli: bool = True
-    choices: tuple[str, ...] | None = None
+    A plain class, immutable by type (``Final``): every command makes its requests' ``Arg``
+    declarations, and a dataclass would cost each start its ``__init__`` compiled (issue 30).
+    typing's ``Annotated`` cache hashes one by identity; nothing prints or compares one."""
+
+    __slots__ = (
+        "api",
+        "blank",
+        "bounds",
+        "choices",
+        "cli",
+        "flag",
+        "help",
+        "high",
+        "low",
+        "metavar",
+        "positional",
+    )
+
+    help: Final[str]
+    flag: Final[str | None]
+    positional: Final[bool]
+    metavar: Final[str | None]
+    bounds: Final[Bounds | None]
+    low: Final[int | None]
+    high: Final[int | None]
+    blank: Final[bool]
+    api: Final[bool]
+    cli: Final[bool]
+    choices: Final[tuple[str, ...] | None]
+
+    def __init__(
+        self,
+        help: str,
+        *,
+        flag: str | None = None,
+        positional: bool = False,
+        metavar: str | None = None,
+        bounds: Bounds | None = None,
+        low: int | None = None,
+        high: int | None = None,
+        blank: bool = True,
+        api: bool = True,
+        cli: bool = True,
+        choices: tuple[str, ...] | None = None,
+    ) -> None:
+        self.help = help
+        self.flag = flag
+        self.positional = positional
+        self.metavar = metavar
+        self.bounds = bounds
+        self.low = low
+        self.high = high
+        self.blank = blank
+        self.api = api
+        self.cli = cli
+        self.choices = choices
 
     def option(self, name: str) -> str:
         """The option that gives field ``name``: ``flag``, else ``--name-with-dashes``."""

@@ -31,7 +31,7 @@ and the rest is ``internal error: <type>`` (1, 500): never a traceback (``--debu
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -212,13 +212,23 @@ def is_cancel(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError | Cancelled)
 
 
-class ValidationProblem(NamedTuple):
-    """The first problem of a pydantic error, in this project's words."""
+class ValidationProblem:
+    """The first problem of a pydantic error, in this project's words (a plain class,
+    immutable by type: a named tuple costs every command's start its making, for an error
+    few commands ever meet)."""
 
-    loc: tuple[int | str, ...]  # the path to the field, validator names left out
-    field: str  # ``backends[0].path``; empty at the top level
-    kind: str  # pydantic's error type (``extra_forbidden``, ``missing`` …)
-    message: str  # pydantic's text without "Value error, "
+    __slots__ = ("field", "kind", "loc", "message")
+
+    loc: Final[tuple[int | str, ...]]  # the path to the field, validator names left out
+    field: Final[str]  # ``backends[0].path``; empty at the top level
+    kind: Final[str]  # pydantic's error type (``extra_forbidden``, ``missing`` …)
+    message: Final[str]  # pydantic's text without "Value error, "
+
+    def __init__(self, loc: tuple[int | str, ...], field: str, kind: str, message: str) -> None:
+        self.loc = loc
+        self.field = field
+        self.kind = kind
+        self.message = message
 
     def line(self, source: str = "") -> str:
         """``source: field: message``, leaving out what is empty."""

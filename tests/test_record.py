@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import pytest
 
 from backendmgr.errors import validation_problem
-from backendmgr.immutable import frozen
+from backendmgr.immutable import by_fields_eq, by_fields_hash, frozen
 from backendmgr.record import After, Before, Invalid, Limit, Record, instant, load, plain, validate
 
 
@@ -245,16 +245,20 @@ def test_no_dataclass_inherits_a_method_it_switched_off() -> None:
     """A dataclass that makes no ``__eq__``/``__hash__``/``__repr__`` (issue 30) must not get
     one that dataclasses generated for a base, which sees only the base's fields."""
     wrong = []
+    ours = (by_fields_eq, by_fields_hash)  # frozen's, by fields: made as dataclasses' are
     for cls in _package_dataclasses():
         params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        by_fields = params.eq or cls.__dict__.get("__eq__") is by_fields_eq
         for name, made in (
-            ("__eq__", params.eq),
-            ("__hash__", params.eq),
+            ("__eq__", by_fields),
+            ("__hash__", by_fields),
             ("__repr__", params.repr),
         ):
             owner = next(c for c in cls.__mro__ if name in c.__dict__)
             method = getattr(owner.__dict__[name], "__qualname__", "")
-            generated = dataclasses.is_dataclass(owner) and method == f"{owner.__qualname__}.{name}"
+            generated = owner.__dict__[name] in ours or (
+                dataclasses.is_dataclass(owner) and method == f"{owner.__qualname__}.{name}"
+            )
             if not made and owner is not cls and generated:
                 wrong.append(
                     f"{cls.__module__}.{cls.__qualname__}.{name} from {owner.__qualname__}"
@@ -277,7 +281,8 @@ _ASSIGNMENTS = """\
 import dataclasses
 from backendmgr.config.models import Settings
 from backendmgr.contract import Arg
-from backendmgr.immutable import frozen
+from backendmgr.discovery.meta import ModelMeta
+from backendmgr.immutable import by_fields_eq, by_fields_hash, frozen
 from backendmgr.record import Record
 
 @frozen(kw_only=True)
@@ -290,6 +295,7 @@ class Mutable:
 
 Settings().ttl = 5
 Arg(help="h").flag = "f"
+ModelMeta().quant = "q"
 Mine(x=1).x = 2
 Mutable(x=1).x = 2
 dataclasses.replace(Mine(x=1), x=2)
@@ -298,15 +304,16 @@ dataclasses.replace(Mine(x=1), x=2)
 
 def test_the_type_checker_refuses_an_assignment_to_a_record(tmp_path: Path) -> None:
     """Records are immutable by type, not at run time: ``mypy --strict`` (CI) must refuse an
-    assignment to a field of a real record, of a request's declaration and of a new record,
-    and only those (the plain dataclass and the copy are fine)."""
+    assignment to a field of a real record, of a request's declaration, of a plain record
+    (``Final``: a header) and of a new record, and only those (the plain dataclass and the
+    copy are fine)."""
     import mypy.api
 
     root = Path(__file__).resolve().parents[1]
     snippet = tmp_path / "assign.py"
     snippet.write_text(_ASSIGNMENTS, encoding="utf-8")
     # only these files: their other imports are skipped (Any), so it runs in about a second
-    files = ["config/models.py", "contract.py", "immutable.py", "record.py"]
+    files = ["config/models.py", "contract.py", "discovery/meta.py", "immutable.py", "record.py"]
     out, err, _ = mypy.api.run(
         [
             f"--config-file={root / 'pyproject.toml'}",
@@ -323,7 +330,46 @@ def test_the_type_checker_refuses_an_assignment_to_a_record(tmp_path: Path) -> N
         if line.startswith(str(snippet)) and ": error: " in line
     )
     assert said == [
-        'Property "flag" defined in "Arg" is read-only  [misc]',
+        'Cannot assign to final attribute "flag"  [misc]',
+        'Cannot assign to final attribute "quant"  [misc]',
         'Property "ttl" defined in "Settings" is read-only  [misc]',
         'Property "x" defined in "Mine" is read-only  [misc]',
     ], out + err
+
+
+def test_frozen_compares_and_hashes_as_dataclasses_does() -> None:
+    """``frozen``'s equality and hash by fields, written once, agree with the ones
+    dataclasses would compile per class: the same class only, fields in order, a field's
+    ``compare=False`` honoured, one field or none as well as many."""
+
+    def both(**options: Any) -> tuple[type, type]:
+        def body(cls_name: str) -> type:
+            ns = {
+                "__annotations__": {"a": int, "b": str, "c": int},
+                "c": dataclasses.field(default=0, compare=False),
+            }
+            return type(cls_name, (), ns)
+
+        return frozen(**options)(body("Ours")), dataclasses.dataclass(
+            eq=True, unsafe_hash=True, **options
+        )(body("Theirs"))
+
+    for options in ({}, {"slots": True}):
+        ours, theirs = both(**options)
+        for x, y in (((1, "x", 0), (1, "x", 5)), ((1, "x", 0), (2, "x", 0)), ((1, "x", 0),) * 2):
+            assert (ours(*x) == ours(*y)) == (theirs(*x) == theirs(*y))
+            assert (hash(ours(*x)) == hash(ours(*y))) == (hash(theirs(*x)) == hash(theirs(*y)))
+        assert (
+            ours(1, "x") != theirs(1, "x") and ours(1, "x").__eq__(theirs(1, "x")) is NotImplemented
+        )
+
+    @frozen
+    class One:
+        a: int
+
+    @frozen
+    class Empty:
+        pass
+
+    assert One(1) == One(1) != One(2) and hash(One(1)) == hash((1,))
+    assert Empty() == Empty() and hash(Empty()) == hash(())

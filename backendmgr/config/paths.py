@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
-from ..immutable import frozen
 from .locate import CACHE, USER_MANIFESTS, locate
 
 __all__ = ["Paths"]
@@ -23,12 +23,20 @@ class _Below:
         return (paths.config_dir if self.config else paths.home) / self.name
 
 
-@frozen(repr=False, eq=False)
 class Paths:
-    """The config file and the data home, plus the folders derived from the home (SPEC §1)."""
+    """The config file and the data home, plus the folders derived from the home (SPEC §1).
 
-    config_file: Path
-    home: Path
+    A plain class, immutable by type (``Final``): a dataclass costs every command's start
+    its ``__init__`` compiled (issue 30)."""
+
+    __slots__ = ("config_file", "home")
+
+    config_file: Final[Path]
+    home: Final[Path]
+
+    def __init__(self, *, config_file: Path, home: Path) -> None:
+        self.config_file = config_file
+        self.home = home
 
     @classmethod
     def resolve(

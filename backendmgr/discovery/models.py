@@ -8,11 +8,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
-from ..immutable import frozen
-from ..record import Record
 from .chars import printable, unsafe_char
 from .files import in_folder
 from .meta import ModelMeta, gguf_kind, meta_from_gguf, meta_from_hf
@@ -51,49 +48,96 @@ Role = Literal["chat", "embedding", "reranker"]
 T = TypeVar("T")
 
 
-@frozen(kw_only=True, repr=False, eq=False)
-class DiscoveredModel(Record):
-    """A model the walk found: its id, file (or folder), kind and what its header says."""
+class DiscoveredModel:
+    """A model the walk found: its id, file (or folder), kind and what its header says.
 
-    id: str
-    path: str
-    format: Literal["gguf", "hf"]
-    cls: str = "llm"
-    role: Role = "chat"
-    size_bytes: int = 0
-    shards: int = 1
-    mmproj: str | None = None
-    meta: ModelMeta | None = None
+    This and the walk's other records are plain classes, immutable by type (``Final``): each
+    dataclass costs every read its ``__init__`` compiled and its fields walked (issue 30)."""
+
+    __slots__ = ("cls", "format", "id", "meta", "mmproj", "path", "role", "shards", "size_bytes")
+
+    id: Final[str]
+    path: Final[str]
+    format: Final[Literal["gguf", "hf"]]
+    cls: Final[str]
+    role: Final[Role]
+    size_bytes: Final[int]
+    shards: Final[int]
+    mmproj: Final[str | None]
+    meta: Final[ModelMeta | None]
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        path: str,
+        format: Literal["gguf", "hf"],
+        cls: str = "llm",
+        role: Role = "chat",
+        size_bytes: int = 0,
+        shards: int = 1,
+        mmproj: str | None = None,
+        meta: ModelMeta | None = None,
+    ) -> None:
+        self.id = id
+        self.path = path
+        self.format = format
+        self.cls = cls
+        self.role = role
+        self.size_bytes = size_bytes
+        self.shards = shards
+        self.mmproj = mmproj
+        self.meta = meta
 
     @property
     def size_gb(self) -> float:
         return self.size_bytes / float(1 << 30)
 
 
-@frozen(kw_only=True, repr=False, eq=False)
-class SkippedModel(Record):
+class SkippedModel:
     """A file the walk found that is not a model it can serve, and why."""
 
-    id: str
-    path: str
-    reason: str
+    __slots__ = ("id", "path", "reason")
+
+    id: Final[str]
+    path: Final[str]
+    reason: Final[str]
+
+    def __init__(self, *, id: str, path: str, reason: str) -> None:
+        self.id = id
+        self.path = path
+        self.reason = reason
 
 
-@dataclass(repr=False, eq=False)
 class FolderScan:
     """One folder as the walk saw it: file names with (size, mtime_ns), already sorted."""
 
-    path: str
-    ggufs: dict[str, int] = field(default_factory=dict)
-    safetensors: dict[str, int] = field(default_factory=dict)
-    config: dict[str, Any] | str | None = None  # parsed config.json, or its error text
+    __slots__ = ("config", "ggufs", "path", "safetensors")
+
+    path: Final[str]
+    ggufs: Final[dict[str, int]]  # filled by the walk
+    safetensors: Final[dict[str, int]]
+    config: dict[str, Any] | str | None  # parsed config.json, or its error text
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.ggufs = {}
+        self.safetensors = {}
+        self.config = None
 
 
-# The models a walk found and the files it skipped. Declared with real types, not as a class
-# body: under this module's postponed annotations typing compiles each field's text.
-Discovery = NamedTuple(  # noqa: UP014
-    "Discovery", [("models", list[DiscoveredModel]), ("skipped", list[SkippedModel])]
-)
+class Discovery:
+    """The models a walk found and the files it skipped (a plain class, immutable by type: a
+    named tuple costs every read its making)."""
+
+    __slots__ = ("models", "skipped")
+
+    models: Final[list[DiscoveredModel]]
+    skipped: Final[list[SkippedModel]]
+
+    def __init__(self, models: list[DiscoveredModel], skipped: list[SkippedModel]) -> None:
+        self.models = models
+        self.skipped = skipped
 
 
 # Control, format (bidi overrides), surrogate (a file name that is not UTF-8) and line/paragraph

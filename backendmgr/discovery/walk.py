@@ -10,7 +10,7 @@ import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 from .._fs import LinkRefused, atomic_write_bytes, read_regular
 from ..record import MAX_DEPTH, Invalid, load
@@ -22,11 +22,18 @@ __all__ = ["MetaCache", "Scan", "discover", "discover_ids", "scan_folders"]
 CACHE_FORMAT = 1
 
 
-# The scanned folders, and (path, size, mtime_ns) of every model file. Declared with real
-# types, not as a class body: under postponed annotations typing compiles each field's text.
-Scan = NamedTuple(  # noqa: UP014
-    "Scan", [("folders", list[FolderScan]), ("inputs", list[tuple[str, int, int]])]
-)
+class Scan:
+    """The scanned folders, and (path, size, mtime_ns) of every model file (a plain class,
+    immutable by type: a named tuple costs every read its making)."""
+
+    __slots__ = ("folders", "inputs")
+
+    folders: Final[list[FolderScan]]
+    inputs: Final[list[tuple[str, int, int]]]
+
+    def __init__(self, folders: list[FolderScan], inputs: list[tuple[str, int, int]]) -> None:
+        self.folders = folders
+        self.inputs = inputs
 
 
 def scan_folders(dirs: list[str]) -> Scan:

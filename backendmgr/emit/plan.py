@@ -11,7 +11,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..catalog.capabilities import Capabilities, CapabilityIndex
 from ..config.models import ModelOverride, Settings
@@ -88,15 +88,33 @@ class Entry:
         return self.resolution.kind or "llama"
 
 
-@frozen(repr=False, eq=False)
 class Skip:
-    """A model left out of the config, and why (with the row that would have served it)."""
+    """A model left out of the config, and why (with the row that would have served it).
 
-    id: str
-    path: str
-    reason: str
-    resolution: Resolution | None = None
-    notes: tuple[str, ...] = field(default=())
+    A plain class, immutable by type (``Final``): a dataclass costs every read its
+    ``__init__`` compiled and its fields walked (issue 30)."""
+
+    __slots__ = ("id", "notes", "path", "reason", "resolution")
+
+    id: Final[str]
+    path: Final[str]
+    reason: Final[str]
+    resolution: Final[Resolution | None]
+    notes: Final[tuple[str, ...]]
+
+    def __init__(
+        self,
+        id: str,
+        path: str,
+        reason: str,
+        resolution: Resolution | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        self.id = id
+        self.path = path
+        self.reason = reason
+        self.resolution = resolution
+        self.notes = notes
 
 
 _PLAIN_WORD = re.compile(r"[\w@%+=:,./-]+", re.ASCII)  # what shlex.quote returns unquoted

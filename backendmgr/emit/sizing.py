@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from ..discovery.meta import ModelMeta
-from ..immutable import frozen
 
 if TYPE_CHECKING:
     from ..config.models import Settings
@@ -54,7 +53,6 @@ VLLM_OVERHEAD_GB = 1.5
 # and graph buffers); the per-token part is the f16 attention mask of the compute graph,
 # n_ctx x n_ubatch x 2 bytes (1 KiB per token at the default n_ubatch 512).
 LLAMA_FIXED_GB = 0.70
-LLAMA_OVERHEAD_GB = LLAMA_FIXED_GB  # the name older call sites import
 LLAMA_MASK_BYTES = 2  # per context token and per ubatch row
 # llama-server's defaults (b11434): 4 slots sharing one unified cache, micro-batch 512
 LLAMA_N_SEQ = 4
@@ -67,13 +65,18 @@ FLOOR_CTX = 4096
 MAX_LAYERS = 4096
 
 
-# Figures made per model on every read are named tuples: each dataclass costs a start-up
-# about 0.4 ms to make (Python 3.11 compiles every method it generates)
-class KvModel(NamedTuple):
-    slope: float  # GiB per token of context
-    const: float  # GiB independent of context (sliding windows, recurrent state)
-    swa_cell: float = 0.0  # GiB per cell of the sliding-window layers together
-    window: int = 0  # their window; ``const`` charges ``window`` cells (SPEC §11)
+# Figures made per model on every read are plain classes, immutable by type (``Final``): a
+# dataclass or a named tuple costs every start its making (methods compiled, or made by eval)
+class KvModel:
+    """A model's KV cost, in GiB: per token of context, and independent of it."""
+
+    __slots__ = ("const", "slope", "swa_cell", "window")
+
+    def __init__(self, slope: float, const: float, swa_cell: float = 0.0, window: int = 0) -> None:
+        self.slope: Final = slope  # GiB per token of context
+        self.const: Final = const  # GiB independent of context (sliding windows, recurrent state)
+        self.swa_cell: Final = swa_cell  # GiB per cell of the sliding-window layers together
+        self.window: Final = window  # their window; ``const`` charges ``window`` cells (SPEC §11)
 
     def reserve_gb(self, ctx: int) -> float:
         return self.slope * ctx + self.const
@@ -88,13 +91,22 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-class LlamaKnobs(NamedTuple):
+class LlamaKnobs:
     """The llama-server options that change what it allocates, as ``extra_args`` set them."""
 
-    n_seq: int = LLAMA_N_SEQ
-    n_ubatch: int = LLAMA_N_UBATCH
-    unified: bool = True
-    swa_full: bool = False
+    __slots__ = ("n_seq", "n_ubatch", "swa_full", "unified")
+
+    def __init__(
+        self,
+        n_seq: int = LLAMA_N_SEQ,
+        n_ubatch: int = LLAMA_N_UBATCH,
+        unified: bool = True,
+        swa_full: bool = False,
+    ) -> None:
+        self.n_seq: Final = n_seq
+        self.n_ubatch: Final = n_ubatch
+        self.unified: Final = unified
+        self.swa_full: Final = swa_full
 
     def swa_cells(self, ctx: int, window: int) -> int:
         """Cells of the SWA cache, after ``llama_kv_cache_iswa`` in llama.cpp b11434.
@@ -316,12 +328,15 @@ def _est_gb(kv: KvModel | None, knobs: LlamaKnobs, weights_gb: float, ctx: int) 
     return math.ceil(fp * 100 - 1e-9) / 100
 
 
-class LlamaSizing(NamedTuple):
+class LlamaSizing:
     """A llama entry's ``-c``, the notes on how it was found, and its ``est_vram_gb``."""
 
-    ctx: int
-    notes: list[str]
-    est_vram_gb: float
+    __slots__ = ("ctx", "est_vram_gb", "notes")
+
+    def __init__(self, ctx: int, notes: list[str], est_vram_gb: float) -> None:
+        self.ctx: Final = ctx
+        self.notes: Final = notes
+        self.est_vram_gb: Final = est_vram_gb
 
 
 def llama_sizing(
@@ -371,21 +386,36 @@ def _llama_context(
     return _cap(rounded_ctx(max_ctx_for_budget(sized, avail)), meta), []
 
 
-class VllmSizing(NamedTuple):
-    max_model_len: int
-    gpu_util: float
-    kv_cache_bytes: int | None
-    est_vram_gb: float
-    notes: tuple[str, ...]
-    need_gb: float  # what the window needs, before the utilisation's clamp
+class VllmSizing:
+    """A vLLM entry's window, memory flags, estimate and notes."""
+
+    __slots__ = ("est_vram_gb", "gpu_util", "kv_cache_bytes", "max_model_len", "need_gb", "notes")
+
+    def __init__(
+        self,
+        max_model_len: int,
+        gpu_util: float,
+        kv_cache_bytes: int | None,
+        est_vram_gb: float,
+        notes: tuple[str, ...],
+        need_gb: float,
+    ) -> None:
+        self.max_model_len: Final = max_model_len
+        self.gpu_util: Final = gpu_util
+        self.kv_cache_bytes: Final = kv_cache_bytes
+        self.est_vram_gb: Final = est_vram_gb
+        self.notes: Final = notes
+        self.need_gb: Final = need_gb  # what the window needs, before the utilisation's clamp
 
 
-@frozen(slots=True, repr=False, eq=False)
 class Budget:
     """The memory a model is sized for, and the setting (or card) that says so."""
 
-    gb: float
-    source: str  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
+    __slots__ = ("gb", "source")
+
+    def __init__(self, gb: float, source: str) -> None:
+        self.gb: Final = gb
+        self.source: Final = source  # "vram_target_gb", "vram_budget_gb", "the GPU's memory", …
 
     def __str__(self) -> str:
         return f"the {self.gb:g} GiB of {self.source}"

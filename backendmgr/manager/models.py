@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from ..config.models import Settings
 from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
 from ..emit.sizing import tuning_text
 from ..errors import Refused, unknown
-from ..immutable import frozen
 from ..record import plain
 from .context import Context
 from .facts import discover
@@ -34,14 +33,24 @@ if TYPE_CHECKING:  # what only ``models`` and ``cmd`` show is loaded by them (no
 __all__ = ["Models", "Plan"]
 
 
-@frozen(repr=False, eq=False)
 class Plan:
-    """Every discovered model planned against one reading of the settings."""
+    """Every discovered model planned against one reading of the settings (a plain class,
+    immutable by type: a dataclass costs every read its ``__init__`` compiled)."""
 
-    settings: Settings
-    found: Discovery
-    plans: list[Entry | Skip]
-    digest: str  # of every input: the generated file's header records it
+    __slots__ = ("digest", "found", "plans", "settings")
+
+    settings: Final[Settings]
+    found: Final[Discovery]
+    plans: Final[list[Entry | Skip]]
+    digest: Final[str]  # of every input: the generated file's header records it
+
+    def __init__(
+        self, settings: Settings, found: Discovery, plans: list[Entry | Skip], digest: str
+    ) -> None:
+        self.settings = settings
+        self.found = found
+        self.plans = plans
+        self.digest = digest
 
     def entries(self) -> list[Entry]:
         return [p for p in self.plans if isinstance(p, Entry)]

@@ -8,6 +8,7 @@ __all__ = [
     "COMPONENT",
     "DRY_RUN",
     "LOCK",
+    "LOCK_CLI",
     "MAX_BUILDS",
     "MAX_COMPONENTS",
     "MAX_ID",
@@ -49,10 +50,18 @@ TIMEOUT = Arg(
     bounds=VERIFY_TIMEOUT_S,
 )
 
-LOCK = Arg(
-    "default: beside the config file",
-    positional=True,
-    metavar="LOCK",
-    high=MAX_PATH,
-    blank=False,
-)
+
+def _lock(*, api: bool = True) -> Arg:
+    return Arg(
+        "default: beside the config file",
+        positional=True,
+        metavar="LOCK",
+        high=MAX_PATH,
+        blank=False,
+        api=api,
+    )
+
+
+LOCK = _lock()
+LOCK_CLI = _lock(api=False)
+"""``sync``'s lock: the command line's operand only (the API's is beside the config file)."""

@@ -1,11 +1,10 @@
 """``sync``, ``lock``, ``fetch``."""
 
-import dataclasses
 from typing import Annotated
 
 from ..contract import Arg, Request
 from ..immutable import frozen
-from ._shared import LOCK, MAX_PATH
+from ._shared import LOCK, LOCK_CLI, MAX_PATH
 
 __all__ = ["FetchRequest", "LockRequest", "SyncRequest"]
 
@@ -15,7 +14,7 @@ class SyncRequest(Request):
     """``lock`` is the CLI's LOCK argument only (default, and the API's: beside the config
     file)."""
 
-    lock: Annotated[str | None, dataclasses.replace(LOCK, api=False)] = None
+    lock: Annotated[str | None, LOCK_CLI] = None
     locked: Annotated[
         bool,
         Arg("fail, changing nothing, if the lock is out of date for the builds installed here"),

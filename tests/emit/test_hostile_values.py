@@ -178,8 +178,16 @@ def emitted(case: Case, base: Settings, model: DiscoveredModel) -> tuple[Entry, 
         }
     elif case.field == "file_name":
         name = case.value.replace("/", "_")
-        model = dataclasses.replace(
-            model, id=name, path=str(Path(model.path).with_name(f"{name}.gguf"))
+        model = DiscoveredModel(
+            id=name,
+            path=str(Path(model.path).with_name(f"{name}.gguf")),
+            format=model.format,
+            cls=model.cls,
+            role=model.role,
+            size_bytes=model.size_bytes,
+            shards=model.shards,
+            mmproj=model.mmproj,
+            meta=model.meta,
         )
         model_id = name
     else:

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from backendmgr.discovery.meta import ModelMeta
+
+
+def fields_of(value: Any) -> dict[str, Any]:
+    """A plain record's fields (its slots) by name: what two of them compare by."""
+    return {name: getattr(value, name) for name in type(value).__slots__}
+
+
+def changed(meta: ModelMeta, **changes: Any) -> ModelMeta:
+    """``meta`` with ``changes`` (a plain class: ``dataclasses.replace`` of a header)."""
+    return ModelMeta(**{**fields_of(meta), **changes})
+
 
 BIG = ModelMeta(
     architecture="qwen3",

@@ -17,7 +17,7 @@ from backendmgr.mirror import MirrorHandler, MirrorServer
 from backendmgr.net import NetSettings, make_client
 from backendmgr.sources.models import ReleaseAsset
 from tests.support import publish_llama
-from tests.support.cli import Cli, CliResult
+from tests.support.cli import Cli, CliResult, error_line
 
 NAME = "llama-b100-bin-ubuntu-vulkan-x64.tar.gz"
 LISTING = "/repos/ggml-org/llama.cpp/releases"
@@ -49,11 +49,10 @@ class Endless:
 
 
 def one_line_error(result: CliResult) -> str:
-    assert result.code == 1, result
-    assert "Traceback" not in result.err and "internal error" not in result.err, result.err
-    errors = [line for line in result.err.splitlines() if line.startswith("error")]
-    assert len(errors) == 1 and result.err.strip().endswith(errors[0]), result.err
-    return errors[0]
+    """The one error line, last, and no internal error."""
+    line = error_line(result)
+    assert "internal error" not in line and result.err.rstrip().endswith(line), result.err
+    return line
 
 
 def parts(root: Path) -> list[Path]:

@@ -13,18 +13,17 @@ from backendmgr.errors import ConfigError, NetworkError
 from backendmgr.mirror import MirrorServer
 from backendmgr.net import NetSettings, describe_network_failure, get_bounded, make_client
 from tests.support import publish_llama
-from tests.support.cli import Cli, CliResult
+from tests.support.cli import Cli, CliResult, error_line
 
 SECRET = "ghp_S3CRETVALUE123"
 
 
 def one_line_error(result: CliResult) -> str:
-    assert result.code == 1, result
-    assert "Traceback" not in result.err and "internal error" not in result.err, result.err
+    """The one error line, last, and no internal error."""
+    line = error_line(result)
+    assert "internal error" not in line and result.err.rstrip().endswith(line), result.err
     assert SECRET not in result.err + result.out
-    errors = [line for line in result.err.splitlines() if line.startswith("error")]
-    assert len(errors) == 1 and result.err.strip() == errors[0], result.err
-    return errors[0]
+    return line
 
 
 # --- D14: the token ---------------------------------------------------------------------------

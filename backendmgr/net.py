@@ -34,8 +34,14 @@ DEFAULT_API = "https://api.github.com"
 USER_AGENT = f"backendmgr/{__version__}"
 CONNECT_TIMEOUT = 15.0
 READ_TIMEOUT = 30.0
+# A small document's whole read (listing, index page) may take this many read timeouts: a
+# server that drips one byte within each read timeout is still cut (5 min by default).
+DOCUMENT_READS = 10
+MAX_TOKEN_CHARS = 1024  # GitHub's tokens are 40 to ~100 characters
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# whatever follows "Bearer"/"token" in a library's message (h11 quotes a refused header value)
+_SECRET = re.compile(r"(?i)\b(bearer|token)(\s+)\S+")
 
 
 def is_loopback(host: str) -> bool:
@@ -83,6 +89,38 @@ def _timeout_from_env(env: Mapping[str, str]) -> float:
     return value
 
 
+def _token_from_env(env: Mapping[str, str]) -> str | None:
+    """The GitHub token, checked once: surrounding whitespace (a CRLF token file) dropped, the
+    rest printable ASCII without spaces and bounded, else one error that never shows it."""
+    for name in ("GITHUB_TOKEN", "GH_TOKEN"):
+        token = env.get(name, "").strip()
+        if not token:
+            continue
+        if not (token.isascii() and token.isprintable()) or " " in token:
+            raise ConfigError(f"{name} holds characters no token has (printable ASCII only)")
+        if len(token) > MAX_TOKEN_CHARS:
+            raise ConfigError(f"{name} is longer than {MAX_TOKEN_CHARS} characters: not a token")
+        return token
+    return None
+
+
+def _api_from_env(env: Mapping[str, str]) -> str:
+    api = (env.get("BACKENDMGR_GITHUB_API") or DEFAULT_API).rstrip("/")
+    shown = _printable(api, 80)
+    try:
+        parts = urlsplit(api)
+        _ = parts.port  # a port out of range or not a number raises here
+    except ValueError as exc:
+        raise ConfigError(f'BACKENDMGR_GITHUB_API "{shown}" is not a valid URL ({exc})') from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f'BACKENDMGR_GITHUB_API "{shown}" is not an http(s) URL')
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise ConfigError(
+            f'BACKENDMGR_GITHUB_API "{shown}" uses plain http, which is allowed only on loopback'
+        )
+    return api
+
+
 @frozen(slots=True, repr=False, eq=False)
 class NetSettings:
     api_base: str = DEFAULT_API
@@ -97,17 +135,15 @@ class NetSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> NetSettings:
         env = os.environ if environ is None else environ
-        api = (env.get("BACKENDMGR_GITHUB_API") or DEFAULT_API).rstrip("/")
-        parts = urlsplit(api)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f'BACKENDMGR_GITHUB_API "{api}" is not an http(s) URL')
-        if parts.scheme == "http" and not is_loopback(parts.hostname):
-            raise ConfigError(
-                f'BACKENDMGR_GITHUB_API "{api}" uses plain http, which is allowed only on loopback'
-            )
-        token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or None
+        api = _api_from_env(env)
+        token = _token_from_env(env)
         offline = env.get("BACKENDMGR_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
         return cls(api_base=api, token=token, offline=offline, read_timeout=_timeout_from_env(env))
+
+    @property
+    def document_deadline(self) -> float:
+        """The whole of one small document's read, redirects included."""
+        return DOCUMENT_READS * self.read_timeout
 
     @property
     def api_host(self) -> str:
@@ -218,7 +254,7 @@ def describe_network_failure(exc: BaseException, url: str, net: NetSettings) -> 
     import httpx
 
     where = _where(url)
-    reason = _printable(str(exc).strip() or type(exc).__name__)
+    reason = _redacted(str(exc).strip() or type(exc).__name__, net)
     if isinstance(exc, httpx.ConnectTimeout):
         return (
             f"{where} did not accept a connection within "
@@ -245,6 +281,13 @@ def describe_network_failure(exc: BaseException, url: str, net: NetSettings) -> 
     if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
         return f"refusing the URL {_printable(url)!r}: {reason}"
     return f"{where}: {type(exc).__name__}: {reason}"
+
+
+def _redacted(text: str, net: NetSettings) -> str:
+    """A library's message without the token: h11 quotes a header value it refuses."""
+    if net.token:
+        text = text.replace(net.token, "[redacted]")
+    return _printable(_SECRET.sub(r"\1\2[redacted]", text))
 
 
 def _way_out(url: str, net: NetSettings) -> str:
@@ -321,24 +364,33 @@ async def get_bounded(
     token: bool = True,
 ) -> httpx.Response:
     """GET a small document (a release listing, a package index page), its body read up to
-    ``max_bytes``, through :func:`open_following`. Every failure is one
+    ``max_bytes``, through :func:`open_following`, all within :attr:`NetSettings.document_deadline`
+    (each read's timeout alone lets a server drip bytes for ever). Every failure is one
     :class:`NetworkError` line naming ``what``."""
+    import anyio
     import httpx
 
     try:
-        response, url = await open_following(client, net, url, headers, token=token)
-        try:
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > max_bytes:
-                    raise NetworkError(
-                        f"{what} sent more than {max_bytes >> 20} MiB for one request; refusing it"
-                    )
-        finally:
-            await response.aclose()
+        with anyio.fail_after(net.document_deadline):
+            response, url = await open_following(client, net, url, headers, token=token)
+            try:
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > max_bytes:
+                        raise NetworkError(
+                            f"{what} sent more than {max_bytes >> 20} MiB for one request; "
+                            "refusing it"
+                        )
+            finally:
+                await response.aclose()
     except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
         raise network_error(exc, url, net) from exc
+    except TimeoutError:
+        raise NetworkError(
+            f"{_where(url)} did not finish its answer within "
+            f"{_seconds(net.document_deadline)} (whole-read deadline)"
+        ) from None
     # the body is already decoded: drop the headers that describe the wire form
     kept = [
         (k, v)

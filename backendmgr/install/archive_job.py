@@ -291,6 +291,7 @@ async def install_archive(
                 backoff=backoff,
                 algorithms=algorithms_for(asset, published[asset.name]),
                 on_data=on_data,
+                max_bytes=max_unpacked,
             )
 
         _emit(

@@ -28,6 +28,7 @@ from ..net import NetSettings, describe_network_failure, open_following
 from ..sources.models import ReleaseAsset
 from ..units import format_size
 from . import stages
+from .formats import MAX_TOTAL
 
 __all__ = ["DataSink", "Downloaded", "download", "part_path"]
 
@@ -143,6 +144,7 @@ class _Transfer:
     emit: EventSink | None
     algorithms: tuple[str, ...]
     on_data: DataSink | None
+    max_bytes: int  # the bound where neither the release nor the server states a size
 
     async def attempt(self) -> Downloaded:
         with stages.timed("download"):
@@ -206,12 +208,11 @@ class _Transfer:
                     f"{total}; nothing was installed"
                 )
             _write_etag(self.part, response.headers.get("etag"))
-            if (
-                total is None
-                and status == 200
-                and response.headers.get("content-length", "").isdigit()
-            ):
-                total = int(response.headers["content-length"])
+            if total is None:
+                total = served
+            # a body may have no length and no end: never more than the stated size
+            limit = total if total is not None else self.max_bytes
+            over = False
             started, done_at_start = time.monotonic(), have
             last_emit = 0.0
             from .._wide_reads import raw_reads  # loaded with the client's transport
@@ -222,6 +223,9 @@ class _Transfer:
                 try:
                     # no re-chunking: every piece is written as it arrives, so a cut loses nothing
                     async for chunk in response.aiter_raw():
+                        if have + len(chunk) > limit:
+                            over = True
+                            break
                         _write_all(fh, chunk)
                         hashed = time.perf_counter()
                         digest.update(chunk)
@@ -242,6 +246,9 @@ class _Transfer:
                 except (httpx.TransportError, httpx.StreamError) as exc:
                     reason = describe_network_failure(exc, final_url, self.net)
                     raise _Retry(f"connection lost after {have} bytes: {reason}") from exc
+            if over:
+                discard(self.part)  # more than the whole file: no resume can make it right
+                raise VerificationError(self._overrun(limit, total is not None))
             if total is not None and have < total:
                 raise _Retry(f"connection closed after {have} of {total} bytes")
             if self.emit is not None:
@@ -250,6 +257,18 @@ class _Transfer:
             return digest.done(self.part, have)
         finally:
             await response.aclose()
+
+    def _overrun(self, limit: int, stated: bool) -> str:
+        if not stated:
+            whose = "allowed for a file of no stated size (max_unpacked_gb)"
+        elif self.asset.size is not None:
+            whose = "listed for it"
+        else:
+            whose = "the server stated"
+        return (
+            f"{self.asset.name}: the server sent more than the {limit} bytes {whose}; "
+            "the partial download was discarded"
+        )
 
 
 async def download(
@@ -264,15 +283,18 @@ async def download(
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
     algorithms: Iterable[str] = (),
     on_data: DataSink | None = None,
+    max_bytes: int = MAX_TOTAL,
 ) -> Downloaded:
     """Fetch ``asset`` into its ``.part`` file; retried transient failures resume each time.
 
     ``algorithms`` are hashed in the same pass as SHA-256 (a release may publish SHA-512).
-    ``on_data(offset, n)`` hears of every piece once it is in the file (a reader may follow)."""
+    ``on_data(offset, n)`` hears of every piece once it is in the file (a reader may follow).
+    A body longer than the release's size (else the server's) is refused and its part file
+    discarded; with no size stated anywhere, ``max_bytes`` bounds it."""
     net.require_online(f"downloading {asset.name}")
     downloads.mkdir(parents=True, exist_ok=True)
     part = part_path(downloads, asset)
-    transfer = _Transfer(client, net, asset, part, emit, tuple(algorithms), on_data)
+    transfer = _Transfer(client, net, asset, part, emit, tuple(algorithms), on_data, max_bytes)
     attempt = 0  # attempts in a row that made no progress
     while True:
         before = size_on_disk(part)

@@ -9,7 +9,14 @@ from typing import Final
 
 from .locate import CACHE, USER_MANIFESTS, locate
 
-__all__ = ["Paths"]
+__all__ = ["Paths", "as_config_means"]
+
+
+def as_config_means(config: Path, entry: str) -> str:
+    """A path the config file holds (``output``, a ``models_dirs`` entry) as the file means it:
+    ``~`` expanded, and a relative one taken from the config's own folder, never from wherever
+    a command happens to run (``models add-dir`` stores folders absolute anyway)."""
+    return os.path.join(config.parent, os.path.expanduser(entry))
 
 
 class _Below:

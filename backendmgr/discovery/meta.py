@@ -222,10 +222,18 @@ _DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "half": "F16"
 _NO_KV_LAYERS = ("linear", "mamba", "ssm")
 
 
+def _a_label(text: str) -> bool:
+    """Whether a config's quantization method is a name (``awq``, ``compressed-tensors``,
+    ``fp8``) fit to end a model id: a crafted one of 3 000 characters made an id that set and
+    pin then refused, so such a model could never be configured."""
+    return 0 < len(text) <= 32 and text.isascii() and ("_" + text.replace("-", "_")).isidentifier()
+
+
 def hf_quant_label(config: dict[str, Any]) -> str:
     qc = config.get("quantization_config")
-    if isinstance(qc, dict) and isinstance(qc.get("quant_method"), str):
-        return str(qc["quant_method"]).upper()
+    method = qc.get("quant_method") if isinstance(qc, dict) else None
+    if isinstance(method, str) and _a_label(method):
+        return method.upper()
     nested = config.get("text_config")
     text: dict[str, Any] = nested if isinstance(nested, dict) else {}
     for source in (config, text):

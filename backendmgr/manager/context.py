@@ -134,8 +134,15 @@ class Context:
         return await in_thread(self.store.preview, change)
 
     def output_path(self, settings: Settings, output: str | None = None) -> Path:
-        chosen = output or settings.output
-        return Path(chosen).expanduser().absolute() if chosen else self.paths.default_output
+        """``--output`` as typed (from the working folder), else the config's ``output`` as
+        the config means it, else the default beside the config."""
+        if output:
+            return Path(output).expanduser().absolute()
+        if settings.output:
+            from ..config.paths import as_config_means
+
+            return Path(as_config_means(self.store.path, settings.output))
+        return self.paths.default_output
 
     def build_lock(
         self,

@@ -131,7 +131,8 @@ class Doctor:
         from .models import _folder_problems
 
         settings = await self.ctx.settings()
-        _, found = await anyio.to_thread.run_sync(discover, settings, self.ctx.paths.cache)
+        config, cache = self.ctx.store.path, self.ctx.paths.cache
+        _, found = await anyio.to_thread.run_sync(discover, settings, config, cache)
         gone = {model for model, _ in _orphans(settings, found)}
         if not gone:
             return [], []

@@ -113,6 +113,7 @@ def find_build(builds: BuildStore, ref: str) -> InstalledEntry:
 
 def discover(
     settings: Settings,
+    config: Path,
     cache_dir: Path,
     *,
     save: bool = True,
@@ -124,16 +125,23 @@ def discover(
     from ..discovery.walk import discover as walk_discover
     from ..discovery.walk import scan_folders
 
-    scan = scan_folders(settings.models_dirs)
+    scan = scan_folders(_folders(settings, config))
     return scan, walk_discover(scan, cache_dir / GGUF_CACHE, save=save, keep=keep)
 
 
-def model_ids(settings: Settings, cache_dir: Path) -> list[str]:
+def model_ids(settings: Settings, config: Path, cache_dir: Path) -> list[str]:
     """The id of every model and skipped file in ``models_dirs``, as :func:`discover` names
     them; the header cache is read, never written (<TAB>)."""
     from ..discovery.walk import discover_ids, scan_folders
 
-    return discover_ids(scan_folders(settings.models_dirs), cache_dir / GGUF_CACHE)
+    return discover_ids(scan_folders(_folders(settings, config)), cache_dir / GGUF_CACHE)
+
+
+def _folders(settings: Settings, config: Path) -> list[str]:
+    """``models_dirs`` as the config means them (a relative one from the config's folder)."""
+    from ..config.paths import as_config_means
+
+    return [as_config_means(config, top) for top in settings.models_dirs]
 
 
 def local_names(ctx: Context, kind: str) -> list[str]:
@@ -159,5 +167,7 @@ def local_names(ctx: Context, kind: str) -> list[str]:
     if kind == "manual_rows":  # what backends remove accepts
         return [r.id for r in settings.backends if not (r.managed or r.build)]
     if kind == "models":  # ids only (no model's header read into a record); writes nothing
-        return sorted(set(model_ids(settings, ctx.paths.cache)) | set(settings.models))
+        return sorted(
+            set(model_ids(settings, ctx.store.path, ctx.paths.cache)) | set(settings.models)
+        )
     raise InvalidInput(f'unknown kind of name "{kind}"')

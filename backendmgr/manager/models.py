@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..config.models import Settings
+from ..config.paths import as_config_means
 from ..emit.entries import screen
 from ..emit.plan import Entry, Skip, plan_model
 from ..emit.sizing import tuning_text
@@ -136,7 +137,7 @@ class Models:
 
         ctx, probe = self.ctx, self.site.probe
         keep = None if only is None else only.__eq__  # the other models' ids, not records
-        scan, found = discover(settings, ctx.paths.cache, keep=keep)
+        scan, found = discover(settings, ctx.store.path, ctx.paths.cache, keep=keep)
         installed = ctx.builds.installed()
         parsers = {e.id: e.receipt.tool_parsers for e in installed}  # what each vLLM registers
         caps = capability_index(settings, ctx.builds, ctx.paths.cache, on_wait=ctx.on_wait)
@@ -283,7 +284,7 @@ def _folder_problems(dirs: list[str], config: Path) -> list[str]:
         ]
     problems = []
     for top in dirs:
-        path = os.path.expanduser(top)
+        path = as_config_means(config, top)
         if not os.path.exists(path):
             problems.append(f"models_dirs: {top} does not exist")
         elif not os.path.isdir(path):

@@ -20,6 +20,7 @@ from ..config.models import (
     row_id_problem,
     unset_env,
 )
+from ..config.paths import as_config_means
 from ..errors import InvalidInput, MalformedId, Refused, UsageError, did_you_mean, escaped, unknown
 from ..registry import rows as registry
 from ..registry.kinds import classes_of
@@ -172,7 +173,7 @@ class Registry:
         from ..api_models.folders import ModelsDirResult
 
         config = str(self.ctx.store.path)
-        path, add = req.path, req.add
+        path, add, store = req.path, req.add, self.ctx.store.path
         if add:
             folder = await in_thread(_readable_folder, path)
         else:
@@ -180,7 +181,7 @@ class Registry:
 
         def change(s: Settings) -> tuple[Settings, tuple[bool, list[str]]]:
             dirs = list(s.models_dirs)
-            same = [d for d in dirs if _same_folder(d, folder)]
+            same = [d for d in dirs if _same_folder(d, folder, store)]
             if add:
                 if same:
                     return s, (False, dirs)
@@ -325,7 +326,9 @@ class Registry:
         if plan is not None:
             found = plan.found
         else:
-            _, found = await in_thread(discover, settings, self.ctx.paths.cache)
+            _, found = await in_thread(
+                discover, settings, self.ctx.store.path, self.ctx.paths.cache
+            )
         ids = [m.id for m in found.models] + [s.id for s in found.skipped]
         if model not in ids:
             close = did_you_mean(model, ids) or "; it is kept for when the model appears"
@@ -424,11 +427,12 @@ def _readable_folder(path: str) -> str:
     return folder
 
 
-def _same_folder(stored: str, given: str) -> bool:
-    """Whether a ``models_dirs`` entry names ``given`` (as written, absolute or resolved)."""
+def _same_folder(stored: str, given: str, config: Path) -> bool:
+    """Whether a ``models_dirs`` entry of ``config`` names ``given`` (as typed, from the
+    working folder): the same text, or the folder the config means, absolute or resolved."""
     if stored == given:
         return True
-    a = os.path.abspath(os.path.expanduser(stored))
+    a = as_config_means(config, stored)
     b = os.path.abspath(os.path.expanduser(given))
     return a == b or os.path.realpath(a) == os.path.realpath(b)
 

@@ -193,3 +193,29 @@ def test_a_pipe_behind_dev_stdout_is_refused_in_one_line(tmp_path: Path, config_
     assert "/dev/stdout (a link to " in result.stderr
     assert "is a FIFO; backendmgr replaces only regular files" in result.stderr
     assert "No such file" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_relative_paths_in_the_config_are_the_configs_own(
+    tmp_path: Path, config_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand-written ``output: rel/ls.yaml`` and ``models_dirs: [models]`` once meant a
+    different file and folder in every working folder (``up`` run elsewhere served another)."""
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    write_gguf(config_path.parent / "models" / "ok.gguf", "llama", layers=2, ctx=4096)
+    doc = {
+        "models_dirs": ["models"],
+        "output": "rel/ls.yaml",
+        "backends": [{"id": "mine", "kind": "llama", "path": "/bin/true"}],
+    }
+    config_path.write_text(json.dumps(doc))
+    for where in ("w1", "w2"):
+        (tmp_path / where).mkdir()
+        monkeypatch.chdir(tmp_path / where)
+        result = cli("generate", "--force")
+        assert result.code == 0, result.err
+        assert f"wrote {config_path.parent / 'rel' / 'ls.yaml'}: 1 models" in result.out
+        assert not (tmp_path / where / "rel").exists()
+    # the entry as written, and the folder it means, both name it for remove-dir
+    assert cli("models", "add-dir", str(config_path.parent / "models")).code == 0
+    assert json.loads(config_path.read_text())["models_dirs"] == ["models"]
+    assert cli("models", "remove-dir", "models").code == 0

@@ -294,3 +294,13 @@ def test_lower_case_makes_no_unsafe_character() -> None:
         and unsafe_char(chr(i).lower()) is not None
     ]
     assert made == []
+
+
+def test_a_quant_method_that_is_no_name_leaves_the_id_to_the_dtype(tmp_path: Path) -> None:
+    """A crafted ``quant_method`` of 3 000 characters once made a 3 006-character id that
+    ``set`` and ``pin`` refuse: a model no one could configure."""
+    root = tmp_path / "hf"
+    write_hf(root / "long", {**QWEN2_AWQ, "quantization_config": {"quant_method": "q" * 3000}})
+    write_hf(root / "spaced", {**QWEN2_AWQ, "quantization_config": {"quant_method": "a b/c"}})
+    write_hf(root / "fine", {**QWEN2_AWQ, "quantization_config": {"quant_method": "fp8"}})
+    assert sorted(by_id(run(tmp_path, root))) == ["fine-fp8", "long-f16", "spaced-f16"]

@@ -262,7 +262,7 @@ def base_setup(tmp_path: Path) -> tuple[Settings, DiscoveredModel, Path]:
             BackendRow(id="vl", kind="vllm", path=str(exe)),
         ],
     )
-    _, found = discover(base, tmp_path / "cache")
+    _, found = discover(base, tmp_path / "config.yaml", tmp_path / "cache")
     return base, found.models[0], exe
 
 

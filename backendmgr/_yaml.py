@@ -21,6 +21,7 @@ __all__ = [
     "MAX_BYTES",
     "MAX_CHARS",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_NODES",
     "check_yaml",
     "load_yaml",
@@ -35,6 +36,9 @@ MAX_DEPTH = 64
 """Nesting levels allowed; backendmgr's own files need five."""
 MAX_NODES = 200_000
 """Values a document may hold once every alias is expanded."""
+MAX_INT_DIGITS = 4300
+"""Digits of the longest decimal integer a document may hold: Python's default
+``int_max_str_digits``, past which the loader's ``int()`` fails (no setting needs 20)."""
 MAX_CHARS = 2 * MAX_BYTES
 """Characters a document's values may hold once every alias is expanded: a few aliases of
 one long value are few values but gigabytes to every walk, copy and write of the tree."""
@@ -133,7 +137,13 @@ def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
             anchor = None
             size, chars = sizes.get(event.anchor, (1, 0))
         elif isinstance(event, NodeEvent):  # a scalar
-            anchor, size, chars = event.anchor, 1, len(getattr(event, "value", "") or "")
+            value = getattr(event, "value", "") or ""
+            anchor, size, chars = event.anchor, 1, len(value)
+            if chars > MAX_INT_DIGITS and _huge_int(value, getattr(event, "style", None)):
+                raise ConfigError(
+                    f"{source} line {event.start_mark.line + 1}: a number of more than "
+                    f"{MAX_INT_DIGITS} digits; no value backendmgr reads is one"
+                )
         else:
             continue
         if anchor is not None:
@@ -153,6 +163,14 @@ def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
             )
 
 
+def _huge_int(value: str, style: str | None) -> bool:
+    """Whether a long plain scalar reads as a decimal integer (YAML 1.2, ``_`` allowed):
+    Python converts none of more than :data:`MAX_INT_DIGITS` digits (a bare ValueError from
+    inside the loader); the check runs only on scalars that long, so it costs nothing."""
+    digits = value.lstrip("+-").replace("_", "")
+    return style is None and digits.isascii() and digits.isdigit()
+
+
 def yaml_problem(source: str, exc: Exception) -> str:
     """A YAML syntax error as one line naming the file, line and column (issue 33), in the
     words every YAML file backendmgr reads uses: ``config.yaml line 3 column 7: <problem>``."""
@@ -170,7 +188,8 @@ def yaml_problem(source: str, exc: Exception) -> str:
 def load_yaml(text: str, source: str) -> Any:
     """Plain Python data from user YAML, checked by :func:`check_yaml` first.
 
-    Every failure, a recursion limit included, is one :class:`ConfigError` naming ``source``.
+    Every failure, a recursion limit or a value no conversion takes included, is one
+    :class:`ConfigError` naming ``source``.
     """
     from ruamel.yaml.error import YAMLError
 
@@ -183,3 +202,5 @@ def load_yaml(text: str, source: str) -> Any:
         raise ConfigError(yaml_problem(source, exc)) from exc
     except RecursionError as exc:
         raise ConfigError(f"{source}: nested too deep to read; flatten the YAML") from exc
+    except ValueError as exc:  # a scalar the resolver cannot convert (a number too long)
+        raise ConfigError(yaml_problem(source, exc)) from exc

@@ -94,7 +94,7 @@ def _bounded(source: Any, marks: list[Any], handler: Any) -> Any:
 class Limit:
     """Numeric bounds in pydantic's words (``Input should be greater than 0``); None passes."""
 
-    __slots__ = ("ge", "gt", "le", "pattern")
+    __slots__ = ("ge", "gt", "le", "numeric", "pattern")
 
     def __init__(
         self,
@@ -105,19 +105,22 @@ class Limit:
         pattern: str | None = None,
     ) -> None:
         self.gt, self.ge, self.le, self.pattern = gt, ge, le, pattern
+        self.numeric = gt is not None or ge is not None or le is not None
 
     def problem(self, value: Any) -> str | None:
-        if value is None or isinstance(value, bool):
+        if value is None:
             return None
+        if isinstance(value, bool):  # an int subclass: ``ctx: true`` is no context of 1
+            return "Input should be a number, not true or false" if self.numeric else None
         if isinstance(value, int | float):
             if isinstance(value, float) and not math.isfinite(value):  # a bound is a range
                 return "Input should be a finite number"
             if self.gt is not None and not value > self.gt:
-                return f"Input should be greater than {self.gt:g}"
+                return f"Input should be greater than {self.gt}"
             if self.ge is not None and not value >= self.ge:
-                return f"Input should be greater than or equal to {self.ge:g}"
+                return f"Input should be greater than or equal to {self.ge}"
             if self.le is not None and not value <= self.le:
-                return f"Input should be less than or equal to {self.le:g}"
+                return f"Input should be less than or equal to {self.le}"
         if isinstance(value, str) and self.pattern is not None:
             import re
 
@@ -125,16 +128,18 @@ class Limit:
                 return f"String should match pattern '{self.pattern}'"
         return None
 
+    def _no_bool(self, value: Any) -> Any:
+        if isinstance(value, bool) and (problem := self.problem(value)):
+            raise ValueError(problem)
+        return value
+
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         import annotated_types as at
 
-        marks: list[Any] = []
-        if self.gt is not None:
-            marks.append(at.Gt(self.gt))
-        if self.ge is not None:
-            marks.append(at.Ge(self.ge))
-        if self.le is not None:
-            marks.append(at.Le(self.le))
+        bounds = ((at.Gt, self.gt), (at.Ge, self.ge), (at.Le, self.le))
+        marks: list[Any] = [mark(v) for mark, v in bounds if v is not None]
+        if self.numeric:  # lax pydantic makes ``true`` a 1: refused first, as ``problem`` does
+            marks.insert(0, Before(self._no_bool))
         if self.pattern is not None:
             from pydantic import Field
 
@@ -170,11 +175,8 @@ class Length(After):
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         import annotated_types as at
 
-        marks: list[Any] = []
-        if self.min is not None:
-            marks.append(at.MinLen(self.min))
-        if self.max is not None:
-            marks.append(at.MaxLen(self.max))
+        bounds = ((at.MinLen, self.min), (at.MaxLen, self.max))
+        marks: list[Any] = [mark(v) for mark, v in bounds if v is not None]
         return _bounded(source, marks, handler)
 
 
@@ -212,15 +214,13 @@ def _checks(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     if found is None:
         out = []
         for name, hint in hints(cls).items():
-            marks = tuple(m for m in _metadata(hint) if isinstance(m, After | Limit))
+            marks = tuple(
+                m for m in getattr(hint, "__metadata__", ()) if isinstance(m, After | Limit)
+            )
             if marks:
                 out.append((name, marks))
         found = _CHECKS[cls] = tuple(out)
     return found
-
-
-def _metadata(hint: Any) -> tuple[Any, ...]:
-    return tuple(getattr(hint, "__metadata__", ()))
 
 
 @frozen(repr=False, eq=False)

@@ -5,19 +5,31 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["probe_card_gb"]
+__all__ = ["MAX_CARD_GB", "probe_card_gb"]
+
+MAX_CARD_GB = float(1 << 20)
+"""The largest card size ``BACKENDMGR_VRAM_GB`` may give (1 PiB): a finite size to divide by."""
 
 
 def probe_card_gb(environ: Mapping[str, str] | None = None) -> float | None:
-    """``BACKENDMGR_VRAM_GB``, else the first NVIDIA card via nvidia-smi, else None."""
+    """``BACKENDMGR_VRAM_GB``, else the first NVIDIA card via nvidia-smi, else None. A set
+    value that is no size (``abc``, ``0``, ``nan``, ``inf``) is an error, not ignored: every
+    model would be sized against it, or silently against the probe instead."""
     env = os.environ if environ is None else environ
     override = env.get("BACKENDMGR_VRAM_GB", "").strip()
     if override:
         try:
             value = float(override)
         except ValueError:
-            return None
-        return value if value > 0 else None
+            value = 0.0
+        if not 0 < value <= MAX_CARD_GB:  # NaN fails this too; 1e999 is inf
+            from .errors import ConfigError
+
+            raise ConfigError(
+                f'BACKENDMGR_VRAM_GB "{override[:40]}" is not a size in GiB '
+                f"(more than 0, at most {MAX_CARD_GB:.0f})"
+            )
+        return value
     import shutil  # after the override: a set size costs no look-up (nor its archive modules)
 
     if shutil.which("nvidia-smi") is None:

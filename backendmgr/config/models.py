@@ -415,10 +415,12 @@ class ModelOverride(Record):
     """Per-model settings for every backend kind; each emitter reads only its own fields."""
 
     backend: str | None = None
-    ctx: Annotated[int | None, Limit(gt=0)] = None
-    vram_target_gb: Annotated[float | None, Limit(gt=0)] = None
+    # every number has a top: one past what its reader takes was stored, then the model
+    # dropped (OverflowError) or a flag the server refuses emitted; 1 << 20 GiB = 1 PiB
+    ctx: Annotated[int | None, Limit(gt=0, le=(1 << 31) - 1)] = None  # llama.cpp: int32
+    vram_target_gb: Annotated[float | None, Limit(gt=0, le=1 << 20)] = None
     vllm_gpu_util: Annotated[float | None, Limit(gt=0, le=1)] = None
-    vllm_tensor_parallel: Annotated[int | None, Limit(ge=1)] = None
+    vllm_tensor_parallel: Annotated[int | None, Limit(ge=1, le=1024)] = None
     vllm_tokenizer: _Word = None
     vllm_tool_parser: _Word = None
     extra_args: Annotated[str | None, After(_extra_args_split)] = None
@@ -456,15 +458,15 @@ class Settings(Record):
 
     models_dirs: Annotated[list[str], Before(_one_dir_is_a_list)] = field(default_factory=list)
     output: str | None = None
-    vram_budget_gb: Annotated[float | None, Limit(gt=0)] = None
+    vram_budget_gb: Annotated[float | None, Limit(gt=0, le=1 << 20)] = None
     server_exe: str = "llama-server"
     sd_server_exe: str = "sd-server"
     tts_server_exe: str = "tts-server"
     asr_server_exe: str = "parakeet-server"
-    ttl: Annotated[int, Limit(ge=0)] = 600
-    health_check_timeout: Annotated[int, Limit(ge=15)] = 300
+    ttl: Annotated[int, Limit(ge=0, le=365 * 86400)] = 600  # s; 0: never unload
+    health_check_timeout: Annotated[int, Limit(ge=15, le=86400)] = 300  # s
     require_checksum: bool = False
-    max_unpacked_gb: Annotated[float, Limit(gt=0)] = 32  # cap on what one install unpacks
+    max_unpacked_gb: Annotated[float, Limit(gt=0, le=1 << 20)] = 32  # one install unpacks
     # vLLM's cpu/rocm variants: the user's mirror of the PyTorch index for that variant
     # (BACKENDMGR_TORCH_INDEX_URL wins); unset: uv's --torch-backend
     torch_index_url: Annotated[str | None, Limit(pattern=r"^https?://\S+$")] = None

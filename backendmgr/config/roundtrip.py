@@ -110,7 +110,7 @@ def parse(path: Path, raw: bytes, known: Settings | None = None) -> LoadedConfig
         doc = _yaml((2, 4, 2)).load(text)
     except RecursionError as exc:
         raise ConfigError(f"{path}: nested too deep to read; flatten the YAML") from exc
-    except YAMLError as exc:
+    except (YAMLError, ValueError) as exc:  # ValueError: a scalar no conversion takes
         raise ConfigError(yaml_problem(str(path), exc)) from exc
     if doc is None:
         return LoadedConfig(Settings(), None, raw, _guess_indent(text))

@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["in_folder", "is_model_file", "walk_model_files"]
+__all__ = ["MAX_WALK_DEPTH", "MAX_WALK_NAMES", "in_folder", "is_model_file", "walk_model_files"]
+
+MAX_WALK_NAMES = 100_000
+"""Names (folders and files) one models folder's walk reads before it stops there: a models
+folder holding a link to ``/`` (or naming one) would otherwise walk the whole file system on
+every command; an HF cache of a hundred models is a few thousand."""
+MAX_WALK_DEPTH = 32
+"""Folders below a models folder the walk descends; the HF cache's deepest file is five."""
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+"""File systems of the kernel's own (endless through ``/proc/self/root``, slow, or devices):
+no model lives there, so the walk never enters a folder on one."""
 
 
 def is_model_file(name: str) -> bool:
@@ -35,22 +46,64 @@ def _stat(path: str) -> os.stat_result | None:
         return None
 
 
+def _pseudo_devices() -> set[int]:
+    """The devices of :data:`PSEUDO_ROOTS`, less the root's: where ``/dev`` is no mount of
+    its own (a chroot) its device is every file's."""
+    root = _stat("/")
+    found = {st.st_dev for st in map(_stat, PSEUDO_ROOTS) if st is not None}
+    return found - ({root.st_dev} if root is not None else set())
+
+
+def _above(root: str) -> set[tuple[int, int]]:
+    """The folders holding ``root`` (its real path's parents): a link to one is a cycle the
+    walk would see only after reading everything else under it (``ln -s / everything``)."""
+    found: set[tuple[int, int]] = set()
+    folder = os.path.realpath(root)
+    while (parent := os.path.dirname(folder)) != folder:
+        folder = parent
+        st = _stat(folder)
+        if st is not None:
+            found.add((st.st_dev, st.st_ino))
+    return found
+
+
+_warned: set[str] = set()  # a command may walk twice (a scan, a hash): one line per stop
+
+
+def _stopped(folder: str, why: str) -> None:
+    """Say, once per process, where a walk stopped: the models found so far still count."""
+    line = f"warning: stopped reading the models folder {folder!r}: {why}\n"
+    if line not in _warned:
+        _warned.add(line)
+        sys.stderr.write(line)
+
+
 def walk_model_files(
     dirs: list[str],
 ) -> Iterator[tuple[str, list[tuple[str, str, os.stat_result]]]]:
     """Each folder under ``dirs`` (links followed, cycles and hidden folders skipped) with its
-    model files as ``(name, path, stat)``, names sorted."""
+    model files as ``(name, path, stat)``, names sorted. Each of ``dirs`` is read to at most
+    :data:`MAX_WALK_NAMES` names and :data:`MAX_WALK_DEPTH` levels (a warning where a bound
+    stops it), never into ``/proc``, ``/sys`` or ``/dev``."""
     seen: set[tuple[int, int]] = set()
+    pseudo = _pseudo_devices()
     for top in dirs:
         root = os.path.expanduser(top)
         if not os.path.isdir(root):
             continue
+        names, base = 0, root.count(os.sep)
+        above = _above(root)  # a link to a folder holding the root is a cycle too
         for folder, subdirs, files in os.walk(root, followlinks=True):
             st = _stat(folder)
-            if st is None or (st.st_dev, st.st_ino) in seen:
+            key = None if st is None else (st.st_dev, st.st_ino)
+            if key is None or key in seen or key in above or key[0] in pseudo:
                 subdirs[:] = []
                 continue
-            seen.add((st.st_dev, st.st_ino))
+            seen.add(key)
+            names += len(subdirs) + len(files)
+            if folder.count(os.sep) - base >= MAX_WALK_DEPTH and subdirs:
+                _stopped(root, f"folders nested deeper than {MAX_WALK_DEPTH} levels not read")
+                subdirs[:] = []
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             found = []
             prefix = in_folder(folder)
@@ -63,3 +116,9 @@ def walk_model_files(
                     continue
                 found.append((name, path, fst))
             yield folder, found
+            if names > MAX_WALK_NAMES:
+                _stopped(
+                    root,
+                    f"more than {MAX_WALK_NAMES} files and folders; name the folders of models",
+                )
+                break

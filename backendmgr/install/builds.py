@@ -38,6 +38,22 @@ def base_name(name: str) -> str:
     return name
 
 
+def taken(folder: Path, receipt: Receipt, component: str, version: str, variant: str) -> None:
+    """Refuse ``folder`` for ``component@version-variant`` when its ``receipt`` is another
+    build's: two release tags that sanitise to one folder name."""
+    if (receipt.component, receipt.version, receipt.variant) == (component, version, variant):
+        return
+    from ..errors import Refused
+    from ..registry.rows import build_row_id
+
+    held = build_row_id(receipt.component, receipt.version, receipt.variant)
+    asked = build_row_id(component, version, variant)
+    raise Refused(
+        f"{asked} would use the build folder {folder}, which holds {held}: the two names "
+        f"share one folder; uninstall {held} first"
+    )
+
+
 class BuildStore:
     """All builds under ``<home>/builds``, one lock per build under ``<home>/locks``."""
 
@@ -64,11 +80,18 @@ class BuildStore:
         return read_receipt(folder)
 
     def get(self, component: str, version: str, variant: str) -> InstalledEntry | None:
+        """The committed build ``component`` ``version`` ``variant``, or None. Its folder name
+        is sanitised (``b100/evil`` and ``b100_evil`` are both ``b100_evil``), so a receipt
+        there naming another build is refused (:func:`taken`): never that build installed,
+        never a folder to install over."""
         from .receipt import InstalledEntry
 
         folder = self.build_dir(component, version, variant)
         receipt = self.read_receipt(folder)
-        return InstalledEntry(folder, receipt) if receipt else None
+        if receipt is None:
+            return None
+        taken(folder, receipt, component, version, variant)
+        return InstalledEntry(folder, receipt)
 
     def installed(self, component: str | None = None) -> list[InstalledEntry]:
         """Committed builds, grouped by component, newest first within each."""
@@ -147,8 +170,13 @@ class BuildStore:
         store.write_receipt(folder, receipt)
 
     def commit(self, staging: Path, final: Path, receipt: Receipt) -> None:
-        """See :func:`.store.commit`: a crash leaves the old build or the new one."""
+        """See :func:`.store.commit`: a crash leaves the old build or the new one. An old
+        build of another release (its tag sanitised to the same folder) is never replaced."""
         from . import store
+
+        old = self.read_receipt(final)
+        if old is not None:
+            taken(final, old, receipt.component, receipt.version, receipt.variant)
 
         store.commit(staging, final, receipt)
 

@@ -174,12 +174,17 @@ def test_an_alias_named_twice_skips_its_model_not_the_file(
 
 def test_a_huge_whole_number_is_no_internal_error(config_path: Path, cli: Cli) -> None:
     """The finite check is a float's: a 400-digit ``ctx`` in a hand-written config has no
-    float to be (converting it raised OverflowError at every read)."""
+    float to be (converting it raised OverflowError at every read); it is now past ``ctx``'s
+    top (llama.cpp's int32), so the config does not load, naming the line."""
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(f"models:\n  m:\n    ctx: {10**400}\n")
     result = cli("list")
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err
     assert "internal error" not in result.err
+    assert result.err == (
+        f"error: {config_path} line 3: models.m.ctx: "
+        "Input should be less than or equal to 2147483647\n"
+    )
 
 
 def test_a_pipe_behind_dev_stdout_is_refused_in_one_line(tmp_path: Path, config_path: Path) -> None:

@@ -151,16 +151,16 @@ def check_yaml(text: str, source: str, *, pure: bool = False) -> None:
         into = stack[-1] if stack else total
         into[-2] += size
         into[-1] += chars
-        if into[-2] > MAX_NODES:
-            raise ConfigError(
-                f"{source} line {event.start_mark.line + 1}: aliases expand to more than "
-                f"{MAX_NODES} values; write the values out instead"
+        if into[-2] > MAX_NODES or into[-1] > MAX_CHARS:
+            what = (
+                f"{MAX_NODES} values" if into[-2] > MAX_NODES else f"{MAX_CHARS >> 20} MiB of text"
             )
-        if into[-1] > MAX_CHARS:
-            raise ConfigError(
-                f"{source} line {event.start_mark.line + 1}: aliases expand to more than "
-                f"{MAX_CHARS >> 20} MiB of text; write the values out instead"
-            )
+            where = f"{source} line {event.start_mark.line + 1}"
+            if sizes:  # an anchor was set: its aliases may be what grew it
+                raise ConfigError(
+                    f"{where}: aliases expand to more than {what}; write the values out instead"
+                )
+            raise ConfigError(f"{where}: more than {what}; this is not a backendmgr file")
 
 
 def _huge_int(value: str, style: str | None) -> bool:

@@ -145,6 +145,10 @@ def test_the_bounds_hold_under_either_parser(pure: bool) -> None:
     with pytest.raises(ConfigError, match="line 2: aliases expand to more than 16 MiB of text"):
         check_yaml(long.format(", ".join(["*a"] * 16)), "f", pure=pure)
     check_yaml(long.format(", ".join(["*a"] * 14)), "f", pure=pure)
+    # as many values written out, no alias anywhere: said as what it is, not as an alias bomb
+    many = "".join(f"k{i}: 1\n" for i in range(100_001))
+    with pytest.raises(ConfigError, match=r"more than 200000 values; this is not a backendmgr"):
+        check_yaml(many, "f", pure=pure)
 
 
 def test_the_re_read_names_what_would_not_read_back() -> None:

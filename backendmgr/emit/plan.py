@@ -59,6 +59,13 @@ PORT = "${PORT}"  # the one macro the plan writes itself
 SHELL_SPACE = " \t\r\n"  # what separates shell words: a U+00A0 is part of one
 
 
+def _extra_text(text: str | None) -> str:
+    """``extra_args`` as typed, or "" when it holds no word. Never stripped: a last space may
+    be escaped (``\\ `` is the word " "), and stripping it left a lone backslash that no
+    shell-words split reads; every use splits the text, so spaces around it change nothing."""
+    return text if text and text.strip(SHELL_SPACE) else ""
+
+
 @frozen(repr=False, eq=False)
 class Entry:
     """A model's llama-swap entry as planned: its row, command line, metadata and notes."""
@@ -270,7 +277,7 @@ def _llama(
         caps["reranker"] = True
     left_out = [g[0] for g in wanted if build is not None and not build[1].lists(g[0])]
     groups += [g for g in wanted if g[0] not in left_out]
-    notes += _flag_notes(build, left_out, (ov.extra_args or "").strip(SHELL_SPACE))
+    notes += _flag_notes(build, left_out, _extra_text(ov.extra_args))
     caps["context"] = ctx
     est = sizing.est_vram_gb
     if ov.ctx:  # only a pinned context can be over budget (the card's Budget made then)
@@ -281,7 +288,7 @@ def _llama(
         model=model,
         resolution=res,
         groups=groups,
-        extra_args=(ov.extra_args or "").strip(SHELL_SPACE),
+        extra_args=_extra_text(ov.extra_args),
         comment=_describe(model, res, extra),
         metadata=_metadata(res, model, est),
         capabilities=caps,
@@ -361,7 +368,7 @@ def _vllm(
     tool_parsers: ToolParsers,
     dev: DevicePlan,
 ) -> Entry:
-    extra = (ov.extra_args or "").strip(SHELL_SPACE)
+    extra = _extra_text(ov.extra_args)
     theirs = _flags_in(extra)
     # a model on N devices runs tensor parallel over them unless told otherwise
     on_gpus = len(dev.devices) if dev.vendor != "cpu" else 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -67,24 +66,20 @@ def _above(root: str) -> set[tuple[int, int]]:
     return found
 
 
-_warned: set[str] = set()  # a command may walk twice (a scan, a hash): one line per stop
-
-
-def _stopped(folder: str, why: str) -> None:
-    """Say, once per process, where a walk stopped: the models found so far still count."""
-    line = f"warning: stopped reading the models folder {folder!r}: {why}\n"
-    if line not in _warned:
-        _warned.add(line)
-        sys.stderr.write(line)
-
-
 def walk_model_files(
-    dirs: list[str],
+    dirs: list[str], stopped: list[str] | None = None
 ) -> Iterator[tuple[str, list[tuple[str, str, os.stat_result]]]]:
     """Each folder under ``dirs`` (links followed, cycles and hidden folders skipped) with its
     model files as ``(name, path, stat)``, names sorted. Each of ``dirs`` is read to at most
     :data:`MAX_WALK_NAMES` names and :data:`MAX_WALK_DEPTH` levels (a warning where a bound
-    stops it), never into ``/proc``, ``/sys`` or ``/dev``."""
+    stops it: ``stopped`` hears where and why, for the command's warnings), never into
+    ``/proc``, ``/sys`` or ``/dev``."""
+
+    def stop(folder: str, why: str) -> None:  # the models found so far still count
+        line = f"stopped reading the models folder {folder!r}: {why}"
+        if stopped is not None and line not in stopped:  # the depth stop comes per folder
+            stopped.append(line)
+
     seen: set[tuple[int, int]] = set()
     pseudo = _pseudo_devices()
     for top in dirs:
@@ -102,7 +97,7 @@ def walk_model_files(
             seen.add(key)
             names += len(subdirs) + len(files)
             if folder.count(os.sep) - base >= MAX_WALK_DEPTH and subdirs:
-                _stopped(root, f"folders nested deeper than {MAX_WALK_DEPTH} levels not read")
+                stop(root, f"folders nested deeper than {MAX_WALK_DEPTH} levels not read")
                 subdirs[:] = []
             subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
             found = []
@@ -117,7 +112,7 @@ def walk_model_files(
                 found.append((name, path, fst))
             yield folder, found
             if names > MAX_WALK_NAMES:
-                _stopped(
+                stop(
                     root,
                     f"more than {MAX_WALK_NAMES} files and folders; name the folders of models",
                 )

@@ -130,14 +130,21 @@ class Discovery:
     """The models a walk found and the files it skipped (a plain class, immutable by type: a
     named tuple costs every read its making)."""
 
-    __slots__ = ("models", "skipped")
+    __slots__ = ("models", "skipped", "stopped")
 
     models: Final[list[DiscoveredModel]]
     skipped: Final[list[SkippedModel]]
+    stopped: Final[list[str]]  # where the walk's bounds stopped it: the command's warnings
 
-    def __init__(self, models: list[DiscoveredModel], skipped: list[SkippedModel]) -> None:
+    def __init__(
+        self,
+        models: list[DiscoveredModel],
+        skipped: list[SkippedModel],
+        stopped: list[str] | None = None,
+    ) -> None:
         self.models = models
         self.skipped = skipped
+        self.stopped = stopped if stopped is not None else []
 
 
 # Control, format (bidi overrides), surrogate (a file name that is not UTF-8) and line/paragraph

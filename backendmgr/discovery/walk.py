@@ -26,21 +26,29 @@ class Scan:
     """The scanned folders, and (path, size, mtime_ns) of every model file (a plain class,
     immutable by type: a named tuple costs every read its making)."""
 
-    __slots__ = ("folders", "inputs")
+    __slots__ = ("folders", "inputs", "stopped")
 
     folders: Final[list[FolderScan]]
     inputs: Final[list[tuple[str, int, int]]]
+    stopped: Final[list[str]]  # where a walk's bound stopped it, and why: warnings
 
-    def __init__(self, folders: list[FolderScan], inputs: list[tuple[str, int, int]]) -> None:
+    def __init__(
+        self,
+        folders: list[FolderScan],
+        inputs: list[tuple[str, int, int]],
+        stopped: list[str] | None = None,
+    ) -> None:
         self.folders = folders
         self.inputs = inputs
+        self.stopped = stopped or []
 
 
 def scan_folders(dirs: list[str]) -> Scan:
     """Walk each folder recursively: links followed, cycles and hidden folders skipped."""
     folders: list[FolderScan] = []
     inputs: list[tuple[str, int, int]] = []
-    for folder, files in walk_model_files(dirs):
+    stopped: list[str] = []
+    for folder, files in walk_model_files(dirs, stopped):
         scan = FolderScan(path=folder)
         config_path: str | None = None
         for name, path, fst in files:
@@ -56,7 +64,7 @@ def scan_folders(dirs: list[str]) -> Scan:
             scan.config = _read_config(config_path)
         if scan.ggufs or scan.safetensors:
             folders.append(scan)
-    return Scan(folders, inputs)
+    return Scan(folders, inputs, stopped)
 
 
 MAX_CACHE_BYTES = 64 << 20  # a larger header cache is read as none (and written anew)
@@ -192,7 +200,9 @@ def discover(
 ) -> Discovery:
     """The models of ``scan``; ``save=False`` reads the cache but never writes it (<TAB>);
     ``keep``: the records of only the models whose id it accepts (:func:`.models.build_models`)."""
-    return build_models(scan.folders, _headers(scan, cache_file, save), keep)
+    found = build_models(scan.folders, _headers(scan, cache_file, save), keep)
+    found.stopped.extend(scan.stopped)
+    return found
 
 
 def discover_ids(scan: Scan, cache_file: Path | None) -> list[str]:

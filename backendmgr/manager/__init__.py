@@ -270,6 +270,10 @@ class Manager:
     def folder_problems(self) -> list[str]:
         return self._s.models.folder_problems()
 
+    def models_report(self) -> tuple[list[ModelInfo], list[str]]:
+        """The models (:meth:`models_info`) and the warnings about their folders, one walk."""
+        return self._s.models.report()
+
     def cmd(self, request: CmdRequest) -> CmdResult:
         return self._s.models.cmd(request.model)
 

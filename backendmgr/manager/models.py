@@ -157,6 +157,7 @@ class Models:
             found = Discovery(
                 [m for m in found.models if m.id == only],
                 [s for s in found.skipped if s.id == only],
+                found.stopped,
             )
 
         def plan_one(s: Settings, m: DiscoveredModel) -> Entry | Skip:
@@ -183,10 +184,18 @@ class Models:
     def info(self, only: str | None = None) -> list[ModelInfo]:
         """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
         models with this id, planned alone (:meth:`pipeline`)."""
+        return self._info(self.plan_now(only, digest=False))
+
+    def report(self) -> tuple[list[ModelInfo], list[str]]:
+        """``models``: every model (:meth:`info`) and the warnings about the folders, from one
+        walk: those that cannot be scanned, and where a walk's bound stopped one."""
+        plan = self.plan_now(digest=False)
+        return self._info(plan), [*self.folder_problems(), *plan.found.stopped]
+
+    def _info(self, plan: Plan) -> list[ModelInfo]:
         from ..api_models import ModelBackend, ModelInfo
         from .verify_cache import verified_text
 
-        plan = self.plan_now(only, digest=False)
         cache = self.verified.read()
         benched = self.benched.records()
         if benched:  # issue 32: the records' class and fingerprints, where there are figures

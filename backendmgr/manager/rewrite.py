@@ -76,7 +76,9 @@ class Rewrite:
 def rewrite_of(plan: Plan, target: Path, entries: int) -> Rewrite:
     """A run of ``generate`` from ``plan`` (``entries`` models written) that has written
     nothing yet."""
-    return Rewrite(target, entries, _skipped(plan))
+    rewrite = Rewrite(target, entries, _skipped(plan))
+    rewrite.warnings += plan.found.stopped  # a models folder a walk's bound stopped
+    return rewrite
 
 
 def _skipped(plan: Plan) -> list[Skip]:

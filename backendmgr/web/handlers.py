@@ -205,8 +205,8 @@ async def set_default(c: Call) -> Any:
 
 async def models(c: Call) -> Response:
     """discovered models, the row each resolves to, and why"""
-    rows = am.dump(await to_thread.run_sync(c.manager.models_info))
-    problems = await to_thread.run_sync(c.manager.folder_problems)
+    found, problems = await to_thread.run_sync(c.manager.models_report)
+    rows = am.dump(found)
     headers = {"x-backendmgr-warnings": json.dumps(problems)} if problems else None
     return JSONResponse(rows, headers=headers)
 

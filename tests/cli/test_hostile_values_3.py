@@ -89,6 +89,14 @@ def test_a_walk_past_its_bounds_stops_with_one_warning(
         f"warning: stopped reading the models folder {str(models)!r}: "
         "folders nested deeper than 2 levels not read\n"
     )
+    # a warning of the command's like any other: -q hides it, generate's result carries it
+    assert cli("-q", "models").err == ""
+    written = cli("generate", "--json")
+    assert written.code == 0, written.err
+    assert json.loads(written.out)["warnings"] == [
+        f"stopped reading the models folder {str(models)!r}: "
+        "folders nested deeper than 2 levels not read"
+    ]
     monkeypatch.setattr(files, "MAX_WALK_DEPTH", 32)
     for i in range(5):
         (models / f"d{i}").mkdir()

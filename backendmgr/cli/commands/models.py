@@ -56,8 +56,7 @@ async def models_dir(mgr: Manager, args: argparse.Namespace, out: Renderer) -> i
 def models(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
     from ...api_models import dump
 
-    rows = mgr.models_info()
-    problems = mgr.folder_problems()
+    rows, problems = mgr.models_report()
     for problem in problems:
         out.warning(problem)
     if out.json_mode:

@@ -47,18 +47,6 @@ class Arg:
         "positional",
     )
 
-    help: Final[str]
-    flag: Final[str | None]
-    positional: Final[bool]
-    metavar: Final[str | None]
-    bounds: Final[Bounds | None]
-    low: Final[int | None]
-    high: Final[int | None]
-    blank: Final[bool]
-    api: Final[bool]
-    cli: Final[bool]
-    choices: Final[tuple[str, ...] | None]
-
     def __init__(
         self,
         help: str,
@@ -74,17 +62,17 @@ class Arg:
         cli: bool = True,
         choices: tuple[str, ...] | None = None,
     ) -> None:
-        self.help = help
-        self.flag = flag
-        self.positional = positional
-        self.metavar = metavar
-        self.bounds = bounds
-        self.low = low
-        self.high = high
-        self.blank = blank
-        self.api = api
-        self.cli = cli
-        self.choices = choices
+        self.help: Final = help
+        self.flag: Final = flag
+        self.positional: Final = positional
+        self.metavar: Final = metavar
+        self.bounds: Final = bounds
+        self.low: Final = low
+        self.high: Final = high
+        self.blank: Final = blank
+        self.api: Final = api
+        self.cli: Final = cli
+        self.choices: Final = choices
 
     def option(self, name: str) -> str:
         """The option that gives field ``name``: ``flag``, else ``--name-with-dashes``."""

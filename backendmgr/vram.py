@@ -5,10 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["MAX_CARD_GB", "probe_card_gb"]
-
-MAX_CARD_GB = float(1 << 20)
-"""The largest card size ``BACKENDMGR_VRAM_GB`` may give (1 PiB): a finite size to divide by."""
+__all__ = ["probe_card_gb"]
 
 
 def probe_card_gb(environ: Mapping[str, str] | None = None) -> float | None:
@@ -22,12 +19,14 @@ def probe_card_gb(environ: Mapping[str, str] | None = None) -> float | None:
             value = float(override)
         except ValueError:
             value = 0.0
-        if not 0 < value <= MAX_CARD_GB:  # NaN fails this too; 1e999 is inf
+        from .config.models import MAX_GB  # loaded already: sizing reads the settings
+
+        if not 0 < value <= MAX_GB:  # NaN fails this too; 1e999 is inf
             from .errors import ConfigError
 
             raise ConfigError(
                 f'BACKENDMGR_VRAM_GB "{override[:40]}" is not a size in GiB '
-                f"(more than 0, at most {MAX_CARD_GB:.0f})"
+                f"(more than 0, at most {MAX_GB})"
             )
         return value
     import shutil  # after the override: a set size costs no look-up (nor its archive modules)

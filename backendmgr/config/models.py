@@ -408,6 +408,7 @@ def _passthrough_is_safe(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 _Word = Annotated[str | None, After(_checked(_one_printable_word))]
+MAX_GB = 1 << 20  # the top of any size in GiB (a setting, BACKENDMGR_VRAM_GB): 1 PiB
 
 
 @frozen(kw_only=True, repr=False)
@@ -415,10 +416,9 @@ class ModelOverride(Record):
     """Per-model settings for every backend kind; each emitter reads only its own fields."""
 
     backend: str | None = None
-    # every number has a top: one past what its reader takes was stored, then the model
-    # dropped (OverflowError) or a flag the server refuses emitted; 1 << 20 GiB = 1 PiB
+    # every number has a top: past what its reader takes, a model was dropped or a bad flag sent
     ctx: Annotated[int | None, Limit(gt=0, le=(1 << 31) - 1)] = None  # llama.cpp: int32
-    vram_target_gb: Annotated[float | None, Limit(gt=0, le=1 << 20)] = None
+    vram_target_gb: Annotated[float | None, Limit(gt=0, le=MAX_GB)] = None
     vllm_gpu_util: Annotated[float | None, Limit(gt=0, le=1)] = None
     vllm_tensor_parallel: Annotated[int | None, Limit(ge=1, le=1024)] = None
     vllm_tokenizer: _Word = None
@@ -458,7 +458,7 @@ class Settings(Record):
 
     models_dirs: Annotated[list[str], Before(_one_dir_is_a_list)] = field(default_factory=list)
     output: str | None = None
-    vram_budget_gb: Annotated[float | None, Limit(gt=0, le=1 << 20)] = None
+    vram_budget_gb: Annotated[float | None, Limit(gt=0, le=MAX_GB)] = None
     server_exe: str = "llama-server"
     sd_server_exe: str = "sd-server"
     tts_server_exe: str = "tts-server"
@@ -466,7 +466,7 @@ class Settings(Record):
     ttl: Annotated[int, Limit(ge=0, le=365 * 86400)] = 600  # s; 0: never unload
     health_check_timeout: Annotated[int, Limit(ge=15, le=86400)] = 300  # s
     require_checksum: bool = False
-    max_unpacked_gb: Annotated[float, Limit(gt=0, le=1 << 20)] = 32  # one install unpacks
+    max_unpacked_gb: Annotated[float, Limit(gt=0, le=MAX_GB)] = 32  # one install unpacks
     # vLLM's cpu/rocm variants: the user's mirror of the PyTorch index for that variant
     # (BACKENDMGR_TORCH_INDEX_URL wins); unset: uv's --torch-backend
     torch_index_url: Annotated[str | None, Limit(pattern=r"^https?://\S+$")] = None

@@ -47,32 +47,6 @@ class ModelMeta:
         "value_length_swa",
     )
 
-    architecture: Final[str]
-    type: Final[str]
-    name: Final[str]
-    block_count: Final[int | None]
-    context_length: Final[int | None]
-    embedding_length: Final[int | None]
-    head_count: Final[int | None]
-    head_count_kv: Final[int | list[int] | None]
-    key_length: Final[int | None]
-    value_length: Final[int | None]
-    key_length_swa: Final[int | None]
-    value_length_swa: Final[int | None]
-    sliding_window: Final[int | None]
-    sliding_window_pattern: Final[int | list[bool] | None]
-    causal: Final[bool | None]
-    kv_lora_rank: Final[int | None]
-    rope_dimension_count: Final[int | None]
-    full_attention_interval: Final[int | None]
-    recurrent_layers: Final[list[bool] | None]  # HF layer_types: True = no KV (linear/mamba)
-    ssm_inner_size: Final[int | None]
-    ssm_state_size: Final[int | None]
-    ssm_conv_kernel: Final[int | None]
-    pooling_type: Final[int | None]
-    expert_count: Final[int | None]
-    quant: Final[str]
-
     def __init__(
         self,
         *,
@@ -102,31 +76,31 @@ class ModelMeta:
         expert_count: int | None = None,
         quant: str = "",
     ) -> None:
-        self.architecture = architecture
-        self.type = type
-        self.name = name
-        self.block_count = block_count
-        self.context_length = context_length
-        self.embedding_length = embedding_length
-        self.head_count = head_count
-        self.head_count_kv = head_count_kv
-        self.key_length = key_length
-        self.value_length = value_length
-        self.key_length_swa = key_length_swa
-        self.value_length_swa = value_length_swa
-        self.sliding_window = sliding_window
-        self.sliding_window_pattern = sliding_window_pattern
-        self.causal = causal
-        self.kv_lora_rank = kv_lora_rank
-        self.rope_dimension_count = rope_dimension_count
-        self.full_attention_interval = full_attention_interval
-        self.recurrent_layers = recurrent_layers
-        self.ssm_inner_size = ssm_inner_size
-        self.ssm_state_size = ssm_state_size
-        self.ssm_conv_kernel = ssm_conv_kernel
-        self.pooling_type = pooling_type
-        self.expert_count = expert_count
-        self.quant = quant
+        self.architecture: Final = architecture
+        self.type: Final = type
+        self.name: Final = name
+        self.block_count: Final = block_count
+        self.context_length: Final = context_length
+        self.embedding_length: Final = embedding_length
+        self.head_count: Final = head_count
+        self.head_count_kv: Final = head_count_kv
+        self.key_length: Final = key_length
+        self.value_length: Final = value_length
+        self.key_length_swa: Final = key_length_swa
+        self.value_length_swa: Final = value_length_swa
+        self.sliding_window: Final = sliding_window
+        self.sliding_window_pattern: Final = sliding_window_pattern
+        self.causal: Final = causal
+        self.kv_lora_rank: Final = kv_lora_rank
+        self.rope_dimension_count: Final = rope_dimension_count
+        self.full_attention_interval: Final = full_attention_interval
+        self.recurrent_layers: Final = recurrent_layers  # HF layer_types: True = a layer with no KV
+        self.ssm_inner_size: Final = ssm_inner_size
+        self.ssm_state_size: Final = ssm_state_size
+        self.ssm_conv_kernel: Final = ssm_conv_kernel
+        self.pooling_type: Final = pooling_type
+        self.expert_count: Final = expert_count
+        self.quant: Final = quant
 
 
 MAX_INT = 1 << 48  # no count, length or window in a model header comes near this

@@ -264,14 +264,8 @@ class Manager:
         """Add a folder to ``models_dirs``, or remove one (``add`` false)."""
         return await self._s.registry.models_dir(request)
 
-    def models_info(self) -> list[ModelInfo]:
-        return self._s.models.info()
-
-    def folder_problems(self) -> list[str]:
-        return self._s.models.folder_problems()
-
     def models_report(self) -> tuple[list[ModelInfo], list[str]]:
-        """The models (:meth:`models_info`) and the warnings about their folders, one walk."""
+        """Every discovered model, and the warnings about their folders, from one walk."""
         return self._s.models.report()
 
     def cmd(self, request: CmdRequest) -> CmdResult:

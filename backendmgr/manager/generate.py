@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .._inline import in_thread
 from .._locks import hold
-from ..config.models import BackendRow, Settings
+from ..config.models import Settings
 from ..digest import sha256_hex
 from ..errors import BackendmgrError, InvalidInput, VerificationError
 from ..registry import rows as registry
@@ -49,19 +49,21 @@ class Generator:
         adopted = self._adopted
 
         def change(s: Settings) -> tuple[Settings, bool]:
-            rows = adopted(s)
-            return replace(s, backends=rows), rows != s.backends
+            new = adopted(s)
+            return new, new is not s
 
         current = await self.ctx.settings()
-        if await in_thread(adopted, current) == current.backends:
+        if await in_thread(adopted, current) is current:
             return False
         return await self.ctx.update(change)
 
-    def _adopted(self, s: Settings) -> list[BackendRow]:
-        """The rows of ``s`` as the builds on disk make them (blocking)."""
-        return registry.adopt(
+    def _adopted(self, s: Settings) -> Settings:
+        """``s`` with the rows the builds on disk make (``s`` itself when they are its own;
+        blocking)."""
+        rows = registry.adopt(
             s.backends, self.ctx.builds.installed_builds(), path_exists=lambda p: Path(p).exists()
         )
+        return s if rows == s.backends else replace(s, backends=rows)
 
     async def change(
         self, change: Callable[[Settings], tuple[Settings, T]], *, generate: bool
@@ -79,8 +81,7 @@ class Generator:
 
         def adopting(s: Settings) -> tuple[Settings, T]:
             new, result = change(s)
-            rows = adopted(new)
-            return (new if rows == new.backends else replace(new, backends=rows)), result
+            return adopted(new), result
 
         result, (rewrite, plan) = await self.ctx.transact(adopting, self._rewrite_with)
         return result, rewrite.warnings, plan
@@ -115,15 +116,8 @@ class Generator:
     async def regenerate(self) -> list[str]:
         """Bring the registry in line with the disk, then rewrite the llama-swap config; the
         rewrite's warnings go into the result of the change that caused it."""
-        return (await self.regenerated())[0]
-
-    async def regenerated(self) -> tuple[list[str], Plan]:
-        """``regenerate``, with the plan the file was written from: a change's own notes about
-        its model (not discovered, a ctx above the trained one, a plan's note) are read from
-        it, so a change discovers and plans once."""
         await self.sync_registry()
-        rewrite, plan = await self._generate(None, force=False, check=False)
-        return rewrite.warnings, plan
+        return (await self._generate(None, force=False, check=False))[0].warnings
 
     async def after(self, generate: bool) -> list[str]:
         """What a change that may regenerate adds to its result's warnings."""

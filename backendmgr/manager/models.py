@@ -181,16 +181,17 @@ class Models:
         """:meth:`pipeline` on the current settings, in this thread."""
         return self.pipeline(self.ctx.store.read(), only, digest=digest)
 
-    def info(self, only: str | None = None) -> list[ModelInfo]:
-        """Every discovered model as ``models`` shows it, sorted by id; ``only``: just the
-        models with this id, planned alone (:meth:`pipeline`)."""
-        return self._info(self.plan_now(only, digest=False))
+    def info(self) -> list[ModelInfo]:
+        """Every discovered model as ``models`` shows it, sorted by id."""
+        return self._info(self.plan_now(digest=False))
 
     def report(self) -> tuple[list[ModelInfo], list[str]]:
-        """``models``: every model (:meth:`info`) and the warnings about the folders, from one
-        walk: those that cannot be scanned, and where a walk's bound stopped one."""
+        """``models``: every discovered model as it shows them, sorted by id, and the warnings
+        about the folders, from one walk: those that cannot be scanned, and where a walk's
+        bound stopped one."""
         plan = self.plan_now(digest=False)
-        return self._info(plan), [*self.folder_problems(), *plan.found.stopped]
+        problems = _folder_problems(plan.settings.models_dirs, self.ctx.store.path)
+        return self._info(plan), [*problems, *plan.found.stopped]
 
     def _info(self, plan: Plan) -> list[ModelInfo]:
         from ..api_models import ModelBackend, ModelInfo
@@ -253,10 +254,6 @@ class Models:
                 )
             )
         return sorted(out, key=lambda m: m.id)
-
-    def folder_problems(self) -> list[str]:
-        """Which ``models_dirs`` entries cannot be scanned, and why (discovery skips them)."""
-        return _folder_problems(self.ctx.store.read().models_dirs, self.ctx.store.path)
 
     def cmd(self, model_id: str) -> CmdResult:
         from ..api_models import CmdResult

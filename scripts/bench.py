@@ -465,6 +465,29 @@ def stage_split(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def inflate_alone(asset: Path, runs: int) -> float:
+    """Median seconds to inflate ``asset`` (a ``.tar.gz``) in bounded pieces with the install's
+    own inflater (ISA-L where it ships), in one thread with nothing else running: the unpack's
+    floor on this machine, which no overlap of download, hashing and writing can beat."""
+    from backendmgr.install.inflate import Unpacked
+
+    times = []
+    for _ in range(runs):
+        with asset.open("rb") as fh:
+            started = time.perf_counter()
+            for _ in Unpacked(fh).views(1 << 62):
+                pass
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def floor_of(stages: dict[str, dict[str, float]], inflate: float, ref: float) -> dict[str, float]:
+    """What this design could reach here at best: its start-up, the inflate alone, the commit
+    and what follows it, end to end with nothing overlapping; and that against the reference."""
+    fixed = sum(stages.get(k, {}).get("seconds", 0.0) for k in ("start", "commit", "after"))
+    return {"seconds": fixed + inflate, "inflate_alone": inflate, "ratio": (fixed + inflate) / ref}
+
+
 def reference_once(tmp: Path, script: str) -> Sample:
     work = Path(tempfile.mkdtemp(dir=tmp))
     try:
@@ -542,6 +565,9 @@ def bench_install(
                 )
             )
             rows[-1]["stages"] = stage_split(split)
+            if kind != "zip":
+                alone = inflate_alone(asset, runs)
+                rows[-1]["floor"] = floor_of(rows[-1]["stages"], alone, rows[-1]["ref"]["median"])
         if "zeros" in cases:
             ours("zeros")()  # warm
             mine, ref = interleaved(ours("zeros"), ours("tar.gz"), runs)
@@ -939,6 +965,16 @@ def print_table(info: dict[str, Any], rows: list[dict[str, Any]]) -> None:
             print(
                 f"    {STAGE_NAMES[key]:66} {stage['seconds'] * 1000:>9.0f} ms "
                 f"{stage['share']:>12.0%} of the install"
+            )
+        if "floor" in r:
+            floor = r["floor"]
+            print(
+                f"    {'inflate alone: one thread, nothing else running':66} "
+                f"{floor['inflate_alone'] * 1000:>9.0f} ms"
+            )
+            print(
+                f"    {'the floor: start-up + inflate alone + commit + after':66} "
+                f"{floor['seconds'] * 1000:>9.0f} ms {floor['ratio']:>12.2f} of the reference"
             )
 
 

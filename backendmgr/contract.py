@@ -148,7 +148,7 @@ def args_of(cls: type) -> tuple[tuple[str, Arg], ...]:
     return found
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Request:
     """The base of every request: made, it checks itself (each field's limits, then
     :meth:`rule`); a value it refuses is a usage error (exit 2, HTTP 422) in one line."""

@@ -27,7 +27,7 @@ Phase = Literal[
 ]
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class ProgressEvent:
     """One step of a job. A ``downloading`` event with both ``asset`` and ``message`` is a note
     about that download (``resuming … at 12.6 MiB of 42.0 MiB``), shown as a line of its own.
@@ -56,7 +56,7 @@ class ProgressEvent:
         return data
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class VerifiedEvent:
     """``verify``'s result for one model, as a job event: its one-line wording and the result."""
 

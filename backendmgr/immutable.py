@@ -6,8 +6,10 @@ deleting one, is a type error. At run time it makes a plain dataclass, because o
 each method a dataclass generates is compiled by its own ``exec`` (~0.15 ms), and a frozen
 class adds two (``__setattr__``, ``__delattr__``) and an ``__init__`` that assigns through
 ``object.__setattr__``: 0.57 ms against 0.27 ms for a 10-field class, paid for every class at
-every start (issue 30: 20-50 classes a command, 12-17% of its CPU). A class that compares by
-its fields keeps the hash by its fields that ``frozen=True`` gives it.
+every start (issue 30: 20-50 classes a command, 12-17% of its CPU). For the same reason a
+record has no ``__repr__`` and compares as any object unless it asks (``repr=True``,
+``eq=True``: the config's records, requests, receipts); one that compares by its fields keeps
+the hash by its fields that ``frozen=True`` gives it.
 
 A leaf module, so that any module can declare a record without importing the rest.
 """
@@ -29,20 +31,24 @@ T = TypeVar("T")
 def frozen(cls: type[T], /) -> type[T]: ...
 @overload
 def frozen(
-    *, kw_only: bool = False, slots: bool = False, eq: bool = True, repr: bool = True
+    *, kw_only: bool = False, slots: bool = False, eq: bool = False, repr: bool = False
 ) -> Callable[[type[T]], type[T]]: ...
-@typing.dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
+@typing.dataclass_transform(
+    frozen_default=True, eq_default=False, field_specifiers=(dataclasses.field,)
+)
 def frozen(
     cls: type[T] | None = None,
     /,
     *,
     kw_only: bool = False,
     slots: bool = False,
-    eq: bool = True,
-    repr: bool = True,
+    eq: bool = False,
+    repr: bool = False,
 ) -> Any:
     """``@dataclass(frozen=True, ...)`` to the type checker, a plain dataclass at run time
-    (see the module's text); ``eq`` brings the hash by fields, as ``frozen=True`` does."""
+    (see the module's text). No ``__repr__`` and no comparison by fields unless asked
+    (``repr=True``, ``eq=True``): most records are built, read and dropped, and each generated
+    method costs its start-up; ``eq`` brings the hash by fields, as ``frozen=True`` does."""
 
     def make(cls: type[T]) -> type[T]:
         made = dataclasses.dataclass(cls, kw_only=kw_only, slots=slots, eq=False, repr=repr)

@@ -81,14 +81,14 @@ Segment = Annotated[str, After(_segment)]
 Text = Annotated[str, Length(min=1, max=400)]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class GithubLock(Record):
     type: Literal["github"]
     repo: Annotated[str, _matching(_REPO, "repo must look like owner/name")]
     tag: Segment
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class PypiLock(Record):
     type: Literal["pypi"]
     package: Text
@@ -96,7 +96,7 @@ class PypiLock(Record):
     pip_args: Annotated[list[Text], Length(max=64)] = field(default_factory=list)
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class LockedAsset(Record):
     name: Segment
     url: Annotated[str, Limit(pattern=r"^https?://"), Length(max=2000)]
@@ -104,7 +104,7 @@ class LockedAsset(Record):
     sha256: Annotated[str, _matching(_SHA256, "sha256 must be 64 lowercase hex digits")]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class LockedBuild(Record):
     id: Text
     component: Segment
@@ -154,7 +154,7 @@ class LockedBuild(Record):
         return out
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class LockFile(Record):
     format: Literal[1]
     activated: Annotated[dict[Segment, Text], Length(max=1000)] = field(default_factory=dict)

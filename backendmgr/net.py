@@ -121,7 +121,7 @@ def _api_from_env(env: Mapping[str, str]) -> str:
     return api
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class NetSettings:
     api_base: str = DEFAULT_API
     token: str | None = None

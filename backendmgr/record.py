@@ -223,7 +223,7 @@ def _checks(cls: type) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     return found
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Record:
     """The base of every record: made (directly, by :func:`load`, by pydantic, by
     :func:`dataclasses.replace`), it runs its fields' checks, then :meth:`rule`.

@@ -48,7 +48,7 @@ def _canary_default(name: str) -> int:
 RUNS, WORDS, GENERATED = (_canary_default(n) for n in ("repeat", "prompt_words", "tokens"))
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class TuneRequest(Request):
     models: Annotated[list[str], MODELS]
     budget_gb: Annotated[
@@ -77,7 +77,7 @@ class TuneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class RepairRequest(Request):
     """``verify --repair``: its models and timeout are verify's."""
 
@@ -86,7 +86,7 @@ class RepairRequest(Request):
     dry_run: Annotated[bool, Arg("with --repair: report, change nothing")] = False
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class BenchRequest(Request):
     models: Annotated[list[str], MODELS]
     builds: Annotated[
@@ -105,7 +105,7 @@ class BenchRequest(Request):
     timeout: Annotated[float | None, START_TIMEOUT] = None
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class BisectRequest(Request):
     model: Annotated[str, Arg("model id", positional=True, metavar="MODEL", low=1, high=MAX_ID)]
     good: Annotated[str, Arg("a release that was good", metavar="TAG", low=1, high=MAX_ID)]
@@ -145,7 +145,7 @@ PUBLIC = Arg(
 )
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class UpRequest(Request):
     listen: Annotated[str, LISTEN] = DEFAULT_LISTEN
     public: Annotated[bool, PUBLIC] = False
@@ -155,7 +155,7 @@ class UpRequest(Request):
     ] = False
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class ServiceRequest(Request):
     action: Annotated[
         str, Arg("what to do with the service", positional=True, choices=SERVICE_ACTIONS)
@@ -164,6 +164,6 @@ class ServiceRequest(Request):
     public: Annotated[bool, PUBLIC] = False
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class StatusRequest(Request):
     """``status`` takes nothing: whether llama-swap runs, and what it serves."""

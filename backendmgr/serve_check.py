@@ -60,7 +60,7 @@ Then = Callable[[httpx.AsyncClient], Awaitable[Any]]
 """More work against the healthy server (its base URL set on the client), while it runs."""
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class CheckResult:
     ok: bool
     reason: str | None  # why it failed; None when ok

@@ -26,14 +26,14 @@ def _one_word(value: str) -> str:
     return value.lower()
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Row(Record):
     id: Annotated[str, After(_one_word)]
     path: Path
     kind: Literal["llama", "vllm"] = "llama"
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Override(Record):
     ctx: Annotated[int | None, Limit(gt=0)] = None
     util: Annotated[float | None, Limit(gt=0, le=1)] = None
@@ -41,7 +41,7 @@ class Override(Record):
     url: Annotated[str | None, Limit(pattern=r"^https?://\S+$")] = None
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Settings(Record):
     ttl: Annotated[int, Limit(ge=0)] = 600
     backends: list[Row] = field(default_factory=list)
@@ -129,7 +129,7 @@ def test_a_copy_is_checked_as_a_new_record_is() -> None:
     assert dataclasses.replace(settings, ttl=7).ttl == 7
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Lazy(Record):
     ctx: Annotated[int | None, Limit(gt=0)] = None
     word: Annotated[str | None, After(_one_word)] = None
@@ -150,7 +150,7 @@ def test_a_record_of_nothing_but_none_evaluates_no_field_type() -> None:
     assert Lazy().word is None  # and None again, once the checks are known
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Free(Record):
     name: str = ""
     size: float = 0.0
@@ -197,12 +197,12 @@ def test_a_time_at_the_calendars_end_is_no_time_of_ours(when: str) -> None:
         load(Stamped, {"at": when})
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Stamped(Record):
     at: Annotated[str, After(instant)]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class _Uncompared(Record):
     id: str
 
@@ -285,7 +285,7 @@ from backendmgr.discovery.meta import ModelMeta
 from backendmgr.immutable import by_fields_eq, by_fields_hash, frozen
 from backendmgr.record import Record
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class Mine(Record):
     x: int
 
@@ -350,7 +350,7 @@ def test_frozen_compares_and_hashes_as_dataclasses_does() -> None:
             }
             return type(cls_name, (), ns)
 
-        return frozen(**options)(body("Ours")), dataclasses.dataclass(
+        return frozen(eq=True, **options)(body("Ours")), dataclasses.dataclass(
             eq=True, unsafe_hash=True, **options
         )(body("Theirs"))
 
@@ -363,13 +363,31 @@ def test_frozen_compares_and_hashes_as_dataclasses_does() -> None:
             ours(1, "x") != theirs(1, "x") and ours(1, "x").__eq__(theirs(1, "x")) is NotImplemented
         )
 
-    @frozen
+    @frozen(eq=True)
     class One:
         a: int
 
-    @frozen
+    @frozen(eq=True)
     class Empty:
         pass
 
     assert One(1) == One(1) != One(2) and hash(One(1)) == hash((1,))
     assert Empty() == Empty() and hash(Empty()) == hash(())
+
+
+def test_frozen_asks_for_repr_and_comparison() -> None:
+    """Unasked, a record compares and hashes as any object and has object's repr: nothing is
+    generated for it; ``repr=True`` and ``eq=True`` bring dataclasses' own."""
+
+    @frozen(kw_only=True)
+    class Plain:
+        a: int
+
+    @frozen(kw_only=True, repr=True, eq=True)
+    class Valued:
+        a: int
+
+    one, same = Plain(a=1), Plain(a=1)
+    assert one == one and one != same and hash(one) == object.__hash__(one)
+    assert "__repr__" not in vars(Plain) and "__eq__" not in vars(Plain)
+    assert Valued(a=1) == Valued(a=1) and repr(Valued(a=1)).endswith("Valued(a=1)")

@@ -67,7 +67,7 @@ _PROMISES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "hip": "ROCm", 
 _PROMISES |= {"sycl": "SYCL", "musa": "MUSA", "cann": "CANN", "opencl": "OpenCL"}
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Capabilities(Record):
     """What the probe found. ``None`` in a field means "could not tell", never "none"."""
 
@@ -237,7 +237,7 @@ def missing_gpu(build_id: str, variant: str, caps: Capabilities | None) -> str |
     )
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class CapabilityIndex:
     """Capabilities by executable path, and which registry rows are installed builds, so that
     an emitter can say which build *does* have a flag (pure data handed to the planner)."""

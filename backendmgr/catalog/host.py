@@ -59,7 +59,7 @@ MAX_ADAPTERS = 64  # more than any one machine holds; bounds a hostile override 
 MAX_NAME = 120
 
 
-@frozen(slots=True)
+@frozen(slots=True, repr=True, eq=True)
 class Adapter:
     name: str
     vendor: Vendor
@@ -72,7 +72,7 @@ class Adapter:
         return f"GPU {self.index}: {self.name}{memory} ({self.vendor})"
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Host:
     os: str
     arch: str

@@ -63,13 +63,13 @@ def _repo_shape(value: str) -> str:
     return value
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class GithubSource(Record):
     type: Literal["github"]
     repo: Annotated[str, After(_repo_shape)]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class PypiSource(Record):
     type: Literal["pypi"]
     package: str
@@ -90,7 +90,7 @@ def source_label(source: Any) -> str:
 Patterns = Annotated[dict[str, list[str]], After(_check_patterns)]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Variant(Record):
     id: str
     label: str = ""
@@ -128,7 +128,7 @@ def pypi_variants_install_anywhere(data: Any) -> Any:
     return {**data, "variants": filled}
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Manifest(Record):
     id: Annotated[str, Limit(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
     name: str = ""

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class AssetChoice:
     release: Release
     variant: str

@@ -273,7 +273,7 @@ _RowId = Annotated[str, After(_checked(_any_row_id))]
 _RowPath = Annotated[str, After(_checked(_path_not_blank))]
 
 
-@frozen(kw_only=True, repr=False)
+@frozen(kw_only=True, eq=True)
 class BackendRow(Record):
     """One registry row: an executable that can serve the classes of its ``kind``."""
 
@@ -411,7 +411,7 @@ _Word = Annotated[str | None, After(_checked(_one_printable_word))]
 MAX_GB = 1 << 20  # the top of any size in GiB (a setting, BACKENDMGR_VRAM_GB): 1 PiB
 
 
-@frozen(kw_only=True, repr=False)
+@frozen(kw_only=True, eq=True)
 class ModelOverride(Record):
     """Per-model settings for every backend kind; each emitter reads only its own fields."""
 
@@ -452,7 +452,7 @@ def _one_dir_is_a_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
-@frozen(kw_only=True, repr=False)
+@frozen(kw_only=True, eq=True)
 class Settings(Record):
     """The whole config file. A missing file is ``Settings()``."""
 

@@ -42,7 +42,7 @@ _HOST_VENDOR = {"cuda": "nvidia", "rocm": "amd", "sycl": "intel"}
 _LABEL = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "sycl": "SYCL"}
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class DevicePlan:
     """What a model's ``device`` pin adds: llama-swap env, notes and the pinned cards."""
 

@@ -68,7 +68,7 @@ class _Piece:
         self.head = head  # the header, when the first model's piece is the first piece
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Document:
     """The config as llama-swap must read it (``data``: plain dicts, lists, strings, numbers,
     booleans, string keys, ``models`` last), and the pieces :func:`dump` writes it as; made

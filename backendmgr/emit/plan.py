@@ -66,7 +66,7 @@ def _extra_text(text: str | None) -> str:
     return text if text and text.strip(SHELL_SPACE) else ""
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Entry:
     """A model's llama-swap entry as planned: its row, command line, metadata and notes."""
 

@@ -43,7 +43,7 @@ __all__ = ["ArchivePlan", "install_archive"]
 MAX_CHECKSUM_FILE = 1 << 20
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class ArchivePlan:
     manifest: Manifest
     choice: AssetChoice

@@ -42,7 +42,7 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 DataSink = Callable[[int, int], None]  # (offset in the file, bytes just written)
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Downloaded:
     path: Path
     size: int
@@ -133,7 +133,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(float(value), 60.0) if value is not None else None
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class _Transfer:
     """One asset into its ``.part`` file: what every attempt at it needs."""
 

@@ -39,7 +39,7 @@ MINORS = range(8, 20)
 _ASK = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Interpreter:
     path: str
     version: Version

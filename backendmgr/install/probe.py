@@ -44,7 +44,7 @@ class ProbeError(Exception):
     """Why a run gave no usable output (shown in ``capabilities.error``)."""
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Finished:
     """How a run ended: exit status (None when stopped for printing too much), the first
     ``limit`` bytes of each stream and its last :data:`TAIL_BYTES` (where errors are)."""

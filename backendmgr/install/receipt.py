@@ -75,7 +75,7 @@ def _assets(value: Any) -> Any:
     return [_known(AssetRecord, a) for a in value] if isinstance(value, list) else value
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class AssetRecord(Record):
     name: str
     url: str
@@ -84,7 +84,7 @@ class AssetRecord(Record):
     verified_by: Literal["digest", "checksums", "none"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Receipt(Record):
     """The only "installed" signal. ``format`` lets a later backendmgr convert old receipts."""
 
@@ -111,7 +111,7 @@ class Receipt(Record):
         return datetime.fromisoformat(self.installed_at)
 
 
-@frozen(slots=True, repr=False)
+@frozen(slots=True, eq=True)
 class InstalledEntry:
     dir: Path
     receipt: Receipt

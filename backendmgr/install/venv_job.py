@@ -66,7 +66,7 @@ TORCH_INDEX_ENV = "BACKENDMGR_TORCH_INDEX_URL"
 TORCH_INDEX_KEY = "torch_index_url"
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class TorchIndex:
     """Where a ``cpu``/``rocm`` variant takes torch from: uv's ``--torch-backend`` (the
     PyTorch index), or ``url``, the user's mirror of the index for that variant."""
@@ -85,7 +85,7 @@ class TorchIndex:
         return ["--extra-index-url", self.url]
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class VenvPlan:
     manifest: Manifest
     version: str

@@ -36,7 +36,7 @@ _BSD = re.compile(r"^([A-Za-z0-9_-]+) ?\((.+)\) ?= ?([0-9a-fA-F]{32,128})\s*$")
 _NAMED_ALGO = re.compile(r"(sha(?:224|256|384|512)|sha1|md5)", re.IGNORECASE)
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Published:
     """One published digest of an asset, and where it was published."""
 

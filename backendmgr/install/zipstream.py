@@ -56,7 +56,7 @@ class _NotStreamable(Exception):
     """Left to the unpack of the whole file."""
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class _Member:
     """One member as its local header and its data said."""
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # made for every switch (pin's too): what only activate uses 
 __all__ = ["Activation", "Registered"]
 
 
-@frozen
+@frozen(repr=True, eq=True)
 class Registered:
     activated: bool
     star: bool  # its component's row has the ★
@@ -35,7 +35,7 @@ class Registered:
     newer: str | None = None  # a newer build of its variant, installed meanwhile, runs instead
 
 
-@frozen(eq=False)
+@frozen(repr=True)
 class Activation:
     ctx: Context
     generator: Generator

@@ -52,7 +52,7 @@ def _shown(tag: str, r: BenchResult) -> dict[str, Any]:
     return {"tag": tag, **{k: getattr(r, k) for k in keys}, "reason": r.reason, "argv": r.argv}
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Bisect:
     """``bisect`` over the services it drives (releases, install, bench, uninstall)."""
 

@@ -133,7 +133,7 @@ def _figures(r: BenchResult) -> dict[str, Any]:
     return {"build": r.build, **{k: getattr(r, k) for k in keys}, "reason": r.reason}
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Canary:
     """``activate BUILD --canary`` and ``update --canary`` over the services they drive."""
 

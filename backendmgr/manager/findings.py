@@ -9,7 +9,7 @@ from ..immutable import frozen
 __all__ = ["Finding"]
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Finding:
     """One thing wrong with the written llama-swap config. ``problem``: ``doctor`` fails on
     it (a missing or stale file is a note: the next change rewrites it); ``generate --check``

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Installer", "Locked"]
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Installer:
     ctx: Context
     probe: GpuProbe

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["BuildSource", "How", "Locked", "open_source"]
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Locked:
     """What a lock file holds an install to (``sync``): each asset's SHA-256 by name, or
     every distribution of a venv by name."""
@@ -53,7 +53,7 @@ class BuildSource(Protocol):
         """Add what this kind of build tells about itself to the install's result."""
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class ArchiveSource:
     ctx: Context
     plan: ArchivePlan
@@ -100,7 +100,7 @@ class ArchiveSource:
             result.warn("no checksum was published for this build; recorded its SHA-256 only")
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class VenvSource:
     ctx: Context
     plan: VenvPlan
@@ -155,7 +155,7 @@ def _cannot_run(build: str, why: str) -> str:
     )
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class How:
     """How to build, whatever the source."""
 

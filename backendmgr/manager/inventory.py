@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["Inventory"]
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Inventory:
     """``list`` and ``backends``: the builds on disk and the registry's rows, read only."""
 

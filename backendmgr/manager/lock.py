@@ -49,7 +49,7 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Locks:
     ctx: Context
 

@@ -46,7 +46,7 @@ def _size_of(path: Path) -> int:
     return 0
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Maintenance:
     paths: Paths
     builds: BuildStore

@@ -56,7 +56,7 @@ OnTrial = Callable[[str, TuneTrial], None]
 HELD_CTRL_C = "Ctrl-C came while the result was being recorded: it was recorded whole"
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class _Planned:
     settings: Settings
     model: DiscoveredModel

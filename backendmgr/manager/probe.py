@@ -63,7 +63,7 @@ class GpuProbe:
         return self.host.os, self.host.arch
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Site:
     """Where a figure is measured (:class:`..measure.tuned.Place`): the builds, the environment
     their fingerprints read, and the probe's device."""

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the catalog's results and query: an install makes none
 __all__ = ["Releases"]
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Releases:
     ctx: Context
     probe: GpuProbe

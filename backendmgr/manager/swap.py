@@ -42,7 +42,7 @@ CRASH_WINDOW_S = 300.0
 RESTART_DELAY_S = 1.0  # times the crashes in the window
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Prepared:
     exe: Path
     build: str
@@ -52,7 +52,7 @@ class Prepared:
     warnings: list[str]
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class FollowUp:
     """What to tell the user after a mutation: lines that are news, and warnings."""
 
@@ -60,7 +60,7 @@ class FollowUp:
     warnings: list[str]
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class SwapMark:
     """The state before a mutation: the reload mark (when llama-swap runs on our file), the
     generated file's digest, and the activated llama-swap build."""
@@ -70,7 +70,7 @@ class SwapMark:
     activated: str | None
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class SwapService:
     paths: Paths
     _: KW_ONLY

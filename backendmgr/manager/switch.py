@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Switches"]
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Switches:
     """``activate`` and ``pin``/``unpin`` with the flag check a switch of builds needs."""
 

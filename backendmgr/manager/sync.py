@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Syncer"]
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Syncer:
     builds: BuildStore
     settings: Callable[[], Awaitable[Settings]]

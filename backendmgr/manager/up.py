@@ -25,7 +25,7 @@ Watch = Callable[..., Coroutine[Any, Any, Any]]
 """``watch(stop, *, task_status)``: started in a task group once ``up`` is prepared."""
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class UpListeners:
     """What the front end hears while ``up`` runs, and what tells it to stop.
     ``adopt_orphans``: this process runs nothing else (the CLI's ``up``), so the servers of a
@@ -40,7 +40,7 @@ class UpListeners:
     on_stopped: Callable[[Prepared], None] | None = None  # said while the lock is still held
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Up:
     swap: SwapService
 

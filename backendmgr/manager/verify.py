@@ -108,7 +108,7 @@ async def start_entry(
     )
 
 
-@frozen(eq=False, repr=False)
+@frozen
 class Verifier:
     environ: Mapping[str, str]
     on_wait: Callable[[str], None] | None  # hears a start's wait before it waits (issue 20)

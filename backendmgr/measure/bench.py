@@ -56,7 +56,7 @@ def prompt_text(words: int) -> str:
     return " ".join(_WORDS[i % len(_WORDS)] for i in range(words))
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Run:
     """One request's figures: tokens per second (``prompt`` None where unknown) and counts."""
 
@@ -66,7 +66,7 @@ class Run:
     predicted_tokens: int
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class BenchRecord(Record):
     """The figures of the last ``bench`` of one model on one build and device."""
 

@@ -10,7 +10,7 @@ from ..record import Record
 __all__ = ["FailureCause", "cause_text"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class FailureCause(Record):
     """A recognised cause, as the CLI, ``--json`` and the page show it."""
 

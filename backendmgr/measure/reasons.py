@@ -23,7 +23,7 @@ SCANNED_CHARS = 64 << 10  # of a reason text: the tail is bounded already, this 
 VALUE_CHARS = 120  # of a captured value shown in a line
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Cause:
     """One known cause: its code, the patterns that recognise it, its line and fixes."""
 
@@ -128,7 +128,7 @@ def _compiled() -> tuple[tuple[Cause, tuple[re.Pattern[str], ...]], ...]:
     )
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Match:
     """The cause a failure's text matched, with what the pattern's groups captured."""
 

@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Attempt(Record):
     """One build tried for a model: whether it served, and why not."""
 
@@ -40,7 +40,7 @@ class Attempt(Record):
         return f"{self.backend}: {self.reason}" + cause_text(self.cause)
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class RepairResult(Record):
     id: str
     ok: bool  # it serves now (or would, for a dry run)
@@ -57,7 +57,7 @@ class RepairReport(Outcome):
     failed: int = 0
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class TuneTrial(Record):
     ctx: int
     ok: bool  # started, and measured within the budget
@@ -67,7 +67,7 @@ class TuneTrial(Record):
     cause: str | None = None
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class TuneResult(Record):
     id: str
     ok: bool
@@ -90,7 +90,7 @@ class TuneReport(Outcome):
     failed: int = 0
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class BenchResult(Record):
     """One model on one build: the medians and spreads of its runs, or why there are none."""
 

@@ -22,7 +22,7 @@ MAX_CTX = 1 << 20
 """Largest context tried for a model that does not state its trained length."""
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Trial:
     """One start at ``ctx``: whether it served, what it held, and why not."""
 
@@ -36,7 +36,7 @@ class Trial:
     stop: str | None = None  # why the search must end here whatever it showed (the deadline)
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Outcome:
     best: Trial | None  # the largest context that started within the budget
     trials: list[Trial] = field(default_factory=list)

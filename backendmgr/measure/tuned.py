@@ -63,7 +63,7 @@ class Place(Protocol):
     def card_gb(self) -> float | None: ...
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class TunedRecord(Record):
     """The context ``tune`` measured for one model on one build and device."""
 

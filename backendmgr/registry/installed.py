@@ -17,7 +17,7 @@ from .build_ids import build_row_id
 __all__ = ["InstalledBuild", "build_age_key", "newest_first"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class InstalledBuild(Record):
     """What the build store knows about one committed build, as the registry needs it."""
 

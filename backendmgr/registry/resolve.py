@@ -36,7 +36,7 @@ _FALLBACK_FAMILIES: dict[str, frozenset[str]] = {
 }
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Resolution:
     """The row that serves a model (None: the legacy fallback ``exe``), and the reason."""
 

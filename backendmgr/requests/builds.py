@@ -10,7 +10,7 @@ from ._shared import DRY_RUN, MAX_BUILDS, MAX_ID, NO_GENERATE
 __all__ = ["ActivateRequest", "DoctorRequest", "UninstallRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class UninstallRequest(Request):
     builds: Annotated[
         list[str],
@@ -23,7 +23,7 @@ class UninstallRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False  # every check, the plan and the diff; no removal
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class ActivateRequest(Request):
     build: Annotated[str, Arg("COMPONENT@VERSION-VARIANT", positional=True, low=1, high=MAX_ID)]
     generate: Annotated[bool, NO_GENERATE] = True
@@ -33,6 +33,6 @@ class ActivateRequest(Request):
     ] = False
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class DoctorRequest(Request):
     fix: Annotated[bool, Arg("repair what can be repaired")] = False

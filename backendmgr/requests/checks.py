@@ -11,7 +11,7 @@ from ._shared import MAX_ID, MAX_MODELS, RUNS, TIMEOUT
 __all__ = ["CanaryRequest", "VerifyRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class VerifyRequest(Request):
     models: Annotated[
         list[str],
@@ -21,7 +21,7 @@ class VerifyRequest(Request):
     keep_going: Annotated[bool, Arg("check the others after a failure")] = False
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class CanaryRequest(Request):
     """``activate BUILD --canary MODEL…``: the build to try, its canary models, how much
     slower it may be (percent), and how each (model, build) is measured (bench's options)."""

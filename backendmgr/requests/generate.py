@@ -10,7 +10,7 @@ from ._shared import MAX_PATH
 __all__ = ["GenerateRequest"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class GenerateRequest(Request):
     """``output`` is the CLI's ``--output`` only: the API writes only the configured file."""
 

@@ -10,7 +10,7 @@ from ._shared import COMPONENT, NO_GENERATE
 __all__ = ["InstallRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class InstallRequest(Request):
     """``dry_run`` and ``platform`` plan without installing (``platform`` needs ``dry_run``)."""
 

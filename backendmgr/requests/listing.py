@@ -8,7 +8,7 @@ from ..immutable import frozen
 __all__ = ["ListRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class ListRequest(Request):
     """``list``: the installed builds, of one component or of all."""
 

@@ -9,7 +9,7 @@ from ._shared import LOCK, LOCK_CLI, MAX_PATH
 __all__ = ["FetchRequest", "LockRequest", "SyncRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class SyncRequest(Request):
     """``lock`` is the CLI's LOCK argument only (default, and the API's: beside the config
     file)."""
@@ -27,7 +27,7 @@ class SyncRequest(Request):
         return "--force only applies with --prune" if self.force and not self.prune else None
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class LockRequest(Request):
     output: Annotated[
         str | None,
@@ -49,7 +49,7 @@ class LockRequest(Request):
     ] = None
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class FetchRequest(Request):
     dir: Annotated[
         str,

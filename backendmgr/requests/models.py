@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, MAX_PATH, MODEL, NO_GENERATE
 __all__ = ["CmdRequest", "ModelsDirRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class ModelsDirRequest(Request):
     """``models add-dir`` (``add``) and ``models remove-dir``: the subcommand sets ``add``."""
 
@@ -21,7 +21,7 @@ class ModelsDirRequest(Request):
     dry_run: Annotated[bool, DRY_RUN] = False
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class CmdRequest(Request):
     """``cmd``: the command line one model gets."""
 

@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, NO_GENERATE
 __all__ = ["SetRequest"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class SetRequest(Request):
     """``set``: per-model settings as typed, checked against the override's fields."""
 

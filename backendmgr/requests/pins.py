@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, MODEL, NO_GENERATE
 __all__ = ["PinRequest"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class PinRequest(Request):
     """``pin``: one model kept on one registry row, whatever the class default is."""
 

@@ -10,7 +10,7 @@ from ._shared import MAX_PATH, NO_GENERATE
 __all__ = ["AddBackendRequest", "RemoveBackendRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class AddBackendRequest(Request):
     """``id`` is checked by the registry's own rule (a malformed id, exit 2), not a length."""
 
@@ -23,7 +23,7 @@ class AddBackendRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class RemoveBackendRequest(Request):
     id: Annotated[str, Arg("a manual row id from 'backendmgr backends'", positional=True)]
     generate: Annotated[bool, NO_GENERATE] = True

@@ -10,7 +10,7 @@ from ._shared import COMPONENT
 __all__ = ["ReleasesQuery"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class ReleasesQuery(Request):
     component: Annotated[str, COMPONENT]
     variant: Annotated[str | None, Arg("only releases that ship this variant here", high=100)] = (

@@ -9,7 +9,7 @@ from ..limits import PORT, TOKEN_CHARS
 __all__ = ["ServeRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class ServeRequest(Request):
     """``serve``: where the page and the API listen (beyond loopback only with a token: the
     web server's own rule, :mod:`backendmgr.web.security`)."""

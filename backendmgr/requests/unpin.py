@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, NO_GENERATE
 __all__ = ["UnpinRequest"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class UnpinRequest(Request):
     """``unpin``: the model follows its class default again."""
 

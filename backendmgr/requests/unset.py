@@ -9,7 +9,7 @@ from ._shared import DRY_RUN, NO_GENERATE
 __all__ = ["UnsetRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class UnsetRequest(Request):
     """``unset``: per-model settings cleared, back to the plan's own."""
 

@@ -11,7 +11,7 @@ from ._shared import MAX_COMPONENTS, NO_GENERATE
 __all__ = ["CacheCleanRequest", "PruneRequest", "UpdateRequest"]
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class UpdateRequest(Request):
     components: Annotated[
         list[str],
@@ -25,7 +25,7 @@ class UpdateRequest(Request):
     ] = False
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class PruneRequest(Request):
     component: Annotated[str | None, Arg("default: every component", positional=True, high=200)] = (
         None
@@ -42,6 +42,6 @@ class PruneRequest(Request):
     generate: Annotated[bool, NO_GENERATE] = True
 
 
-@frozen(kw_only=True)
+@frozen(kw_only=True, repr=True, eq=True)
 class CacheCleanRequest(Request):
     dry_run: Annotated[bool, Arg("report, remove nothing")] = False

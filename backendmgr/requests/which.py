@@ -8,7 +8,7 @@ from ..immutable import frozen
 __all__ = ["WhichRequest"]
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class WhichRequest(Request):
     """``which``: the executable a model, component or build would run, and why."""
 

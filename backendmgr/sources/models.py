@@ -25,7 +25,7 @@ def tag_problem(tag: str) -> str | None:
     return id_problem(tag, "release tag", MAX_TAG_CHARS)
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class ReleaseAsset(Record):
     name: str
     url: str
@@ -39,7 +39,7 @@ class ReleaseAsset(Record):
         return None
 
 
-@frozen(kw_only=True, repr=False, eq=False)
+@frozen(kw_only=True)
 class Release(Record):
     tag: str
     name: str = ""

@@ -56,7 +56,7 @@ MAX_INDEX_BYTES = 32 << 20  # a project page with every file of a large project 
 MAX_METADATA_BYTES = 1 << 20  # a wheel's METADATA (its long description included)
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class IndexRelease:
     """One version of a package as the index (or a find-links folder) describes it."""
 

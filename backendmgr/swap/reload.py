@@ -25,7 +25,7 @@ POLL_S = 0.2
 WAIT_S = 15.0
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Mark:
     """A running llama-swap before a change: where, its log's last line, the file's digest."""
 
@@ -35,7 +35,7 @@ class Mark:
     digest: str | None
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Reloaded:
     ok: bool
     message: str

@@ -60,7 +60,7 @@ READ_DEADLINE_S = 5.0  # total time of one look at llama-swap, every answer of i
 MAX_PID = (1 << 31) - 1  # what the system calls take; larger is no process id
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class SwapState:
     """What ``up`` records while llama-swap runs (``<home>/swap/up.json``)."""
 
@@ -75,7 +75,7 @@ class SwapState:
         return json.dumps(dataclasses.asdict(self), indent=1).encode()
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Recorded:
     """The record read: ``state`` when it names a running llama-swap; otherwise ``stale`` says
     why it does not (both None: there is no record). ``raw``: the bytes read, so that a

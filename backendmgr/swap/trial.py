@@ -26,7 +26,7 @@ _KEEP = 8  # lines of its output kept for the verdict
 _LINE = 400
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Trial:
     loaded: bool
     detail: str  # the models it listed, or why it refused

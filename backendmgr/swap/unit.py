@@ -40,7 +40,7 @@ CONTROL_TIMEOUT_S = 60.0
 OUTPUT_CAP = 8192
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class ServiceSpec:
     """What the service runs: ``argv`` (backendmgr up with its paths), and where it logs."""
 
@@ -146,7 +146,7 @@ def write_service(spec: ServiceSpec, target: Path) -> None:
     atomic_write_bytes(target, body, no_links_below=target.parent)
 
 
-@frozen(slots=True, repr=False, eq=False)
+@frozen(slots=True)
 class Controlled:
     ok: bool
     output: str  # what the tool said, bounded

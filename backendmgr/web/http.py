@@ -30,7 +30,7 @@ B = TypeVar("B", bound=OperationRequest)
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Call:
     """What an operation gets: the Manager, the jobs, the request and its checked body."""
 
@@ -60,7 +60,7 @@ class Call:
 Run = Callable[[Call], Awaitable[Any]]
 
 
-@frozen(repr=False, eq=False)
+@frozen
 class Op:
     """One operation of the route table: how it is reached, what it answers (for the OpenAPI
     document), and ``run``, whose docstring is its summary."""

@@ -152,7 +152,10 @@ def _chunks(src: Source) -> Iterator[bytes]:
 
 
 def _mode(mode: int) -> int:
-    return (mode & 0o777) | 0o600 if mode else 0o644
+    """A member's permission bits as installed: the owner may always read and write; group and
+    others never write (a world-writable ``llama-server`` is one any local user can replace,
+    and GNU tar run by a user masks the same bits); setuid, setgid and sticky never pass."""
+    return (mode & 0o755) | 0o600 if mode else 0o644
 
 
 def _read_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: str) -> str:
@@ -185,6 +188,8 @@ def zip_entry(info: zipfile.ZipInfo, budget: _Budget) -> tuple[PurePosixPath, in
     rel = safe_relpath(info.filename, budget.archive)
     if rel is None:
         return None
+    if info.header_offset < 0:  # offsets gone wrong: zipfile would seek before the file
+        raise zipfile.BadZipFile(f"{info.filename!r}: its local header lies before the file")
     unix_mode = info.external_attr >> 16
     file_type = stat.S_IFMT(unix_mode)
     if info.is_dir() or file_type == stat.S_IFDIR:

@@ -14,20 +14,44 @@ from typing import Protocol, Self
 from ..errors import UnsafeArchive
 
 _CONTROL = re.compile("[\x00-\x1f]")
+NAME_MAX = 255
+"""Bytes in one file name (Linux's, and most file systems')."""
+PATH_MAX = 3072
+"""Bytes in a member's whole path: what is left of the kernel's 4096 for the build's folder."""
+SHOWN = 120
+
+
+def shown(name: str) -> str:
+    """A member's name or link target as an error line quotes it: a pax header can make one a
+    megabyte long."""
+    return repr(name if len(name) <= SHOWN else name[:SHOWN] + "…")
 
 
 def clean_name(name: str, archive: str) -> str:
     """The member's path inside the target as ``a/b/c`` ("" for the root itself), or an
     UnsafeArchive. Plain text, for the cost of 100 000 entries."""
+    if len(name) > NAME_MAX // 4:  # short enough in any encoding: nothing to count
+        _fits(name, archive)
     if _CONTROL.search(name):
-        raise UnsafeArchive(f"{archive}: refusing a path with a control character {name!r}")
+        raise UnsafeArchive(f"{archive}: refusing a path with a control character {shown(name)}")
     text = name.replace("\\", "/")
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        raise UnsafeArchive(f"{archive}: refusing absolute path {name!r}")
+        raise UnsafeArchive(f"{archive}: refusing absolute path {shown(name)}")
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise UnsafeArchive(f"{archive}: refusing path with '..' {name!r}")
+        raise UnsafeArchive(f"{archive}: refusing path with '..' {shown(name)}")
     return "/".join(parts)
+
+
+def _fits(name: str, archive: str) -> None:
+    """A path no file system here could hold is the archive's fault, said as such, not as the
+    kernel's "File name too long" about a staging folder."""
+    raw = os.fsencode(name)
+    if len(raw) > PATH_MAX or max(map(len, raw.replace(b"\\", b"/").split(b"/"))) > NAME_MAX:
+        raise UnsafeArchive(
+            f"{archive}: refusing a path too long for the file system ({len(raw)} bytes, "
+            f"a name at most {NAME_MAX}, the whole at most {PATH_MAX}): {shown(name)}"
+        )
 
 
 def safe_relpath(name: str, archive: str) -> PurePosixPath | None:
@@ -42,13 +66,19 @@ def inside(root: Path, rel: PurePosixPath) -> Path:
 
 def link_target_ok(root: Path, rel: PurePosixPath, target: str, archive: str, name: str) -> None:
     text = target.replace("\\", "/")
+    if len(text) > NAME_MAX // 4 and len(os.fsencode(text)) > PATH_MAX:
+        raise UnsafeArchive(f"{archive}: refusing link {shown(name)}: its target is too long")
     if any(ord(ch) < 0x20 for ch in text):
-        raise UnsafeArchive(f"{archive}: refusing link {name!r} with a control character")
+        raise UnsafeArchive(f"{archive}: refusing link {shown(name)} with a control character")
     if not text or text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        raise UnsafeArchive(f"{archive}: refusing link {name!r} to absolute target {target!r}")
+        raise UnsafeArchive(
+            f"{archive}: refusing link {shown(name)} to absolute target {shown(target)}"
+        )
     resolved = os.path.normpath(os.path.join(str(root), *rel.parent.parts, text))
     if os.path.commonpath([resolved, str(root)]) != str(root):
-        raise UnsafeArchive(f"{archive}: refusing link {name!r} pointing outside ({target!r})")
+        raise UnsafeArchive(
+            f"{archive}: refusing link {shown(name)} pointing outside ({shown(target)})"
+        )
 
 
 def resolves_inside(root: Path, path: Path | str) -> bool:

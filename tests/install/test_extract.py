@@ -52,6 +52,30 @@ def test_bare_asset_becomes_the_executable(tmp_path: Path) -> None:
     assert os.stat(staging / "llama-server").st_mode & 0o755 == 0o755
 
 
+@pytest.mark.parametrize(
+    ("name", "builder"),
+    [
+        ("a.tar.gz", lambda e: make_tar(e, "gz")),
+        ("a.tar", lambda e: make_tar(e, "")),  # copied by range: its own chmod
+        ("a.zip", make_zip),
+    ],
+)
+def test_no_member_is_installed_writable_by_group_or_others(
+    tmp_path: Path, name: str, builder: object
+) -> None:
+    """An archive's 0777/0666/setuid modes: the owner reads and writes, nobody else writes
+    (or the binary llama-swap runs is anyone's to replace), no special bits."""
+    entries = [
+        Entry("t/llama-server", b"#!/bin/sh\n", mode=0o777),
+        Entry("t/lib.so", b"\x7fELF", mode=0o666),
+        Entry("t/suid", b"x", mode=0o4777),
+        Entry("t/readonly", b"x", mode=0o444),
+    ]
+    staging = unpack(tmp_path, name, builder(entries))  # type: ignore[operator]
+    modes = {p.name: os.stat(p).st_mode & 0o7777 for p in (staging / "t").iterdir()}
+    assert modes == {"llama-server": 0o755, "lib.so": 0o644, "suid": 0o755, "readonly": 0o644}
+
+
 def test_find_executable_is_case_insensitive_and_lexical(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / "a").mkdir()

@@ -190,9 +190,30 @@ def _reserved_deflate_in_zip() -> bytes:
     return bytes(data)
 
 
+def _zip_offsets_shifted() -> bytes:
+    """One byte cut from a local header's name: the central directory's offsets all land one
+    byte early, the first before the file's start."""
+    data = make_zip([Entry("tool/bin/tool", SCRIPT, mode=0o755), Entry("tool/a", b"x" * 400)])
+    at = data.find(b"tool/a")
+    return data[:at] + b"tool/" + data[at + 6 :]
+
+
+def _long_name(component: int, depth: int = 1) -> Callable[[], bytes]:
+    """A long member name (a pax header): ``depth`` folders of ``component`` bytes each."""
+
+    def build() -> bytes:
+        name = "tool/" + "/".join(["d" * component] * depth) + "/f"
+        return make_tar([*tool_entries(), Entry(name, b"x")], "gz")
+
+    return build
+
+
 @pytest.mark.parametrize(
     ("name", "build", "reason"),
     [
+        ("tool-linux-x64.zip", _zip_offsets_shifted, "not a readable archive"),
+        ("tool-linux-x64.tar.gz", _long_name(256), "too long for the file system"),
+        ("tool-linux-x64.tar.gz", _long_name(200, 40), "too long for the file system"),
         ("tool-linux-x64.tar.gz", _nul_in_pax_path, "control character"),
         ("tool-linux-x64.zip", lambda: _zip_patched(flag=0x1), "'tool/bin/tool' is encrypted"),
         ("tool-linux-x64.zip", lambda: _zip_patched(method=99), "not a readable archive"),
@@ -205,7 +226,18 @@ def _reserved_deflate_in_zip() -> bytes:
         ("tool-linux-x64.zip", _reserved_deflate_in_zip, "not a readable archive"),
         ("tool-linux-x64.tar.zst", lambda: b"\x28\xb5\x2f\xfd" + b"\xff" * 64, "not a readable"),
     ],
-    ids=["nul-pax", "encrypted-zip", "zip-method-99", "lzma", "deflate-btype", "zip-btype", "zst"],
+    ids=[
+        "zip-offsets",
+        "name-over-255",
+        "path-over-3072",
+        "nul-pax",
+        "encrypted-zip",
+        "zip-method-99",
+        "lzma",
+        "deflate-btype",
+        "zip-btype",
+        "zst",
+    ],
 )
 def test_unreadable_archives_fail_in_one_line(
     cli: Cli,
@@ -221,6 +253,7 @@ def test_unreadable_archives_fail_in_one_line(
     publish(mirror_root, "me/tool", "v1", {name: build()})
     line = refused(cli, tmp_path, config_path)
     assert line.startswith(f"error: {name}") and reason in line, line
+    assert len(line) < 600, line  # a name quoted is cut short
 
 
 def test_encrypted_zip_really_is_refused_by_the_library(tmp_path: Path) -> None:

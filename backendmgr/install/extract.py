@@ -178,7 +178,7 @@ def _extract_zip(path: Path, root: Path, name: str, report: ExtractReport, limit
         with writing() as writer:
             zip_members(zf, fh, infos, report, budget, places.drained_by(writer), links, writer)
     report.bytes += budget.total
-    report.links += make_links(root, links, name)
+    report.links += make_links(root, links, name, fresh=places.fresh)
 
 
 def zip_entry(info: zipfile.ZipInfo, budget: _Budget) -> tuple[PurePosixPath, int, str] | None:
@@ -374,7 +374,7 @@ def _extract_members(
             _write_file((), dest, 0, budget, clean, mode, writer)
             report.files += 1
     report.bytes += budget.total
-    report.links += make_links(root, links, name)
+    report.links += make_links(root, links, name, fresh=places.fresh)
 
 
 def _unreadable(exc: BaseException) -> bool:

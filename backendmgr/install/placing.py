@@ -109,6 +109,11 @@ class Places:
         with os.scandir(root) as entries:
             self._linkless = next(entries, None) is None
 
+    @property
+    def fresh(self) -> bool:
+        """Whether the root was empty when this asset began: all there is came from it."""
+        return self._linkless
+
     def drained_by(self, writer: _Drains) -> Self:
         """Files are written by ``writer``'s thread: a new folder waits for the writes handed
         over before it (a file queued under its name makes ``mkdir`` fail, as without it)."""
@@ -146,6 +151,11 @@ class Link:
     hard: bool
 
 
+def _made_alike(dest: Path, link: Link, made: list[Link]) -> bool:
+    """Whether ``dest`` is a link this archive already made exactly as ``link`` asks."""
+    return any(m.rel == link.rel and m.target == link.target and m.hard == link.hard for m in made)
+
+
 def _escapes(archive: str, link: Link) -> UnsafeArchive:
     return UnsafeArchive(
         f"{archive}: refusing link {str(link.rel)!r} to {link.target!r}: it escapes"
@@ -168,8 +178,14 @@ def _check_real_location(root: Path, link: Link, archive: str) -> None:
         raise _escapes(archive, link)
 
 
-def make_links(root: Path, links: list[Link], archive: str) -> int:
-    """Make ``links`` (after every file is in place); how many were made."""
+def make_links(root: Path, links: list[Link], archive: str, *, fresh: bool) -> int:
+    """Make ``links`` (after every file is in place); how many were made.
+
+    Links are made last, so a name the archive gives both to a link and to a file or folder
+    would come out as the link whatever the order, where tar lets the later entry win: in an
+    archive unpacked into an empty root (``fresh``) that is refused, as a name that is both a
+    file and a folder is (one link listed twice alike is one link). A later asset's link still
+    replaces an earlier asset's entry."""
     pending = list(links)
     made: list[Link] = []
     for _ in range(len(pending) + 1):
@@ -181,6 +197,13 @@ def make_links(root: Path, links: list[Link], archive: str) -> int:
             _check_real_location(root, link, archive)
             dest.parent.mkdir(parents=True, exist_ok=True)
             if dest.exists() or dest.is_symlink():
+                if fresh:
+                    if _made_alike(dest, link, made):
+                        continue
+                    raise UnsafeArchive(
+                        f"{archive}: {str(link.rel)!r} is both a link and another entry in "
+                        "the archive"
+                    )
                 if dest.is_dir() and not dest.is_symlink():
                     shutil.rmtree(dest)
                 else:

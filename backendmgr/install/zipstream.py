@@ -80,6 +80,7 @@ class StreamedZip:
     max_total: int
     members: list[_Member] = field(default_factory=list)
     complete: bool = False  # every member streamed (the central directory was reached)
+    fresh: bool = True  # the root was empty when the stream began (placing.make_links)
 
     def finish(self, path: Path) -> ExtractReport | None:
         """The report when the verified file's central directory agrees with what was
@@ -106,7 +107,7 @@ class StreamedZip:
                     places.drained_by(writer)
                     zip_members(zf, fh, rest, report, budget, places, links, writer)
             report.bytes += budget.total
-            report.links += make_links(self.root, links, self.asset_name)
+            report.links += make_links(self.root, links, self.asset_name, fresh=self.fresh)
             return report
         except Exception:  # the unpack of the whole file says what is wrong, or that nothing is
             return None
@@ -242,6 +243,7 @@ def stream_zip(
     streamed = StreamedZip(asset_name, root, max_total)
     budget = _Budget(asset_name, compressed, max_total)
     places = Places(root, asset_name)
+    streamed.fresh = places.fresh
     reader = _Ahead(src)
     try:
         with writing() as writer:  # the files are written by a second thread

@@ -94,6 +94,51 @@ def test_hard_link_inside_is_made(tmp_path: Path) -> None:
     assert (staging / "bin" / "alias").read_bytes() == b"data"
 
 
+@pytest.mark.parametrize(
+    ("name", "entries"),
+    [
+        (  # tar lists the regular file last: tar leaves it, links made last would not
+            "hard.tar.gz",
+            [
+                Entry("t/evil", b"#!/bin/sh\necho EVIL\n", mode=0o755),
+                Entry("t/llama-server", kind="hardlink", target="t/evil"),
+                Entry("t/llama-server", b"#!/bin/sh\necho ok\n", mode=0o755),
+            ],
+        ),
+        (
+            "sym.tar.gz",
+            [
+                Entry("t/evil", b"#!/bin/sh\necho EVIL\n", mode=0o755),
+                Entry("t/llama-server", kind="symlink", target="evil"),
+                Entry("t/llama-server", b"#!/bin/sh\necho ok\n", mode=0o755),
+            ],
+        ),
+        (
+            "folder.zip",
+            [Entry("t/lib/libggml.so", b"\x7fELF"), Entry("t/lib", kind="symlink", target=".")],
+        ),
+    ],
+)
+def test_a_name_both_link_and_another_entry_is_refused(
+    tmp_path: Path, name: str, entries: list[Entry]
+) -> None:
+    """Links are made last (nothing is written through one), so a name that is also a file or
+    a folder cannot come out as tar would leave it: refused, as a file-and-folder name is."""
+    builder = make_zip if name.endswith(".zip") else make_tar
+    with pytest.raises(UnsafeArchive, match="is both a link and another entry"):
+        unpack(tmp_path, name, builder(entries))
+
+
+def test_a_link_listed_twice_alike_is_one_link(tmp_path: Path) -> None:
+    entries = [
+        Entry("t/libggml.so.0", b"\x7fELF"),
+        Entry("t/libggml.so", kind="symlink", target="libggml.so.0"),
+        Entry("t/libggml.so", kind="symlink", target="libggml.so.0"),
+    ]
+    staging = unpack(tmp_path, "dup.tar.gz", make_tar(entries))
+    assert os.readlink(staging / "t" / "libggml.so") == "libggml.so.0"
+
+
 BOMB = b"\0" * (4 << 20)
 
 

@@ -63,7 +63,11 @@ class Paths:
 
     @property
     def config_lock(self) -> Path:
-        return self.config_file.with_name(self.config_file.name + ".lock")
+        """Beside the file the config resolves to, not the name it was given: a config reached
+        through a link (dotfiles) and by its own path is one file, written through the link,
+        and two locks would let two commands lose each other's change."""
+        real = Path(os.path.realpath(self.config_file))
+        return real.with_name(real.name + ".lock")
 
     # the folders SPEC §1 places below the config file's folder and below the data home
     user_manifests = _Below(USER_MANIFESTS, config=True)

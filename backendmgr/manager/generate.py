@@ -3,6 +3,7 @@ file, and the regeneration every change ends with (after adopting builds into th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
@@ -124,11 +125,13 @@ class Generator:
         return await self.regenerate() if generate else []
 
     def _output_lock(self, target: Path) -> Path:
-        """One lock per output file, kept under the data home: the folder that holds the
-        llama-swap config is the user's, and gets nothing but the file (and a .bak)."""
+        """One lock per output file (the file it resolves to, whatever link names it), kept
+        under the data home: the folder that holds the llama-swap config is the user's, and
+        gets nothing but the file (and a .bak)."""
         locks = self.ctx.paths.locks
         locks.mkdir(parents=True, exist_ok=True)
-        return locks / f"output-{sha256_hex(str(target).encode())[:16]}.lock"
+        real = os.path.realpath(target)
+        return locks / f"output-{sha256_hex(real.encode())[:16]}.lock"
 
     async def generate(self, req: GenerateRequest) -> GenerateResult:
         """Rewrite the llama-swap config when its inputs changed (``force``: always)."""

@@ -186,6 +186,21 @@ def test_paths_explicit_beats_env_beats_platformdirs(tmp_path: Path) -> None:
     assert default.default_output == default.config_file.parent / "llama-swap.yaml"
 
 
+def test_one_config_file_has_one_lock_whatever_names_it(tmp_path: Path) -> None:
+    """A config linked from dotfiles and the same file by its own path (a cron job) take one
+    lock, beside the file itself: two would let two commands lose each other's change."""
+    real = tmp_path / "dots" / "bm.yaml"
+    real.parent.mkdir()
+    real.write_text("")
+    link = tmp_path / "cfg" / "config.yaml"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    locks = {Paths.resolve(config=c, home=tmp_path / "h").config_lock for c in (link, real)}
+    assert locks == {real.with_name("bm.yaml.lock")}
+    plain = Paths.resolve(config=tmp_path / "x.yaml", home=tmp_path / "h").config_lock
+    assert plain == tmp_path / "x.yaml.lock"
+
+
 @pytest.mark.parametrize(
     ("segment", "expected"),
     [

@@ -122,6 +122,11 @@ class _Parser(argparse.ArgumentParser):
 
             known = [o for a in command._actions for o in a.option_strings if o[:2] == "--"]
             flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
+            if flags and flags[0] in known:  # the command's own option, typed before it
+                command.error(
+                    f"{flags[0]} is an option of '{command.prog}': put it after "
+                    f"'{command.prog.split()[-1]}'"
+                )
             best = close_matches(flags[0], known, limit=1) if flags else []  # one, not three
             close = did_you_mean(flags[0], best) if flags else ""  # an extra operand: none
             command.error(f"unrecognized arguments: {' '.join(extras)}{close}")

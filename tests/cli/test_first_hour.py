@@ -45,6 +45,16 @@ def test_a_mistyped_option_names_the_option_and_the_commands_help(cli: Cli) -> N
     assert "did you mean --json?" in usage_error(cli("list", "--jsn"))
 
 
+def test_a_commands_option_typed_before_it_says_where_it_goes(cli: Cli) -> None:
+    """Not "did you mean --no-generate?" for --no-generate itself."""
+    line = usage_error(cli("--no-generate", "set", "m1", "ctx=5"))
+    assert "--no-generate is an option of 'backendmgr set': put it after 'set'" in line, line
+    line = usage_error(cli("--reinstall", "install", "llama-server"))
+    assert "put it after 'install'" in line and "did you mean" not in line, line
+    line = usage_error(cli("--force", "generate"))
+    assert "--force is an option of 'backendmgr generate'" in line, line
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [

@@ -78,9 +78,6 @@ class Uninstaller:
                 - {e.receipt.component for e in ctx.builds.installed() if e.id not in leaving}
             )
             losing = await self.models.losing(set(gone) | leaving) if gone else []
-            if not req.dry_run:
-                for entry in entries.values():
-                    await anyio.to_thread.run_sync(ctx.builds.remove, entry)
 
             def change(s: Settings) -> tuple[Settings, None]:
                 rows = list(s.backends)
@@ -96,7 +93,12 @@ class Uninstaller:
             if req.dry_run:  # every check above, then the config's diff; nothing removed
                 dry = {"dry_run": True, "diff": (await ctx.preview(change))[1]}
             else:
+                # The config first, then the folders: killed between the two, the builds are
+                # still there and their rows come back with them (adoption), as if nothing had
+                # happened; the other way round left rows no command but doctor --fix removes.
                 await ctx.update(change)
+                for entry in entries.values():
+                    await anyio.to_thread.run_sync(ctx.builds.remove, entry)
         warnings = [] if dry else await self.generator.after(req.generate)
         if pins:
             warnings.append(f"stale pins now fall back: {', '.join(sorted(set(pins)))}")

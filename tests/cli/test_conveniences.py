@@ -265,6 +265,34 @@ def test_uninstall_several_is_all_or_nothing(mirror: MirrorServer, mirror_root: 
     assert rows() == ["llama-server", "llama-server@b100-vulkan"]
 
 
+def test_an_uninstall_killed_before_its_folders_go_is_as_if_not_run(
+    mirror: MirrorServer, mirror_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config is changed first and the folders removed after: a kill between the two
+    (here: at the removal) leaves the whole build there, and the same uninstall finishes the
+    job. The other order left a row for a build that was gone: "not installed" to a second
+    uninstall, "use uninstall" to backends remove, and only doctor --fix removed it."""
+    import backendmgr.install.store as store_module
+
+    for n, tag in enumerate(("b100", "b200")):
+        publish_llama(mirror_root, tag, published_at=f"2026-09-0{n + 1}T00:00:00Z")
+        ok(bm("install", "llama-server", tag))
+    before = builds()
+
+    def killed(entry: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store_module, "remove", killed)
+        assert bm("uninstall", "llama-server@b200").returncode == 130
+    assert builds() == before  # the build is all there: only its row went
+    assert "llama-server@b200-vulkan is installed but has no registry row" in bm("doctor").stderr
+    ok(bm("uninstall", "llama-server@b200"))  # the same command finishes the job
+    assert [b[0] for b in builds()] == ["llama-server@b100-vulkan"]
+    assert rows() == ["llama-server", "llama-server@b100-vulkan"]
+    assert "everything is consistent" in ok(bm("doctor")).stdout
+
+
 def test_the_only_build_needs_force_and_says_who_falls_back(
     mirror: MirrorServer, mirror_root: Path, tmp_path: Path, config_path: Path
 ) -> None:

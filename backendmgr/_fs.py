@@ -22,10 +22,12 @@ __all__ = [
     "atomic_write_bytes",
     "create_exclusive",
     "fsync_dir",
+    "leftover_temps",
     "link_refused",
     "read_record_file",
     "read_regular",
     "read_regular_stat",
+    "remove_leftover_temps",
     "sanitize_segment",
     "sync_filesystem",
     "unlink_no_follow",
@@ -381,3 +383,41 @@ def apply_umask(folder: Path) -> None:
     finally:
         probe.rmdir()
     folder.chmod(mode)
+
+
+_TEMP_TAIL = 12 + len(".tmp")  # what _create_private and the in-place write add to the name
+
+
+def leftover_temps(*paths: Path) -> list[Path]:
+    """The temporary files that atomic writes of ``paths`` left when killed before their own
+    rename or clean-up: ``.NAME.<12 hex digits>.tmp`` beside the file each path resolves to.
+    Nothing else is ever named so; a folder that cannot be read has none to tell."""
+    found: list[Path] = []
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        prefix = f".{real.name}."
+        try:
+            with os.scandir(real.parent) as entries:
+                names = [e.name for e in entries if e.name.startswith(prefix)]
+        except OSError:
+            continue
+        for name in names:
+            tail = name[len(prefix) :]
+            if len(tail) == _TEMP_TAIL and tail.endswith(".tmp") and _is_hex(tail[:12]):
+                found.append(real.parent / name)
+    return sorted(found)
+
+
+def _is_hex(text: str) -> bool:
+    return all(ch in "0123456789abcdef" for ch in text)
+
+
+def remove_leftover_temps(*paths: Path) -> list[Path]:
+    """Remove :func:`leftover_temps` (a link among them is removed, never followed): only
+    under the lock every writer of these files holds, or a live write would lose its file."""
+    removed = []
+    for tmp in leftover_temps(*paths):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed

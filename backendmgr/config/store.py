@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._fs import atomic_write_bytes
+from .._fs import atomic_write_bytes, remove_leftover_temps
 from .._yaml import parser_name, read_limited
 from ..errors import ConfigError, Refused
 from ..record import Invalid, load, plain
 from .models import Settings
-from .snapshot import load_snapshot, save_snapshot
+from .snapshot import load_snapshot, save_snapshot, snapshot_path
 
 if TYPE_CHECKING:
     from ruamel.yaml.comments import CommentedMap
@@ -126,6 +126,8 @@ class ConfigStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with FileLock(self.lock_path, timeout=LOCK_TIMEOUT_S):
+                # a write killed before its rename left its temporary file: gone with the next
+                remove_leftover_temps(self.path, snapshot_path(self.path))
                 loaded = self.load()
                 new_settings, result = change(loaded.settings)
                 doc, data = render_document(loaded, new_settings)

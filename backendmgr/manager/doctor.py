@@ -83,6 +83,10 @@ class Doctor:
             for model, close in _orphans(settings, plan.found)
         ]
         target = self.ctx.output_path(settings)
+        problems += [
+            f"{tmp} is left by a write that was interrupted (doctor --fix removes it)"
+            for tmp in await anyio.to_thread.run_sync(self._temps, target)
+        ]
         found = await anyio.to_thread.run_sync(self.generator.inspect, plan, target)
         problems += [f.text for f in found if f.problem]
         output_notes = [f.text for f in found if not f.problem]
@@ -101,6 +105,16 @@ class Doctor:
             gpus=host.gpu_lines(),
         )
 
+    def _temps(self, target: Path) -> list[Path]:
+        """What killed writes of the config, its snapshot, the output and its record left."""
+        from .._fs import leftover_temps
+        from ..config.snapshot import snapshot_path
+        from ..emit.regen import written_record
+
+        config = self.ctx.store.path
+        record = written_record(self.ctx.paths.home, target)
+        return leftover_temps(config, snapshot_path(config), target, record)
+
     async def _fix(self) -> tuple[list[str], list[str]]:
         """``doctor --fix``: each repair as a line, and what stopped one (a problem)."""
         builds = self.ctx.builds
@@ -115,14 +129,17 @@ class Doctor:
         fixed += _row_repairs(before, (await self.ctx.settings()).backends)
         removed_models, kept_why = await self._remove_orphans()
         fixed += removed_models
-        try:  # like every other change: the llama-swap config follows
+        temps = self._temps(self.ctx.output_path(await self.ctx.settings()))
+        await self.ctx.update(lambda s: (s, None))  # the config's lock: its writes' leftovers
+        try:  # like every other change: the llama-swap config follows (the output's leftovers)
             written = await self.generator.generate(GenerateRequest())
         except BackendmgrError as exc:
-            return fixed, [*kept_why, f"the llama-swap config could not be rewritten: {exc}"]
+            problem = f"the llama-swap config could not be rewritten: {exc}"
+            return fixed + _removed(temps), [*kept_why, problem]
         if written.written:
             kept = f"; kept the edited copy as {written.backup}" if written.backup else ""
             fixed.append(f"rewrote {written.output}{kept}")
-        return fixed, kept_why
+        return fixed + _removed(temps), kept_why
 
     async def _remove_orphans(self) -> tuple[list[str], list[str]]:
         """Remove the settings of model ids no models folder has, a line per model; none
@@ -152,6 +169,11 @@ class Doctor:
             return replace(s, models=kept), lines
 
         return await self.ctx.update(change), []
+
+
+def _removed(temps: list[Path]) -> list[str]:
+    """A line for each leftover temporary file that is gone now."""
+    return [f"removed {tmp}, left by an interrupted write" for tmp in temps if not tmp.exists()]
 
 
 def _orphans(settings: Settings, found: Discovery) -> list[tuple[str, str]]:

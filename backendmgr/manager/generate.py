@@ -103,6 +103,7 @@ class Generator:
         target.parent.mkdir(parents=True, exist_ok=True)  # the config's own folder, first run
         try:
             with FileLock(self._output_lock(target), timeout=LOCK_TIMEOUT_S):
+                self._tidy(target)
                 plan = self.models.pipeline(settings)
                 home, config = self.ctx.paths.home, self.ctx.store.path
                 staged = stage(plan, target, home, force=False, config=config)
@@ -123,6 +124,14 @@ class Generator:
     async def after(self, generate: bool) -> list[str]:
         """What a change that may regenerate adds to its result's warnings."""
         return await self.regenerate() if generate else []
+
+    def _tidy(self, target: Path) -> None:
+        """Under the output's lock: the temporary files of a write of it (or of its record)
+        that was killed before its rename go with the next write."""
+        from .._fs import remove_leftover_temps
+        from ..emit.regen import written_record
+
+        remove_leftover_temps(target, written_record(self.ctx.paths.home, target))
 
     def _output_lock(self, target: Path) -> Path:
         """One lock per output file (the file it resolves to, whatever link names it), kept
@@ -153,6 +162,8 @@ class Generator:
             )
         target.parent.mkdir(parents=True, exist_ok=True)  # the config's own folder, first run
         async with hold(FileLock(self._output_lock(target))):
+            if not check:
+                await in_thread(self._tidy, target)
             # re-read under the lock: the newest settings win
             plan = await self.models.plan()
             return await self._write(plan, target, force=force, check=check), plan

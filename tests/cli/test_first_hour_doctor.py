@@ -65,6 +65,49 @@ def test_doctor_fix_lists_each_repair_and_regenerates(
     ok(cli("generate", "--check"))
 
 
+def test_what_killed_writes_left_is_reported_removed_and_never_piles_up(
+    cli: Cli, tmp_path: Path, config_path: Path
+) -> None:
+    """A write killed between its temporary file and its rename leaves the file beside the
+    config or the llama-swap config: doctor names it, doctor --fix removes it, and the next
+    write of that file removes it anyway. Nothing else that looks alike is touched."""
+    from tests.support.ggufs import write_gguf
+
+    write_gguf(tmp_path / "models" / "m1.gguf", "qwen3", layers=4, ctx=4096)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(json.dumps({"models_dirs": [str(tmp_path / "models")]}))
+    ok(cli("set", "m1", "ctx=4096"))
+    target = Path(json.loads(ok(cli("--json", "config", "path")).out)["output"])
+    config = config_path.resolve()
+    left = [
+        config.with_name(f".{config.name}.0123456789ab.tmp"),
+        config.with_name(f"..{config.name}.parsed.json.00000000abcd.tmp"),
+        target.with_name(f".{target.name}.fedcba987654.tmp"),
+    ]
+    alike = [
+        config.with_name(f".{config.name}.not-ours.tmp"),  # not 12 hex digits
+        config.with_name(f".{config.name}.0123456789ab.tmp.keep"),
+        config.with_name("notes.0123456789ab.tmp"),
+    ]
+    for path in left + alike:
+        path.write_text("half")
+    report = cli("--json", "doctor")
+    assert report.code == 1
+    said = json.loads(report.out)["problems"]
+    for path in left:
+        assert f"{path} is left by a write that was interrupted (doctor --fix removes it)" in said
+    fixed = json.loads(ok(cli("--json", "doctor", "--fix")).out)["fixed"]
+    assert sorted(f for f in fixed if "interrupted" in f) == sorted(
+        f"removed {path}, left by an interrupted write" for path in left
+    )
+    assert not any(p.exists() for p in left) and all(p.exists() for p in alike)
+
+    left[0].write_text("half")  # the next edit of the config takes its own leftovers away
+    left[2].write_text("half")
+    ok(cli("set", "m1", "ctx=8192"))
+    assert not left[0].exists() and not left[2].exists()
+
+
 # --- 5: doctor and generate --check see the same hand edits ---------------------------------
 
 

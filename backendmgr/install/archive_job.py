@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TypeAlias
+from typing import IO, TYPE_CHECKING, TypeAlias
 
 import anyio
 import httpx
@@ -25,7 +25,15 @@ from ..net import NetSettings
 from ..sources.models import ReleaseAsset
 from . import stages
 from .builds import BuildStore
-from .download import DataSink, Downloaded, discard, download, part_path, size_on_disk
+from .download import (
+    DataSink,
+    Downloaded,
+    discard,
+    download,
+    open_part,
+    part_path,
+    size_on_disk,
+)
 from .formats import MAX_TOTAL, archive_format, streamable
 from .locked import check_locked_assets, verify_locked
 from .store import AssetRecord, Receipt
@@ -124,7 +132,7 @@ class _Follower:
 
     def __init__(self, part: Path, have: int) -> None:
         self._part = part
-        self._fh: BinaryIO | None = None
+        self._fh: IO[bytes] | None = None
         self._cond = threading.Condition()
         self._available = have  # bytes on disk the downloader vouches for, in order
         self._pos = 0
@@ -170,7 +178,7 @@ class _Follower:
                 if want <= 0:
                     return b""  # done, and everything read
             if self._fh is None:
-                self._fh = self._part.open("rb", buffering=0)
+                self._fh = open_part(self._part, "rb")
             self._fh.seek(self._pos)
             data = self._fh.read(min(n, want))
             if data:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
 import random
+import stat
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import field
@@ -20,8 +22,8 @@ from typing import IO
 import anyio
 import httpx
 
-from .._fs import sanitize_segment
-from ..errors import NetworkError, VerificationError
+from .._fs import create_exclusive, read_regular, sanitize_segment
+from ..errors import InstallFailed, NetworkError, VerificationError
 from ..events import EventSink, ProgressEvent
 from ..immutable import frozen
 from ..net import NetSettings, describe_network_failure, open_following
@@ -67,20 +69,62 @@ def _meta_path(part: Path) -> Path:
 
 def _read_etag(part: Path) -> str | None:
     try:
-        value = json.loads(_meta_path(part).read_text()).get("etag")
+        value = json.loads(read_regular(_meta_path(part), 4096, follow=False)).get("etag")
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None
 
 
 def _write_etag(part: Path, etag: str | None) -> None:
+    """The ETag beside the part file, made anew: whatever had its name (a link included) is
+    removed, never written through."""
+    meta = _meta_path(part)
+    meta.unlink(missing_ok=True)
     if etag:
-        _meta_path(part).write_text(json.dumps({"etag": etag}))
+        create_exclusive(meta, json.dumps({"etag": etag}).encode())
 
 
 def discard(part: Path) -> None:
     part.unlink(missing_ok=True)
     _meta_path(part).unlink(missing_ok=True)
+
+
+_NOT_FOLLOWED = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _only_a_file(part: Path) -> None:
+    """A part file is a regular file of ours or nothing: a link there (planted, or left by a
+    tool) would have the download hash and extend its target, a FIFO would hang the install.
+    Either is removed, never followed, and the download starts over; a folder is refused."""
+    try:
+        mode = part.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise InstallFailed(f"{part} is a folder where a partial download goes; remove it")
+    discard(part)
+
+
+def open_part(part: Path, mode: str) -> IO[bytes]:
+    """``part`` opened unbuffered for ``rb``, ``ab`` or ``wb`` without following a link or
+    waiting on a FIFO (an OSError for either, and for anything but a regular file)."""
+    flags = {
+        "rb": os.O_RDONLY,
+        "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+        "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    }[mode]
+    fd = os.open(part, flags | _NOT_FOLLOWED | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(part))
+        if mode != "rb":
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, mode, buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class _Hashes:
@@ -106,7 +150,7 @@ def _hash_existing(part: Path, algorithms: Iterable[str] = ()) -> tuple[int, _Ha
     digest = _Hashes(algorithms)
     size = 0
     try:
-        with part.open("rb") as fh:
+        with open_part(part, "rb") as fh:
             while chunk := fh.read(CHUNK):
                 digest.update(chunk)
                 size += len(chunk)
@@ -151,6 +195,7 @@ class _Transfer:
             return await self._attempt()
 
     async def _attempt(self) -> Downloaded:
+        _only_a_file(self.part)
         have, digest = _hash_existing(self.part, self.algorithms)
         total = self.asset.size
         if total is not None and have == total and have > 0:
@@ -219,7 +264,7 @@ class _Transfer:
 
             # unbuffered: every piece is in the file when on_data hears of it; the body is
             # read raw, nothing decodes it, so the connection reads it 1 MiB at a time
-            with self.part.open(mode, buffering=0) as fh, raw_reads(response):
+            with open_part(self.part, mode) as fh, raw_reads(response):
                 try:
                     # no re-chunking: every piece is written as it arrives, so a cut loses nothing
                     async for chunk in response.aiter_raw():
@@ -326,7 +371,9 @@ def _write_all(fh: IO[bytes], data: bytes) -> None:
 
 
 def size_on_disk(part: Path) -> int:
+    """The bytes a part file holds; nothing for anything but a regular file."""
     try:
-        return part.stat().st_size
+        st = part.lstat()
     except FileNotFoundError:
         return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from pathlib import Path
 
@@ -89,6 +90,33 @@ def test_server_ignoring_range_restarts_cleanly(
     assert result.code == 0, result
     assert len(downloads(mirror)) == 2
     assert installed_sha(cli) == sha(data)
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_part_file_that_is_no_file_is_replaced_never_followed(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path, kind: str
+) -> None:
+    """A leftover ``.part`` (and its ETag note) that is a link: the resume would hash its
+    target as bytes already there and append the download to it, a file anywhere; a FIFO: the
+    install would wait on it for ever. Either is removed and the download starts over."""
+    data = big_release(mirror_root)
+    mirror.hooks.append(Faults("half", "404"))
+    assert cli("install", "llama-server").code == 1  # cut, then gone: the part file stays
+    (part,) = (tmp_path / "home" / "downloads").glob("*.part")
+    meta = part.with_name(part.name + ".json")
+    canary = tmp_path / "canary"
+    canary.write_bytes(b"not yours\n")
+    for path in (part, meta):
+        path.unlink()
+        if kind == "link":
+            path.symlink_to(canary)
+        else:
+            os.mkfifo(path)
+    result = cli("install", "llama-server")
+    assert result.code == 0, result
+    assert installed_sha(cli) == sha(data)
+    assert canary.read_bytes() == b"not yours\n"
+    assert "Range" not in downloads(mirror)[-1]  # nothing was taken for bytes already there
 
 
 def test_retries_500_503_and_reset(cli: Cli, mirror: MirrorServer, mirror_root: Path) -> None:

@@ -28,11 +28,23 @@ def _pid_file(lock: FileLock) -> Path:
 
 def holder_pid(lock: FileLock) -> int | None:
     """The pid the current holder wrote, if it is readable and sane (the file is advisory)."""
-    try:
-        text = _pid_file(lock).read_text(encoding="ascii")[:20].strip()
+    from ._fs import read_regular
+
+    try:  # a link or a FIFO in its place is no note: never followed, never waited on
+        text = read_regular(_pid_file(lock), 20, follow=False)[:20].decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() and 0 < int(text) < 2**22 else None
+
+
+def _write_pid(note: Path) -> None:
+    """The holder's pid, in a file made anew: whatever had the name (a link, whose target a
+    write would truncate; a FIFO, whose open would wait for a reader) is removed, never
+    followed. Only the lock's holder writes it."""
+    from ._fs import create_exclusive
+
+    note.unlink(missing_ok=True)
+    create_exclusive(note, f"{os.getpid()}\n".encode("ascii"))
 
 
 @contextlib.asynccontextmanager
@@ -56,7 +68,7 @@ async def hold(
             waited = True
             await sleep(poll)
     with contextlib.suppress(OSError):
-        _pid_file(lock).write_text(f"{os.getpid()}\n", encoding="ascii")
+        _write_pid(_pid_file(lock))
     try:
         yield waited
     finally:

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol, Self
 
 from ..errors import UnsafeArchive
+from .receipt import RECEIPT
 
 _CONTROL = re.compile("[\x00-\x1f]")
 NAME_MAX = 255
@@ -40,6 +41,8 @@ def clean_name(name: str, archive: str) -> str:
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeArchive(f"{archive}: refusing path with '..' {shown(name)}")
+    if parts == [RECEIPT]:  # a link there would have the receipt written through it
+        raise UnsafeArchive(f"{archive}: refusing {shown(name)}, the name of backendmgr's receipt")
     return "/".join(parts)
 
 

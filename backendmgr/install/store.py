@@ -105,7 +105,10 @@ def new_staging(final: Path) -> Path:
 
 
 def write_receipt(folder: Path, receipt: Receipt) -> None:
-    atomic_write_bytes(folder / RECEIPT, receipt_json(receipt).encode())
+    """The receipt, replacing whatever had its name and never written through a link: the
+    build folder is ours, and an archive's link there once made the receipt overwrite the
+    executable it pointed at."""
+    atomic_write_bytes(folder / RECEIPT, receipt_json(receipt).encode(), no_links_below=folder)
 
 
 def commit(staging: Path, final: Path, receipt: Receipt) -> None:

@@ -189,6 +189,12 @@ BOMB = b"\0" * (4 << 20)
             "together expand",
         ),
         ("bomb.zip", [Entry("zeros.bin", BOMB)], "200:1"),
+        (
+            "receipt.tar.gz",
+            [Entry(".backendmgr.json", kind="symlink", target="llama-server")],
+            "the name of backendmgr's receipt",
+        ),
+        ("receipt.zip", [Entry("./.backendmgr.json", b"{}")], "the name of backendmgr's receipt"),
         ("bomb.tar.gz", [Entry("zeros.bin", BOMB)], "200:1"),
     ],
 )
@@ -290,3 +296,26 @@ def test_a_second_asset_is_checked_against_the_first_ones_links(tmp_path: Path, 
     fresh.mkdir()
     extract(archive, archive.name, fresh, exe_name="llama-server")
     assert (fresh / "lib" / "evil.so").read_bytes() == b"x"
+
+
+def test_the_receipt_is_never_written_through_a_link(tmp_path: Path) -> None:
+    """Whatever put a link at the receipt's name (an archive once did), the receipt does not
+    overwrite what it points at."""
+    from backendmgr._fs import LinkRefused
+    from backendmgr.install.store import RECEIPT, Receipt, write_receipt
+
+    exe = tmp_path / "llama-server"
+    exe.write_bytes(b"#!/bin/sh\n")
+    (tmp_path / RECEIPT).symlink_to("llama-server")
+    receipt = Receipt(
+        component="llama-server",
+        version="b1",
+        variant="cpu",
+        source="s",
+        exe="x",
+        installed_at="2026-12-03T00:00:00+00:00",
+        backendmgr_version="0",
+    )
+    with pytest.raises(LinkRefused):
+        write_receipt(tmp_path, receipt)
+    assert exe.read_bytes() == b"#!/bin/sh\n"

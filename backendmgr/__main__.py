@@ -3,11 +3,25 @@ then out of the process without the interpreter's teardown."""
 
 from __future__ import annotations
 
+# ``signal`` builds enums at import; its C module does not
+import _signal  # type: ignore[import-not-found]
 import os
 import sys
 from typing import NoReturn
 
 __all__ = ["entry", "leave"]
+
+
+def _cancelled_while_starting(signum: int, frame: object) -> None:
+    """A Ctrl-C while the command is still loading, before its own handling is in place:
+    said as every cancel is (``error: cancelled``, 130), not as a traceback of an import."""
+    sys.stderr.write("error: cancelled\n")
+    os._exit(130)
+
+
+# From here until the command runs (entry puts Python's own back): this module is the command's
+# start only (``python -m backendmgr`` and the installed script), never a library's import.
+_signal.signal(_signal.SIGINT, _cancelled_while_starting)
 
 
 def entry() -> NoReturn:
@@ -21,10 +35,9 @@ def entry() -> NoReturn:
     for unused in ("httpx._main", "trio"):
         sys.modules.setdefault(unused, None)  # type: ignore[arg-type]
     sys.unraisablehook = _unraisable
-    try:
-        from backendmgr.cli.main import main
-    except KeyboardInterrupt:  # Ctrl-C while Python imports: no traceback either
-        raise SystemExit(130) from None
+    from backendmgr.cli.main import main
+
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # the command's own from here
     try:
         code = main()
     except SystemExit as done:  # argparse's exit after --help, --version: left as a command is
@@ -50,9 +63,6 @@ def leave(code: int) -> NoReturn:
     the ordinary exit does that matters is done here in the same order: wait for the threads
     that are not daemons (anyio's idle workers stop as the event loop closes), run the exit
     handlers (logging's flush, filelock's release of locks still held), flush the output."""
-    # ``signal`` is this C module with enums around it: building them costs a millisecond at
-    # every command's exit, and the one call here needs none
-    import _signal  # type: ignore[import-not-found]
     import atexit
 
     if sys.getprofile() is not None or sys.gettrace() is not None:

@@ -98,3 +98,31 @@ def test_a_command_collects_cycles_rarely_and_a_long_running_one_as_python_does(
         timeout=60,
     )
     assert fresh.stdout.strip() == str(USUAL)  # what the interpreter starts with
+
+
+def test_a_ctrl_c_while_the_command_loads_is_a_cancel_not_a_traceback() -> None:
+    """SIGINT once the command has begun loading (here: right after its entry module, while
+    the rest would import) ends it as every cancel does; the command itself then gets
+    Python's own KeyboardInterrupt back, which it answers as a cancel too."""
+    code = (
+        "import os, signal, sys\n"
+        "import backendmgr.__main__ as m\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "import time; time.sleep(5)\n"
+        "print('went on')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "error: cancelled\n")
+    restored = (  # what the command runs with: Python's own handler
+        "import signal, sys\n"
+        "import backendmgr.__main__ as m, backendmgr.cli.main as cli\n"
+        "def main():\n"
+        "    print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+        "    return 0\n"
+        "cli.main = main\n"
+        "m.entry()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", restored], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip().endswith("True"), done.stderr

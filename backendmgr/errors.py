@@ -197,7 +197,7 @@ def first_error(exc: BaseException) -> BaseException:
 
     walk(exc)
     for leaf in leaves:
-        if isinstance(leaf, KeyboardInterrupt):
+        if _ctrl_c(leaf):
             return leaf
     for leaf in leaves:
         if isinstance(leaf, BackendmgrError) and not isinstance(leaf, Cancelled):
@@ -209,7 +209,20 @@ def is_cancel(exc: BaseException) -> bool:
     """Ctrl-C or a cancelled task."""
     import asyncio
 
-    return isinstance(exc, KeyboardInterrupt | asyncio.CancelledError | Cancelled)
+    return isinstance(exc, asyncio.CancelledError | Cancelled) or _ctrl_c(exc)
+
+
+def _ctrl_c(exc: BaseException | None) -> bool:
+    """A Ctrl-C, or an error it caused: Python reports an exception raised where it calls into
+    a class being made (``__set_name__``, as an import defines its classes) as a RuntimeError
+    caused by it, and a Ctrl-C that lands there is a Ctrl-C all the same."""
+    for _ in range(16):
+        if exc is None:
+            return False
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__
+    return False
 
 
 class ValidationProblem:

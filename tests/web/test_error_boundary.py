@@ -107,6 +107,23 @@ def test_other_exceptions_are_one_line_too() -> None:
         assert "\n" not in failure.message and failure.message.count("For further") == 0
 
 
+def test_a_ctrl_c_python_wrapped_while_a_class_was_made_is_a_cancel() -> None:
+    """A Ctrl-C that lands in a ``__set_name__`` (anyio's backend defines its classes as it is
+    imported, on the first event loop) reaches us as the RuntimeError Python wraps it in."""
+
+    class Field:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    with pytest.raises(RuntimeError) as caught:
+        type("Made", (), {"field": Field()})
+    assert isinstance(caught.value.__cause__, KeyboardInterrupt)
+    assert failure_of(caught.value) == ("cancelled", 130, e.Cancelled.http_status)
+    grouped = BaseExceptionGroup("g", [e.NotFound("later"), caught.value])
+    assert failure_of(grouped).message == "cancelled"
+    assert failure_of(RuntimeError("no Ctrl-C behind it")).message == "internal error: RuntimeError"
+
+
 # --- a package index that stalls or answers garbage -------------------------------------------
 
 

@@ -113,7 +113,12 @@ def _create_private(folder: Path, name: str) -> tuple[int, Path]:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, no_links_below: Path | None = None, durable: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    no_links_below: Path | None = None,
+    durable: bool = True,
+    files_only: bool = False,
 ) -> None:
     """Replace ``path`` with ``data`` so that a reader sees the old file or the new, never half.
 
@@ -130,6 +135,10 @@ def atomic_write_bytes(
     ``durable=False``: a cache. A running reader still sees the old file or the new (the rename
     stays); a crash may leave it old, empty or gone, which its reader takes as no cache, so the
     fsyncs of the file and its folder go.
+
+    ``files_only``: a file the user names (the llama-swap config): a FIFO or socket at the path
+    itself is refused too, as anything but a regular file behind a link always is; elsewhere it
+    is only a name, replaced as a file is.
     """
     if no_links_below is not None:
         _write_no_follow(path, data, no_links_below, durable)
@@ -140,7 +149,7 @@ def atomic_write_bytes(
     except FileNotFoundError:
         mode: int | None = None
     else:
-        mode = _kept_mode(st, os.access(path, os.W_OK), path, target)
+        mode = _kept_mode(st, os.access(path, os.W_OK), path, target, files_only=files_only)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_private(target.parent, target.name)
     try:
@@ -180,12 +189,15 @@ def _only_a_name(st: os.stat_result, path: Path, target: Path) -> bool:
     return target == path and (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode))
 
 
-def _kept_mode(st: os.stat_result, writable: bool, path: Path, target: Path) -> int:
+def _kept_mode(
+    st: os.stat_result, writable: bool, path: Path, target: Path, *, files_only: bool = False
+) -> int:
     """The mode the new file keeps; :class:`ReadOnlyFile` for a file made read-only,
     :class:`NotAFile` for a device, a folder, or anything but a file behind a link (left as
-    it is)."""
+    it is), and with ``files_only`` for anything but a file."""
     shown = f"{path} (a link to {target})" if target != path else str(path)
-    if not stat.S_ISREG(st.st_mode) and not _only_a_name(st, path, target):
+    special = files_only or not _only_a_name(st, path, target)
+    if not stat.S_ISREG(st.st_mode) and special:
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
         raise NotAFile(
             f"{shown} is {kind}; backendmgr replaces only regular files and leaves it alone: "

@@ -133,7 +133,7 @@ class Staged:
             rewrite.warnings.append(f"{target} {_edited(self.edited)}; kept that copy as {backup}")
         digest = sha256_hex(body)
         before = _old_models(record, target, self.current)
-        atomic_write_bytes(target, body)
+        atomic_write_bytes(target, body, files_only=True)  # a FIFO there is someone's pipe
         record_written(record, digest)
         _keep_models(record, target, body, digest, self.models)
         rewrite.written = True

@@ -36,8 +36,8 @@ def setup(tmp_path: Path, config_path: Path) -> Path:
 def test_a_fifo_behind_a_link_is_refused_and_left_a_fifo(
     tmp_path: Path, config_path: Path, cli: Cli
 ) -> None:
-    """A FIFO at the path itself is only a name, replaced as a file is
-    (tests/config/test_hostile_config.py); behind a link it is someone else's, left alone."""
+    """A FIFO at the output's path is refused and kept (tests/config/test_hostile_config.py);
+    behind a link too, and the link stays."""
     output = setup(tmp_path, config_path)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

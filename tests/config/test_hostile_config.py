@@ -237,7 +237,8 @@ def test_a_fifo_or_device_among_the_users_files_is_refused_without_waiting(
 def test_a_fifo_where_the_llama_swap_config_goes_is_not_waited_on(config_path: Path) -> None:
     """The generated file's place is the user's folder: a FIFO there hung ``generate``,
     ``generate --check`` and ``doctor`` (its open waits for a writer, and Ctrl-C did not stop
-    it). Each now answers at once; ``generate`` replaces it as it replaces any file."""
+    it). Each now answers at once; ``generate`` leaves it a FIFO, as it leaves a folder or a
+    device there: someone's pipe is not a file to replace."""
     config_path.parent.mkdir(parents=True, exist_ok=True)
     target = config_path.parent / "llama-swap.yaml"
     os.mkfifo(target)
@@ -247,5 +248,11 @@ def test_a_fifo_where_the_llama_swap_config_goes_is_not_waited_on(config_path: P
     assert done.returncode == 1 and "llama-swap.yaml: not a regular file" in done.stderr, done
     assert "Traceback" not in done.stderr, done
     done = run_backendmgr("generate", timeout=30)
-    assert done.returncode == 0, done
-    assert stat.S_ISREG(target.lstat().st_mode)
+    assert done.returncode == 1, done
+    assert f"{target} is a FIFO; backendmgr replaces only regular files" in done.stderr, done
+    assert stat.S_ISFIFO(target.lstat().st_mode)
+    before = config_path.read_bytes() if config_path.exists() else None
+    done = run_backendmgr("set", "m1", "ctx=4096", timeout=30)  # a change that regenerates
+    assert done.returncode == 1 and "is a FIFO" in done.stderr, done
+    assert (config_path.read_bytes() if config_path.exists() else None) == before
+    assert stat.S_ISFIFO(target.lstat().st_mode)

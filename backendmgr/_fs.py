@@ -21,6 +21,7 @@ __all__ = [
     "apply_umask",
     "atomic_write_bytes",
     "create_exclusive",
+    "folder_for",
     "fsync_dir",
     "leftover_temps",
     "link_refused",
@@ -433,3 +434,19 @@ def remove_leftover_temps(*paths: Path) -> list[Path]:
             tmp.unlink()
             removed.append(tmp)
     return removed
+
+
+def folder_for(path: Path, what: str) -> None:
+    """Make ``path``'s folder (and those above it) for ``what`` to be written there; a file
+    where a folder must be is said as such, not as the kernel's "File exists"."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        blocking = next(
+            (p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir()),
+            Path(exc.filename or path.parent),
+        )
+        raise NotAFile(
+            f"{blocking} is a file, not a folder: {what} {path} cannot be written under it; "
+            "move that file, or choose another place"
+        ) from None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._fs import atomic_write_bytes, remove_leftover_temps
+from .._fs import atomic_write_bytes, folder_for, remove_leftover_temps
 from .._yaml import parser_name, read_limited
 from ..errors import ConfigError, Refused
 from ..record import Invalid, load, plain
@@ -123,7 +123,7 @@ class ConfigStore:
 
         from .roundtrip import render_document
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder_for(self.path, "the config")
         try:
             with FileLock(self.lock_path, timeout=LOCK_TIMEOUT_S):
                 # a write killed before its rename left its temporary file: gone with the next

@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from .._fs import folder_for
 from .._inline import in_thread
 from .._locks import hold
 from ..config.models import Settings
@@ -100,7 +101,7 @@ class Generator:
         from .rewrite import stage
 
         target = self.ctx.output_path(settings)
-        target.parent.mkdir(parents=True, exist_ok=True)  # the config's own folder, first run
+        folder_for(target, "the llama-swap config")  # the config's own folder, first run
         try:
             with FileLock(self._output_lock(target), timeout=LOCK_TIMEOUT_S):
                 self._tidy(target)
@@ -160,7 +161,7 @@ class Generator:
             raise InvalidInput(
                 f"the folder {target.parent} does not exist; create it or choose another --output"
             )
-        target.parent.mkdir(parents=True, exist_ok=True)  # the config's own folder, first run
+        folder_for(target, "the llama-swap config")  # the config's own folder, first run
         async with hold(FileLock(self._output_lock(target))):
             if not check:
                 await in_thread(self._tidy, target)

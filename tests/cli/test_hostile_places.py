@@ -224,3 +224,18 @@ def test_relative_paths_in_the_config_are_the_configs_own(
     assert cli("models", "add-dir", str(config_path.parent / "models")).code == 0
     assert json.loads(config_path.read_text())["models_dirs"] == ["models"]
     assert cli("models", "remove-dir", "models").code == 0
+
+
+def test_an_output_under_a_file_says_the_file_is_no_folder(
+    tmp_path: Path, config_path: Path, cli: Cli
+) -> None:
+    """Not the kernel's "File exists (…)": which path is a file, and that it must be a folder."""
+    setup(tmp_path, config_path)
+    blocker = tmp_path / "afile"
+    blocker.write_text("mine")
+    doc = json.loads(config_path.read_text())
+    config_path.write_text(json.dumps({**doc, "output": str(blocker / "sub" / "ls.yaml")}))
+    result = cli("generate")
+    assert result.code == 1 and "Traceback" not in result.err
+    assert f"error: {blocker} is a file, not a folder: the llama-swap config" in result.err
+    assert blocker.read_text() == "mine"

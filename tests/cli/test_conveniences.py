@@ -316,6 +316,8 @@ def test_the_only_build_needs_force_and_says_who_falls_back(
     assert rows() == [] and builds() == []
     models = {m["id"]: m for m in json.loads(ok(bm("--json", "models")).stdout)}
     assert models["qwen3-8b"]["backend"]["reason"] == "no llm row; legacy server_exe"
+    said = ok(bm("which", "qwen3-8b")).stdout.splitlines()
+    assert said[1] == "  model → no row: no llm row; legacy server_exe"  # not "row None"
     assert 'stale pin "llama-server@b100-vulkan" ignored' in models["tiny"]["notes"]
 
 

@@ -103,7 +103,8 @@ def which(mgr: Manager, args: argparse.Namespace, out: Renderer) -> int:
         out.document(dump(found))
         return 0
     out.info(found.path or "")
-    out.info(f"  {found.type} → row {found.row}: {found.reason}")
+    row = f"row {found.row}" if found.row is not None else "no row"  # legacy server_exe
+    out.info(f"  {found.type} → {row}: {found.reason}")
     for note in found.notes:
         out.info(f"  note: {note}")
     if not found.exists:

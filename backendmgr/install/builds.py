@@ -194,6 +194,25 @@ class BuildStore:
             groups.setdefault((folder.parent, base_name(folder.name)), []).append(folder)
         return store.tidy(self, groups)
 
+    def busy(self, leftover: Path) -> bool:
+        """Whether a running install or removal holds the build lock of ``leftover`` (a
+        staging, swap or trash folder, or a part file): its work, not a leftover yet."""
+        from filelock import FileLock, Timeout
+
+        if leftover.name.endswith(".part"):
+            lock = self.part_lock(leftover)
+        else:
+            path = self.lock_path(leftover.parent.name, base_name(leftover.name))
+            if not path.exists():  # never taken: nobody holds it
+                return False
+            lock = FileLock(path)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return True
+        lock.release()
+        return False
+
     def remove_leftovers(self) -> list[Path]:
         """Delete leftovers whose build lock is free; see :meth:`tidy`."""
         return self.tidy()[1]

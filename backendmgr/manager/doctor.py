@@ -59,7 +59,9 @@ class Doctor:
         from ..install.venv_job import KEPT_MARK
 
         for folder in builds.leftovers():
-            if ".swap-" in folder.name:
+            if builds.busy(folder):  # a running install's (or removal's) own folder
+                notes.append(f"{folder} belongs to an install or removal that is running")
+            elif ".swap-" in folder.name:
                 problems.append(f"interrupted reinstall {folder} (doctor --fix finishes it)")
             elif (folder / KEPT_MARK).is_file():  # kept on purpose: not a problem
                 notes.append(
@@ -73,7 +75,13 @@ class Doctor:
             for e in installed.values()
             if (w := missing_gpu(e.id, e.receipt.variant, e.receipt.capabilities))
         ]
-        notes += _part_notes(builds.part_files())
+        idle = []
+        for part in builds.part_files():
+            if builds.busy(part):
+                notes.append(f"{part} belongs to a download that is running")
+            else:
+                idle.append(part)
+        notes += _part_notes(idle)
         # exactly what ``generate --check`` refuses: a problem, or a note for a stale file
         plan = await anyio.to_thread.run_sync(self.generator.models.pipeline, settings)
         # issue 33: a pin or setting saved for a model id that no models folder has

@@ -74,6 +74,35 @@ def test_doctor_lists_part_files_and_fix_removes_free_ones(
     assert str(loose) not in cli("doctor").err
 
 
+def test_a_running_install_s_folders_are_its_own_not_leftovers(
+    cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path
+) -> None:
+    """``doctor`` while an install runs: its staging folder and part file are notes (its lock
+    is held), not "leftover … (doctor --fix removes it)" errors that --fix then keeps; once
+    nothing holds them, they are leftovers again."""
+    home = tmp_path / "home"
+    build = installed_build(cli, mirror_root, home)
+    staging = build.with_name("b200-vulkan.staging-l1v3")
+    staging.mkdir()
+    part = home / "downloads" / "0123456789abcdef-llama-b200-bin-ubuntu-vulkan-x64.tar.gz.part"
+    part.parent.mkdir(exist_ok=True)
+    part.write_bytes(b"\0" * 10)
+    store = BuildStore(Paths.resolve(config=None, home=str(home)))
+    with (
+        store.lock("llama-server", "b200", "vulkan").acquire(timeout=0),
+        store.part_lock(part).acquire(timeout=0),
+    ):
+        for args in (["doctor"], ["doctor", "--fix"]):
+            report = cli(*args)
+            assert report.code == 0, report
+            assert f"{staging} belongs to an install or removal that is running" in report.err
+            assert f"{part} belongs to a download that is running" in report.err
+            assert "leftover folder" not in report.err
+        assert staging.is_dir() and part.exists()
+    report = cli("doctor")
+    assert report.code == 1 and f"leftover folder {staging} (doctor --fix removes it)" in report.err
+
+
 def _kill_inside_swap(build: Path, *, new_complete: bool, second_rename_done: bool) -> None:
     """Lay out the disk as BuildStore.commit leaves it when killed during a reinstall: the new
     build is staged with its receipt, the old one was renamed to ``.swap-*/old``."""

@@ -197,8 +197,8 @@ def _kept_mode(
     :class:`NotAFile` for a device, a folder, or anything but a file behind a link (left as
     it is), and with ``files_only`` for anything but a file."""
     shown = f"{path} (a link to {target})" if target != path else str(path)
-    special = files_only or not _only_a_name(st, path, target)
-    if not stat.S_ISREG(st.st_mode) and special:
+    strict = files_only or not _only_a_name(st, path, target)
+    if not stat.S_ISREG(st.st_mode) and strict:
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
         raise NotAFile(
             f"{shown} is {kind}; backendmgr replaces only regular files and leaves it alone: "

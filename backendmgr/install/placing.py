@@ -154,11 +154,6 @@ class Link:
     hard: bool
 
 
-def _made_alike(dest: Path, link: Link, made: list[Link]) -> bool:
-    """Whether ``dest`` is a link this archive already made exactly as ``link`` asks."""
-    return any(m.rel == link.rel and m.target == link.target and m.hard == link.hard for m in made)
-
-
 def _escapes(archive: str, link: Link) -> UnsafeArchive:
     return UnsafeArchive(
         f"{archive}: refusing link {str(link.rel)!r} to {link.target!r}: it escapes"
@@ -191,6 +186,7 @@ def make_links(root: Path, links: list[Link], archive: str, *, fresh: bool) -> i
     replaces an earlier asset's entry."""
     pending = list(links)
     made: list[Link] = []
+    made_at: dict[PurePosixPath, tuple[str, bool]] = {}  # what each made link is
     for _ in range(len(pending) + 1):
         if not pending:
             break
@@ -201,7 +197,7 @@ def make_links(root: Path, links: list[Link], archive: str, *, fresh: bool) -> i
             dest.parent.mkdir(parents=True, exist_ok=True)
             if dest.exists() or dest.is_symlink():
                 if fresh:
-                    if _made_alike(dest, link, made):
+                    if made_at.get(link.rel) == (link.target, link.hard):  # listed twice alike
                         continue
                     raise UnsafeArchive(
                         f"{archive}: {str(link.rel)!r} is both a link and another entry in "
@@ -235,6 +231,7 @@ def make_links(root: Path, links: list[Link], archive: str, *, fresh: bool) -> i
                     dest.unlink()
                     raise _escapes(archive, link)
             made.append(link)
+            made_at[link.rel] = (link.target, link.hard)
         if len(later) == len(pending):
             names = ", ".join(str(li.rel) for li in later)
             raise UnsafeArchive(f"{archive}: links whose targets are missing: {names}")

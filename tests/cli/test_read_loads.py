@@ -46,7 +46,7 @@ def test_which_model_plans_it_without_what_only_models_shows(tmp_path: Path) -> 
     _home(tmp_path)
     shown = ("backendmgr.api_models.models", "backendmgr.emit.regen", "statistics")
     out, loaded = loaded_after("which", "beta", heavy=(*shown, "backendmgr.emit.plan"))
-    assert "model → row" in out and loaded == ["backendmgr.emit.plan"]  # planned, nothing more
+    assert "model → no row" in out and loaded == ["backendmgr.emit.plan"]  # planned, nothing more
     out, loaded = loaded_after("models", heavy=shown)
     assert "alpha" in out and loaded == ["backendmgr.api_models.models"]
 
@@ -67,7 +67,7 @@ def test_which_model_on_a_home_that_measured_nothing_loads_no_record_class(
         "backendmgr.api_models.config",
     )
     out, loaded = loaded_after("which", "beta", heavy=unused)
-    assert "model → row" in out and loaded == []
+    assert "model → no row" in out and loaded == []
 
 
 WRITING = (
@@ -126,7 +126,7 @@ def test_which_plans_without_the_bench_store_or_the_verify_cache(tmp_path: Path)
     _home(tmp_path)
     only_models = ("backendmgr.measure.bench", "backendmgr.manager.verify_cache")
     out, loaded = loaded_after("which", "beta", heavy=(*only_models, "backendmgr.catalog.manifest"))
-    assert "model → row" in out and loaded == []  # "is beta a component?": the files' names
+    assert "model → no row" in out and loaded == []  # "is beta a component?": the files' names
     out, loaded = loaded_after("models", heavy=only_models)
     # ``models`` reads the verify cache; the bench records' module only where bench.json holds
     # figures (none here: tests/measure/test_bench.py shows them)

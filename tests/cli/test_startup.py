@@ -288,7 +288,7 @@ def test_a_read_of_an_unchanged_config_loads_no_yaml_library(
     # ``which`` asks the catalog for its ids alone: a built-in manifest is named for its id,
     # so none is read (a user's manifest is, and its parse kept in the cache: catalog tests)
     out, loaded = loaded_after("which", "tiny-q4_k_m")
-    assert "model → row" in out and "ruamel.yaml" not in loaded
+    assert "model → no row" in out and "ruamel.yaml" not in loaded
     assert not (tmp_path / "home" / "cache" / "manifests").exists()
 
 

@@ -399,12 +399,20 @@ def apply_umask(folder: Path) -> None:
 
 
 _TEMP_TAIL = 12 + len(".tmp")  # what _create_private and the in-place write add to the name
+STALE_S = 60.0
+"""How old a temporary file is before it counts as left behind: a live write renames its own
+within milliseconds, and a writer this lock does not exclude (another data home writing the
+same output, a cache refreshed by a read) must not lose its file."""
 
 
-def leftover_temps(*paths: Path) -> list[Path]:
+def leftover_temps(*paths: Path, now: float | None = None) -> list[Path]:
     """The temporary files that atomic writes of ``paths`` left when killed before their own
-    rename or clean-up: ``.NAME.<12 hex digits>.tmp`` beside the file each path resolves to.
-    Nothing else is ever named so; a folder that cannot be read has none to tell."""
+    rename or clean-up: ``.NAME.<12 hex digits>.tmp`` beside the file each path resolves to,
+    untouched for :data:`STALE_S`. Nothing else is ever named so; a folder that cannot be read
+    has none to tell."""
+    import time
+
+    before = (time.time() if now is None else now) - STALE_S
     found: list[Path] = []
     for path in paths:
         real = Path(os.path.realpath(path))
@@ -417,7 +425,10 @@ def leftover_temps(*paths: Path) -> list[Path]:
         for name in names:
             tail = name[len(prefix) :]
             if len(tail) == _TEMP_TAIL and tail.endswith(".tmp") and _is_hex(tail[:12]):
-                found.append(real.parent / name)
+                with contextlib.suppress(OSError):  # gone meanwhile: its write ended
+                    st = (real.parent / name).lstat()
+                    if stat.S_ISREG(st.st_mode) and st.st_mtime < before:
+                        found.append(real.parent / name)
     return sorted(found)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -89,8 +90,12 @@ def test_what_killed_writes_left_is_reported_removed_and_never_piles_up(
         config.with_name(f".{config.name}.0123456789ab.tmp.keep"),
         config.with_name("notes.0123456789ab.tmp"),
     ]
-    for path in left + alike:
+    live = config.with_name(f".{config.name}.aaaaaaaaaaaa.tmp")  # another writer's, just made
+    stale = time.time() - 120  # a live write renames its own within milliseconds
+    for path in [*left, *alike, live]:
         path.write_text("half")
+        if path != live:
+            os.utime(path, (stale, stale))
     report = cli("--json", "doctor")
     assert report.code == 1
     said = json.loads(report.out)["problems"]
@@ -100,12 +105,14 @@ def test_what_killed_writes_left_is_reported_removed_and_never_piles_up(
     assert sorted(f for f in fixed if "interrupted" in f) == sorted(
         f"removed {path}, left by an interrupted write" for path in left
     )
-    assert not any(p.exists() for p in left) and all(p.exists() for p in alike)
+    assert not any(p.exists() for p in left) and all(p.exists() for p in [*alike, live])
+    assert str(live) not in report.out
 
-    left[0].write_text("half")  # the next edit of the config takes its own leftovers away
-    left[2].write_text("half")
+    for path in (left[0], left[2]):  # the next edit of the config takes its leftovers away
+        path.write_text("half")
+        os.utime(path, (stale, stale))
     ok(cli("set", "m1", "ctx=8192"))
-    assert not left[0].exists() and not left[2].exists()
+    assert not left[0].exists() and not left[2].exists() and live.exists()
 
 
 # --- 5: doctor and generate --check see the same hand edits ---------------------------------

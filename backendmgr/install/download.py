@@ -94,17 +94,18 @@ _NOT_FOLLOWED = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 def _only_a_file(part: Path) -> None:
     """A part file is a regular file of ours or nothing: a link there (planted, or left by a
-    tool) would have the download hash and extend its target, a FIFO would hang the install.
-    Either is removed, never followed, and the download starts over; a folder is refused."""
+    tool) would have the download hash and extend its target, a hard link would extend its
+    other name's file too, a FIFO would hang the install. Each is removed, never followed or
+    written, and the download starts over; a folder is refused."""
     try:
-        mode = part.lstat().st_mode
+        st = part.lstat()
     except FileNotFoundError:
         return
-    if stat.S_ISREG(mode):
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
         return
-    if stat.S_ISDIR(mode):
+    if stat.S_ISDIR(st.st_mode):
         raise InstallFailed(f"{part} is a folder where a partial download goes; remove it")
-    discard(part)
+    discard(part)  # a hard link's other names (a backup made with cp -al) keep their bytes
 
 
 def open_part(part: Path, mode: str) -> IO[bytes]:
@@ -113,12 +114,15 @@ def open_part(part: Path, mode: str) -> IO[bytes]:
     flags = {
         "rb": os.O_RDONLY,
         "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-        "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+        "wb": os.O_WRONLY | os.O_CREAT | os.O_EXCL,  # a file of its own: never truncates one
     }[mode]
+    if mode == "wb":
+        part.unlink(missing_ok=True)
     fd = os.open(part, flags | _NOT_FOLLOWED | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(part))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (mode != "rb" and st.st_nlink > 1):
+            raise OSError(errno.EINVAL, "not a regular file of its own", str(part))
         if mode != "rb":
             os.set_blocking(fd, True)
         return os.fdopen(fd, mode, buffering=0)

@@ -41,7 +41,7 @@ def clean_name(name: str, archive: str) -> str:
     parts = [p for p in text.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeArchive(f"{archive}: refusing path with '..' {shown(name)}")
-    if parts == [RECEIPT]:  # a link there would have the receipt written through it
+    if parts[:1] == [RECEIPT]:  # its place: a link or a folder there would stop the receipt
         raise UnsafeArchive(f"{archive}: refusing {shown(name)}, the name of backendmgr's receipt")
     return "/".join(parts)
 

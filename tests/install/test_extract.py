@@ -195,6 +195,11 @@ BOMB = b"\0" * (4 << 20)
             "the name of backendmgr's receipt",
         ),
         ("receipt.zip", [Entry("./.backendmgr.json", b"{}")], "the name of backendmgr's receipt"),
+        (
+            "under-receipt.tar.gz",
+            [Entry(".backendmgr.json/x", b"{}")],
+            "the name of backendmgr's receipt",
+        ),
         ("bomb.tar.gz", [Entry("zeros.bin", BOMB)], "200:1"),
     ],
 )

@@ -9,18 +9,14 @@ import os
 import sys
 from typing import NoReturn
 
+from backendmgr import _cancelled_while_starting
+
 __all__ = ["entry", "leave"]
 
 
-def _cancelled_while_starting(signum: int, frame: object) -> None:
-    """A Ctrl-C while the command is still loading, before its own handling is in place:
-    said as every cancel is (``error: cancelled``, 130), not as a traceback of an import."""
-    sys.stderr.write("error: cancelled\n")
-    os._exit(130)
-
-
 # From here until the command runs (entry puts Python's own back): this module is the command's
-# start only (``python -m backendmgr`` and the installed script), never a library's import.
+# start only (``python -m backendmgr`` and the installed script), never a library's import;
+# the package set it already when it could tell the command was starting.
 _signal.signal(_signal.SIGINT, _cancelled_while_starting)
 
 

@@ -126,3 +126,28 @@ def test_a_ctrl_c_while_the_command_loads_is_a_cancel_not_a_traceback() -> None:
         [sys.executable, "-c", restored], capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip().endswith("True"), done.stderr
+
+
+def test_the_package_quiets_a_ctrl_c_only_when_it_is_the_command_starting() -> None:
+    """``python -m backendmgr`` imports the package before the entry module: a Ctrl-C there is
+    a cancel too. A program that imports backendmgr as a library keeps its own Ctrl-C."""
+    as_command = (
+        "import os, signal, sys, time\n"
+        "sys.orig_argv = [sys.executable, '-m', 'backendmgr', 'list']\n"
+        "import backendmgr\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(5)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", as_command], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (130, "error: cancelled\n")
+    as_library = (
+        "import signal\n"
+        "import backendmgr\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", as_library], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout == "True\n", done.stderr

@@ -30,6 +30,7 @@ and the rest is ``internal error: <type>`` (1, 500): never a traceback (``--debu
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -206,10 +207,12 @@ def first_error(exc: BaseException) -> BaseException:
 
 
 def is_cancel(exc: BaseException) -> bool:
-    """Ctrl-C or a cancelled task."""
-    import asyncio
-
-    return isinstance(exc, asyncio.CancelledError | Cancelled) or _ctrl_c(exc)
+    """Ctrl-C or a cancelled task. asyncio is looked at, never imported: a Ctrl-C that lands
+    while it first imports leaves it half made, and importing it again fails on that."""
+    if isinstance(exc, Cancelled) or _ctrl_c(exc):
+        return True
+    cancelled = getattr(sys.modules.get("asyncio"), "CancelledError", None)
+    return isinstance(cancelled, type) and isinstance(exc, cancelled)
 
 
 def _ctrl_c(exc: BaseException | None) -> bool:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import stat
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -23,7 +24,7 @@ import anyio
 import httpx
 
 from .._fs import create_exclusive, read_regular, sanitize_segment
-from ..errors import InstallFailed, NetworkError, VerificationError
+from ..errors import NetworkError, VerificationError
 from ..events import EventSink, ProgressEvent
 from ..immutable import frozen
 from ..net import NetSettings, describe_network_failure, open_following
@@ -79,14 +80,23 @@ def _write_etag(part: Path, etag: str | None) -> None:
     """The ETag beside the part file, made anew: whatever had its name (a link included) is
     removed, never written through."""
     meta = _meta_path(part)
-    meta.unlink(missing_ok=True)
+    _remove(meta)
     if etag:
         create_exclusive(meta, json.dumps({"etag": etag}).encode())
 
 
 def discard(part: Path) -> None:
-    part.unlink(missing_ok=True)
-    _meta_path(part).unlink(missing_ok=True)
+    _remove(part)
+    _remove(_meta_path(part))
+
+
+def _remove(path: Path) -> None:
+    """A part file or its note, whatever has its name in the downloads folder (ours): a folder
+    there would otherwise stop every install of that asset, and ``cache clean``."""
+    try:
+        path.unlink(missing_ok=True)
+    except IsADirectoryError:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 _NOT_FOLLOWED = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -95,16 +105,14 @@ _NOT_FOLLOWED = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 def _only_a_file(part: Path) -> None:
     """A part file is a regular file of ours or nothing: a link there (planted, or left by a
     tool) would have the download hash and extend its target, a hard link would extend its
-    other name's file too, a FIFO would hang the install. Each is removed, never followed or
-    written, and the download starts over; a folder is refused."""
+    other name's file too, a FIFO would hang the install, a folder would stop it. Each is
+    removed, never followed or written, and the download starts over."""
     try:
         st = part.lstat()
     except FileNotFoundError:
         return
     if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
         return
-    if stat.S_ISDIR(st.st_mode):
-        raise InstallFailed(f"{part} is a folder where a partial download goes; remove it")
     discard(part)  # a hard link's other names (a backup made with cp -al) keep their bytes
 
 

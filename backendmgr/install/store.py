@@ -193,12 +193,13 @@ def tidy(
 
 def remove_part_files(store: BuildStore) -> list[Path]:
     """Delete part files (and their ETag notes) that no running install holds."""
+    from .download import discard  # a cleaning command's: loads httpx, which reads never need
+
     removed: list[Path] = []
     for part in store.part_files():
         try:
             with part_lock(store, part).acquire(timeout=0):
-                part.unlink(missing_ok=True)
-                part.with_name(part.name + ".json").unlink(missing_ok=True)
+                discard(part)  # a folder or link by that name included
                 removed.append(part)
         except Timeout:
             continue

@@ -92,14 +92,15 @@ def test_server_ignoring_range_restarts_cleanly(
     assert installed_sha(cli) == sha(data)
 
 
-@pytest.mark.parametrize("kind", ["link", "fifo", "hard link"])
+@pytest.mark.parametrize("kind", ["link", "fifo", "hard link", "folder"])
 def test_a_part_file_that_is_no_file_is_replaced_never_followed(
     cli: Cli, mirror: MirrorServer, mirror_root: Path, tmp_path: Path, kind: str
 ) -> None:
     """A leftover ``.part`` (and its ETag note) that is a link: the resume would hash its
     target as bytes already there and append the download to it, a file anywhere; a FIFO: the
     install would wait on it for ever; a hard link (a backup made with ``cp -al``) would have
-    its other name's file grow. Each is removed and the download starts over."""
+    its other name's file grow; a folder would stop every install of it. Each is removed and
+    the download starts over."""
     data = big_release(mirror_root)
     mirror.hooks.append(Faults("half", "404"))
     assert cli("install", "llama-server").code == 1  # cut, then gone: the part file stays
@@ -113,6 +114,8 @@ def test_a_part_file_that_is_no_file_is_replaced_never_followed(
             path.symlink_to(canary)
         elif kind == "hard link":
             os.link(canary, path)
+        elif kind == "folder":
+            (path / "inside").mkdir(parents=True)
         else:
             os.mkfifo(path)
     result = cli("install", "llama-server")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -122,6 +123,16 @@ def test_a_ctrl_c_python_wrapped_while_a_class_was_made_is_a_cancel() -> None:
     grouped = BaseExceptionGroup("g", [e.NotFound("later"), caught.value])
     assert failure_of(grouped).message == "cancelled"
     assert failure_of(RuntimeError("no Ctrl-C behind it")).message == "internal error: RuntimeError"
+
+
+def test_a_cancel_is_told_without_importing_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands while asyncio first imports leaves it half made in sys.modules: the
+    boundary must not import it again (that raised NameError, an internal error)."""
+    import types
+
+    monkeypatch.setitem(sys.modules, "asyncio", types.ModuleType("asyncio"))  # half made
+    assert failure_of(KeyboardInterrupt()) == ("cancelled", 130, e.Cancelled.http_status)
+    assert failure_of(ValueError("x")).message == "internal error: ValueError"
 
 
 # --- a package index that stalls or answers garbage -------------------------------------------

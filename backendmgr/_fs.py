@@ -20,6 +20,7 @@ __all__ = [
     "ReadOnlyFile",
     "apply_umask",
     "atomic_write_bytes",
+    "create_anew",
     "create_exclusive",
     "folder_for",
     "fsync_dir",
@@ -29,6 +30,7 @@ __all__ = [
     "read_regular",
     "read_regular_stat",
     "remove_leftover_temps",
+    "remove_name",
     "sanitize_segment",
     "sync_filesystem",
     "unlink_no_follow",
@@ -364,6 +366,25 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     return True
 
 
+def remove_name(path: Path) -> None:
+    """Whatever has ``path``'s name, gone: a file, a link (never its target), a FIFO, a
+    folder with what it holds. Only for names in folders of backendmgr's own."""
+    try:
+        path.unlink(missing_ok=True)
+    except IsADirectoryError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def create_anew(path: Path, data: bytes) -> bool:
+    """``path`` made anew with ``data`` (:func:`create_exclusive`) after whatever had its name
+    is removed, never followed: a link whose target a write would change, a FIFO whose open
+    would wait, a folder. A small file of ours that no one else writes (a note)."""
+    remove_name(path)
+    return create_exclusive(path, data)
+
+
 def read_record_file(path: Path, cap: int, version: int, key: str) -> dict[str, Any]:
     """``key``'s mapping from one of our versioned JSON files (the verify results, the tuned
     contexts): an unreadable, oversized, foreign or other-version file reads as empty."""
@@ -413,23 +434,36 @@ def leftover_temps(*paths: Path, now: float | None = None) -> list[Path]:
     import time
 
     before = (time.time() if now is None else now) - STALE_S
-    found: list[Path] = []
+    prefixes: dict[Path, list[str]] = {}  # by folder: each read once (the config's holds two)
     for path in paths:
         real = Path(os.path.realpath(path))
-        prefix = f".{real.name}."
+        prefixes.setdefault(real.parent, []).append(f".{real.name}.")
+    found: list[Path] = []
+    for folder, starts in prefixes.items():
         try:
-            with os.scandir(real.parent) as entries:
-                names = [e.name for e in entries if e.name.startswith(prefix)]
+            with os.scandir(folder) as entries:
+                names = [e.name for e in entries if e.name.startswith(tuple(starts))]
         except OSError:
             continue
         for name in names:
-            tail = name[len(prefix) :]
-            if len(tail) == _TEMP_TAIL and tail.endswith(".tmp") and _is_hex(tail[:12]):
-                with contextlib.suppress(OSError):  # gone meanwhile: its write ended
-                    st = (real.parent / name).lstat()
-                    if stat.S_ISREG(st.st_mode) and st.st_mtime < before:
-                        found.append(real.parent / name)
+            if not any(_temp_of(name, start) for start in starts):
+                continue
+            with contextlib.suppress(OSError):  # gone meanwhile: its write ended
+                st = (folder / name).lstat()
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < before:
+                    found.append(folder / name)
     return sorted(found)
+
+
+def _temp_of(name: str, start: str) -> bool:
+    """Whether ``name`` is ``start`` + 12 hex digits + ``.tmp``, as the writes name theirs."""
+    tail = name[len(start) :]
+    return (
+        name.startswith(start)
+        and len(tail) == _TEMP_TAIL
+        and tail.endswith(".tmp")
+        and _is_hex(tail[:12])
+    )
 
 
 def _is_hex(text: str) -> bool:

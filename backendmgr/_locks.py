@@ -37,16 +37,6 @@ def holder_pid(lock: FileLock) -> int | None:
     return int(text) if text.isdigit() and 0 < int(text) < 2**22 else None
 
 
-def _write_pid(note: Path) -> None:
-    """The holder's pid, in a file made anew: whatever had the name (a link, whose target a
-    write would truncate; a FIFO, whose open would wait for a reader) is removed, never
-    followed. Only the lock's holder writes it."""
-    from ._fs import create_exclusive
-
-    note.unlink(missing_ok=True)
-    create_exclusive(note, f"{os.getpid()}\n".encode("ascii"))
-
-
 @contextlib.asynccontextmanager
 async def hold(
     lock: FileLock,
@@ -67,8 +57,10 @@ async def hold(
                 on_wait(holder_pid(lock))
             waited = True
             await sleep(poll)
-    with contextlib.suppress(OSError):
-        _write_pid(_pid_file(lock))
+    from ._fs import create_anew
+
+    with contextlib.suppress(OSError):  # only the holder writes it; a stranger there is gone
+        create_anew(_pid_file(lock), f"{os.getpid()}\n".encode("ascii"))
     try:
         yield waited
     finally:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import stat
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -23,7 +22,7 @@ from typing import IO
 import anyio
 import httpx
 
-from .._fs import create_exclusive, read_regular, sanitize_segment
+from .._fs import create_anew, read_regular, remove_name, sanitize_segment
 from ..errors import NetworkError, VerificationError
 from ..events import EventSink, ProgressEvent
 from ..immutable import frozen
@@ -80,23 +79,17 @@ def _write_etag(part: Path, etag: str | None) -> None:
     """The ETag beside the part file, made anew: whatever had its name (a link included) is
     removed, never written through."""
     meta = _meta_path(part)
-    _remove(meta)
     if etag:
-        create_exclusive(meta, json.dumps({"etag": etag}).encode())
+        create_anew(meta, json.dumps({"etag": etag}).encode())
+    else:
+        remove_name(meta)
 
 
 def discard(part: Path) -> None:
-    _remove(part)
-    _remove(_meta_path(part))
-
-
-def _remove(path: Path) -> None:
-    """A part file or its note, whatever has its name in the downloads folder (ours): a folder
-    there would otherwise stop every install of that asset, and ``cache clean``."""
-    try:
-        path.unlink(missing_ok=True)
-    except IsADirectoryError:
-        shutil.rmtree(path, ignore_errors=True)
+    """A part file and its note, whatever has their names in the downloads folder (ours): a
+    folder there would otherwise stop every install of that asset, and ``cache clean``."""
+    remove_name(part)
+    remove_name(_meta_path(part))
 
 
 _NOT_FOLLOWED = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -125,7 +118,7 @@ def open_part(part: Path, mode: str) -> IO[bytes]:
         "wb": os.O_WRONLY | os.O_CREAT | os.O_EXCL,  # a file of its own: never truncates one
     }[mode]
     if mode == "wb":
-        part.unlink(missing_ok=True)
+        remove_name(part)
     fd = os.open(part, flags | _NOT_FOLLOWED | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         st = os.fstat(fd)

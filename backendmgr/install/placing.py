@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol, Self
 
-from ..errors import UnsafeArchive
+from ..errors import UnsafeArchive, escaped
 from .receipt import RECEIPT
 
 _CONTROL = re.compile("[\x00-\x1f]")
@@ -23,9 +23,9 @@ SHOWN = 120
 
 
 def shown(name: str) -> str:
-    """A member's name or link target as an error line quotes it: a pax header can make one a
-    megabyte long."""
-    return repr(name if len(name) <= SHOWN else name[:SHOWN] + "…")
+    """A member's name or link target as an error line quotes it (a pax header can make one a
+    megabyte long): :func:`..errors.escaped`, quoted."""
+    return f"'{escaped(name, SHOWN)}'"
 
 
 def clean_name(name: str, archive: str) -> str:
